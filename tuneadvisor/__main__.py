@@ -1,0 +1,3 @@
+from tuneadvisor.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Profiles: safe .lprof loading, the frozen model, source lookup and line kinds."""

@@ -1,0 +1,258 @@
+"""One analysis of a profile set, shared by `report` and the TUI.
+
+Joins timings with source text and line kinds, computes the percentages line_profiler
+prints, and sums time by kind.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuneadvisor.profile.kinds import LineKind, classify_source
+from tuneadvisor.profile.model import FunctionTiming, Profile, ProfileSet
+from tuneadvisor.profile.source import SourceFinder
+
+KIND_LABELS: Mapping[LineKind, str] = {
+    LineKind.DATALOADER: "DataLoader",
+    LineKind.TRANSFER: "transfer",
+    LineKind.FORWARD: "forward",
+    LineKind.LOSS: "loss",
+    LineKind.BACKWARD: "backward",
+    LineKind.OPTIMIZER: "optimizer",
+    LineKind.SYNC: "sync",
+    LineKind.OTHER: "other",
+}
+
+# A sync line above this share of its function gets a note instead of blame.
+SYNC_NOTE_PERCENT = 5.0
+
+
+@dataclass(frozen=True)
+class AnnotatedLine:
+    lineno: int
+    hits: int
+    time_s: float
+    per_hit_s: float
+    percent: float  # of the function, as line_profiler prints it
+    percent_total: float  # of the whole profile
+    kind: LineKind
+    source: str | None
+
+
+@dataclass(frozen=True)
+class KindShare:
+    kind: LineKind
+    time_s: float
+    percent: float
+
+    @property
+    def label(self) -> str:
+        return KIND_LABELS[self.kind]
+
+
+@dataclass(frozen=True)
+class AnnotatedFunction:
+    name: str
+    filename: str
+    first_lineno: int
+    total_s: float
+    percent_total: float
+    lines: tuple[AnnotatedLine, ...]  # the timed lines, in line order
+    block: tuple[tuple[int, str], ...]  # the whole function's source, when found
+    source_path: str | None  # where the source was found, or None
+    kinds: tuple[KindShare, ...]  # largest first
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.name}()"
+
+
+@dataclass(frozen=True)
+class PartSummary:
+    """One input file of a merged set, kept for comparison (one rank each)."""
+
+    origin: str
+    total_s: float
+    kinds: tuple[KindShare, ...]
+
+
+@dataclass(frozen=True)
+class ProfileAnalysis:
+    origins: tuple[str, ...]
+    unit_s: float
+    total_s: float
+    functions: tuple[AnnotatedFunction, ...]  # most time first
+    kinds: tuple[KindShare, ...]  # over all functions, largest first
+    parts: tuple[PartSummary, ...]  # empty for a single file
+    missing_sources: tuple[str, ...]  # profiled files whose source was not found
+    notes: tuple[str, ...]
+
+    def function(self, name: str) -> AnnotatedFunction | None:
+        return next((f for f in self.functions if f.name == name), None)
+
+
+def _percent(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole > 0 else 0.0
+
+
+def kind_shares(pairs: Iterable[tuple[LineKind, float]]) -> tuple[KindShare, ...]:
+    """Sum (kind, seconds) pairs into shares, largest first; kinds with no time left out."""
+    sums: dict[LineKind, float] = {}
+    for kind, time_s in pairs:
+        sums[kind] = sums.get(kind, 0.0) + time_s
+    whole = sum(sums.values())
+    shares = [KindShare(k, t, _percent(t, whole)) for k, t in sums.items() if t > 0]
+    return tuple(sorted(shares, key=lambda s: (-s.time_s, s.kind.value)))
+
+
+def kind_summary_text(function: AnnotatedFunction, limit: int = 4) -> str:
+    """'DataLoader 84.5 % of train(), forward 6.1 %, backward 4.1 %, ...'."""
+    if not function.kinds:
+        return f"no time recorded in {function.qualified}"
+    first, *rest = function.kinds[:limit]
+    parts = [f"{first.label} {first.percent:.1f} % of {function.qualified}"]
+    parts += [f"{s.label} {s.percent:.1f} %" for s in rest]
+    return ", ".join(parts)
+
+
+class _SourceCache:
+    def __init__(self, finder: SourceFinder) -> None:
+        self.finder = finder
+        self._files: dict[str, tuple[Path, list[str], dict[int, LineKind]] | None] = {}
+
+    def get(self, filename: str) -> tuple[Path, list[str], dict[int, LineKind]] | None:
+        if filename not in self._files:
+            found = self.finder.read_lines(filename)
+            if found is None:
+                self._files[filename] = None
+            else:
+                path, lines = found
+                self._files[filename] = (path, lines, classify_source("\n".join(lines)))
+        return self._files[filename]
+
+
+def _embedded_kinds(func: FunctionTiming) -> dict[int, LineKind]:
+    """Kinds from source carried inside the profile (the text table), re-indented to parse."""
+    if not func.embedded_source:
+        return {}
+    first = min(func.embedded_source)
+    last = max(func.embedded_source)
+    text = "\n".join(func.embedded_source.get(n, "") for n in range(first, last + 1))
+    import textwrap
+
+    kinds = classify_source(textwrap.dedent(text))
+    return {lineno + first - 1: kind for lineno, kind in kinds.items()}
+
+
+def _analyze_function(
+    func: FunctionTiming, grand_total: float, cache: _SourceCache
+) -> AnnotatedFunction:
+    found = cache.get(func.filename)
+    block: tuple[tuple[int, str], ...] = ()
+    if found is not None:
+        path, file_lines, kinds = found
+        source_path: str | None = str(path)
+        start = func.first_lineno - 1
+        if 0 <= start < len(file_lines):
+            try:
+                body = inspect.getblock([line + "\n" for line in file_lines[start:]])
+            except Exception:  # tokenize errors on odd source: fall back to the timed lines
+                body = file_lines[start : max((ln.lineno for ln in func.lines), default=start)]
+            block = tuple(
+                (func.first_lineno + i, text.rstrip("\n")) for i, text in enumerate(body)
+            )
+
+        def text_of(lineno: int) -> str | None:
+            return file_lines[lineno - 1] if 0 < lineno <= len(file_lines) else None
+    else:
+        source_path = None
+        kinds = _embedded_kinds(func)
+        if func.embedded_source:
+            block = tuple(sorted(func.embedded_source.items()))
+
+        def text_of(lineno: int) -> str | None:
+            return func.embedded_source.get(lineno)
+
+    total = func.total_s
+    lines = tuple(
+        AnnotatedLine(
+            lineno=line.lineno,
+            hits=line.hits,
+            time_s=line.time_s,
+            per_hit_s=line.time_s / line.hits if line.hits else 0.0,
+            percent=_percent(line.time_s, total),
+            percent_total=_percent(line.time_s, grand_total),
+            kind=kinds.get(line.lineno, LineKind.OTHER),
+            source=text_of(line.lineno),
+        )
+        for line in sorted(func.lines, key=lambda ln: ln.lineno)
+    )
+    return AnnotatedFunction(
+        name=func.name,
+        filename=func.filename,
+        first_lineno=func.first_lineno,
+        total_s=total,
+        percent_total=_percent(total, grand_total),
+        lines=lines,
+        block=block,
+        source_path=source_path,
+        kinds=kind_shares((ln.kind, ln.time_s) for ln in lines),
+    )
+
+
+def _sync_notes(functions: Iterable[AnnotatedFunction]) -> list[str]:
+    notes = []
+    for func in functions:
+        for line in func.lines:
+            if line.kind is LineKind.SYNC and line.percent >= SYNC_NOTE_PERCENT:
+                notes.append(
+                    f"{func.qualified} line {line.lineno} ({line.percent:.1f} %) waits for "
+                    "the GPU: with asynchronous CUDA it absorbs the time of earlier "
+                    "forward/backward kernels, so do not read it as its own cost."
+                )
+    return notes
+
+
+def _analyze_profile(profile: Profile, cache: _SourceCache) -> list[AnnotatedFunction]:
+    grand_total = profile.total_s
+    funcs = [_analyze_function(f, grand_total, cache) for f in profile.functions]
+    return sorted(funcs, key=lambda f: (-f.total_s, f.filename, f.first_lineno))
+
+
+def analyze(profiles: ProfileSet, finder: SourceFinder) -> ProfileAnalysis:
+    cache = _SourceCache(finder)
+    functions = _analyze_profile(profiles.merged, cache)
+    parts: tuple[PartSummary, ...] = ()
+    if len(profiles.parts) > 1:
+        parts = tuple(
+            PartSummary(
+                origin=part.origin,
+                total_s=part.total_s,
+                kinds=kind_shares(
+                    (ln.kind, ln.time_s) for f in _analyze_profile(part, cache) for ln in f.lines
+                ),
+            )
+            for part in profiles.parts
+        )
+    missing = sorted(
+        {f.filename for f in functions if f.source_path is None and not f.block}
+    )
+    notes = _sync_notes(functions)
+    if missing:
+        notes.append(
+            "source not found for " + ", ".join(missing) + ": numbers are shown without "
+            "source text or line kinds (use --source-root DIR to point at a copy)"
+        )
+    return ProfileAnalysis(
+        origins=tuple(p.origin for p in profiles.parts),
+        unit_s=profiles.merged.unit_s,
+        total_s=profiles.merged.total_s,
+        functions=tuple(functions),
+        kinds=kind_shares((ln.kind, ln.time_s) for f in functions for ln in f.lines),
+        parts=parts,
+        missing_sources=tuple(missing),
+        notes=tuple(notes),
+    )
