@@ -161,9 +161,7 @@ def _analyze_function(
                 body = inspect.getblock([line + "\n" for line in file_lines[start:]])
             except Exception:  # tokenize errors on odd source: fall back to the timed lines
                 body = file_lines[start : max((ln.lineno for ln in func.lines), default=start)]
-            block = tuple(
-                (func.first_lineno + i, text.rstrip("\n")) for i, text in enumerate(body)
-            )
+            block = tuple((func.first_lineno + i, text.rstrip("\n")) for i, text in enumerate(body))
 
         def text_of(lineno: int) -> str | None:
             return file_lines[lineno - 1] if 0 < lineno <= len(file_lines) else None
@@ -237,9 +235,7 @@ def analyze(profiles: ProfileSet, finder: SourceFinder) -> ProfileAnalysis:
             )
             for part in profiles.parts
         )
-    missing = sorted(
-        {f.filename for f in functions if f.source_path is None and not f.block}
-    )
+    missing = sorted({f.filename for f in functions if f.source_path is None and not f.block})
     notes = _sync_notes(functions)
     if missing:
         notes.append(

@@ -1,0 +1,71 @@
+"""Shared test helpers: build real analyses from hand-made timings and real source files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tuneadvisor.profile.analysis import ProfileAnalysis, analyze
+from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, ProfileSet
+from tuneadvisor.profile.source import SourceFinder
+
+REPO = Path(__file__).resolve().parent.parent
+
+TRAIN_SOURCE = '''\
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+
+def train(model, device, train_loader, optimizer, epoch):
+    model.train()
+    for batch_idx, (data, target) in enumerate(train_loader):
+        data, target = data.to(device), target.to(device)
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        optimizer.step()
+        if batch_idx % 10 == 0:
+            print(loss.item())
+'''
+
+
+def line_of(source: str, needle: str) -> int:
+    """1-based number of the first line containing ``needle`` (tests never hard-code it)."""
+    for number, text in enumerate(source.splitlines(), start=1):
+        if needle in text:
+            return number
+    raise AssertionError(f"{needle!r} not in source")
+
+
+def tutorial_profile(filename: str, scale: float = 1.0, origin: str = "24752610.lprof") -> Profile:
+    """The tutorial's shape: the DataLoader line dominates train()."""
+    src = TRAIN_SOURCE
+    timings = [
+        ("model.train()", 1, 0.001),
+        ("for batch_idx", 939, 38.0),
+        ("data, target =", 938, 0.9),
+        ("optimizer.zero_grad()", 938, 0.4),
+        ("output = model(data)", 938, 3.0),
+        ("loss = F.nll_loss", 938, 0.3),
+        ("loss.backward()", 938, 2.1),
+        ("optimizer.step()", 938, 0.8),
+        ("if batch_idx % 10", 938, 0.01),
+        ("print(loss.item())", 94, 0.05),
+    ]
+    lines = tuple(
+        LineTiming(line_of(src, needle), hits, t * scale) for needle, hits, t in timings
+    )
+    func = FunctionTiming(filename, line_of(src, "def train"), "train", lines)
+    return Profile(origin=origin, unit_s=1e-6, functions=(func,), source_format="lprof")
+
+
+@pytest.fixture
+def tutorial_analysis(tmp_path: Path) -> ProfileAnalysis:
+    script = tmp_path / "mnist_classify.py"
+    script.write_text(TRAIN_SOURCE)
+    profile = tutorial_profile("/home/alice/mnist/mnist_classify.py")
+    finder = SourceFinder(profile_dirs=(tmp_path,), cwd=tmp_path)
+    return analyze(ProfileSet.of([profile]), finder)

@@ -1,0 +1,1 @@
+"""Renderers of a Workspace: text, markdown and the JSON interface of DESIGN.md."""

@@ -1,0 +1,67 @@
+"""The markdown report: for pasting into an issue, a wiki page or a help ticket."""
+
+from __future__ import annotations
+
+import os
+
+from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
+from tuneadvisor.report.format import heat_bar, per_hit, percent, seconds
+from tuneadvisor.workspace import Workspace
+
+
+def _cell(text: str) -> str:
+    # A pipe or backtick in source would break the table.
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def _function(func: AnnotatedFunction) -> list[str]:
+    out = [
+        f"### `{func.qualified}` at {os.path.basename(func.filename)}:{func.first_lineno}",
+        "",
+        f"{seconds(func.total_s)} s, {percent(func.percent_total)} % of the profile. "
+        f"{kind_summary_text(func)}.",
+    ]
+    if func.source_path is None and not func.block:
+        out += ["", f"> Source not found for `{func.filename}`."]
+    out += [
+        "",
+        "| Line | Hits | Time s | Per hit | % | Heat | Kind | Source |",
+        "|---:|---:|---:|---:|---:|:---|:---|:---|",
+    ]
+    for line in func.lines:
+        src = _cell((line.source or "").strip())
+        out.append(
+            f"| {line.lineno} | {line.hits} | {seconds(line.time_s)} | "
+            f"{per_hit(line.per_hit_s)} | {percent(line.percent)} | "
+            f"`{heat_bar(line.percent).rstrip() or ' '}` | {line.kind.value} | "
+            f"{'`' + src + '`' if src else ''} |"
+        )
+    return out
+
+
+def _analysis(analysis: ProfileAnalysis) -> list[str]:
+    out = [
+        "## Profile",
+        "",
+        f"{', '.join(f'`{o}`' for o in analysis.origins)}: total {seconds(analysis.total_s)} s, "
+        f"timer unit {analysis.unit_s:g} s, {len(analysis.functions)} functions.",
+    ]
+    if analysis.parts:
+        out += ["", "| File | Total s | Top kinds |", "|:---|---:|:---|"]
+        for part in analysis.parts:
+            top = ", ".join(f"{s.label} {s.percent:.1f} %" for s in part.kinds[:3])
+            out.append(f"| `{part.origin}` | {seconds(part.total_s)} | {top} |")
+    for func in analysis.functions:
+        out += ["", *_function(func)]
+    if analysis.notes:
+        out += ["", "**Notes**", ""] + [f"- {note}" for note in analysis.notes]
+    return out
+
+
+def render_markdown(workspace: Workspace) -> str:
+    out = ["# tuneadvisor report"]
+    if workspace.analysis is not None:
+        out += ["", *_analysis(workspace.analysis)]
+    if workspace.job is not None:
+        out += ["", "## Job script", "", f"`{workspace.job.path}`"]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,92 @@
+"""The plain-text report: readable in a file, a pipe or a help ticket (no colour codes)."""
+
+from __future__ import annotations
+
+import os
+
+from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
+from tuneadvisor.report.format import heat_bar, per_hit, percent, seconds
+from tuneadvisor.workspace import Workspace
+
+_HEADER = ("Line", "Hits", "Time s", "Per hit", "%", "Heat", "Kind", "Source")
+
+
+def _where(func: AnnotatedFunction) -> str:
+    return f"{os.path.basename(func.filename)}:{func.first_lineno}"
+
+
+def _function_table(func: AnnotatedFunction) -> list[str]:
+    rows = [
+        (
+            str(line.lineno),
+            str(line.hits),
+            seconds(line.time_s),
+            per_hit(line.per_hit_s),
+            percent(line.percent),
+            heat_bar(line.percent),
+            line.kind.value,
+            (line.source or "").rstrip(),
+        )
+        for line in func.lines
+    ]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(_HEADER)
+    ]
+    right = {0, 1, 2, 3, 4}  # numbers align right
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        out = []
+        for i, cell in enumerate(cells):
+            if i == len(cells) - 1:
+                out.append(cell)
+            elif i in right:
+                out.append(cell.rjust(widths[i]))
+            else:
+                out.append(cell.ljust(widths[i]))
+        return "  " + "  ".join(out).rstrip()
+
+    lines = [fmt(_HEADER), fmt((*tuple("-" * w for w in widths[:-1]), "------"))]
+    lines += [fmt(row) for row in rows]
+    return lines
+
+
+def _function_section(func: AnnotatedFunction) -> list[str]:
+    out = [
+        f"{func.qualified}  {_where(func)}  {seconds(func.total_s)} s "
+        f"({percent(func.percent_total)} % of profile)",
+        "  " + kind_summary_text(func),
+    ]
+    if func.source_path is None and not func.block:
+        out.append(f"  source not found for {func.filename}: no source text or line kinds")
+    out.append("")
+    out += _function_table(func)
+    return out
+
+
+def render_analysis(analysis: ProfileAnalysis) -> list[str]:
+    out = [
+        "Profile: " + ", ".join(analysis.origins),
+        f"Timer unit: {analysis.unit_s:g} s   Total time: {seconds(analysis.total_s)} s   "
+        f"Functions: {len(analysis.functions)}",
+    ]
+    if analysis.parts:
+        out += ["", "Per file (one per rank):"]
+        for part in analysis.parts:
+            top = ", ".join(f"{s.label} {s.percent:.1f} %" for s in part.kinds[:3])
+            out.append(f"  {part.origin}: {seconds(part.total_s)} s  {top}")
+    for func in analysis.functions:
+        out += ["", *_function_section(func)]
+    if analysis.notes:
+        out += ["", "Notes:"] + [f"  - {note}" for note in analysis.notes]
+    return out
+
+
+def render_text(workspace: Workspace) -> str:
+    out: list[str] = []
+    if workspace.analysis is not None:
+        out += render_analysis(workspace.analysis)
+    if workspace.job is not None:
+        out += ["", f"Job script: {workspace.job.path}"]
+    if not out:
+        out.append("Nothing to report: give a profile (.lprof) or --job.")
+    return "\n".join(out) + "\n"
