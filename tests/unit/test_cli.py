@@ -1,0 +1,100 @@
+"""The command line's contract: one line on stderr and exit 2 for bad input, lazy imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tuneadvisor.cli import main
+
+EXAMPLE = REPO / "examples" / "mnist" / "24752610.lprof"
+EXAMPLE_JOB = REPO / "examples" / "mnist" / "mnist.sbatch"
+
+
+def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tuneadvisor", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+@pytest.mark.parametrize("command", ["report", "open"])
+def test_missing_profile_is_one_line_exit_2(command: str, tmp_path: Path) -> None:
+    missing = tmp_path / "24752610.lprof"
+    assert_one_line_error(run_cli(command, str(missing)), str(missing), "not found")
+
+
+@pytest.mark.parametrize("command", ["report", "open"])
+def test_no_inputs_is_one_line_exit_2(command: str) -> None:
+    assert_one_line_error(run_cli(command), "profile")
+
+
+def test_directory_as_profile_is_one_line_exit_2(tmp_path: Path) -> None:
+    assert_one_line_error(run_cli("report", str(tmp_path)), str(tmp_path))
+
+
+def test_missing_job_script_is_named(tmp_path: Path) -> None:
+    job = tmp_path / "job.sbatch"
+    assert_one_line_error(run_cli("report", "--job", str(job)), str(job), "job script")
+
+
+def test_source_root_must_be_a_directory(tmp_path: Path) -> None:
+    bogus = tmp_path / "not-a-dir"
+    result = run_cli("report", str(EXAMPLE), "--source-root", str(bogus))
+    assert_one_line_error(result, str(bogus))
+
+
+def test_corrupt_profile_via_cli_writes_nothing_to_stdout(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.lprof"
+    bad.write_bytes(b"\x80\x05\x95garbage")
+    assert_one_line_error(run_cli("report", str(bad), "--format", "json"), str(bad))
+
+
+def test_job_script_alone_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "job.sbatch"
+    job.write_text("#!/bin/bash\n#SBATCH --cpus-per-task=1\npython train.py\n")
+    assert main(["report", "--job", str(job), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["profile"] is None
+    assert doc["job"]["path"] == str(job)
+
+
+def test_report_never_imports_the_tui_torch_or_nvml() -> None:
+    code = (
+        "import sys, contextlib, io\n"
+        "from tuneadvisor.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['report', {str(EXAMPLE)!r}, '--job', {str(EXAMPLE_JOB)!r}])\n"
+        "heavy = [m for m in ('textual', 'torch', 'torchvision', 'pynvml', 'psutil')"
+        " if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""
+
+
+def test_help_lists_the_commands() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    assert "report" in result.stdout and "open" in result.stdout
