@@ -125,7 +125,8 @@ def find_fonts() -> list[Path]:
     if preferred:
         return preferred
     # Symbol and math fonts have no useful digits; skip the obvious ones.
-    others = [p for n, p in sorted(by_name.items()) if not any(k in n.lower() for k in ("math", "symbol", "emoji"))]
+    skip = ("math", "symbol", "emoji")
+    others = [p for n, p in sorted(by_name.items()) if not any(k in n.lower() for k in skip)]
     return others[:12]
 
 
@@ -148,10 +149,10 @@ def _fit_and_centre(glyph: NDArray[Any], side: int, box: int) -> NDArray[np.floa
     small = np.clip(small, 0, 255)
     out = np.zeros((side, side), np.float32)
     total = small.sum()
-    cy = (small.sum(axis=1) * np.arange(nh)).sum() / total
-    cx = (small.sum(axis=0) * np.arange(nw)).sum() / total
-    top = int(round(side / 2 - cy - 0.5))
-    left = int(round(side / 2 - cx - 0.5))
+    cy = float((small.sum(axis=1) * np.arange(nh)).sum() / total)
+    cx = float((small.sum(axis=0) * np.arange(nw)).sum() / total)
+    top = round(side / 2 - cy - 0.5)
+    left = round(side / 2 - cx - 0.5)
     top = min(max(top, 0), side - nh)
     left = min(max(left, 0), side - nw)
     out[top : top + nh, left : left + nw] = small
@@ -225,7 +226,10 @@ def synthesize(
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
         b = stop - start
-        pick = np.array([rng.choice(by_digit[d]) for d in labels[start:stop]])
+        pick = np.empty(b, np.int64)
+        for d in range(10):
+            mask = labels[start:stop] == d
+            pick[mask] = by_digit[d][rng.integers(0, len(by_digit[d]), int(mask.sum()))]
         # Random affine (inverse map from output to prototype): rotation, scale, shear, shift.
         theta = rng.uniform(-0.22, 0.22, b)
         scale = rng.uniform(0.85, 1.12, b)
@@ -238,10 +242,10 @@ def synthesize(
         sy = a10[:, None, None] * gx + a11[:, None, None] * gy + shift[:, 0, None, None]
         sx = a00[:, None, None] * gx + a01[:, None, None] * gy + shift[:, 1, None, None]
         # Smooth elastic warp: coarse random displacements, interpolated to every pixel.
-        dy = np.einsum("ij,bjk,lk->bil", up, rng.normal(0, 1.6, (b, coarse, coarse)), up)
-        dx = np.einsum("ij,bjk,lk->bil", up, rng.normal(0, 1.6, (b, coarse, coarse)), up)
-        sy = sy + dy.astype(np.float32) + big / 2 - 0.5
-        sx = sx + dx.astype(np.float32) + big / 2 - 0.5
+        dy = up @ rng.normal(0, 1.6, (b, coarse, coarse)).astype(np.float32) @ up.T
+        dx = up @ rng.normal(0, 1.6, (b, coarse, coarse)).astype(np.float32) @ up.T
+        sy = sy + dy + big / 2 - 0.5
+        sx = sx + dx + big / 2 - 0.5
         # Bilinear sampling with zero outside the prototype.
         y0 = np.floor(sy).astype(np.int64)
         x0 = np.floor(sx).astype(np.int64)

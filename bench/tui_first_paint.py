@@ -1,0 +1,82 @@
+"""One headless TUI start: print when the function table is first painted with data.
+
+Run as a fresh process by ``bench/run_bench.py`` (so interpreter start-up and imports count):
+
+    .venv/bin/python bench/tui_first_paint.py PROFILE.lprof [TEXT_EXPECTED_ON_SCREEN]
+
+It imports ``tuneadvisor.tui.app``, builds ``TuneAdvisorApp`` with a loader that reads the
+profile through ``load_workspace(WorkspaceRequest(profiles=(path,)))`` (what
+``tuneadvisor open`` does), runs it headless at 160x50 with ``App.run_test`` and waits until
+the function table has rows *and* Textual has processed the resulting refresh (one more
+``pilot.pause()``, which returns once the message queues are idle, i.e. after the compositor
+has rendered the update). It then prints one JSON line with ``time.perf_counter`` stamps
+(CLOCK_MONOTONIC on Linux, so the parent can subtract its own pre-spawn stamp) and exits.
+"""
+
+from __future__ import annotations
+
+import time
+
+T_SCRIPT = time.perf_counter()  # first statement: interpreter start-up is already over
+
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+from typing import Any  # noqa: E402
+
+POLL_TIMEOUT_S = 30.0
+
+
+def _table_rows(app: Any) -> int:
+    """Rows of the biggest DataTable on the active screen (0 when there is none yet)."""
+    from textual.widgets import DataTable
+
+    counts = [t.row_count for t in app.screen.query(DataTable)]
+    return max(counts, default=0)
+
+
+async def _measure(profile: str, expect: str) -> dict[str, Any]:
+    marks: dict[str, Any] = {"script": T_SCRIPT}
+    from tuneadvisor.tui.app import TuneAdvisorApp
+    from tuneadvisor.workspace import WorkspaceRequest, load_workspace
+
+    marks["imported"] = time.perf_counter()
+
+    def load() -> Any:
+        marks["load_start"] = time.perf_counter()
+        workspace = load_workspace(WorkspaceRequest(profiles=(profile,)))
+        marks["load_end"] = time.perf_counter()
+        return workspace
+
+    app = TuneAdvisorApp(load=load, title=f"tuneadvisor: {profile}")
+    marks["constructed"] = time.perf_counter()
+    async with app.run_test(size=(160, 50)) as pilot:
+        marks["running"] = time.perf_counter()
+        deadline = time.perf_counter() + POLL_TIMEOUT_S
+        rows = 0
+        while time.perf_counter() < deadline:
+            await pilot.pause()
+            rows = _table_rows(app)
+            if rows:
+                break
+        marks["rows_seen"] = time.perf_counter()
+        await pilot.pause()  # let the refresh that shows those rows be rendered
+        marks["painted"] = time.perf_counter()
+        marks["rows"] = rows
+        # Not timed: check the rows really are on screen (a function name is rendered).
+        marks["expected_text_on_screen"] = expect in app.export_screenshot()
+        app.exit()
+    marks["timed_out"] = rows == 0
+    return marks
+
+
+def main() -> None:
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: tui_first_paint.py PROFILE.lprof [TEXT_EXPECTED_ON_SCREEN]")
+    expect = sys.argv[2] if len(sys.argv) == 3 else "train_0"
+    marks = asyncio.run(_measure(sys.argv[1], expect))
+    print(json.dumps(marks), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""Facts in, findings out: evaluate rules, and run the cases rule files carry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from tuneadvisor.advisor.expressions import Expression
+from tuneadvisor.advisor.facts import FACTS, Facts
+from tuneadvisor.advisor.findings import Evidence, Finding, Skipped, Suggestion
+from tuneadvisor.advisor.rules import Case, Rule
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    findings: tuple[Finding, ...]  # most severe first
+    skipped: tuple[Skipped, ...]  # rules that needed absent facts
+
+    def ids(self) -> list[str]:
+        return [f.id for f in self.findings]
+
+
+def _try(expr: Expression, facts: Facts, params: Mapping[str, object]) -> object | None:
+    """A value, or None when a fact it reads is absent or the values make no sense (x/0)."""
+    if not expr.facts <= facts.keys():
+        return None
+    try:
+        return expr.evaluate(facts, params)
+    except (ArithmeticError, ValueError, TypeError):
+        return None
+
+
+def _plain(value: object) -> object:
+    """Whole floats print as integers: 4.0 cores is 4 cores."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _section(
+    table: Mapping[str, Expression], facts: Facts, params: Mapping[str, object]
+) -> dict[str, object]:
+    out = {}
+    for key, expr in table.items():
+        value = _try(expr, facts, params)
+        if value is not None:
+            out[key] = _plain(value)
+    return out
+
+
+def evaluate_rule(rule: Rule, facts: Facts) -> Finding | Skipped | None:
+    missing = sorted(rule.when.facts - facts.keys())
+    if missing:
+        return Skipped(rule.id, tuple(missing))
+    if _try(rule.when, facts, rule.params) is not True:
+        return None
+    evidence = []
+    for label, expr in rule.evidence.items():
+        value = _try(expr, facts, rule.params)
+        if value is not None:
+            unit = FACTS[next(iter(expr.facts))].unit if len(expr.facts) == 1 else ""
+            evidence.append(Evidence(label, _plain(value), unit))
+    suggest = Suggestion(
+        sbatch=_section(rule.suggest.get("sbatch", {}), facts, rule.params),
+        script=_section(rule.suggest.get("script", {}), facts, rule.params),
+        env=_section(rule.suggest.get("env", {}), facts, rule.params),
+    )
+    return Finding(
+        id=rule.id,
+        title=rule.title,
+        severity=rule.severity,
+        group=rule.group,
+        evidence=tuple(evidence),
+        suggest=suggest,
+        rationale=rule.rationale.strip(),
+        references=rule.references,
+        rule_path=rule.path,
+    )
+
+
+def evaluate(rules: Iterable[Rule], facts: Facts) -> Evaluation:
+    findings: list[Finding] = []
+    skipped: list[Skipped] = []
+    for rule in rules:
+        result = evaluate_rule(rule, facts)
+        if isinstance(result, Finding):
+            findings.append(result)
+        elif isinstance(result, Skipped):
+            skipped.append(result)
+    findings.sort(key=lambda f: (-f.severity.rank, f.group, f.id))
+    return Evaluation(tuple(findings), tuple(skipped))
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    rule: Rule
+    case: Case
+    problems: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+def _same(expected: object, actual: object) -> bool:
+    if isinstance(expected, int | float) and isinstance(actual, int | float):
+        return abs(float(expected) - float(actual)) <= 1e-9 * max(1.0, abs(float(expected)))
+    return expected == actual
+
+
+def run_case(rule: Rule, case: Case) -> CaseResult:
+    result = evaluate_rule(rule, case.facts)
+    fired = isinstance(result, Finding)
+    problems: list[str] = []
+    if fired != case.fires:
+        why = (
+            f" (missing facts: {', '.join(result.missing)})" if isinstance(result, Skipped) else ""
+        )
+        problems.append(
+            f"expected {'to fire' if case.fires else 'not to fire'}, "
+            f"but it {'fired' if fired else 'did not'}{why}"
+        )
+    if isinstance(result, Finding):
+        got = {
+            "sbatch": result.suggest.sbatch,
+            "script": result.suggest.script,
+            "env": result.suggest.env,
+        }
+        for section, values in case.expect.items():
+            for key, expected in values.items():
+                actual = got[section].get(key)
+                if not _same(expected, actual):
+                    problems.append(
+                        f"suggest.{section}.{key}: expected {expected!r}, got {actual!r}"
+                    )
+    return CaseResult(rule, case, tuple(problems))
+
+
+def run_cases(rules: Iterable[Rule]) -> list[CaseResult]:
+    return [run_case(rule, case) for rule in rules for case in rule.cases]

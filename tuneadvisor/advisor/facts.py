@@ -1,0 +1,133 @@
+"""The fact registry: every name a rule may read, with its type and unit.
+
+Facts are a flat mapping. An input that is missing leaves its facts absent, and a rule that
+needs an absent fact does not fire. Producers (profile, job script, script scan, seff,
+sacct, metrics, site) must only emit names listed here; a test holds them to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+Facts = Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class FactSpec:
+    name: str
+    type: str  # "int", "float", "bool" or "str"
+    unit: str
+    description: str
+
+
+def _specs(*rows: tuple[str, str, str, str]) -> dict[str, FactSpec]:
+    return {name: FactSpec(name, type_, unit, desc) for name, type_, unit, desc in rows}
+
+
+FACTS: Mapping[str, FactSpec] = _specs(
+    # profile: shares of the training function's time by line kind (0..1)
+    ("profile.function", "str", "", "the training function the shares describe"),
+    ("profile.total_s", "float", "s", "time of the training function"),
+    ("profile.loader_share", "float", "fraction", "DataLoader lines' share of the function"),
+    ("profile.transfer_share", "float", "fraction", "host-to-device transfer share"),
+    ("profile.forward_share", "float", "fraction", "forward pass share"),
+    ("profile.loss_share", "float", "fraction", "loss computation share"),
+    ("profile.backward_share", "float", "fraction", "backward pass share"),
+    ("profile.optimizer_share", "float", "fraction", "optimizer share"),
+    ("profile.sync_share", "float", "fraction", "host-sync lines' share"),
+    ("profile.compute_share", "float", "fraction", "forward+loss+backward+optimizer share"),
+    ("profile.loader_line", "int", "", "line number of the heaviest DataLoader line"),
+    ("profile.ranks", "int", "", "profile files merged (one per rank)"),
+    # job script, as sbatch applies it
+    ("job.cpus_per_task", "int", "cores", "--cpus-per-task (1 when not given)"),
+    ("job.mem_mib", "float", "MiB", "--mem per node"),
+    ("job.mem_per_cpu_mib", "float", "MiB", "--mem-per-cpu"),
+    ("job.time_s", "int", "s", "--time limit"),
+    ("job.nodes", "int", "", "--nodes (minimum)"),
+    ("job.ntasks", "int", "", "--ntasks (1 when not given)"),
+    ("job.ntasks_per_node", "int", "", "--ntasks-per-node"),
+    ("job.gpus", "int", "GPUs", "GPUs per node from --gres/--gpus/--gpus-per-node"),
+    ("job.gpus_per_task", "int", "GPUs", "--gpus-per-task"),
+    ("job.partition", "str", "", "--partition"),
+    ("job.dos_line_breaks", "bool", "", "the script has CRLF line ends"),
+    ("job.invalid_directives", "int", "", "directives sbatch would refuse"),
+    ("job.launcher", "str", "", "python, kernprof, srun, torchrun, ..."),
+    ("job.passes_num_workers", "str", "", "what the launch line passes as num_workers"),
+    # training script, from its AST
+    ("script.dataloaders", "int", "", "DataLoader constructions"),
+    ("script.num_workers", "int", "workers", "num_workers of the training DataLoader"),
+    (
+        "script.num_workers.source",
+        "str",
+        "",
+        "literal, slurm_env, cpu_count, argparse, default, variable, unknown",
+    ),
+    ("script.num_workers.line", "int", "", "line of the num_workers value"),
+    ("script.num_workers.option", "str", "", "the argparse option that sets it"),
+    ("script.pin_memory", "bool", "", "pin_memory of the training DataLoader"),
+    ("script.persistent_workers", "bool", "", "persistent_workers"),
+    ("script.prefetch_factor", "int", "", "prefetch_factor"),
+    ("script.ddp", "bool", "", "the model is wrapped in DistributedDataParallel"),
+    ("script.ddp.distributed_sampler", "bool", "", "a DistributedSampler feeds the loader"),
+    ("script.ddp.set_epoch", "bool", "", "sampler.set_epoch is called"),
+    ("script.world_size.literal", "int", "", "a hard-coded world size"),
+    ("script.amp", "bool", "", "mixed precision is used"),
+    ("script.amp.deprecated", "bool", "", "torch.cuda.amp spellings are used"),
+    ("script.sync_in_loop.count", "int", "", "host syncs inside the step loop"),
+    ("script.sync_in_loop.unguarded", "int", "", "of those, run every step"),
+    # seff
+    ("seff.state", "str", "", "job state"),
+    ("seff.cores", "int", "cores", "allocated cores"),
+    ("seff.cpu_efficiency_pct", "float", "%", "CPU efficiency"),
+    ("seff.mem_used_mib", "float", "MiB", "memory utilized (peak)"),
+    ("seff.mem_requested_mib", "float", "MiB", "memory requested"),
+    ("seff.mem_efficiency_pct", "float", "%", "memory efficiency"),
+    ("seff.wall_s", "float", "s", "wall-clock time"),
+    # sacct
+    ("sacct.state", "str", "", "job state"),
+    ("sacct.exit_code", "int", "", "exit code"),
+    ("sacct.elapsed_s", "float", "s", "elapsed wall time"),
+    ("sacct.timelimit_s", "float", "s", "time limit"),
+    ("sacct.alloc_cpus", "int", "cores", "allocated CPUs"),
+    ("sacct.alloc_gpus", "int", "GPUs", "allocated GPUs"),
+    ("sacct.req_mem_mib", "float", "MiB", "requested memory"),
+    ("sacct.mem_peak_mib", "float", "MiB", "peak memory (as seff computes it)"),
+    ("sacct.cpu_efficiency_pct", "float", "%", "CPU efficiency (as seff computes it)"),
+    # GPU metrics (nvidia-smi logs, watch recordings)
+    ("gpu.count", "int", "GPUs", "GPUs sampled"),
+    ("gpu.samples", "int", "", "samples per GPU"),
+    ("gpu.duration_s", "float", "s", "time the samples span"),
+    ("gpu.util.mean", "float", "%", "mean GPU utilization"),
+    ("gpu.util.p95", "float", "%", "95th percentile GPU utilization"),
+    ("gpu.idle_share", "float", "fraction", "share of samples under 5 % utilization"),
+    ("gpu.mem_used.max_mib", "float", "MiB", "peak GPU memory used"),
+    ("gpu.mem_total_mib", "float", "MiB", "GPU memory"),
+    # node shape: site file or sinfo/scontrol
+    ("node.cores", "int", "cores", "cores per node"),
+    ("node.mem_mib", "float", "MiB", "memory per node"),
+    ("node.gpus", "int", "GPUs", "GPUs per node"),
+    ("node.max_cores_per_gpu", "int", "cores", "site limit of cores per GPU"),
+)
+
+_SAMPLES: Mapping[str, object] = {"int": 2, "float": 0.5, "bool": True, "str": "x"}
+
+
+def sample_value(name: str) -> object:
+    """A value of the fact's declared type, for type-checking expressions at load time."""
+    return _SAMPLES[FACTS[name].type]
+
+
+def type_matches(name: str, value: object) -> bool:
+    kind = FACTS[name].type
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, str)
+
+
+def unknown_facts(facts: Facts) -> list[str]:
+    return [name for name in facts if name not in FACTS]

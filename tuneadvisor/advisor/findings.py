@@ -1,0 +1,55 @@
+"""What the advisor says: findings with evidence and suggestions, and rules that could not run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Severity(str, Enum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return {"info": 0, "warning": 1, "error": 2}[self.value]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    label: str
+    value: object
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    sbatch: Mapping[str, object] = field(default_factory=dict)  # long option -> value
+    script: Mapping[str, object] = field(default_factory=dict)  # training argument -> value
+    env: Mapping[str, object] = field(default_factory=dict)  # variable -> value
+
+    def is_empty(self) -> bool:
+        return not (self.sbatch or self.script or self.env)
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    title: str
+    severity: Severity
+    group: str  # the cause related symptoms are grouped under
+    evidence: tuple[Evidence, ...]
+    suggest: Suggestion
+    rationale: str
+    references: tuple[str, ...]
+    rule_path: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A rule that did not fire because facts it needs are absent ("no data" is not "bad")."""
+
+    id: str
+    missing: tuple[str, ...]

@@ -1,0 +1,284 @@
+"""Rule files: one small TOML file per rule, validated completely before anything runs.
+
+Schema (see rules/README.md): id, title, severity, group, when, rationale, references,
+params, evidence, suggest.{sbatch,script,env}, cases. Every problem is reported with the
+file and line, as "FILE:LINE: message".
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuneadvisor.advisor.expressions import Expression, ExpressionError, compile_expression
+from tuneadvisor.advisor.facts import FACTS, sample_value, type_matches
+from tuneadvisor.advisor.findings import Severity
+
+TOP_KEYS = frozenset(
+    {
+        "id",
+        "title",
+        "severity",
+        "group",
+        "when",
+        "rationale",
+        "references",
+        "params",
+        "evidence",
+        "suggest",
+        "cases",
+    }
+)
+SUGGEST_KEYS = frozenset({"sbatch", "script", "env"})
+CASE_KEYS = frozenset({"name", "facts", "fires", "expect"})
+ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+class RuleError(ValueError):
+    """A rule file that is not valid; the message starts with FILE:LINE."""
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    facts: Mapping[str, object]
+    fires: bool
+    expect: Mapping[str, Mapping[str, object]]  # section -> key -> value
+    line: int
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    severity: Severity
+    group: str
+    when: Expression
+    rationale: str
+    references: tuple[str, ...]
+    params: Mapping[str, object]
+    evidence: Mapping[str, Expression]
+    suggest: Mapping[str, Mapping[str, Expression]]  # section -> key -> expression
+    cases: tuple[Case, ...]
+    path: str
+
+    @property
+    def facts_needed(self) -> frozenset[str]:
+        return self.when.facts
+
+
+def _line_of(text: str, key: str, table: str | None = None) -> int:
+    """Best line for ``key`` (inside ``[table]`` when given): tomllib keeps no positions."""
+    lines = text.splitlines()
+    start = 0
+    if table is not None:
+        header = re.compile(r"^\s*\[+\s*" + re.escape(table) + r"\s*\]+")
+        start = next((i for i, ln in enumerate(lines) if header.match(ln)), 0)
+    pattern = re.compile(r'^\s*"?' + re.escape(key) + r'"?\s*=')
+    for i in range(start, len(lines)):
+        if pattern.match(lines[i]):
+            return i + 1
+    return start + 1 if table is not None else 1
+
+
+class _Loader:
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.text = text
+
+    def fail(self, message: str, key: str | None = None, table: str | None = None) -> RuleError:
+        line = _line_of(self.text, key, table) if key else 1
+        return RuleError(f"{self.path}:{line}: {message}")
+
+    def string(self, data: Mapping[str, Any], key: str, required: bool = True) -> str:
+        value = data.get(key)
+        if value is None and not required:
+            return ""
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(f"'{key}' must be a non-empty string", key)
+        return value
+
+    def expression(
+        self, text: object, key: str, params: Mapping[str, object], table: str | None = None
+    ) -> Expression:
+        if isinstance(text, bool | int | float):
+            text = repr(text)  # a constant suggestion (`OMP_NUM_THREADS = 1`)
+        if not isinstance(text, str):
+            raise self.fail(f"'{key}' must be an expression string", key, table)
+        try:
+            return compile_expression(text, frozenset(FACTS), frozenset(params))
+        except ExpressionError as exc:
+            raise self.fail(f"'{key}': {exc}", key, table) from None
+
+    def load(self) -> Rule:
+        try:
+            data = tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as exc:
+            # tomllib's message ends with "(at line N, column M)"
+            match = re.search(r"at line (\d+)", str(exc))
+            line = match.group(1) if match else "1"
+            raise RuleError(f"{self.path}:{line}: not valid TOML: {exc}") from None
+        for key in data:
+            if key not in TOP_KEYS:
+                raise self.fail(f"unknown key '{key}' (known: {', '.join(sorted(TOP_KEYS))})", key)
+        rule_id = self.string(data, "id")
+        if not ID_PATTERN.match(rule_id):
+            raise self.fail(f"id '{rule_id}' must be lowercase words joined by '-'", "id")
+        if rule_id != self.path.stem:
+            raise self.fail(f"id '{rule_id}' must match the file name '{self.path.stem}'", "id")
+        severity_text = self.string(data, "severity")
+        try:
+            severity = Severity(severity_text)
+        except ValueError:
+            raise self.fail(
+                f"severity '{severity_text}' must be one of info, warning, error", "severity"
+            ) from None
+        params = data.get("params", {})
+        if not isinstance(params, dict) or not all(
+            isinstance(v, int | float | str | bool) for v in params.values()
+        ):
+            raise self.fail("'params' must be a table of numbers, strings or booleans", "params")
+        unknown_params = [p for p in params if p in FACTS or "." in p]
+        if unknown_params:
+            raise self.fail(f"param '{unknown_params[0]}' clashes with a fact name", "params")
+        when = self.expression(data.get("when"), "when", params)
+        evidence = self._table_of_expressions(data.get("evidence", {}), "evidence", params)
+        suggest = self._suggest(data.get("suggest", {}), params)
+        references = data.get("references", [])
+        if not isinstance(references, list) or not all(isinstance(r, str) for r in references):
+            raise self.fail("'references' must be a list of strings", "references")
+        rule = Rule(
+            id=rule_id,
+            title=self.string(data, "title"),
+            severity=severity,
+            group=self.string(data, "group", required=False) or rule_id,
+            when=when,
+            rationale=self.string(data, "rationale"),
+            references=tuple(references),
+            params=params,
+            evidence=evidence,
+            suggest=suggest,
+            cases=self._cases(data.get("cases", []), params),
+            path=str(self.path),
+        )
+        self._type_check(rule)
+        return rule
+
+    def _table_of_expressions(
+        self, table: object, name: str, params: Mapping[str, object]
+    ) -> dict[str, Expression]:
+        if not isinstance(table, dict):
+            raise self.fail(f"'{name}' must be a table", name)
+        return {k: self.expression(v, k, params, table=name) for k, v in table.items()}
+
+    def _suggest(
+        self, table: object, params: Mapping[str, object]
+    ) -> dict[str, dict[str, Expression]]:
+        if not isinstance(table, dict):
+            raise self.fail("'suggest' must be a table", "suggest")
+        for key in table:
+            if key not in SUGGEST_KEYS:
+                raise self.fail(
+                    f"unknown key 'suggest.{key}' (known: sbatch, script, env)",
+                    key,
+                    table="suggest." + key,
+                )
+        return {
+            section: self._table_of_expressions(table[section], f"suggest.{section}", params)
+            for section in ("sbatch", "script", "env")
+            if section in table
+        }
+
+    def _cases(self, cases: object, params: Mapping[str, object]) -> tuple[Case, ...]:
+        if not isinstance(cases, list):
+            raise self.fail("'cases' must be an array of tables ([[cases]])", "cases")
+        headers = [
+            i + 1
+            for i, ln in enumerate(self.text.splitlines())
+            if ln.strip().startswith("[[cases]]")
+        ]
+        out = []
+        for index, case in enumerate(cases):
+            line = headers[index] if index < len(headers) else 1
+            if not isinstance(case, dict):
+                raise RuleError(f"{self.path}:{line}: each case must be a table")
+            for key in case:
+                if key not in CASE_KEYS:
+                    raise RuleError(
+                        f"{self.path}:{line}: unknown key '{key}' in case "
+                        f"(known: {', '.join(sorted(CASE_KEYS))})"
+                    )
+            facts = case.get("facts", {})
+            if not isinstance(facts, dict):
+                raise RuleError(f"{self.path}:{line}: case 'facts' must be a table")
+            for fact, value in facts.items():
+                if fact not in FACTS:
+                    raise RuleError(f"{self.path}:{line}: unknown fact '{fact}' in case")
+                if not type_matches(fact, value):
+                    raise RuleError(
+                        f"{self.path}:{line}: fact '{fact}' must be "
+                        f"{FACTS[fact].type}, not {value!r}"
+                    )
+            fires = case.get("fires")
+            if not isinstance(fires, bool):
+                raise RuleError(f"{self.path}:{line}: case needs 'fires = true|false'")
+            expect = case.get("expect", {})
+            if not isinstance(expect, dict) or any(k not in SUGGEST_KEYS for k in expect):
+                raise RuleError(f"{self.path}:{line}: case 'expect' takes sbatch, script, env")
+            name = case.get("name", f"case {index + 1}")
+            out.append(Case(str(name), facts, fires, expect, line))
+        return tuple(out)
+
+    def _type_check(self, rule: Rule) -> None:
+        """Evaluate every expression on sample values of the declared fact types, so a type
+        error (a string compared with a number, say) is caught at load time."""
+        facts = {name: sample_value(name) for name in FACTS}
+        checks: list[tuple[str, str | None, Expression]] = [("when", None, rule.when)]
+        checks += [(k, "evidence", e) for k, e in rule.evidence.items()]
+        checks += [
+            (k, f"suggest.{s}", e) for s, table in rule.suggest.items() for k, e in table.items()
+        ]
+        for key, table, expr in checks:
+            try:
+                value = expr.evaluate(facts, rule.params)
+            except (TypeError, ValueError, ZeroDivisionError, ArithmeticError) as exc:
+                if isinstance(exc, ZeroDivisionError):
+                    continue  # depends on values, not types
+                raise self.fail(f"'{key}': type error: {exc}", key, table) from None
+            except Exception as exc:
+                raise self.fail(f"'{key}': {exc}", key, table) from None
+            if key == "when" and table is None and not isinstance(value, bool):
+                raise self.fail("'when' must be a comparison (true or false)", "when")
+
+
+def load_rule(path: Path) -> Rule:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleError(f"{path}:1: cannot read: {exc}") from None
+    return _Loader(path, text).load()
+
+
+def load_rules(dirs: Iterable[Path]) -> tuple[Rule, ...]:
+    """Rules of every folder, in order; a later folder's rule replaces an earlier one's id."""
+    by_id: dict[str, Rule] = {}
+    for folder in dirs:
+        if not folder.is_dir():
+            raise RuleError(f"{folder}:1: rules folder not found")
+        for path in sorted(folder.glob("*.toml")):
+            rule = load_rule(path)
+            by_id[rule.id] = rule
+    return tuple(by_id.values())
+
+
+def default_rules_dir() -> Path:
+    """The shipped pack: rules/ beside the package in a checkout, or inside the wheel."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "rules", here.parent / "rules"):
+        if candidate.is_dir():
+            return candidate
+    return here / "rules"

@@ -1,0 +1,207 @@
+"""What the TUI's tables show, computed from the analysis objects (no textual here).
+
+Only presentation: which rows, in which order, after the user's sort, kind filter and
+search; and how numbers are written. All numbers come from `tuneadvisor.profile.analysis`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import TypeVar
+
+from tuneadvisor.profile.analysis import (
+    KIND_LABELS,
+    AnnotatedFunction,
+    AnnotatedLine,
+    KindShare,
+    ProfileAnalysis,
+)
+from tuneadvisor.profile.kinds import LineKind
+
+T = TypeVar("T")
+
+# The keys, as the help screen lists them (the footer shows the main ones).
+KEY_HELP: tuple[tuple[str, str], ...] = (
+    ("↑ ↓  j k", "move in the focused table"),
+    ("enter", "open the highlighted function's lines"),
+    ("tab  shift+tab", "next / previous pane"),
+    ("/", "search: functions by name, or lines by source text (the focused table)"),
+    ("escape", "clear the search (or close this help)"),
+    ("s", "cycle the sort: functions by time / name; lines by line / time / hits"),
+    ("f", "cycle the kind filter: all, dataloader, transfer, ... (lines of that kind)"),
+    ("1  2  3", "tabs: Profile, Findings, Job script"),
+    ("?", "this help"),
+    ("q", "quit"),
+)
+
+NO_FINDINGS = "no advice yet (advisor not evaluated)"
+
+
+class FunctionSort(Enum):
+    TIME = "time"
+    NAME = "name"
+
+
+class LineSort(Enum):
+    LINE = "line"
+    TIME = "time"
+    HITS = "hits"
+
+
+FUNCTION_SORTS: tuple[FunctionSort, ...] = (FunctionSort.TIME, FunctionSort.NAME)
+LINE_SORTS: tuple[LineSort, ...] = (LineSort.LINE, LineSort.TIME, LineSort.HITS)
+
+
+def next_in(cycle: Sequence[T], current: T) -> T:
+    """The element after ``current`` in ``cycle``, wrapping around."""
+    try:
+        return cycle[(list(cycle).index(current) + 1) % len(cycle)]
+    except ValueError:
+        return cycle[0]
+
+
+@dataclass(frozen=True)
+class LineRow:
+    """One row of the lines table: a timed line, or an untimed line of the block."""
+
+    lineno: int
+    text: str | None  # source text, None when not known
+    timing: AnnotatedLine | None  # None for untimed lines of the function's block
+
+
+def _matches(text: str | None, query: str) -> bool:
+    return not query or (text is not None and query.casefold() in text.casefold())
+
+
+def function_rows(
+    functions: Sequence[AnnotatedFunction], sort: FunctionSort, query: str = ""
+) -> list[tuple[int, AnnotatedFunction]]:
+    """(index into ``functions``, function) for the rows shown, in display order."""
+    rows = [(i, f) for i, f in enumerate(functions) if _matches(f.name, query)]
+    if sort is FunctionSort.NAME:
+        rows.sort(key=lambda r: (r[1].name.casefold(), r[1].filename, r[1].first_lineno))
+    # FunctionSort.TIME: the analysis already lists the most time first.
+    return rows
+
+
+def merged_lines(function: AnnotatedFunction) -> list[LineRow]:
+    """The function's block with its timed lines merged in, in line order.
+
+    Timed lines outside the block (or all of them, when the source is missing) are kept.
+    """
+    block = dict(function.block)
+    timed = {line.lineno: line for line in function.lines}
+    rows = []
+    for lineno in sorted(block.keys() | timed.keys()):
+        timing = timed.get(lineno)
+        text = block.get(lineno)
+        if text is None and timing is not None:
+            text = timing.source
+        rows.append(LineRow(lineno, text, timing))
+    return rows
+
+
+def line_rows(
+    function: AnnotatedFunction,
+    sort: LineSort,
+    kind: LineKind | None = None,
+    query: str = "",
+) -> list[LineRow]:
+    """The rows of the lines table after sort, kind filter and search.
+
+    In line order the whole block shows (untimed lines included); sorted by time or hits, or
+    filtered by kind, only timed lines remain (an untimed line has no time, hits or kind).
+    """
+    rows = [r for r in merged_lines(function) if _matches(r.text, query)]
+    if kind is not None or sort is not LineSort.LINE:
+        rows = [r for r in rows if r.timing is not None]
+    if kind is not None:
+        rows = [r for r in rows if r.timing is not None and r.timing.kind is kind]
+    if sort is LineSort.TIME:
+        rows.sort(key=lambda r: (-(r.timing.time_s if r.timing else 0.0), r.lineno))
+    elif sort is LineSort.HITS:
+        rows.sort(key=lambda r: (-(r.timing.hits if r.timing else 0), r.lineno))
+    return rows
+
+
+def kind_cycle(analysis: ProfileAnalysis) -> tuple[LineKind | None, ...]:
+    """None (all kinds), then every kind that some timed line has, in LineKind order."""
+    present = {line.kind for f in analysis.functions for line in f.lines}
+    return (None, *(k for k in LineKind if k in present))
+
+
+def kind_label(kind: LineKind | None) -> str:
+    return "all" if kind is None else KIND_LABELS[kind]
+
+
+def display_path(filename: str, cwd: Path | None = None) -> str:
+    """A path short enough for a table: relative to the working directory when inside it,
+    otherwise the file name (recorded absolute paths name another machine anyway)."""
+    path = Path(filename)
+    if not path.is_absolute():
+        return filename
+    base = cwd if cwd is not None else Path(os.getcwd())
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return path.name or filename
+
+
+def format_seconds(seconds: float) -> str:
+    """12.35 s, 4.20 ms, 35.0 µs: a fixed number of significant digits per unit."""
+    if seconds == 0:
+        return "0 s"
+    if seconds >= 100:
+        return f"{seconds:.1f} s"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def format_percent(percent: float) -> str:
+    return f"{percent:.1f}"
+
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(percent: float, width: int) -> str:
+    """A horizontal bar of ``width`` cells filled to ``percent`` (eighth-cell steps)."""
+    fraction = min(max(percent, 0.0), 100.0) / 100.0
+    eighths = round(fraction * width * 8)
+    full, rest = divmod(eighths, 8)
+    text = "█" * full + (_EIGHTHS[rest] if rest else "")
+    return text.ljust(width)
+
+
+def heat_level(percent: float) -> str:
+    """'high', 'mid', 'low' or 'none': the heat bar's color band for a line's share."""
+    if percent >= 40:
+        return "high"
+    if percent >= 10:
+        return "mid"
+    if percent > 0:
+        return "low"
+    return "none"
+
+
+def top_kinds_text(kinds: Iterable[KindShare], limit: int = 3) -> str:
+    parts = [f"{s.label} {s.percent:.1f} %" for s in list(kinds)[:limit]]
+    return ", ".join(parts) if parts else "no time recorded"
+
+
+def finding_text(finding: object) -> str:
+    """One line for a finding: '[severity] id: title' when it has those, else str()."""
+    fid = getattr(finding, "id", None)
+    title = getattr(finding, "title", None)
+    severity = getattr(finding, "severity", None)
+    if fid is None or title is None:
+        return str(finding)
+    prefix = f"[{getattr(severity, 'value', severity)}] " if severity is not None else ""
+    return f"{prefix}{fid}: {title}"

@@ -1,0 +1,233 @@
+"""The widgets of the main screen: each turns analysis objects into one pane."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable, Static
+
+from tuneadvisor.profile.analysis import (
+    KIND_LABELS,
+    AnnotatedFunction,
+    PartSummary,
+    kind_summary_text,
+)
+from tuneadvisor.profile.kinds import LineKind
+from tuneadvisor.tui.highlight import Highlighter
+from tuneadvisor.tui.view import (
+    NO_FINDINGS,
+    LineRow,
+    bar,
+    display_path,
+    finding_text,
+    format_percent,
+    format_seconds,
+    heat_level,
+    top_kinds_text,
+)
+
+HEAT_WIDTH = 10
+KIND_BAR_WIDTH = 16
+
+
+def _right(text: str, style: str = "") -> Text:
+    return Text(text, style=style, justify="right")
+
+
+class NavTable(DataTable[Text]):
+    """A row-cursor table with vi keys."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+
+    def row_key_at_cursor(self) -> str | None:
+        if self.row_count == 0:
+            return None
+        key = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key
+        return key.value
+
+    def move_to_key(self, key: str | None) -> None:
+        if key is None or self.row_count == 0:
+            return
+        try:
+            row = self.get_row_index(key)
+        except Exception:  # the row is filtered out: stay on the first row
+            row = 0
+        self.move_cursor(row=row, animate=False)
+
+
+class FunctionsTable(NavTable):
+    """Functions, one row each: name, file:line, total time, share of the profile."""
+
+    def show(self, rows: Sequence[tuple[int, AnnotatedFunction]], selected: int | None) -> None:
+        self.clear(columns=True)
+        self.add_column("Function", key="name")
+        self.add_column("File:line", key="file")
+        self.add_column(_right("Total"), key="total")
+        self.add_column(_right("%"), key="percent")
+        for index, func in rows:
+            self.add_row(
+                Text(func.qualified, style="bold"),
+                Text(f"{display_path(func.filename)}:{func.first_lineno}"),
+                _right(format_seconds(func.total_s)),
+                _right(format_percent(func.percent_total)),
+                key=str(index),
+            )
+        self.move_to_key(None if selected is None else str(selected))
+
+
+class LinesTable(NavTable):
+    """Lines of one function: numbers, heat bar, kind and highlighted source."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "lines--heat-high",
+        "lines--heat-mid",
+        "lines--heat-low",
+        "lines--untimed",
+        "lines--kind-other",
+    }
+
+    def show(self, rows: Sequence[LineRow], sources: Mapping[int, Text]) -> None:
+        self.clear(columns=True)
+        self.add_column(_right("Line"), key="line")
+        self.add_column(_right("Hits"), key="hits")
+        self.add_column(_right("Time"), key="time")
+        self.add_column(_right("Per hit"), key="per_hit")
+        self.add_column(_right("%"), key="percent")
+        self.add_column(Text("Heat"), key="heat")
+        self.add_column(Text("Kind"), key="kind")
+        self.add_column(Text("Source"), key="source")
+        untimed = self.get_component_rich_style("lines--untimed", partial=True)
+        other = self.get_component_rich_style("lines--kind-other", partial=True)
+        for row in rows:
+            source = sources.get(row.lineno)
+            if source is None:
+                source = Text(row.text or "")
+            line = row.timing
+            if line is None:
+                source = source.copy()
+                source.stylize(untimed)
+                blank = Text("")
+                self.add_row(
+                    _right(str(row.lineno), untimed),
+                    blank, blank, blank, blank, blank, blank,
+                    source,
+                    key=str(row.lineno),
+                )  # fmt: skip
+                continue
+            level = heat_level(line.percent)
+            heat = Text(bar(line.percent, HEAT_WIDTH))
+            if level != "none":
+                heat.stylize(self.get_component_rich_style(f"lines--heat-{level}", partial=True))
+            kind = Text(KIND_LABELS[line.kind])
+            if line.kind is LineKind.OTHER:
+                kind.stylize(other)
+            self.add_row(
+                _right(str(row.lineno)),
+                _right(str(line.hits)),
+                _right(format_seconds(line.time_s)),
+                _right(format_seconds(line.per_hit_s)),
+                _right(format_percent(line.percent)),
+                heat,
+                kind,
+                source,
+                key=str(row.lineno),
+            )
+
+
+class KindSummary(Static):
+    """Where the chosen function's time goes, by line kind, and the analysis notes."""
+
+    def show(self, function: AnnotatedFunction | None, notes: Sequence[str]) -> None:
+        text = Text()
+        if function is None:
+            text.append("no function selected", style="dim")
+        else:
+            text.append(kind_summary_text(function) + "\n\n")
+            width = max((len(s.label) for s in function.kinds), default=0)
+            for share in function.kinds:
+                text.append(share.label.ljust(width) + " ")
+                text.append(bar(share.percent, KIND_BAR_WIDTH), style="bold")
+                text.append(f" {share.percent:5.1f} %  {format_seconds(share.time_s)}\n")
+        if notes:
+            text.append("\nNotes\n", style="bold")
+            for note in notes:
+                text.append(f"• {note}\n")
+        text.rstrip()
+        self.update(text)
+
+
+class PartsPanel(Static):
+    """Several files (one per rank): each one's total and top kinds, side by side."""
+
+    def show(self, parts: Sequence[PartSummary]) -> None:
+        self.display = bool(parts)
+        if not parts:
+            return
+        table = Table(box=None, padding=(0, 1), expand=True, show_edge=False)
+        table.add_column("Part", no_wrap=True, overflow="ellipsis")
+        table.add_column("Total", justify="right", no_wrap=True)
+        table.add_column("Top kinds", overflow="fold")
+        for part in parts:
+            table.add_row(
+                Text(display_path(part.origin)),
+                format_seconds(part.total_s),
+                Text(top_kinds_text(part.kinds)),
+            )
+        self.border_title = f"Parts ({len(parts)} files)"
+        self.update(table)
+
+
+class FindingsView(Static):
+    """The advisor's findings, or a clear statement that there are none yet."""
+
+    def show(self, findings: Sequence[object]) -> None:
+        if not findings:
+            self.update(Text(NO_FINDINGS, style="italic"))
+            return
+        text = Text()
+        for finding in findings:
+            text.append(f"• {finding_text(finding)}\n")
+        text.rstrip()
+        self.update(text)
+
+
+class JobScriptView(Static):
+    """The job script, numbered and highlighted as bash; #SBATCH directives stand out."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "job--lineno",
+        "job--directive",
+        "job--option",
+    }
+
+    def show(self, text: str, highlighter: Highlighter) -> None:
+        lines = highlighter.lines(text, "bash")
+        lineno_style = self.get_component_rich_style("job--lineno", partial=True)
+        directive = self.get_component_rich_style("job--directive", partial=True)
+        option = self.get_component_rich_style("job--option", partial=True)
+        width = len(str(len(lines)))
+        out = Text(no_wrap=True)
+        for number, line in enumerate(lines, start=1):
+            out.append(f"{number:>{width}} │ ", style=lineno_style)
+            stripped = line.plain.lstrip()
+            if stripped.startswith("#SBATCH"):
+                start = len(line.plain) - len(stripped)
+                plain = Text(line.plain)
+                plain.stylize(directive, start, start + len("#SBATCH"))
+                plain.stylize(option, start + len("#SBATCH"))
+                line = plain
+            out.append_text(line)
+            out.append("\n")
+        out.rstrip()
+        self.update(out)
