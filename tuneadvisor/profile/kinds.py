@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class LineKind(str, Enum):
+class LineKind(StrEnum):
     DATALOADER = "dataloader"
     TRANSFER = "transfer"
     FORWARD = "forward"
