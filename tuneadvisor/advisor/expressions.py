@@ -32,6 +32,22 @@ def clamp(value: float, low: float, high: float) -> float:
     return max(low, min(value, high))
 
 
+def mem_text(mib: float) -> str:
+    """MiB as sbatch reads it: whole GiB as "2G", else whole MiB as "1536M"."""
+    whole = math.ceil(mib)
+    return f"{whole // 1024}G" if whole % 1024 == 0 else f"{whole}M"
+
+
+def time_text(seconds: float) -> str:
+    """Seconds as sbatch reads --time: "D-HH:MM:SS" past a day, else "HH:MM:SS"."""
+    total = math.ceil(seconds)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    hms = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{days}-{hms}" if days else hms
+
+
 FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "min": min,
     "max": max,
@@ -43,6 +59,8 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "floor": math.floor,
     "round_up": round_up,
     "clamp": clamp,
+    "mem_text": mem_text,
+    "time_text": time_text,
 }
 
 

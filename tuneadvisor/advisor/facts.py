@@ -50,6 +50,9 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.gpus", "int", "GPUs", "GPUs per node from --gres/--gpus/--gpus-per-node"),
     ("job.gpus_per_task", "int", "GPUs", "--gpus-per-task"),
     ("job.partition", "str", "", "--partition"),
+    ("job.tasks_total", "int", "", "tasks over all nodes (the DDP world size under srun)"),
+    ("job.tasks_per_node", "int", "", "tasks on each node"),
+    ("job.invalid_directive.first", "str", "", "the first invalid directive, with its line"),
     ("job.dos_line_breaks", "bool", "", "the script has CRLF line ends"),
     ("job.invalid_directives", "int", "", "directives sbatch would refuse"),
     ("job.launcher", "str", "", "python, kernprof, srun, torchrun, ..."),
@@ -94,6 +97,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("sacct.req_mem_mib", "float", "MiB", "requested memory"),
     ("sacct.mem_peak_mib", "float", "MiB", "peak memory (as seff computes it)"),
     ("sacct.cpu_efficiency_pct", "float", "%", "CPU efficiency (as seff computes it)"),
+    # usage: seff or sacct, whichever was given (sacct wins: it is per step)
+    ("usage.state", "str", "", "COMPLETED, FAILED, TIMEOUT, OUT_OF_MEMORY, CANCELLED, ..."),
+    ("usage.cores", "int", "cores", "allocated cores"),
+    ("usage.cpu_efficiency_pct", "float", "%", "CPU time over core-walltime"),
+    ("usage.mem_peak_mib", "float", "MiB", "peak memory of the job"),
+    ("usage.elapsed_s", "float", "s", "wall-clock time"),
     # GPU metrics (nvidia-smi logs, watch recordings)
     ("gpu.count", "int", "GPUs", "GPUs sampled"),
     ("gpu.samples", "int", "", "samples per GPU"),

@@ -1,0 +1,41 @@
+"""Facts from a profile analysis: shares of the training function's time by line kind."""
+
+from __future__ import annotations
+
+from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
+from tuneadvisor.profile.kinds import LineKind
+
+_COMPUTE = (LineKind.FORWARD, LineKind.LOSS, LineKind.BACKWARD, LineKind.OPTIMIZER)
+
+
+def training_function(analysis: ProfileAnalysis) -> AnnotatedFunction | None:
+    """The function holding the step loop: most DataLoader time, else most time."""
+
+    def loader_time(func: AnnotatedFunction) -> float:
+        return sum(ln.time_s for ln in func.lines if ln.kind is LineKind.DATALOADER)
+
+    with_loader = [f for f in analysis.functions if loader_time(f) > 0]
+    if with_loader:
+        return max(with_loader, key=loader_time)
+    return analysis.functions[0] if analysis.functions else None
+
+
+def profile_facts(analysis: ProfileAnalysis) -> dict[str, object]:
+    func = training_function(analysis)
+    if func is None or func.total_s <= 0 or func.source_path is None and not func.block:
+        return {}  # without source there are no kinds, and shares would all read "other"
+    share = {s.kind: s.time_s / func.total_s for s in func.kinds}
+    facts: dict[str, object] = {
+        "profile.function": func.name,
+        "profile.total_s": func.total_s,
+        "profile.ranks": max(1, len(analysis.parts)),
+        "profile.compute_share": sum(share.get(k, 0.0) for k in _COMPUTE),
+    }
+    for kind in LineKind:
+        if kind is not LineKind.OTHER:
+            name = "loader" if kind is LineKind.DATALOADER else kind.value
+            facts[f"profile.{name}_share"] = share.get(kind, 0.0)
+    loader_lines = [ln for ln in func.lines if ln.kind is LineKind.DATALOADER]
+    if loader_lines:
+        facts["profile.loader_line"] = max(loader_lines, key=lambda ln: ln.time_s).lineno
+    return facts
