@@ -1,0 +1,199 @@
+"""Hand-made workspaces for the TUI tests: real analyses of real source files.
+
+Line kinds are pinned by `pinned_kinds` (see conftest) so the screens do not change when the
+AST classifier changes; the TUI only shows what the analysis says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from textual.app import App
+from textual.pilot import Pilot
+
+from tuneadvisor.profile.analysis import analyze
+from tuneadvisor.profile.kinds import LineKind
+from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, ProfileSet
+from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.tui.app import TuneAdvisorApp
+from tuneadvisor.tui.screens import MainScreen
+from tuneadvisor.workspace import JobScriptText, Workspace
+
+SIZE = (120, 36)
+
+TRAIN_PY = """\
+import torch
+import torch.nn.functional as F
+
+
+def train(model, device, train_loader, optimizer, epoch):
+    model.train()
+    for batch_idx, (data, target) in enumerate(train_loader):
+        data, target = data.to(device), target.to(device)
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        optimizer.step()
+        if batch_idx % 10 == 0:
+            print(f"epoch {epoch} loss {loss.item():.4f}")
+
+
+def test(model, device, test_loader):
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for data, target in test_loader:
+            data, target = data.to(device), target.to(device)
+            output = model(data)
+            correct += output.argmax(dim=1).eq(target).sum().item()
+    return correct
+"""
+
+# (line number, hits, seconds): the tutorial's shape, the DataLoader line dominates train().
+TRAIN_TIMINGS: tuple[tuple[int, int, float], ...] = (
+    (6, 1, 0.0021),
+    (7, 939, 84.5),
+    (8, 938, 3.1),
+    (9, 938, 0.9),
+    (10, 938, 6.1),
+    (11, 938, 0.6),
+    (12, 938, 4.1),
+    (13, 938, 0.6),
+    (14, 938, 0.05),
+    (15, 94, 0.04),
+)
+TEST_TIMINGS: tuple[tuple[int, int, float], ...] = (
+    (19, 1, 0.0012),
+    (20, 1, 0.000001),
+    (21, 1, 0.00002),
+    (22, 11, 2.5),
+    (23, 10, 0.2),
+    (24, 10, 0.3),
+    (25, 10, 0.4),
+    (26, 1, 0.000001),
+)
+
+JOB_SCRIPT = """\
+#!/bin/bash
+#SBATCH --job-name=mnist
+#SBATCH --nodes=1
+#SBATCH --ntasks=1
+#SBATCH --cpus-per-task=1
+#SBATCH --mem=8G
+#SBATCH --gres=gpu:1
+#SBATCH --time=00:30:00
+
+module purge
+module load anaconda3/2024.6
+conda activate torch-env
+
+kernprof -l -o ${SLURM_JOBID}.lprof mnist_classify.py --epochs=3
+"""
+
+
+def classify_for_tests(text: str) -> dict[int, LineKind]:
+    """A fixed stand-in for the AST classifier, by simple text patterns."""
+    kinds: dict[int, LineKind] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if s.startswith("for ") and "loader" in s:
+            kinds[number] = LineKind.DATALOADER
+        elif ".to(device)" in s:
+            kinds[number] = LineKind.TRANSFER
+        elif "= model(" in s:
+            kinds[number] = LineKind.FORWARD
+        elif "nll_loss" in s:
+            kinds[number] = LineKind.LOSS
+        elif ".backward()" in s:
+            kinds[number] = LineKind.BACKWARD
+        elif s.startswith("optimizer."):
+            kinds[number] = LineKind.OPTIMIZER
+        elif ".item()" in s:
+            kinds[number] = LineKind.SYNC
+    return kinds
+
+
+def _function(
+    filename: str, first: int, name: str, timings: Sequence[tuple[int, int, float]], scale: float
+) -> FunctionTiming:
+    lines = tuple(LineTiming(n, hits, t * scale) for n, hits, t in timings)
+    return FunctionTiming(filename, first, name, lines)
+
+
+def mnist_profile(filename: str, origin: str = "24752610.lprof", scale: float = 1.0) -> Profile:
+    return Profile(
+        origin=origin,
+        unit_s=1e-6,
+        functions=(
+            _function(filename, 5, "train", TRAIN_TIMINGS, scale),
+            _function(filename, 18, "test", TEST_TIMINGS, scale),
+        ),
+        source_format="lprof",
+    )
+
+
+def write_train_py(directory: Path) -> Path:
+    path = directory / "train.py"
+    path.write_text(TRAIN_PY, encoding="utf-8")
+    return path
+
+
+def workspace_of(
+    profiles: Sequence[Profile], directory: Path, job: JobScriptText | None = None
+) -> Workspace:
+    finder = SourceFinder(profile_dirs=(directory,), cwd=directory)
+    return Workspace(analysis=analyze(ProfileSet.of(profiles), finder), job=job)
+
+
+def mnist_workspace(directory: Path, with_job: bool = True) -> Workspace:
+    """train() and test() of a real train.py written to ``directory``; the job script."""
+    source = write_train_py(directory)
+    job = JobScriptText("mnist.sbatch", JOB_SCRIPT) if with_job else None
+    return workspace_of([mnist_profile(str(source))], directory, job)
+
+
+def missing_source_workspace(directory: Path) -> Workspace:
+    """The same timings, recorded under a cluster path that does not exist here."""
+    return workspace_of([mnist_profile("/cluster/home/alice/mnist/train.py")], directory)
+
+
+def ranks_workspace(directory: Path) -> Workspace:
+    """Two files (one per rank): merged, and each kept for comparison."""
+    source = str(write_train_py(directory))
+    parts = [
+        mnist_profile(source, origin="/scratch/alice/job/rank0.lprof", scale=1.0),
+        mnist_profile(source, origin="/scratch/alice/job/rank1.lprof", scale=0.5),
+    ]
+    return workspace_of(parts, directory)
+
+
+def make_app(workspace: Workspace, title: str = "tuneadvisor: 24752610.lprof") -> TuneAdvisorApp:
+    return TuneAdvisorApp(load=lambda: workspace, title=title)
+
+
+def app_with(load: Callable[[], Workspace]) -> TuneAdvisorApp:
+    return TuneAdvisorApp(load=load, title="tuneadvisor: test")
+
+
+async def wait_for(pilot: Pilot[object], done: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Let the app run until ``done()`` (bounded)."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await pilot.pause(0.01)
+        await asyncio.sleep(0)
+
+
+async def wait_loaded(pilot: Pilot[object]) -> MainScreen:
+    """Wait until the loader has run and the main screen is up, then let it settle."""
+    app: App[object] = pilot.app
+    await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    return screen

@@ -1,0 +1,131 @@
+"""Rule files are validated completely on load, with file and line in every message."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tuneadvisor.advisor.engine import evaluate
+from tuneadvisor.advisor.rules import RuleError, load_rule, load_rules
+
+GOOD = """\
+id = "{id}"
+title = "Loader waits"
+severity = "warning"
+when = "profile.loader_share >= limit"
+rationale = "The loader is slow."
+[params]
+limit = 0.1
+[suggest.sbatch]
+cpus-per-task = "job.cpus_per_task * 2"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "my-rule") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(RuleError) as info:
+        load_rule(path)
+    return str(info.value)
+
+
+def test_a_good_rule_loads_and_fires(tmp_path: Path) -> None:
+    rule = load_rule(write(tmp_path, GOOD.format(id="my-rule")))
+    result = evaluate([rule], {"profile.loader_share": 0.5, "job.cpus_per_task": 3})
+    assert result.ids() == ["my-rule"]
+    assert result.findings[0].suggest.sbatch == {"cpus-per-task": 6}
+
+
+def test_absent_facts_mean_no_data_not_a_finding(tmp_path: Path) -> None:
+    rule = load_rule(write(tmp_path, GOOD.format(id="my-rule")))
+    result = evaluate([rule], {"job.cpus_per_task": 3})
+    assert result.findings == ()
+    assert result.skipped[0].missing == ("profile.loader_share",)
+
+
+def test_suggestion_with_absent_fact_is_left_out(tmp_path: Path) -> None:
+    rule = load_rule(write(tmp_path, GOOD.format(id="my-rule")))
+    finding = evaluate([rule], {"profile.loader_share": 0.5}).findings[0]
+    assert finding.suggest.sbatch == {}
+
+
+def test_unknown_top_level_key_names_file_and_line(tmp_path: Path) -> None:
+    text = GOOD.format(id="my-rule").replace(
+        'severity = "warning"\n', 'severity = "warning"\ncolour = "red"\n'
+    )
+    path = write(tmp_path, text)
+    message = error_of(path)
+    assert message.startswith(f"{path}:4:")
+    assert "unknown key 'colour'" in message
+
+
+def test_unknown_fact_name_is_reported_with_line(tmp_path: Path) -> None:
+    text = GOOD.format(id="my-rule").replace("profile.loader_share", "profile.loader_shar")
+    message = error_of(write(tmp_path, text))
+    assert ":4:" in message and "profile.loader_shar" in message
+
+
+def test_bad_expression_is_reported_with_line(tmp_path: Path) -> None:
+    text = GOOD.format(id="my-rule").replace('"job.cpus_per_task * 2"', '"job.cpus_per_task *"')
+    message = error_of(write(tmp_path, text))
+    assert ":9:" in message and "does not parse" in message
+
+
+def test_type_error_is_caught_before_anything_runs(tmp_path: Path) -> None:
+    text = GOOD.format(id="my-rule").replace("profile.loader_share >= limit", "job.partition > 3")
+    message = error_of(write(tmp_path, text))
+    assert ":4:" in message and "type error" in message
+
+
+def test_when_must_be_a_condition(tmp_path: Path) -> None:
+    text = GOOD.format(id="my-rule").replace(
+        "profile.loader_share >= limit", "profile.loader_share * 2"
+    )
+    assert "true or false" in error_of(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    "attack",
+    ["__import__('os').system('true')", "profile.loader_share.__class__", "open('x') > 1",
+     "(1).__class__ == 1", "[x for x in (1,)] == 1"],
+)  # fmt: skip
+def test_no_escape_from_the_expression_language(tmp_path: Path, attack: str) -> None:
+    text = GOOD.format(id="my-rule").replace("profile.loader_share >= limit", attack)
+    with pytest.raises(RuleError):
+        load_rule(write(tmp_path, text))
+
+
+def test_id_must_match_file_name(tmp_path: Path) -> None:
+    message = error_of(write(tmp_path, GOOD.format(id="other-rule")))
+    assert ":1:" in message and "file name" in message
+
+
+def test_invalid_toml_gives_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.format(id="my-rule") + "x = = 1\n")
+    message = error_of(path)
+    assert message.startswith(f"{path}:10:")
+
+
+def test_case_with_unknown_fact_or_wrong_type(tmp_path: Path) -> None:
+    base = GOOD.format(id="my-rule")
+    bad_name = base + '[[cases]]\nfacts = { "gpu.utl" = 1 }\nfires = true\n'
+    assert "unknown fact 'gpu.utl'" in error_of(write(tmp_path, bad_name))
+    bad_type = base + '[[cases]]\nfacts = { "job.cpus_per_task" = "four" }\nfires = true\n'
+    message = error_of(write(tmp_path, bad_type))
+    assert ":10:" in message and "must be int" in message
+
+
+def test_later_folder_overrides_a_rule_by_id(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    write(first, GOOD.format(id="my-rule"))
+    write(second, GOOD.format(id="my-rule").replace("Loader waits", "Site version"))
+    (rule,) = load_rules([first, second])
+    assert rule.title == "Site version"
