@@ -54,6 +54,21 @@ def build_parser() -> argparse.ArgumentParser:
         default="text",
         help="output format (default: text)",
     )
+    rules_p = sub.add_parser("rules", help="list, show or check rule files")
+    rules_sub = rules_p.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
+    list_p = rules_sub.add_parser("list", help="the rules in force, one line each")
+    show_p = rules_sub.add_parser("show", help="one rule in full")
+    show_p.add_argument("rule_id", metavar="ID")
+    check_p = rules_sub.add_parser("check", help="validate a folder of rules and run its cases")
+    check_p.add_argument("dirs", nargs="*", metavar="DIR", help="default: the rules in force")
+    for p in (list_p, show_p, check_p):
+        p.add_argument(
+            "--rules",
+            metavar="DIR",
+            action="append",
+            default=[],
+            help="an extra folder of rule files (repeatable)",
+        )
     return parser
 
 
@@ -120,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_report(args)
         if args.command == "open":
             return _cmd_open(args)
+        if args.command == "rules":
+            from tuneadvisor.rules_cli import run_rules_command
+
+            return run_rules_command(args)
     except InputError as err:
         print(f"tuneadvisor: {err.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT

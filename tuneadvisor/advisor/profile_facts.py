@@ -22,7 +22,7 @@ def training_function(analysis: ProfileAnalysis) -> AnnotatedFunction | None:
 
 def profile_facts(analysis: ProfileAnalysis) -> dict[str, object]:
     func = training_function(analysis)
-    if func is None or func.total_s <= 0 or func.source_path is None and not func.block:
+    if func is None or func.total_s <= 0 or (func.source_path is None and not func.block):
         return {}  # without source there are no kinds, and shares would all read "other"
     share = {s.kind: s.time_s / func.total_s for s in func.kinds}
     facts: dict[str, object] = {

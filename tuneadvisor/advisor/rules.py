@@ -17,6 +17,7 @@ from typing import Any
 from tuneadvisor.advisor.expressions import Expression, ExpressionError, compile_expression
 from tuneadvisor.advisor.facts import FACTS, sample_value, type_matches
 from tuneadvisor.advisor.findings import Severity
+from tuneadvisor.errors import InputError
 
 TOP_KEYS = frozenset(
     {
@@ -38,8 +39,11 @@ CASE_KEYS = frozenset({"name", "facts", "fires", "expect"})
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
-class RuleError(ValueError):
-    """A rule file that is not valid; the message starts with FILE:LINE."""
+class RuleError(InputError):
+    """A rule file that is not valid: "FILE:LINE: problem"."""
+
+    def __init__(self, location: str, problem: str) -> None:
+        super().__init__(location, problem)
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,7 @@ class _Loader:
 
     def fail(self, message: str, key: str | None = None, table: str | None = None) -> RuleError:
         line = _line_of(self.text, key, table) if key else 1
-        return RuleError(f"{self.path}:{line}: {message}")
+        return RuleError(f"{self.path}:{line}", f"{message}")
 
     def string(self, data: Mapping[str, Any], key: str, required: bool = True) -> str:
         value = data.get(key)
@@ -121,7 +125,7 @@ class _Loader:
             # tomllib's message ends with "(at line N, column M)"
             match = re.search(r"at line (\d+)", str(exc))
             line = match.group(1) if match else "1"
-            raise RuleError(f"{self.path}:{line}: not valid TOML: {exc}") from None
+            raise RuleError(f"{self.path}:{line}", f"not valid TOML: {exc}") from None
         for key in data:
             if key not in TOP_KEYS:
                 raise self.fail(f"unknown key '{key}' (known: {', '.join(sorted(TOP_KEYS))})", key)
@@ -205,30 +209,30 @@ class _Loader:
         for index, case in enumerate(cases):
             line = headers[index] if index < len(headers) else 1
             if not isinstance(case, dict):
-                raise RuleError(f"{self.path}:{line}: each case must be a table")
+                raise RuleError(f"{self.path}:{line}", "each case must be a table")
             for key in case:
                 if key not in CASE_KEYS:
                     raise RuleError(
-                        f"{self.path}:{line}: unknown key '{key}' in case "
-                        f"(known: {', '.join(sorted(CASE_KEYS))})"
+                        f"{self.path}:{line}",
+                        f"unknown key '{key}' in case (known: {', '.join(sorted(CASE_KEYS))})",
                     )
             facts = case.get("facts", {})
             if not isinstance(facts, dict):
-                raise RuleError(f"{self.path}:{line}: case 'facts' must be a table")
+                raise RuleError(f"{self.path}:{line}", "case 'facts' must be a table")
             for fact, value in facts.items():
                 if fact not in FACTS:
-                    raise RuleError(f"{self.path}:{line}: unknown fact '{fact}' in case")
+                    raise RuleError(f"{self.path}:{line}", f"unknown fact '{fact}' in case")
                 if not type_matches(fact, value):
                     raise RuleError(
-                        f"{self.path}:{line}: fact '{fact}' must be "
-                        f"{FACTS[fact].type}, not {value!r}"
+                        f"{self.path}:{line}",
+                        f"fact '{fact}' must be {FACTS[fact].type}, not {value!r}",
                     )
             fires = case.get("fires")
             if not isinstance(fires, bool):
-                raise RuleError(f"{self.path}:{line}: case needs 'fires = true|false'")
+                raise RuleError(f"{self.path}:{line}", "case needs 'fires = true|false'")
             expect = case.get("expect", {})
             if not isinstance(expect, dict) or any(k not in SUGGEST_KEYS for k in expect):
-                raise RuleError(f"{self.path}:{line}: case 'expect' takes sbatch, script, env")
+                raise RuleError(f"{self.path}:{line}", "case 'expect' takes sbatch, script, env")
             name = case.get("name", f"case {index + 1}")
             out.append(Case(str(name), facts, fires, expect, line))
         return tuple(out)
@@ -259,7 +263,7 @@ def load_rule(path: Path) -> Rule:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise RuleError(f"{path}:1: cannot read: {exc}") from None
+        raise RuleError(f"{path}:1", f"cannot read: {exc}") from None
     return _Loader(path, text).load()
 
 
@@ -268,7 +272,7 @@ def load_rules(dirs: Iterable[Path]) -> tuple[Rule, ...]:
     by_id: dict[str, Rule] = {}
     for folder in dirs:
         if not folder.is_dir():
-            raise RuleError(f"{folder}:1: rules folder not found")
+            raise RuleError(f"{folder}:1", "rules folder not found")
         for path in sorted(folder.glob("*.toml")):
             rule = load_rule(path)
             by_id[rule.id] = rule
@@ -282,3 +286,23 @@ def default_rules_dir() -> Path:
         if candidate.is_dir():
             return candidate
     return here / "rules"
+
+
+RULES_ENV = "TUNEADVISOR_RULES"
+
+
+def rule_dirs(extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -> list[Path]:
+    """Where rules come from, later overriding earlier: the shipped pack, the user's
+    config dir ($XDG_CONFIG_HOME/tuneadvisor/rules, if present), $TUNEADVISOR_RULES
+    (colon-separated), then each --rules DIR."""
+    import os
+
+    env = os.environ if env is None else env
+    dirs = [default_rules_dir()]
+    config_home = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    user_dir = config_home / "tuneadvisor" / "rules"
+    if user_dir.is_dir():
+        dirs.append(user_dir)
+    dirs += [Path(p) for p in env.get(RULES_ENV, "").split(":") if p]
+    dirs += [Path(p) for p in extra]
+    return dirs

@@ -13,7 +13,6 @@ from typing import ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
@@ -42,11 +41,9 @@ class TuneAdvisorApp(App[None]):
         self.workspace: Workspace | None = None
         self.load_error: InputError | None = None
 
-    def get_default_screen(self) -> Screen[None]:
-        return LoadingScreen()
-
     def on_mount(self) -> None:
         self.sub_title = "loading…"
+        self.push_screen(LoadingScreen())
         self.run_worker(self._load_in_thread, name=LOAD_WORKER, thread=True, exclusive=True)
 
     def _load_in_thread(self) -> Workspace | InputError:
@@ -68,7 +65,7 @@ class TuneAdvisorApp(App[None]):
         elif isinstance(result, Workspace):
             self.workspace = result
             self.sub_title = _subtitle(result)
-            while len(self.screen_stack) > 1:  # e.g. help opened while loading
+            while not isinstance(self.screen, LoadingScreen):  # e.g. help opened meanwhile
                 await self.pop_screen()
             await self.switch_screen(MainScreen(result))
 

@@ -1,0 +1,63 @@
+"""`tuneadvisor rules list | show ID | check [DIR ...]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tuneadvisor.advisor.engine import run_cases
+from tuneadvisor.advisor.rules import Rule, load_rules, rule_dirs
+from tuneadvisor.errors import InputError
+
+
+def _show(rule: Rule) -> str:
+    out = [
+        f"{rule.id}  [{rule.severity.value}]  {rule.title}",
+        f"  file: {rule.path}",
+        f"  group: {rule.group}",
+        f"  when: {rule.when.text}",
+    ]
+    if rule.params:
+        out.append("  params: " + ", ".join(f"{k} = {v!r}" for k, v in rule.params.items()))
+    for section, table in rule.suggest.items():
+        for key, expr in table.items():
+            out.append(f"  suggest {section} {key} = {expr.text}")
+    out += ["", *("  " + line for line in rule.rationale.strip().splitlines())]
+    if rule.references:
+        out += ["", *(f"  see {ref}" for ref in rule.references)]
+    out.append(f"  cases: {len(rule.cases)}")
+    return "\n".join(out)
+
+
+def run_rules_command(args: argparse.Namespace) -> int:
+    if args.rules_command == "check" and args.dirs:
+        dirs = [Path(d) for d in args.dirs]
+    else:
+        dirs = rule_dirs(args.rules)
+    rules = load_rules(dirs)  # validation errors raise RuleError (FILE:LINE: problem)
+    if args.rules_command == "list":
+        for rule in rules:
+            print(f"{rule.id:34} {rule.severity.value:8} {rule.title}")
+        return 0
+    if args.rules_command == "show":
+        match = next((r for r in rules if r.id == args.rule_id), None)
+        if match is None:
+            raise InputError(
+                None, f"no rule with id '{args.rule_id}' (see `tuneadvisor rules list`)"
+            )
+        print(_show(match))
+        return 0
+    results = run_cases(rules)
+    failed = [r for r in results if not r.passed]
+    for result in failed:
+        for problem in result.problems:
+            print(
+                f"FAIL {result.rule.path}:{result.case.line}: {result.rule.id}: "
+                f"{result.case.name}: {problem}"
+            )
+    print(
+        f"{len(rules)} rules, {len(results) - len(failed)} cases passed, {len(failed)} failed",
+        file=sys.stdout,
+    )
+    return 1 if failed else 0
