@@ -71,6 +71,7 @@ class Target:
     value: float | None = None
     not_measured: str | None = None
     details: list[str] = field(default_factory=list)
+    load_share: float | None = None  # 3c: share of first paint spent in load_workspace
 
     @property
     def verdict(self) -> str:
@@ -178,12 +179,16 @@ def machine_info() -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- measuring
 
 
-def time_single(cfg: Config, cmd: Sequence[str], runs: int, warmup: int) -> tuple[Stats, Stats]:
-    """(primary, python): hyperfine when available, else the Python loop; the Python loop
-    always runs too, because it is the one that records peak RSS per run."""
-    py_stats = time_python(cmd, runs, warmup, cwd=ROOT)
+def time_single(
+    cfg: Config, cmd: Sequence[str], runs: int, warmup: int, python_runs: int | None = None
+) -> tuple[Stats, Stats]:
+    """(primary, python): hyperfine when available, else the Python loop. The Python loop
+    always runs too (``python_runs`` times when hyperfine is the primary), because it is
+    the one that records each run's peak RSS."""
     if cfg.use_hyperfine:
+        py_stats = time_python(cmd, python_runs or runs, warmup, cwd=ROOT)
         return time_hyperfine(cmd, runs, warmup, cwd=ROOT), py_stats
+    py_stats = time_python(cmd, runs, warmup, cwd=ROOT)
     return py_stats, py_stats
 
 
@@ -192,7 +197,7 @@ def probe(cmd: Sequence[str]) -> str | None:
     try:
         run_once(cmd, cwd=ROOT)
     except CommandFailed as exc:
-        return str(exc)
+        return f"`{show_cmd([Path(c) if c.startswith('/') else c for c in cmd])}` {exc}"
     except OSError as exc:
         return f"{cmd[0]}: {exc}"
     return None
@@ -217,7 +222,7 @@ def bench_help(cfg: Config) -> Target:
     return t
 
 
-def bench_ratio(cfg: Config) -> Target:
+def bench_ratio(cfg: Config, example: Path) -> Target:
     t = Target(
         "2",
         "`tuneadvisor report` vs `python -m line_profiler -rmt` on the MNIST example",
@@ -225,11 +230,11 @@ def bench_ratio(cfg: Config) -> Target:
         1.0,
         unit="x",
     )
-    if not EXAMPLE.is_file():
-        t.not_measured = f"{rel(EXAMPLE)} does not exist yet"
+    if not example.is_file():
+        t.not_measured = f"{rel(example)} does not exist yet"
         return t
-    ta = [str(TA), "report", str(EXAMPLE)]
-    lp = [str(PY), "-m", "line_profiler", "-rmt", str(EXAMPLE)]
+    ta = [str(TA), "report", str(example)]
+    lp = [str(PY), "-m", "line_profiler", "-rmt", str(example)]
     for cmd in (ta, lp):
         why = probe(cmd)
         if why:
@@ -240,9 +245,9 @@ def bench_ratio(cfg: Config) -> Target:
     t.value = a.median / b.median
     per_round = [x / y for x, y in zip(a.walls, b.walls, strict=True)]
     t.details += [
-        f"tuneadvisor: `{show_cmd([TA, 'report', EXAMPLE])}`: {a.describe()}, "
+        f"tuneadvisor: `{show_cmd([TA, 'report', example])}`: {a.describe()}, "
         f"peak RSS {a.peak_rss_mib:.1f} MiB",
-        f"line_profiler: `{show_cmd(['.venv/bin/python', '-m', 'line_profiler', '-rmt', EXAMPLE])}`"
+        f"line_profiler: `{show_cmd(['.venv/bin/python', '-m', 'line_profiler', '-rmt', example])}`"
         f": {b.describe()}, peak RSS {b.peak_rss_mib:.1f} MiB",
         f"ratio of medians {t.value:.2f}x; per-round ratios: median "
         f"{statistics.median(per_round):.2f}x, min {min(per_round):.2f}x, "
@@ -260,7 +265,8 @@ def bench_big_report(cfg: Config, big: Path) -> tuple[Target, Target]:
     if why:
         t.not_measured = m.not_measured = why
         return t, m
-    primary, py = time_single(cfg, cmd, cfg.runs(5), warmup=1)
+    # The probe was the warm-up of the Python timer; hyperfine does its own.
+    primary, py = time_single(cfg, cmd, cfg.runs(5), warmup=0, python_runs=3)
     t.value = primary.median
     t.details += [f"command: `{show_cmd([TA, 'report', big])}`", primary.describe()]
     if primary is not py:
@@ -315,11 +321,13 @@ def _one_paint(big: Path) -> dict[str, float]:
     )
     t_end = time.perf_counter()
     if proc.returncode != 0:
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        raise CommandFailed(f"tui_first_paint.py exited {proc.returncode}: {tail}")
+        lines = proc.stderr.strip().splitlines()
+        raise CommandFailed(f"tui_first_paint.py exits {proc.returncode}: {lines[-1:]}")
     marks = json.loads(proc.stdout.strip().splitlines()[-1])
     if marks["timed_out"]:
-        raise CommandFailed("the function table never got rows (30 s)")
+        raise CommandFailed(
+            f"the function table got no rows (app return code {marks.get('return_code')})"
+        )
     if not same_clock:  # cannot subtract clocks across processes: use relative marks only
         raise CommandFailed("perf_counter is not CLOCK_MONOTONIC here")
     stamps = {
@@ -329,7 +337,7 @@ def _one_paint(big: Path) -> dict[str, float]:
     }
     stamps["process_exit"] = t_end - t0
     stamps["rows"] = float(marks["rows"])
-    stamps["on_screen"] = 1.0 if marks["expected_text_on_screen"] else 0.0
+    stamps["on_screen"] = 1.0 if marks.get("expected_text_on_screen") else 0.0
     return stamps
 
 
@@ -373,6 +381,7 @@ def bench_tui(cfg: Config, big: Path) -> Target:
         f"{med_span('constructed', 'running'):.3f}",
     ]
     if all("load_start" in r and "load_end" in r for r in runs):
+        t.load_share = med_span("load_start", "load_end") / t.value
         t.details += [
             f"  - loader called at {med('load_start'):.3f}, "
             f"`load_workspace` took {med_span('load_start', 'load_end'):.3f}",
@@ -406,6 +415,7 @@ def bench_tmux(cfg: Config, big: Path) -> Target:
     try:
         # Start the tmux server first so its start-up is not counted.
         subprocess.run([*tmux, "new-session", "-d", "-s", "keep"], check=True, env=env)
+        subprocess.run([*tmux, "set-option", "-g", "remain-on-exit", "on"], check=True)
         for i in range(cfg.runs(3) + 1):
             name = f"open{i}"
             cmd = f"{shlex.quote(str(TA))} open {shlex.quote(str(big))}"
@@ -415,21 +425,30 @@ def bench_tmux(cfg: Config, big: Path) -> Target:
                 check=True,
                 env=env,
             )
-            seen = None
-            while time.perf_counter() - t0 < 30:
-                pane = subprocess.run(
-                    [*tmux, "capture-pane", "-p", "-t", name],
+            seen, pane, dead = None, "", False
+            while time.perf_counter() - t0 < 30 and not dead:
+                # One tmux call: the pane's text, then whether its process has exited.
+                poll = ["capture-pane", "-p", "-t", name, ";", "display-message", "-p", "-t"]
+                out = subprocess.run(
+                    [*tmux, *poll, name, "#{pane_dead}"],
                     capture_output=True,
                     text=True,
                     check=False,
                 ).stdout
+                pane, _, flag = out.rstrip("\n").rpartition("\n")
                 if FUNC_NAME_RE.search(pane):
                     seen = time.perf_counter() - t0
                     break
+                dead = flag.strip() == "1"
                 time.sleep(0.01)
             subprocess.run([*tmux, "kill-session", "-t", name], check=False)
             if seen is None:
-                t.not_measured = "no function name appeared in the tmux pane within 30 s"
+                last = [ln for ln in pane.splitlines() if ln.strip()][-1:]
+                t.not_measured = (
+                    f"`tuneadvisor open` exited before showing a function name: {last}"
+                    if dead
+                    else "no function name appeared in the tmux pane within 30 s"
+                )
                 return t
             if i > 0:  # the first one is the warm-up
                 times.append(seen)
@@ -475,25 +494,30 @@ def importtime_top(cmd_tail: Sequence[str], n: int = 10) -> list[str]:
 
 def cprofile_top(cmd_tail: Sequence[str], n: int = 15) -> list[str]:
     out = DATA / "diag.pstats"
-    subprocess.run(
+    out.unlink(missing_ok=True)
+    proc = subprocess.run(
         [str(PY), "-m", "cProfile", "-o", str(out), *cmd_tail],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         cwd=ROOT,
         check=False,
     )
-    if not out.is_file():
-        return ["    (cProfile produced no output)"]
+    if proc.returncode != 0 or not out.is_file():
+        last = (proc.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+        return [f"    (the profiled command exited {proc.returncode}: {last})"]
     buf = io.StringIO()
     st = pstats.Stats(str(out), stream=buf)
     st.strip_dirs().sort_stats("cumulative").print_stats(n)
     st.sort_stats("tottime").print_stats(10)
     lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()]
     keep = [ln for ln in lines if re.match(r"\s*(ncalls|\d)", ln)]
+    header = [ln for ln in keep if "function calls" in ln][:1]
+    keep = header + [ln for ln in keep if "function calls" not in ln]
     return ["    " + ln for ln in keep]
 
 
-def diagnose(cfg: Config, targets: Sequence[Target], big: Path) -> list[str]:
+def diagnose(cfg: Config, targets: Sequence[Target], big: Path, example: Path) -> list[str]:
     out: list[str] = []
     want: Callable[[Target], bool]
     if cfg.diagnose == "none":
@@ -506,7 +530,7 @@ def diagnose(cfg: Config, targets: Sequence[Target], big: Path) -> list[str]:
     if want(by_key["1"]):
         out += ["### `tuneadvisor --help`: slowest imports (`-X importtime`, cumulative)", ""]
         out += ["```", *importtime_top(["-m", "tuneadvisor", "--help"]), "```", ""]
-    for key, path in (("2", EXAMPLE), ("3a", big)):
+    for key, path in (("2", example), ("3a", big)):
         if key in by_key and want(by_key[key]):
             tail = ["-m", "tuneadvisor", "report", str(path)]
             out += [f"### `tuneadvisor report {rel(path)}`", ""]
@@ -515,8 +539,17 @@ def diagnose(cfg: Config, targets: Sequence[Target], big: Path) -> list[str]:
             out += ["cProfile (sorted by cumulative, then by own time):", ""]
             out += ["```", *cprofile_top(tail), "```", ""]
     if "3c" in by_key and want(by_key["3c"]):
+        tui = by_key["3c"]
+        out += ["### TUI first paint", ""]
+        if tui.load_share is not None:
+            out += [
+                f"`load_workspace` (in the app's thread worker) is {tui.load_share:.0%} of the "
+                "first paint (phases in 3c); its cost is the same as in `tuneadvisor report` "
+                "(3a's profile above). The rest:",
+                "",
+            ]
         tail = [str(BENCH / "tui_first_paint.py"), str(big)]
-        out += ["### TUI first paint: slowest imports (`-X importtime`, cumulative)", ""]
+        out += ["Slowest imports of the TUI script (`-X importtime`, cumulative):", ""]
         out += ["```", *importtime_top(tail), "```", ""]
     return out
 
@@ -547,8 +580,9 @@ METHOD = """\
   (no shell) and the Python timer runs too as a cross-check; without hyperfine only the
   Python timer runs. The Python timer spawns each run with `subprocess.Popen`, reaps it with
   `os.wait4` and takes `time.perf_counter()` before the spawn and after the reap; it also
-  gives each run's own peak RSS (`ru_maxrss`). Warm-up runs are discarded; the goal is
-  checked against the median.
+  gives each run's own peak RSS (`ru_maxrss`). Warm-up runs are discarded (for 3a the
+  first run, which checks that the command works, is the warm-up); the goal is checked
+  against the median.
 - Target 2 needs both commands in one session: the Python timer alternates them round by
   round (A B, B A, ...) so drift on the machine hits both equally; hyperfine cannot
   interleave. Output goes to /dev/null for both.
@@ -590,7 +624,8 @@ def render(
         "|---|------|------|----------|--------|",
     ]
     for t in targets:
-        lines.append(f"| {t.key} | {t.title} | {t.goal} | {t.measured} | {t.verdict} |")
+        cells = (t.key, t.title, t.goal, t.measured, t.verdict)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines += ["", "## Machine", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in machine]
     lines += [f"| load average at end | {load_end} |", "", "## Details", ""]
@@ -612,6 +647,12 @@ def main() -> None:
     parser.add_argument("--timer", choices=("auto", "python", "hyperfine"), default="auto")
     parser.add_argument("--diagnose", choices=("misses", "all", "none"), default="misses")
     parser.add_argument("--out", type=Path, default=BENCH / "RESULTS.md")
+    parser.add_argument(
+        "--example",
+        type=Path,
+        default=EXAMPLE,
+        help="the profile of target 2 (default: %(default)s)",
+    )
     args = parser.parse_args()
     cfg = Config(scale=0.3 if args.quick else 1.0, timer=args.timer, diagnose=args.diagnose)
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
@@ -635,7 +676,7 @@ def main() -> None:
     step("1: --help")
     targets.append(bench_help(cfg))
     step("2: report vs line_profiler on the example")
-    targets.append(bench_ratio(cfg))
+    targets.append(bench_ratio(cfg, args.example.resolve()))
     step("3a/3b: report on the big profile")
     targets += bench_big_report(cfg, big)
     if targets[-2].value is not None:
@@ -646,7 +687,7 @@ def main() -> None:
     step("3d: tuneadvisor open in tmux")
     targets.append(bench_tmux(cfg, big))
     step("diagnosis")
-    diagnosis = diagnose(cfg, targets, big)
+    diagnosis = diagnose(cfg, targets, big, args.example.resolve())
     elapsed = time.perf_counter() - t_start
     text = render(targets, machine, started, elapsed, notes, diagnosis, sys.argv[1:])
     args.out.write_text(text, encoding="utf-8")

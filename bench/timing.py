@@ -85,8 +85,8 @@ def run_once(
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
             err.seek(0)
-            tail = err.read().decode(errors="replace").strip().splitlines()[-5:]
-            raise CommandFailed(f"{' '.join(cmd)} exited {proc.returncode}: " + " | ".join(tail))
+            lines = err.read().decode(errors="replace").strip().splitlines()
+            raise CommandFailed(f"exits {proc.returncode}: {lines[-1] if lines else '(no stderr)'}")
     return Run(wall_s=wall, maxrss_kib=usage.ru_maxrss)
 
 

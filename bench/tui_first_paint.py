@@ -7,10 +7,11 @@ Run as a fresh process by ``bench/run_bench.py`` (so interpreter start-up and im
 It imports ``tuneadvisor.tui.app``, builds ``TuneAdvisorApp`` with a loader that reads the
 profile through ``load_workspace(WorkspaceRequest(profiles=(path,)))`` (what
 ``tuneadvisor open`` does), runs it headless at 160x50 with ``App.run_test`` and waits until
-the function table has rows *and* Textual has processed the resulting refresh (one more
-``pilot.pause()``, which returns once the message queues are idle, i.e. after the compositor
-has rendered the update). It then prints one JSON line with ``time.perf_counter`` stamps
-(CLOCK_MONOTONIC on Linux, so the parent can subtract its own pre-spawn stamp) and exits.
+the function table (``DataTable#functions``) has rows *and* Textual has processed the
+resulting refresh (one more ``pilot.pause()``, which returns once the message queues are
+idle, i.e. after the compositor has rendered the update). It then prints one JSON line
+with ``time.perf_counter`` stamps (CLOCK_MONOTONIC on Linux, so the parent can subtract its
+own pre-spawn stamp) and exits.
 """
 
 from __future__ import annotations
@@ -25,14 +26,16 @@ import sys  # noqa: E402
 from typing import Any  # noqa: E402
 
 POLL_TIMEOUT_S = 30.0
+FUNCTION_TABLE_ID = "functions"  # tuneadvisor/tui/screens.py: MainScreen's FunctionsTable
 
 
-def _table_rows(app: Any) -> int:
-    """Rows of the biggest DataTable on the active screen (0 when there is none yet)."""
+def _function_rows(app: Any) -> int:
+    """Rows of the function table (``DataTable#functions``) on the active screen; 0 while
+    the loading screen shows. The main screen fills that table in its ``on_mount``."""
     from textual.widgets import DataTable
 
-    counts = [t.row_count for t in app.screen.query(DataTable)]
-    return max(counts, default=0)
+    tables = app.screen.query(f"DataTable#{FUNCTION_TABLE_ID}")
+    return max((t.row_count for t in tables if isinstance(t, DataTable)), default=0)
 
 
 async def _measure(profile: str, expect: str) -> dict[str, Any]:
@@ -56,17 +59,19 @@ async def _measure(profile: str, expect: str) -> dict[str, Any]:
         rows = 0
         while time.perf_counter() < deadline:
             await pilot.pause()
-            rows = _table_rows(app)
-            if rows:
+            rows = _function_rows(app)
+            if rows or not app.is_running:
                 break
         marks["rows_seen"] = time.perf_counter()
         await pilot.pause()  # let the refresh that shows those rows be rendered
         marks["painted"] = time.perf_counter()
         marks["rows"] = rows
         # Not timed: check the rows really are on screen (a function name is rendered).
-        marks["expected_text_on_screen"] = expect in app.export_screenshot()
+        if rows:
+            marks["expected_text_on_screen"] = expect in app.export_screenshot()
         app.exit()
     marks["timed_out"] = rows == 0
+    marks["return_code"] = app.return_code
     return marks
 
 

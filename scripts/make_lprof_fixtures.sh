@@ -31,7 +31,7 @@ for v in "${versions[@]}"; do
   "$venv/bin/kernprof" -l -o "$base.lprof" train_toy.py 3 >/dev/null
   show() {  # show SUFFIX [FLAGS...]: one printed table
     local suffix=$1; shift
-    env -u COLUMNS -u FORCE_COLOR "$venv/bin/python" -m line_profiler "$@" "$base.lprof" \
+    env -u COLUMNS "$venv/bin/python" -m line_profiler "$@" "$base.lprof" \
       > "$out/$base$suffix.txt"
   }
   show ""
@@ -40,8 +40,9 @@ for v in "${versions[@]}"; do
   show -t -t
   show -rmt -rmt
   show -u1e-3 -u 1e-3
-  # A terminal's colours, as `script` or a CI log keeps them.
-  FORCE_COLOR=1 "$venv/bin/python" -m line_profiler -rmt "$base.lprof" > "$out/$base-rmt-ansi.txt"
+  # Rich output (colours included) is wrapped to 80 columns when not on a terminal, as in a
+  # Slurm log; a wide terminal keeps the rows whole.
+  COLUMNS=200 "$venv/bin/python" -m line_profiler -r "$base.lprof" > "$out/$base-r-wide.txt"
   cp "$base.lprof" "$out/"
   if [ "${v%%.*}" -ge 5 ]; then
     # A second "rank" of the same code, for merging.
@@ -51,5 +52,6 @@ for v in "${versions[@]}"; do
   # Printed on a machine without the source: rows without contents.
   rm "$rec/train_toy.py"
   show -nosource
+  show -m-nosource -m
 done
 ls -l "$out"

@@ -43,6 +43,8 @@ FILES = {
     ("test", "labels"): "t10k-labels-idx1-ubyte",
 }
 
+SYNTHETIC_MARKER = "SYNTHETIC.txt"
+
 SIDE = 28  # MNIST image side
 BOX = 20  # MNIST fits each digit into a 20x20 box before centring it in 28x28
 SUPER = 2  # prototypes are kept at 2x so warping then sampling does not alias
@@ -285,6 +287,11 @@ def make(root: Path, n_train: int, n_test: int, seed: int) -> Path:
         images, labels = synthesize(n, protos, proto_labels, np.random.default_rng(seq))
         write_idx(raw / FILES[(split, "images")], (n, SIDE, SIDE), images.tobytes())
         write_idx(raw / FILES[(split, "labels")], (n,), labels.tobytes())
+    # torchvision ignores other files; this one tells people (and download_mnist.sh) what it is.
+    (raw / SYNTHETIC_MARKER).write_text(
+        f"Synthetic MNIST from scripts/make_mnist_data.py: {n_train} train, {n_test} test "
+        f"images, seed {seed}. Not the real data set: run scripts/download_mnist.sh for that.\n"
+    )
     return raw
 
 

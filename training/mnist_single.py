@@ -58,9 +58,9 @@ MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 # from (0: none), and whether the digit is augmented.
 INPUT_COSTS: dict[str, tuple[int, bool]] = {
     "none": (0, False),  # the tutorial's ToTensor + Normalize: nearly free
-    "low": (0, True),  # plus the usual MNIST augmentation (random affine), still cheap
-    "medium": (256, True),  # plus a 256 px JPEG decode and an elastic warp: ~1.5 ms/sample
-    "high": (512, True),  # a 512 px JPEG decode: ~4 ms/sample, one worker cannot feed a GPU
+    "low": (0, True),  # plus the usual MNIST augmentation (random affine): still cheap
+    "medium": (384, True),  # plus a 384 px JPEG decode and an elastic warp: a few ms/sample
+    "high": (768, True),  # a 768 px photo: ~8 ms/sample, one worker cannot feed a GPU
 }
 
 
@@ -302,7 +302,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--input-cost", type=parse_input_cost, default=parse_input_cost("none"),
                         metavar="LEVEL",
                         help="per-sample input work: none (the tutorial), low (augmentation), "
-                             "medium or high (JPEG decode of a 256/512 px photo, augmentation), "
+                             "medium or high (JPEG decode of a 384/768 px photo, augmentation), "
                              "or a decode size in pixels (default: none)")
     parser.add_argument("--data-dir", default="data", metavar="DIR",
                         help="folder holding MNIST/raw/ (default: ./data)")

@@ -7,9 +7,11 @@ AST classifier changes; the TUI only shows what the analysis says.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any, ParamSpec
 
 from textual.app import App
 from textual.pilot import Pilot
@@ -23,6 +25,19 @@ from tuneadvisor.tui.screens import MainScreen
 from tuneadvisor.workspace import JobScriptText, Workspace
 
 SIZE = (120, 36)
+
+P = ParamSpec("P")
+
+
+def async_test(test: Callable[P, Coroutine[Any, Any, None]]) -> Callable[P, None]:
+    """Run an async test with asyncio.run (no pytest async plugin needed)."""
+
+    @functools.wraps(test)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return run
+
 
 TRAIN_PY = """\
 import torch
@@ -179,7 +194,7 @@ def app_with(load: Callable[[], Workspace]) -> TuneAdvisorApp:
     return TuneAdvisorApp(load=load, title="tuneadvisor: test")
 
 
-async def wait_for(pilot: Pilot[object], done: Callable[[], bool], timeout: float = 10.0) -> None:
+async def wait_for(pilot: Pilot[Any], done: Callable[[], bool], timeout: float = 10.0) -> None:
     """Let the app run until ``done()`` (bounded)."""
     deadline = time.monotonic() + timeout
     while not done():
@@ -189,9 +204,9 @@ async def wait_for(pilot: Pilot[object], done: Callable[[], bool], timeout: floa
         await asyncio.sleep(0)
 
 
-async def wait_loaded(pilot: Pilot[object]) -> MainScreen:
+async def wait_loaded(pilot: Pilot[Any]) -> MainScreen:
     """Wait until the loader has run and the main screen is up, then let it settle."""
-    app: App[object] = pilot.app
+    app: App[Any] = pilot.app
     await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
     await pilot.pause()
     screen = app.screen

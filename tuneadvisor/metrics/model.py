@@ -29,6 +29,7 @@ Facts (absent when no sample carries the value):
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
@@ -40,6 +41,8 @@ Facts = dict[str, FactValue]
 
 # "Idle" as nvidia-smi users read it: a busy training loop never drops under a few percent.
 IDLE_UTIL_PCT = 5.0
+# A gap this many typical intervals long is a pause (another run appended), not sampling.
+PAUSE_INTERVALS = 5.0
 
 GpuMetric = Literal[
     "util_pct",
@@ -195,11 +198,19 @@ class GpuSeries:
 
     @property
     def duration_s(self) -> float | None:
-        return _span(s.t for s in self.samples)
+        """Time covered by sampling; pauses between runs appended to one log do not count."""
+        times = [s.t for s in self.samples if s.t is not None]
+        if not times:
+            return None
+        gaps = self.intervals_s()
+        if not gaps:
+            return 0.0
+        longest = PAUSE_INTERVALS * statistics.median(gaps)
+        return sum(g for g in gaps if g <= longest)
 
     def intervals_s(self) -> list[float]:
         times = [s.t for s in self.samples if s.t is not None]
-        return [b - a for a, b in zip(times, times[1:], strict=False) if b > a]
+        return [b - a for a, b in itertools.pairwise(times) if b > a]
 
 
 @dataclass(frozen=True)
@@ -242,7 +253,8 @@ class MetricsSeries:
 
     @property
     def gpu_duration_s(self) -> float | None:
-        return _span(s.t for s in self.gpu_samples)
+        durations = [d for d in (g.duration_s for g in self.gpus) if d is not None]
+        return max(durations) if durations else None
 
     @property
     def host_duration_s(self) -> float | None:

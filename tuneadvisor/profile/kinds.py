@@ -14,8 +14,9 @@ file-wide. Roles then flow through the bindings until nothing changes (a few rou
   ``torch.utils.data.DataLoader``, ``get_loader``, ``fabric.setup_dataloaders``), from
   ``enumerate``/``zip``/``iter``/``tqdm``/``cycle``/``islice``/``chain``/``track`` over a
   DataLoader, annotated ``DataLoader``; or *named* like one: ``*loader``, ``*loaders``,
-  ``*prefetcher``, ``dl``, ``*_dl`` (a name that only *contains* "loader", such as
-  ``loader_kwargs``, is not one). ``next()`` also accepts iterator names (``it``,
+  ``*prefetcher``, ``dl``, ``*_dl``, each optionally followed by a letter, a number or a split
+  (``loader_a``, ``loader2``, ``dl_val``, ``loader_train``); a name that merely contains
+  "loader", such as ``loader_kwargs``, is not one. ``next()`` also accepts iterator names (``it``,
   ``data_iter``, ``*_iterator``) since a training loop rarely ``next()``-s anything else.
 - model: bound from ``X()`` for an ``nn.Module`` subclass defined in the file (through
   subclasses of subclasses), ``DDP``/``DistributedDataParallel``/``DataParallel``/``FSDP``,
@@ -89,12 +90,15 @@ out.
 from __future__ import annotations
 
 import ast
+import gc
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from enum import Enum
 
 
-class LineKind(str, Enum):
+# Not StrEnum: the package supports Python 3.10, and str() of a kind stays as it was.
+class LineKind(str, Enum):  # noqa: UP042
     DATALOADER = "dataloader"
     TRANSFER = "transfer"
     FORWARD = "forward"
@@ -125,16 +129,29 @@ def classify_source(text: str) -> dict[int, LineKind]:
     Lines of a multi-line statement all get the statement's kind. Lines not returned are
     "other". Never raises on bad source: a file that does not parse classifies nothing.
     """
+    with _gc_paused():
+        try:
+            tree = ast.parse(text.lstrip("\ufeff"))
+        except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+            return {}
+        try:
+            statements = _Statements(tree)
+            roles = _Roles(statements)
+            return _classify(statements, roles, _SourceLines(text))
+        except RecursionError:  # absurdly nested code: better nothing than a crash
+            return {}
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The collector's passes over a big, acyclic AST cost as much as parsing it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        tree = ast.parse(text.lstrip("\ufeff"))
-    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
-        return {}
-    try:
-        statements = _Scopes.statements(tree)
-        roles = _Roles(statements)
-        return _classify(statements, roles, _SourceLines(text))
-    except RecursionError:  # absurdly nested code: better nothing than a crash
-        return {}
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # --- roles of names ---------------------------------------------------------------------
@@ -149,7 +166,11 @@ TENSOR = 32
 CALLABLE = 64  # a def or class of this file: never a model by its name
 _MAX_DEPTH = 40  # expression nesting followed; deeper parts count as unknown
 
-_LOADER_NAME = re.compile(r"(?:loaders?|prefetcher|(?:^|_)dls?)$", re.IGNORECASE)
+_LOADER_NAME = re.compile(
+    r"(?:loaders?|prefetcher|(?:^|_)dls?)"
+    r"(?:_?(?:[a-z]|\d+|train|val|valid|test|eval|src|tgt|source|target|un)?(?:labell?ed)?)?$",
+    re.IGNORECASE,
+)
 _ITER_NAME = re.compile(r"(?:^|_)(?:data_?)?(?:it|iter|iterator)$", re.IGNORECASE)
 _MODEL_NAME = re.compile(
     r"^(?:[a-z0-9]*_)*(?:model|net|network)(?:_?[A-Z0-9][A-Za-z0-9]*)?$"
@@ -177,7 +198,6 @@ _MODEL_WRAPPERS = frozenset(
         "DataParallel",
         "FSDP",
         "FullyShardedDataParallel",
-        "Sequential",
         "create_model",
     }
 )
@@ -246,6 +266,34 @@ _NON_TENSOR_METHODS = frozenset(
     }
 )
 _TORCH_FUNCTION_MODULES = frozenset({"torch", "F", "torch.nn.functional", "functional"})
+_TORCH_NON_TENSOR = frozenset(
+    {
+        "device",
+        "dtype",
+        "manual_seed",
+        "seed",
+        "no_grad",
+        "enable_grad",
+        "inference_mode",
+        "set_grad_enabled",
+        "autocast",
+        "is_tensor",
+        "is_floating_point",
+        "numel",
+        "save",
+        "load",
+        "set_num_threads",
+        "get_num_threads",
+        "set_default_dtype",
+        "get_default_dtype",
+        "set_float32_matmul_precision",
+        "use_deterministic_algorithms",
+        "finfo",
+        "iinfo",
+    }
+)
+# ``next(loader_iter)`` and ``list(loader)`` give batches; the wrappers give iterables of them.
+_LOADER_CONSUMERS = frozenset({"next", "list", "tuple"})
 
 
 def _dotted(expr: ast.expr) -> str | None:
@@ -266,6 +314,19 @@ def _final_name(expr: ast.expr) -> str | None:
     if isinstance(expr, ast.Attribute):
         return expr.attr
     return None
+
+
+def _is_tensor_function(func: ast.expr) -> bool:
+    """``torch.cat``, ``F.softmax``: functions that return tensors (not ``torch.device``)."""
+    if not isinstance(func, ast.Attribute) or func.attr in _TORCH_NON_TENSOR:
+        return False
+    return func.attr[:1].islower() and _dotted(func.value) in _TORCH_FUNCTION_MODULES
+
+
+def _is_model_factory(name: str) -> bool:
+    """``build_model``, ``get_model``, ``load_model``: a verb, then a model name."""
+    verb = _VERB_PREFIX.match(name)
+    return verb is not None and bool(_MODEL_NAME.match(name[verb.end() :]))
 
 
 def _is_model_name(name: str) -> bool:
@@ -301,62 +362,56 @@ def _pattern_roles(name: str) -> int:
     return roles
 
 
-class _Scopes:
-    """Statements in source order, each with the scope its plain names live in."""
-
-    @staticmethod
-    def statements(tree: ast.Module) -> _Statements:
-        out = _Statements()
-        # (statements, scope); functions nested in a class look names up past the class body.
-        stack: list[tuple[Sequence[ast.stmt], int]] = [(tree.body, out.new_scope(-1, -1))]
-        while stack:
-            body, scope = stack.pop()
-            for stmt in reversed(body):  # reversed + stack = source order overall
-                out.items.append((stmt, scope))
-                for child_body, child_scope in _children(stmt, scope, out):
-                    stack.append((child_body, child_scope))
-        out.items.reverse()
-        return out
-
-
 class _Statements:
-    def __init__(self) -> None:
-        self.items: list[tuple[ast.stmt, int]] = []
-        self.parent: list[int] = []  # scope -> enclosing scope for name lookup (-1: none)
-        self.lookup_parent: list[int] = []  # what nested functions look through to
-        self.function_scope: dict[int, int] = {}  # id(def node) -> its scope
+    """Every statement of a module, each with the scope its plain names live in."""
 
-    def new_scope(self, parent: int, lookup_parent: int) -> int:
+    def __init__(self, tree: ast.Module) -> None:
+        self.items: list[tuple[ast.stmt, int]] = []
+        self.nodes: list[list[ast.AST]] = []  # per item: what _statement_nodes found
+        self.parent: list[int] = []  # scope -> scope names are looked up in next (-1: none)
+        self.is_class: list[bool] = []
+        self.function_scope: dict[int, int] = {}  # id(def node) -> its scope
+        # Source order, so that most bindings flow in the first round.
+        module = self._new_scope(-1, False)
+        stack: list[tuple[Iterator[ast.stmt], int]] = [(iter(tree.body), module)]
+        while stack:
+            statements, scope = stack[-1]
+            stmt = next(statements, None)
+            if stmt is None:
+                stack.pop()
+                continue
+            self.items.append((stmt, scope))
+            self.nodes.append(_statement_nodes(stmt))
+            children = [(iter(body), inner) for body, inner in self._children(stmt, scope)]
+            stack.extend(reversed(children))
+
+    def _new_scope(self, enclosing: int, is_class: bool) -> int:
+        parent = enclosing
+        if not is_class:  # a function sees its enclosing function's names, not a class body's
+            while parent >= 0 and self.is_class[parent]:
+                parent = self.parent[parent]
         self.parent.append(parent)
-        self.lookup_parent.append(lookup_parent)
+        self.is_class.append(is_class)
         return len(self.parent) - 1
 
-
-def _children(
-    stmt: ast.stmt, scope: int, out: _Statements
-) -> Iterator[tuple[Sequence[ast.stmt], int]]:
-    """The statement lists nested in ``stmt``, each with its scope (reversed order)."""
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        # A function sees its enclosing function's names, not a class body's.
-        inner = out.new_scope(out.lookup_parent[scope], -2)
-        out.lookup_parent[inner] = inner
-        out.function_scope[id(stmt)] = inner
-        yield stmt.body, inner
-        return
-    if isinstance(stmt, ast.ClassDef):
-        yield stmt.body, out.new_scope(scope, out.lookup_parent[scope])
-        return
-    lists: list[Sequence[ast.stmt]] = []
-    for field in ("body", "orelse", "finalbody"):
-        value = getattr(stmt, field, None)
-        if isinstance(value, list) and value:
-            lists.append(value)
-    for handler in getattr(stmt, "handlers", ()):
-        lists.append(handler.body)
-    for case in getattr(stmt, "cases", ()):
-        lists.append(case.body)
-    for body in reversed(lists):
-        yield body, scope
+    def _children(self, stmt: ast.stmt, scope: int) -> Iterator[tuple[Sequence[ast.stmt], int]]:
+        """The statement lists nested in ``stmt``, each with its scope."""
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner = self._new_scope(scope, False)
+            self.function_scope[id(stmt)] = inner
+            yield stmt.body, inner
+            return
+        if isinstance(stmt, ast.ClassDef):
+            yield stmt.body, self._new_scope(scope, True)
+            return
+        for field in ("body", "orelse", "finalbody"):
+            value = getattr(stmt, field, None)
+            if isinstance(value, list) and value:
+                yield value, scope
+        for handler in getattr(stmt, "handlers", ()):
+            yield handler.body, scope
+        for case in getattr(stmt, "cases", ()):
+            yield case.body, scope
 
 
 def _header_exprs(stmt: ast.stmt) -> list[ast.expr] | None:
@@ -381,15 +436,54 @@ def _header_exprs(stmt: ast.stmt) -> list[ast.expr] | None:
     return None
 
 
-def _walk_exprs(exprs: Iterable[ast.AST]) -> Iterator[ast.AST]:
-    for expr in exprs:
-        yield from ast.walk(expr)
+# The only nodes the passes look at; collected once per statement.
+_INTERESTING = (ast.Call, ast.FormattedValue, ast.comprehension, ast.NamedExpr, ast.BinOp)
+_LEAVES = (ast.Name, ast.Constant)
+_SCALAR_FIELDS = frozenset(
+    {"ctx", "type_comment", "kind", "id", "attr", "arg", "name", "module", "level", "conversion"}
+)
+# type -> (interesting?, child fields); None for things that are not nodes (str, int).
+_NODE_TYPES: dict[type, tuple[bool, tuple[str, ...]] | None] = {}
 
 
-def _statement_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
-    """Every node a statement evaluates itself, not those of nested statement bodies."""
+def _node_type(cls: type) -> tuple[bool, tuple[str, ...]] | None:
+    info: tuple[bool, tuple[str, ...]] | None
+    if not issubclass(cls, ast.AST):
+        info = None
+    elif issubclass(cls, _LEAVES):
+        info = (False, ())
+    else:
+        fields = tuple(f for f in cls._fields if f not in _SCALAR_FIELDS)
+        info = (issubclass(cls, _INTERESTING), fields)
+    _NODE_TYPES[cls] = info
+    return info
+
+
+def _statement_nodes(stmt: ast.stmt) -> list[ast.AST]:
+    """The interesting nodes a statement evaluates itself (not those of nested bodies).
+
+    A hand-written walk: ``ast.walk`` visits every ``Load()`` and costs twice as much.
+    """
     header = _header_exprs(stmt)
-    return ast.walk(stmt) if header is None else _walk_exprs(header)
+    stack: list[object] = [stmt] if header is None else list(header)
+    found: list[ast.AST] = []
+    types = _NODE_TYPES
+    while stack:
+        node = stack.pop()
+        cls = type(node)
+        info = types[cls] if cls in types else _node_type(cls)
+        if info is None:
+            continue
+        interesting, fields = info
+        if interesting:
+            found.append(node)  # type: ignore[arg-type]  # info says it is a node
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                stack.extend(value)
+            elif value is not None:
+                stack.append(value)
+    return found
 
 
 class _Binding:
@@ -415,8 +509,10 @@ class _Roles:
         self.loss_classes: set[str] = set()
         self._patterns: dict[str, int] = {}
         self._memo: dict[int, int] | None = None
+        self.rounds = 0
         bindings = self._collect(statements)
         for _ in range(self._ROUNDS):
+            self.rounds += 1
             changed = False
             for binding in bindings:
                 changed |= self._apply(binding)
@@ -429,7 +525,7 @@ class _Roles:
     def _collect(self, statements: _Statements) -> list[_Binding]:
         bindings: list[_Binding] = []
         classes: list[tuple[str, list[str]]] = []
-        for stmt, scope in statements.items:
+        for (stmt, scope), nodes in zip(statements.items, statements.nodes, strict=True):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.names[scope][stmt.name] = CALLABLE
                 self._collect_params(stmt, statements.function_scope[id(stmt)], bindings)
@@ -438,7 +534,7 @@ class _Roles:
                 self.names[scope][stmt.name] = CALLABLE
                 classes.append((stmt.name, [n for n in map(_final_name, stmt.bases) if n]))
                 continue
-            self._collect_statement(stmt, scope, bindings)
+            self._collect_statement(stmt, scope, nodes, bindings)
         self._find_module_classes(classes)
         return bindings
 
@@ -454,7 +550,10 @@ class _Roles:
                 target = ast.Name(id=arg.arg, ctx=ast.Store())
                 out.append(_Binding("type", target, arg.annotation, scope))
 
-    def _collect_statement(self, stmt: ast.stmt, scope: int, out: list[_Binding]) -> None:
+    def _collect_statement(
+        self, stmt: ast.stmt, scope: int, nodes: list[ast.AST], out: list[_Binding]
+    ) -> None:
+        first = len(out)
         if isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 out.append(_Binding("assign", target, stmt.value, scope))
@@ -467,14 +566,13 @@ class _Roles:
             out.append(_Binding("aug", stmt.target, stmt.value, scope))
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             out.append(_Binding("loop", stmt.target, stmt.iter, scope))
-        for node in _statement_nodes(stmt):
+        for node in nodes:
             if isinstance(node, ast.NamedExpr):
                 out.append(_Binding("assign", node.target, node.value, scope))
             elif isinstance(node, ast.comprehension):
                 out.append(_Binding("loop", node.target, node.iter, scope))
-        for binding in out[-8:]:  # declare locals now so lookups stop at the right scope
-            if binding.scope == scope:
-                self._declare(binding.target, scope)
+        for binding in out[first:]:  # a name bound in a function is local to all of it
+            self._declare(binding.target, scope)
 
     def _declare(self, target: ast.expr, scope: int) -> None:
         if isinstance(target, ast.Name):
@@ -654,18 +752,17 @@ class _Roles:
         callee = self.of(func, scope, depth)
         if callee & MODEL or callee & LOSS_FN:
             return TENSOR  # a forward pass or a loss
-        if self.starts_dataloader(call, scope, depth):
-            return TENSOR if _final_name(func) == "next" else LOADER
         name = _final_name(func)
         if name is None:
             return 0
+        if self.starts_dataloader(call, scope, depth):
+            return TENSOR if name in _LOADER_CONSUMERS else LOADER
         if _is_loss_call_name(name):
             return TENSOR
         constructed = self._constructed(func, call, scope)
         if constructed:
             return constructed
-        module = _dotted(func.value) if isinstance(func, ast.Attribute) else None
-        return TENSOR if module in _TORCH_FUNCTION_MODULES else 0
+        return TENSOR if _is_tensor_function(func) else 0
 
     def _method_result(self, call: ast.Call, func: ast.Attribute, scope: int, depth: int) -> int:
         base = self.of(func.value, scope, depth)
@@ -694,6 +791,7 @@ class _Roles:
             name in self.module_classes
             or name in _MODULE_BASES
             or name in _MODEL_WRAPPERS
+            or _is_model_factory(name)
             or dotted == "torch.compile"
             or (len(parts) >= 2 and parts[-2] == "models" and parts[0] in ("models", "torchvision"))
             or (name in ("from_pretrained", "from_config") and _names_a_model_class(parts))
@@ -712,7 +810,7 @@ class _Roles:
     def starts_dataloader(self, call: ast.Call, scope: int, depth: int = 0) -> bool:
         """``next(it)``, ``iter(loader)``, ``list(loader)``, ``tqdm(loader)`` and the like."""
         name = _final_name(call.func)
-        if not isinstance(call.func, ast.Name) and name not in ("tqdm", "cycle", "islice", "track"):
+        if name not in _LOADER_WRAPPERS and name not in _LOADER_CONSUMERS:
             return False
         args = [*call.args, *(kw.value for kw in call.keywords if kw.arg == "iterable")]
         if not args:
@@ -723,9 +821,7 @@ class _Roles:
                 return True
             final = _final_name(first)
             return final is not None and bool(_ITER_NAME.search(final))
-        if name in _LOADER_WRAPPERS or name in ("list", "tuple"):
-            return any(self.of(arg, scope, depth) & LOADER for arg in args)
-        return False
+        return any(self.of(arg, scope, depth) & LOADER for arg in args)
 
 
 def _parallel_sources(target: ast.Tuple | ast.List, value: ast.expr) -> list[ast.expr] | None:
@@ -831,12 +927,10 @@ class _SourceLines:
         return self._lines[lineno - 1] if 0 < lineno <= len(self._lines) else b""
 
 
-def _classify(
-    statements: _Statements, roles: _Roles, source: _SourceLines
-) -> dict[int, LineKind]:
+def _classify(statements: _Statements, roles: _Roles, source: _SourceLines) -> dict[int, LineKind]:
     best: dict[int, int] = {}
-    for stmt, scope in statements.items:
-        rank = _statement_rank(stmt, scope, roles)
+    for (stmt, scope), nodes in zip(statements.items, statements.nodes, strict=True):
+        rank = _statement_rank(stmt, scope, nodes, roles)
         if rank == _NO_RANK:
             continue
         header = _header_exprs(stmt)
@@ -849,13 +943,13 @@ def _classify(
     return {lineno: PRECEDENCE[rank] for lineno, rank in best.items()}
 
 
-def _statement_rank(stmt: ast.stmt, scope: int, roles: _Roles) -> int:
+def _statement_rank(stmt: ast.stmt, scope: int, nodes: list[ast.AST], roles: _Roles) -> int:
     rank = _NO_RANK
     if isinstance(stmt, (ast.For, ast.AsyncFor)) and roles.of(stmt.iter, scope) & LOADER:
         return _RANK[LineKind.DATALOADER]
     if isinstance(stmt, (ast.If, ast.While, ast.Assert)) and roles.of(stmt.test, scope) & TENSOR:
         rank = _RANK[LineKind.SYNC]  # ``if loss < best:`` reads the tensor on the host
-    for node in _statement_nodes(stmt):
+    for node in nodes:
         kind = _node_kind(node, scope, roles)
         if kind is not None and _RANK[kind] < rank:
             rank = _RANK[kind]
@@ -909,9 +1003,7 @@ def _call_kind(call: ast.Call, scope: int, roles: _Roles) -> LineKind | None:
     return None
 
 
-def _method_kind(
-    call: ast.Call, func: ast.Attribute, scope: int, roles: _Roles
-) -> LineKind | None:
+def _method_kind(call: ast.Call, func: ast.Attribute, scope: int, roles: _Roles) -> LineKind | None:
     attr = func.attr
     if attr in ("backward", "manual_backward"):
         return LineKind.BACKWARD
@@ -932,8 +1024,10 @@ def _method_kind(
         return LineKind.DATALOADER
     if attr in ("forward", "generate") and base & MODEL:
         return LineKind.FORWARD
-    if attr in _HOST_READ_METHODS and _host_read_applies(func) and _args_read_tensor(
-        call, scope, roles
+    if (
+        attr in _HOST_READ_METHODS
+        and _host_read_applies(func)
+        and _args_read_tensor(call, scope, roles)
     ):
         return LineKind.SYNC
     return None
@@ -941,13 +1035,15 @@ def _method_kind(
 
 def _host_read_applies(func: ast.Attribute) -> bool:
     # Lightning's ``self.log(...)`` keeps tensors on the device and reduces them later.
-    return not (func.attr.startswith("log") and isinstance(func.value, ast.Name) and (
-        func.value.id == "self"
-    ))
+    return not (
+        func.attr.startswith("log")
+        and isinstance(func.value, ast.Name)
+        and (func.value.id == "self")
+    )
 
 
 def _function_kind(call: ast.Call, name: str, scope: int, roles: _Roles) -> LineKind | None:
-    if name in ("next", "iter", "list", "tuple") and roles.starts_dataloader(call, scope):
+    if (name == "iter" or name in _LOADER_CONSUMERS) and roles.starts_dataloader(call, scope):
         return LineKind.DATALOADER
     if name in _HOST_READ_FUNCS and _args_read_tensor(call, scope, roles):
         return LineKind.SYNC
@@ -1008,6 +1104,13 @@ def _reads_tensor(expr: ast.expr, scope: int, roles: _Roles, depth: int = 0) -> 
     return any(p is not None and _reads_tensor(p, scope, roles, depth + 1) for p in parts)
 
 
+def _body_start(stmt: ast.stmt, default: int) -> int:
+    if isinstance(stmt, ast.Match):
+        return stmt.cases[0].pattern.lineno if stmt.cases else default
+    body = getattr(stmt, "body", None)
+    return body[0].lineno if isinstance(body, list) and body else default
+
+
 def _header_end(stmt: ast.stmt, header: list[ast.expr], source: _SourceLines) -> int:
     """Last line of a compound statement's header: where its ``:`` is."""
     if not header:
@@ -1015,8 +1118,7 @@ def _header_end(stmt: ast.stmt, header: list[ast.expr], source: _SourceLines) ->
     last = max(header, key=lambda e: (e.end_lineno or 0, e.end_col_offset or 0))
     lineno = last.end_lineno or stmt.lineno
     col = last.end_col_offset or 0
-    body = getattr(stmt, "body", None) or getattr(stmt, "cases", None)
-    limit = body[0].lineno if body else lineno
+    limit = _body_start(stmt, lineno)
     # Only closing brackets, commas, comments and line continuations sit before the colon.
     while lineno <= limit:
         line = source.line(lineno)

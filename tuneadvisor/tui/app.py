@@ -78,11 +78,10 @@ def _subtitle(workspace: Workspace) -> str:
     parts: list[str] = []
     analysis = workspace.analysis
     if analysis is not None:
-        names = [display_path(origin) for origin in analysis.origins]
-        shown = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
-        parts.append(f"{shown} · {format_seconds(analysis.total_s)} profiled")
+        files = f" in {len(analysis.origins)} files" if len(analysis.origins) > 1 else ""
+        parts.append(f"{format_seconds(analysis.total_s)} profiled{files}")
     if workspace.job is not None:
-        parts.append(display_path(workspace.job.path))
+        parts.append(f"job {display_path(workspace.job.path)}")
     return " · ".join(parts)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import ClassVar, Literal
 
 from rich.table import Table
@@ -35,11 +36,11 @@ from tuneadvisor.tui.view import (
     LineSort,
     display_path,
     format_seconds,
+    function_rows,
     kind_cycle,
     kind_label,
     line_rows,
     merged_lines,
-    function_rows,
     next_in,
 )
 from tuneadvisor.tui.widgets import (
@@ -48,7 +49,8 @@ from tuneadvisor.tui.widgets import (
     JobScriptView,
     KindSummary,
     LinesTable,
-    PartsPanel,
+    NotesPanel,
+    PartsTable,
 )
 from tuneadvisor.workspace import Workspace
 
@@ -94,9 +96,14 @@ class HelpScreen(ModalScreen[None]):
 class MainScreen(Screen[None]):
     """Profile (functions, lines, kinds, notes, parts), Findings and Job script tabs."""
 
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+    # Textual declares these as instance variables of a ClassVar type; plain lists it is.
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
         (0, "-narrow"),
-        (100, "-wide"),
+        (80, "-wide"),
+    ]
+    VERTICAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-short"),
+        (30, "-tall"),
     ]
     AUTO_FOCUS = "#functions"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -138,12 +145,14 @@ class MainScreen(Screen[None]):
                     yield Static("no profile given (tuneadvisor open PROFILE.lprof)", id="empty")
                 else:
                     with Horizontal(id="top"):
-                        yield FunctionsTable(id="functions")
+                        with Vertical(id="left"):
+                            yield FunctionsTable(id="functions")
+                            yield PartsTable(id="parts")
                         with VerticalScroll(id="side"):
                             yield KindSummary(id="summary")
-                            yield PartsPanel(id="parts")
                     yield Static(id="source-note")
                     yield LinesTable(id="lines")
+                    yield NotesPanel(id="notes")
                     yield Input(id="search")
             with TabPane("Findings", id="findings"), VerticalScroll(id="findings-pane"):
                 yield FindingsView(id="findings-view")
@@ -154,6 +163,7 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self._highlighter = Highlighter(self.app.theme_variables)
         self.query_one(FindingsView).show(self.workspace.findings)
+        self.query_one("#findings-pane").border_title = "Findings"
         job = self.workspace.job
         job_pane = self.query_one("#job-pane")
         if job is None:
@@ -166,7 +176,8 @@ class MainScreen(Screen[None]):
         if self.analysis is None:
             return
         self.query_one("#side").border_title = "Time by kind"
-        self.query_one(PartsPanel).show(self.analysis.parts)
+        self.query_one(PartsTable).show(self.analysis.parts)
+        self.query_one(NotesPanel).show(self.analysis.notes)
         self._refresh_functions()
 
     # -- state -> widgets ---------------------------------------------------------------
@@ -206,7 +217,8 @@ class MainScreen(Screen[None]):
             note.display = False
         else:
             rows = line_rows(function, self.line_sort, self.kind, self.line_query)
-            table.show(rows, self._highlighted(function))
+            assert self.current is not None
+            table.show(rows, self._highlighted(self.current, function))
             table.move_to_key(keep)
             table.border_title = (
                 f"{function.qualified} · {display_path(function.filename)}:"
@@ -217,7 +229,7 @@ class MainScreen(Screen[None]):
             note_text = self._source_note(function)
             note.display = note_text is not None
             note.update(note_text or "")
-        self.query_one(KindSummary).show(function, self.analysis.notes)
+        self.query_one(KindSummary).show(function)
 
     def _lines_status(self, function: AnnotatedFunction, shown: int) -> str:
         parts = []
@@ -241,20 +253,19 @@ class MainScreen(Screen[None]):
                 "stored in the profile"
             )
         return (
-            f"source not found: {function.filename} · numbers only, no source text or line "
-            "kinds (use --source-root DIR to point at a copy)"
+            f"source not found: {function.filename} (numbers only; --source-root DIR finds a copy)"
         )
 
-    def _highlighted(self, function: AnnotatedFunction) -> dict[int, Text]:
-        """Each line's highlighted source, for the function's whole block (cached)."""
-        assert self.analysis is not None and self._highlighter is not None
-        key = self.analysis.functions.index(function)
+    def _highlighted(self, key: int, function: AnnotatedFunction) -> dict[int, Text]:
+        """Each line's highlighted source, for the function's whole block (cached by index)."""
+        assert self._highlighter is not None
         cached = self._sources.get(key)
         if cached is None:
             rows = [r for r in merged_lines(function) if r.text is not None]
-            code = "\n".join(r.text or "" for r in rows)
+            # Dedented (methods lose their class indent), one line per row.
+            code = textwrap.dedent("\n".join(r.text or "" for r in rows))
             texts = self._highlighter.lines(code, "python") if rows else []
-            cached = self._sources[key] = {r.lineno: t for r, t in zip(rows, texts)}
+            cached = self._sources[key] = {r.lineno: t for r, t in zip(rows, texts, strict=True)}
         return cached
 
     # -- events -------------------------------------------------------------------------
@@ -306,6 +317,16 @@ class MainScreen(Screen[None]):
 
     def _on_profile_tab(self) -> bool:
         return self.analysis is not None and self.query_one(TabbedContent).active == "profile"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Profile keys only where there is a profile on screen (the footer follows)."""
+        if action in ("search", "sort", "kind_filter") and self.is_mounted:
+            return self._on_profile_tab()
+        return True
+
+    @on(TabbedContent.TabActivated)
+    def _tab_changed(self) -> None:
+        self.refresh_bindings()
 
     def action_search(self) -> None:
         if not self._on_profile_tab():
@@ -362,3 +383,10 @@ class MainScreen(Screen[None]):
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+        # Move focus into the shown pane (a focused widget in a hidden pane would switch
+        # the tabs back).
+        if tab == "profile" and self.analysis is not None:
+            target = "#lines" if self.last_table == "lines" else "#functions"
+        else:
+            target = f"#{tab}-pane" if tab in ("findings", "job") else "#tabs"
+        self.query_one(target).focus()

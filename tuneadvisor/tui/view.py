@@ -27,12 +27,12 @@ T = TypeVar("T")
 # The keys, as the help screen lists them (the footer shows the main ones).
 KEY_HELP: tuple[tuple[str, str], ...] = (
     ("↑ ↓  j k", "move in the focused table"),
-    ("enter", "open the highlighted function's lines"),
+    ("enter", "show the function's lines (and focus them)"),
     ("tab  shift+tab", "next / previous pane"),
-    ("/", "search: functions by name, or lines by source text (the focused table)"),
-    ("escape", "clear the search (or close this help)"),
-    ("s", "cycle the sort: functions by time / name; lines by line / time / hits"),
-    ("f", "cycle the kind filter: all, dataloader, transfer, ... (lines of that kind)"),
+    ("/", "search the focused table: functions by name, lines by source"),
+    ("escape", "clear the search; close this help"),
+    ("s", "sort the focused table: time / name, or line / time / hits"),
+    ("f", "kind filter on lines: all, dataloader, transfer, ..."),
     ("1  2  3", "tabs: Profile, Findings, Job script"),
     ("?", "this help"),
     ("q", "quit"),

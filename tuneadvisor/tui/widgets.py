@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from rich.table import Table
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
@@ -35,7 +35,7 @@ HEAT_WIDTH = 10
 KIND_BAR_WIDTH = 16
 
 
-def _right(text: str, style: str = "") -> Text:
+def _right(text: str, style: Style | str = "") -> Text:
     return Text(text, style=style, justify="right")
 
 
@@ -146,46 +146,49 @@ class LinesTable(NavTable):
 
 
 class KindSummary(Static):
-    """Where the chosen function's time goes, by line kind, and the analysis notes."""
+    """Where the chosen function's time goes, by line kind."""
 
-    def show(self, function: AnnotatedFunction | None, notes: Sequence[str]) -> None:
-        text = Text()
+    def show(self, function: AnnotatedFunction | None) -> None:
         if function is None:
-            text.append("no function selected", style="dim")
-        else:
-            text.append(kind_summary_text(function) + "\n\n")
-            width = max((len(s.label) for s in function.kinds), default=0)
-            for share in function.kinds:
-                text.append(share.label.ljust(width) + " ")
-                text.append(bar(share.percent, KIND_BAR_WIDTH), style="bold")
-                text.append(f" {share.percent:5.1f} %  {format_seconds(share.time_s)}\n")
-        if notes:
-            text.append("\nNotes\n", style="bold")
-            for note in notes:
-                text.append(f"• {note}\n")
+            self.update(Text("no function selected", style="dim"))
+            return
+        text = Text()
+        text.append(kind_summary_text(function) + "\n", style="bold")
+        width = max((len(s.label) for s in function.kinds), default=0)
+        for share in function.kinds:
+            text.append(share.label.ljust(width) + " ")
+            text.append(bar(share.percent, KIND_BAR_WIDTH), style="bold")
+            text.append(f" {share.percent:5.1f} %  {format_seconds(share.time_s)}\n")
         text.rstrip()
         self.update(text)
 
 
-class PartsPanel(Static):
-    """Several files (one per rank): each one's total and top kinds, side by side."""
+class NotesPanel(Static):
+    """The analysis notes (sync lines that absorb GPU time, missing sources)."""
+
+    def show(self, notes: Sequence[str]) -> None:
+        self.display = bool(notes)
+        self.border_title = "Notes"
+        self.update(Text("\n".join(f"• {note}" for note in notes)))
+
+
+class PartsTable(NavTable):
+    """Several files (one per rank): each one's total and top kinds, one row each."""
 
     def show(self, parts: Sequence[PartSummary]) -> None:
         self.display = bool(parts)
-        if not parts:
-            return
-        table = Table(box=None, padding=(0, 1), expand=True, show_edge=False)
-        table.add_column("Part", no_wrap=True, overflow="ellipsis")
-        table.add_column("Total", justify="right", no_wrap=True)
-        table.add_column("Top kinds", overflow="fold")
-        for part in parts:
-            table.add_row(
-                Text(display_path(part.origin)),
-                format_seconds(part.total_s),
-                Text(top_kinds_text(part.kinds)),
-            )
         self.border_title = f"Parts ({len(parts)} files)"
-        self.update(table)
+        self.clear(columns=True)
+        self.add_column("Part", key="part")
+        self.add_column(_right("Total"), key="total")
+        self.add_column("Top kinds", key="kinds")
+        for index, part in enumerate(parts):
+            self.add_row(
+                Text(display_path(part.origin)),
+                _right(format_seconds(part.total_s)),
+                Text(top_kinds_text(part.kinds, limit=2)),
+                key=str(index),
+            )
 
 
 class FindingsView(Static):

@@ -1,0 +1,110 @@
+"""`tuneadvisor open` for real: the installed binary in a detached tmux session.
+
+Drives the bundled example (what `scripts/demo` opens) through a real terminal: the screen
+must show the function table with train() and the DataLoader line, answer keys (down, `?`,
+escape) and exit on `q` with status 0. Uses a private tmux server (`-L`), never the user's.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tmux
+
+REPO = Path(__file__).resolve().parents[2]
+BINARY = REPO / ".venv" / "bin" / "tuneadvisor"
+PROFILE = "examples/mnist/24752610.lprof"
+JOB = "examples/mnist/mnist.sbatch"
+WIDTH, HEIGHT = 160, 45
+WAIT_S = 30.0
+
+
+class Tmux:
+    def __init__(self, socket: str, session: str) -> None:
+        self.socket = socket
+        self.session = session
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=30,
+        )
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.session).stdout
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", self.session, *keys)
+
+    def alive(self) -> bool:
+        return self.run("has-session", "-t", self.session, check=False).returncode == 0
+
+    def wait_for(self, what: str, done: Callable[[str], bool]) -> str:
+        deadline = time.monotonic() + WAIT_S
+        screen = ""
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise AssertionError(f"tuneadvisor exited while waiting for {what}:\n{screen}")
+            screen = self.screen()
+            if done(screen):
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"timed out after {WAIT_S} s waiting for {what}; screen:\n{screen}")
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (scripts/setup.sh installs it when run as root)")
+    if not BINARY.exists():
+        pytest.skip(f"{BINARY} is missing: run scripts/setup.sh")
+    for path in (PROFILE, JOB):
+        if not (REPO / path).exists():
+            pytest.skip(f"{path} is missing: the bundled example is not in this checkout")
+    server = Tmux(f"tuneadvisor-test-{os.getpid()}-{uuid.uuid4().hex[:8]}", "open")
+    try:
+        yield server
+    finally:
+        server.run("kill-server", check=False)
+
+
+def test_open_shows_the_profile_answers_keys_and_quits(tmux: Tmux, tmp_path: Path) -> None:
+    status_file = tmp_path / "status"
+    command = (
+        f"{shlex.quote(str(BINARY))} open {PROFILE} --job {JOB}; "
+        f"echo $? > {shlex.quote(str(status_file))}"
+    )
+    tmux.run(
+        "new-session", "-d", "-s", tmux.session, "-x", str(WIDTH), "-y", str(HEIGHT),
+        "-c", str(REPO), "sh", "-c", command,
+    )  # fmt: skip
+
+    screen = tmux.wait_for("the function table", lambda s: "Functions" in s and "train()" in s)
+    loader_lines = [line for line in screen.splitlines() if "enumerate(train_loader)" in line]
+    assert loader_lines, screen
+    assert any("DataLoader" in line for line in loader_lines), screen
+
+    tmux.keys("Down")
+    tmux.keys("?")
+    tmux.wait_for("the help screen", lambda s: "escape closes this help" in s)
+    tmux.keys("Escape")
+    tmux.wait_for("the help to close", lambda s: "escape closes this help" not in s)
+
+    tmux.keys("q")
+    deadline = time.monotonic() + WAIT_S
+    while tmux.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not tmux.alive(), "tuneadvisor did not exit on q:\n" + tmux.screen()
+    assert status_file.read_text().strip() == "0"

@@ -1,0 +1,440 @@
+"""The TUI's behaviour, driven through Textual's Pilot."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+from textual.pilot import Pilot
+from textual.worker import WorkerFailed
+from textual.widgets import DataTable, Input, LoadingIndicator, Static, TabbedContent
+
+from tests.tui.helpers import (
+    SIZE,
+    app_with,
+    async_test,
+    make_app,
+    missing_source_workspace,
+    mnist_workspace,
+    ranks_workspace,
+    wait_for,
+    wait_loaded,
+)
+from tuneadvisor.errors import InputError
+from tuneadvisor.tui import app as app_module
+from tuneadvisor.tui.screens import HelpScreen, LoadingScreen, MainScreen
+from tuneadvisor.tui.view import NO_FINDINGS
+from tuneadvisor.tui.widgets import FunctionsTable, JobScriptView, LinesTable, PartsTable
+from tuneadvisor.workspace import JobScriptText, Workspace
+
+
+def plain(cell: object) -> str:
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+def table_rows(table: DataTable[Text]) -> list[list[str]]:
+    return [[plain(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def row_for_line(table: DataTable[Text], lineno: int) -> list[str]:
+    return [plain(c) for c in table.get_row(str(lineno))]
+
+
+def line_numbers(screen: MainScreen) -> list[int]:
+    return [int(row[0]) for row in table_rows(screen.query_one(LinesTable))]
+
+
+def function_names(screen: MainScreen) -> list[str]:
+    return [row[0] for row in table_rows(screen.query_one(FunctionsTable))]
+
+
+def static_text(widget: Static) -> str:
+    """What a Static shows, as plain text (Rich renderables rendered at 100 columns)."""
+    content = widget.content
+    if isinstance(content, Text | str):
+        return plain(content)
+    console = Console(width=100, file=io.StringIO(), color_system=None)
+    with console.capture() as capture:
+        console.print(content)
+    return capture.get()
+
+
+@async_test
+async def test_top_function_is_selected_first_with_its_lines(tmp_path: Path) -> None:
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        functions = screen.query_one(FunctionsTable)
+        assert function_names(screen) == ["train()", "test()"]
+        assert functions.cursor_row == 0
+        assert app.focused is functions
+        assert table_rows(functions)[0][1:] == ["train.py:5", "99.99 s", "96.7"]
+
+        lines = screen.query_one(LinesTable)
+        # The whole block (def line included), timed lines merged in.
+        assert line_numbers(screen) == list(range(5, 16))
+        loader = row_for_line(lines, 7)
+        assert loader[:5] == ["7", "939", "84.50 s", "89.99 ms", "84.5"]
+        assert loader[5].startswith("████████")  # heat bar
+        assert loader[6] == "DataLoader"
+        assert "enumerate(train_loader)" in loader[7]
+        # An untimed line: source, no numbers.
+        def_line = row_for_line(lines, 5)
+        assert def_line[1:7] == ["", "", "", "", "", ""]
+        assert def_line[7].startswith("def train(")
+        assert lines.border_title is not None and "train()" in str(lines.border_title)
+
+        summary = static_text(screen.query_one("#summary", Static))
+        assert "DataLoader 84.5 % of train(), forward 6.1 %" in summary
+        notes = static_text(screen.query_one("#notes", Static))
+        assert "test() line 25 (11.8 %) waits for the GPU" in notes
+        assert not screen.query_one(PartsTable).display
+        assert not screen.query_one("#source-note").display
+
+
+@async_test
+async def test_selecting_another_function_changes_the_lines(tmp_path: Path) -> None:
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        assert screen.current_function is not None
+        assert screen.current_function.name == "test"
+        assert line_numbers(screen) == list(range(18, 27))
+        assert row_for_line(screen.query_one(LinesTable), 22)[:3] == ["22", "11", "2.50 s"]
+        summary = static_text(screen.query_one("#summary", Static))
+        assert summary.startswith("DataLoader 73.5 % of test()")
+
+        await pilot.press("up")
+        await pilot.pause()
+        assert line_numbers(screen)[0] == 5
+
+        await pilot.press("enter")  # choose it: focus goes to its lines
+        await pilot.pause()
+        assert app.focused is screen.query_one(LinesTable)
+
+
+@async_test
+async def test_slash_filters_functions_then_lines(tmp_path: Path) -> None:
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        await pilot.press("slash")
+        search = screen.query_one("#search", Input)
+        assert search.display and app.focused is search
+        await pilot.press("t", "e", "s", "q")  # typed into the search, not quitting
+        await pilot.pause()
+        assert app.return_code is None
+        assert function_names(screen) == []
+        await pilot.press("backspace")
+        await pilot.pause()
+        assert function_names(screen) == ["test()"]
+        assert line_numbers(screen)[0] == 18  # the only match is chosen
+        await pilot.press("escape")  # clears the filter
+        await pilot.pause()
+        assert function_names(screen) == ["train()", "test()"]
+        assert not search.display
+        assert screen.current_function is not None
+        assert screen.current_function.name == "test"  # the choice survives the filter
+
+        # Lines: focus the lines pane, search the source text.
+        screen.query_one(LinesTable).focus()
+        await pilot.pause()
+        await pilot.press("slash", *"ARGMAX", "enter")
+        await pilot.pause()
+        assert line_numbers(screen) == [25]
+        assert app.focused is screen.query_one(LinesTable)
+        assert "/ARGMAX" in str(screen.query_one(LinesTable).border_subtitle)
+
+
+@async_test
+async def test_f_cycles_the_kind_filter(tmp_path: Path) -> None:
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        await pilot.press("f")
+        await pilot.pause()
+        assert "kind: DataLoader" in str(screen.query_one(LinesTable).border_title)
+        assert line_numbers(screen) == [7]
+        await pilot.press("f")
+        await pilot.pause()
+        assert line_numbers(screen) == [8]  # transfer
+        for _ in range(6):  # forward, loss, backward, optimizer, sync, other
+            await pilot.press("f")
+        await pilot.pause()
+        assert line_numbers(screen) == [6, 14]  # other
+        await pilot.press("f")
+        await pilot.pause()
+        assert line_numbers(screen) == list(range(5, 16))  # all again
+
+
+@async_test
+async def test_s_changes_the_order(tmp_path: Path) -> None:
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        # Functions pane focused: time -> name.
+        await pilot.press("s")
+        await pilot.pause()
+        assert function_names(screen) == ["test()", "train()"]
+        assert "sort: name" in str(screen.query_one(FunctionsTable).border_title)
+        # The chosen function stays chosen when the order changes.
+        assert screen.current_function is not None
+        assert screen.current_function.name == "train"
+        await pilot.press("s")
+        await pilot.pause()
+        assert function_names(screen) == ["train()", "test()"]
+
+        # Lines pane (tab: the kinds panel, then the lines): line -> time -> hits -> line.
+        await pilot.press("tab", "tab")
+        await pilot.pause()
+        assert app.focused is screen.query_one(LinesTable)
+        await pilot.press("s")
+        await pilot.pause()
+        assert line_numbers(screen)[:3] == [7, 10, 12]
+        await pilot.press("s")
+        await pilot.pause()
+        assert line_numbers(screen)[:2] == [7, 8]  # 939 hits, then 938 (line order)
+        assert line_numbers(screen)[-1] == 6  # 1 hit
+        await pilot.press("s")
+        await pilot.pause()
+        assert line_numbers(screen) == list(range(5, 16))
+
+
+@async_test
+async def test_question_mark_shows_help_and_escape_closes_it(tmp_path: Path) -> None:
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        keys = static_text(app.screen.query_one("#help-keys", Static))
+        for needle in ("search", "sort", "kind filter", "quit"):
+            assert needle in keys
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+
+
+@async_test
+async def test_q_quits_with_status_0(tmp_path: Path) -> None:
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert app.load_error is None
+
+
+@async_test
+async def test_tabs_show_findings_and_the_job_script(tmp_path: Path) -> None:
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        tabs = screen.query_one(TabbedContent)
+        await pilot.press("2")
+        await pilot.pause()
+        assert tabs.active == "findings"
+        assert static_text(screen.query_one("#findings-view", Static)) == NO_FINDINGS
+        await pilot.press("3")
+        await pilot.pause()
+        assert tabs.active == "job"
+        job = static_text(screen.query_one(JobScriptView)).splitlines()
+        assert job[0] == " 1 │ #!/bin/bash"
+        assert job[4] == " 5 │ #SBATCH --cpus-per-task=1"
+        assert screen.query_one("#job-pane").border_title == "mnist.sbatch"
+        await pilot.press("1")
+        await pilot.pause()
+        assert tabs.active == "profile"
+
+
+@async_test
+async def test_missing_source_still_shows_the_numbers(tmp_path: Path) -> None:
+    app = make_app(missing_source_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        note = screen.query_one("#source-note", Static)
+        assert note.display
+        assert "source not found: /cluster/home/alice/mnist/train.py" in static_text(note)
+        assert line_numbers(screen) == list(range(6, 16))  # timed lines only, no block
+        loader = row_for_line(screen.query_one(LinesTable), 7)
+        assert loader[:5] == ["7", "939", "84.50 s", "89.99 ms", "84.5"]
+        assert loader[7] == ""
+
+
+@async_test
+async def test_several_files_are_compared_by_part(tmp_path: Path) -> None:
+    app = make_app(ranks_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        parts = screen.query_one(PartsTable)
+        assert parts.display
+        rows = table_rows(parts)
+        assert [r[:2] for r in rows] == [["rank0.lprof", "103.4 s"], ["rank1.lprof", "51.70 s"]]
+        assert rows[0][2].startswith("DataLoader 84.1 %")
+        assert "in 2 files" in app.sub_title
+
+
+@async_test
+async def test_job_only_opens_on_the_job_script(tmp_path: Path) -> None:
+    workspace = Workspace(analysis=None, job=JobScriptText("job.sbatch", "#!/bin/bash\n"))
+    app = make_app(workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        assert screen.query_one(TabbedContent).active == "job"
+        await pilot.press("s", "f", "slash")  # nothing to sort, filter or search: no crash
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+
+
+@async_test
+async def test_narrow_terminal_stacks_the_panes(tmp_path: Path) -> None:
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=(70, 30)) as pilot:
+        screen = await wait_loaded(pilot)
+        assert screen.has_class("-narrow")
+        functions = screen.query_one("#left")
+        side = screen.query_one("#side")
+        assert side.region.y > functions.region.y  # under it, not beside it
+        assert line_numbers(screen)[0] == 5
+
+
+@async_test
+async def test_input_error_exits_with_status_2_and_the_message(tmp_path: Path) -> None:
+    error = InputError(tmp_path / "x.lprof", "not a line_profiler file")
+
+    def load() -> Workspace:
+        raise error
+
+    app = app_with(load)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 2
+    assert app.load_error is error
+    assert str(app.load_error) == f"{tmp_path / 'x.lprof'}: not a line_profiler file"
+
+
+@async_test
+async def test_a_loader_bug_is_not_reported_as_bad_input() -> None:
+    def load() -> Workspace:
+        raise RuntimeError("bug in the loader")
+
+    app = app_with(load)
+    with pytest.raises(WorkerFailed, match="bug in the loader"):
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 1
+    assert app.load_error is None
+
+
+def test_run_open_prints_the_error_after_the_app_exits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run_open: status 2, the message as one stderr line, printed once the app is gone."""
+    events: list[str] = []
+    real_run = app_module.TuneAdvisorApp.run
+
+    def headless_run(self: app_module.TuneAdvisorApp) -> None:
+        real_run(self, headless=True, size=SIZE)
+        events.append("app exited")
+
+    def load() -> Workspace:
+        raise InputError(tmp_path / "x.lprof", "truncated pickle\n(at byte 12)")
+
+    monkeypatch.setattr(app_module.TuneAdvisorApp, "run", headless_run)
+    real_print = print
+
+    def recording_print(*args: object, **kwargs: object) -> None:
+        events.append("printed")
+        real_print(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr("builtins.print", recording_print)
+    assert app_module.run_open(load, "tuneadvisor: x.lprof") == 2
+    err = capsys.readouterr().err
+    assert err == f"{tmp_path / 'x.lprof'}: truncated pickle (at byte 12)\n"
+    assert events == ["app exited", "printed"]
+
+
+def test_run_open_returns_0_on_quit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = mnist_workspace(tmp_path)
+
+    def headless_run(self: app_module.TuneAdvisorApp) -> None:
+        async def quit_when_loaded(pilot: Pilot[object]) -> None:
+            await wait_loaded(pilot)
+            await self.action_quit()
+
+        real_run(self, headless=True, size=SIZE, auto_pilot=quit_when_loaded)
+
+    real_run = app_module.TuneAdvisorApp.run
+    monkeypatch.setattr(app_module.TuneAdvisorApp, "run", headless_run)
+    assert app_module.run_open(lambda: workspace, "tuneadvisor: test") == 0
+
+
+@async_test
+async def test_slow_loader_shows_the_loading_state_first(tmp_path: Path) -> None:
+    workspace = mnist_workspace(tmp_path)
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow_load() -> Workspace:
+        started.set()
+        release.wait(timeout=30)
+        return workspace
+
+    app = app_with(slow_load)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, started.is_set)
+            await pilot.pause()
+            assert isinstance(app.screen, LoadingScreen)
+            assert app.screen.query_one(LoadingIndicator).display
+            assert "Loading" in static_text(app.screen.query_one("#loading-label", Static))
+            await pilot.press("j")  # the UI answers keys while the loader runs
+            assert isinstance(app.screen, LoadingScreen)
+            release.set()
+            screen = await wait_loaded(pilot)
+            assert function_names(screen) == ["train()", "test()"]
+    finally:
+        release.set()
+
+
+@async_test
+async def test_help_opened_while_loading_does_not_block_the_main_screen(
+    tmp_path: Path,
+) -> None:
+    workspace = mnist_workspace(tmp_path)
+    release = threading.Event()
+
+    def slow_load() -> Workspace:
+        release.wait(timeout=30)
+        return workspace
+
+    app = app_with(slow_load)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            release.set()
+            await wait_loaded(pilot)
+    finally:
+        release.set()
+
+
+def test_importing_the_package_does_not_import_textual() -> None:
+    code = (
+        "import sys, tuneadvisor.tui\n"
+        "assert 'textual' not in sys.modules, 'textual imported'\n"
+        "from tuneadvisor.tui import run_open\n"
+        "assert 'textual' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

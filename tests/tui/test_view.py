@@ -1,0 +1,119 @@
+"""The TUI's presentation rules, without running the app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.tui.helpers import mnist_workspace
+from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
+from tuneadvisor.profile.kinds import LineKind
+from tuneadvisor.tui.view import (
+    FUNCTION_SORTS,
+    LINE_SORTS,
+    FunctionSort,
+    LineSort,
+    bar,
+    display_path,
+    finding_text,
+    format_seconds,
+    function_rows,
+    heat_level,
+    kind_cycle,
+    line_rows,
+    merged_lines,
+    next_in,
+)
+
+
+def _analysis(tmp_path: Path) -> ProfileAnalysis:
+    analysis = mnist_workspace(tmp_path).analysis
+    assert analysis is not None
+    return analysis
+
+
+def _train(tmp_path: Path) -> AnnotatedFunction:
+    train = _analysis(tmp_path).function("train")
+    assert train is not None
+    return train
+
+
+def test_functions_by_time_then_by_name(tmp_path: Path) -> None:
+    analysis = _analysis(tmp_path)
+    by_time = [f.name for _, f in function_rows(analysis.functions, FunctionSort.TIME)]
+    by_name = [f.name for _, f in function_rows(analysis.functions, FunctionSort.NAME)]
+    assert by_time == ["train", "test"]
+    assert by_name == ["test", "train"]
+
+
+def test_function_search_is_case_insensitive(tmp_path: Path) -> None:
+    analysis = _analysis(tmp_path)
+    rows = function_rows(analysis.functions, FunctionSort.TIME, "TES")
+    assert [(i, f.name) for i, f in rows] == [(1, "test")]
+
+
+def test_block_and_timed_lines_are_merged(tmp_path: Path) -> None:
+    rows = merged_lines(_train(tmp_path))
+    assert [r.lineno for r in rows] == list(range(5, 16))
+    assert rows[0].timing is None and rows[0].text is not None
+    assert rows[0].text.startswith("def train(")
+    assert rows[2].timing is not None and rows[2].timing.hits == 939
+
+
+def test_sorting_lines_keeps_only_timed_lines(tmp_path: Path) -> None:
+    train = _train(tmp_path)
+    by_time = [r.lineno for r in line_rows(train, LineSort.TIME)]
+    by_hits = [r.lineno for r in line_rows(train, LineSort.HITS)]
+    assert by_time[:3] == [7, 10, 12]
+    assert by_hits[0] == 7 and 5 not in by_hits
+    assert line_rows(train, LineSort.LINE)[0].lineno == 5
+
+
+def test_kind_filter_and_source_search(tmp_path: Path) -> None:
+    train = _train(tmp_path)
+    assert [r.lineno for r in line_rows(train, LineSort.LINE, LineKind.DATALOADER)] == [7]
+    assert [r.lineno for r in line_rows(train, LineSort.LINE, query="BACKWARD")] == [12]
+    assert line_rows(train, LineSort.LINE, LineKind.DATALOADER, query="backward") == []
+
+
+def test_kind_cycle_lists_present_kinds_in_enum_order(tmp_path: Path) -> None:
+    cycle = kind_cycle(_analysis(tmp_path))
+    assert cycle[0] is None
+    assert cycle[1:] == tuple(LineKind)  # the test data has every kind
+    assert next_in(cycle, cycle[-1]) is None
+
+
+def test_next_in_wraps_around() -> None:
+    assert next_in(FUNCTION_SORTS, FunctionSort.NAME) is FunctionSort.TIME
+    assert next_in(LINE_SORTS, LineSort.LINE) is LineSort.TIME
+
+
+def test_display_path_never_shows_foreign_absolute_paths(tmp_path: Path) -> None:
+    assert display_path("/cluster/home/alice/train.py", cwd=tmp_path) == "train.py"
+    assert display_path(str(tmp_path / "pkg" / "train.py"), cwd=tmp_path) == "pkg/train.py"
+    assert display_path("train.py", cwd=tmp_path) == "train.py"
+
+
+def test_number_formats() -> None:
+    assert format_seconds(84.5) == "84.50 s"
+    assert format_seconds(150.04) == "150.0 s"
+    assert format_seconds(0.0021) == "2.10 ms"
+    assert format_seconds(0.0000533) == "53.3 µs"
+    assert format_seconds(0) == "0 s"
+
+
+def test_bars_and_heat() -> None:
+    assert bar(100, 4) == "████"
+    assert bar(0, 4) == "    "
+    assert bar(50, 4) == "██  "
+    assert len(bar(84.5, 10)) == 10
+    assert [heat_level(p) for p in (84.5, 12, 3, 0)] == ["high", "mid", "low", "none"]
+
+
+def test_finding_text_uses_id_and_title_when_present() -> None:
+    class Finding:
+        id = "dataloader-bound"
+        title = "The DataLoader is the bottleneck"
+        severity = "warning"
+
+    assert finding_text(Finding()) == "[warning] dataloader-bound: The DataLoader is the bottleneck"
+    assert finding_text("plain") == "plain"

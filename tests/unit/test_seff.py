@@ -1,0 +1,236 @@
+"""seff report parsing: real Slurm 22.05 output and the variants seff's Perl script prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tuneadvisor.slurm.seff import SeffError, parse_duration, parse_seff, parse_size_mib
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm-22.05"
+
+
+def seff_section(name: str) -> str:
+    """What ``$ seff N`` printed in a transcript."""
+    text = (FIXTURES / name).read_text()
+    return text[text.index("$ seff") :].split("\n", 1)[1]
+
+
+MULTI_NODE = """\
+Job ID: 24752610
+Cluster: hpc
+User/Group: alice/staff
+State: COMPLETED (exit code 0)
+Nodes: 2
+Cores per node: 16
+CPU Utilized: 1-02:03:04
+CPU Efficiency: 40.71% of 2-16:00:00 core-walltime
+Job Wall-clock time: 02:00:00
+Memory Utilized: 12.50 GB (estimated maximum)
+Memory Efficiency: 19.53% of 64.00 GB (32.00 GB/node)
+"""
+
+PER_CORE_ARRAY = """\
+Job ID: 981
+Array Job ID: 977_4
+Cluster: hpc
+User/Group: bob/<GID 5001>
+State: TIMEOUT (exit code 0)
+Nodes: 1
+Cores per node: 4
+CPU Utilized: 00:59:00
+CPU Efficiency: 24.58% of 04:00:00 core-walltime
+Job Wall-clock time: 01:00:00
+Memory Utilized: 812.00 KB (estimated maximum)
+Memory Efficiency: 0.02% of 4.00 GB (1.00 GB/core)
+"""
+
+RUNNING = """\
+Job ID: 55
+Cluster: ci
+User/Group: root/root
+State: RUNNING
+Cores: 1
+CPU Utilized: 00:00:00
+CPU Efficiency: 0.00% of 00:00:07 core-walltime
+Job Wall-clock time: 00:00:07
+Memory Utilized: 0.00 MB (estimated maximum)
+Memory Efficiency: 0.00% of 500.00 MB (500.00 MB/node)
+WARNING: Efficiency statistics may be misleading for RUNNING jobs.
+"""
+
+PENDING = """\
+Job ID: 56
+Cluster: ci
+User/Group: root/root
+State: PENDING
+Cores: 1
+Efficiency not available for jobs in the PENDING state.
+"""
+
+
+def test_single_node_real_output() -> None:
+    report = parse_seff(seff_section("04-finished.txt"))
+    assert (report.job_id, report.cluster, report.user, report.group) == ("1", "ci", "root", "root")
+    assert (report.state, report.exit_code) == ("COMPLETED", 0)
+    assert (report.nodes, report.cores, report.cores_per_node) == (1, 1, 1)
+    assert (report.cpu_used_s, report.core_walltime_s, report.wall_s) == (10, 11, 11)
+    assert report.cpu_efficiency_pct == 90.91
+    assert (report.mem_used_mib, report.mem_used_estimated) == (316.26, False)
+    assert (report.mem_efficiency_pct, report.mem_requested_mib) == (63.25, 500.0)
+    assert report.mem_requested_per is None
+    assert report.final and report.warnings == ()
+
+
+def test_multitask_real_output() -> None:
+    report = parse_seff(seff_section("06-multitask.txt"))
+    assert (report.nodes, report.cores_per_node, report.cores) == (1, 2, 2)
+    assert (report.cpu_used_s, report.cpu_efficiency_pct, report.core_walltime_s) == (3, 37.5, 8)
+    assert (report.mem_used_mib, report.mem_used_estimated) == (26.31, True)
+    assert report.mem_requested_mib == 200.0
+    assert (report.mem_requested_per, report.mem_requested_per_unit_mib) == ("node", 200.0)
+
+
+def test_facts_single_node() -> None:
+    facts = parse_seff(seff_section("04-finished.txt")).facts()
+    assert facts == {
+        "seff.state": "COMPLETED",
+        "seff.final": True,
+        "seff.exit_code": 0,
+        "seff.nodes": 1,
+        "seff.cores": 1,
+        "seff.cores_per_node": 1,
+        "seff.cpu_used_s": 10,
+        "seff.cpu_efficiency_pct": 90.91,
+        "seff.core_walltime_s": 11,
+        "seff.wall_s": 11,
+        "seff.mem_used_mib": 316.26,
+        "seff.mem_used_estimated": False,
+        "seff.mem_efficiency_pct": 63.25,
+        "seff.mem_requested_mib": 500.0,
+    }
+
+
+def test_multi_node() -> None:
+    report = parse_seff(MULTI_NODE)
+    assert (report.nodes, report.cores_per_node, report.cores) == (2, 16, 32)
+    assert report.cpu_used_s == 26 * 3600 + 3 * 60 + 4
+    assert report.core_walltime_s == 64 * 3600
+    assert report.wall_s == 7200
+    assert report.mem_used_mib == 12.5 * 1024
+    assert report.mem_requested_mib == 64 * 1024
+    assert (report.mem_requested_per, report.mem_requested_per_unit_mib) == ("node", 32 * 1024)
+    assert report.facts()["seff.mem_requested_per"] == "node"
+
+
+def test_uneven_cores_per_node_comes_from_core_walltime() -> None:
+    """seff prints cores per node with %d: 5 cores on 2 nodes shows 2; core-walltime knows 5."""
+    text = MULTI_NODE.replace("Cores per node: 16", "Cores per node: 2").replace(
+        "2-16:00:00 core-walltime", "10:00:00 core-walltime"
+    )
+    assert parse_seff(text).cores == 5
+
+
+def test_per_core_request_array_job_and_kb() -> None:
+    report = parse_seff(PER_CORE_ARRAY)
+    assert (report.job_id, report.array_job_id) == ("981", "977_4")
+    assert (report.user, report.group) == ("bob", "<GID 5001>")
+    assert (report.state, report.exit_code) == ("TIMEOUT", 0)
+    assert report.mem_used_mib == pytest.approx(812 / 1024)
+    assert (report.mem_requested_mib, report.mem_requested_per) == (4096, "core")
+    assert report.mem_requested_per_unit_mib == 1024
+
+
+def test_running_job() -> None:
+    report = parse_seff(RUNNING)
+    assert (report.state, report.exit_code, report.final) == ("RUNNING", None, False)
+    assert report.mem_used_mib == 0.0
+    assert report.warnings == (
+        "WARNING: Efficiency statistics may be misleading for RUNNING jobs.",
+    )
+    facts = report.facts()
+    assert facts["seff.final"] is False and "seff.exit_code" not in facts
+
+
+def test_pending_job_has_no_efficiency_lines() -> None:
+    report = parse_seff(PENDING)
+    assert report.state == "PENDING" and not report.final
+    facts = report.facts()
+    assert "seff.cpu_efficiency_pct" not in facts
+    assert "seff.mem_used_mib" not in facts
+    assert "seff.mem_used_estimated" not in facts
+    assert report.warnings == ("Efficiency not available for jobs in the PENDING state.",)
+
+
+def test_zero_request_means_unknown_not_zero_efficiency() -> None:
+    """09-oom-enforced.txt: read before accounting caught up, seff printed 0.00% of 0.00 MB."""
+    lines = (FIXTURES / "09-oom-enforced.txt").read_text().splitlines()
+    text = "Job ID: 14\n" + "\n".join(x for x in lines if x.startswith(("State:", "Memory")))
+    report = parse_seff(text)
+    assert (report.state, report.exit_code, report.mem_used_mib) == ("FAILED", 0, 314.88)
+    assert report.mem_requested_mib is None and report.mem_efficiency_pct is None
+    assert "seff.mem_efficiency_pct" not in report.facts()
+    assert any("accounting record incomplete" in w for w in report.warnings)
+
+
+def test_zero_core_walltime_means_unknown_cpu_efficiency() -> None:
+    text = RUNNING.replace("00:00:07 core-walltime", "00:00:00 core-walltime")
+    assert parse_seff(text).cpu_efficiency_pct is None
+
+
+def test_newer_seff_lines_are_ignored() -> None:
+    text = seff_section("04-finished.txt") + (
+        "The task which had the largest memory consumption differs by 100.00% from the average"
+        " task max memory consumption\nGPU Utilized: 12%\nSlurm data: 1 root ...\n"
+    )
+    assert parse_seff(text).mem_used_mib == 316.26
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "not a seff report: no 'Job ID:' line"),
+        ("JobID|State\n1|COMPLETED\n", "not a seff report"),
+        ("Job not found.\n", "seff did not report on a job: 'Job not found.'"),
+        ("Usage: seff [Options] <Jobid>\n", "seff did not report on a job"),
+        ("Job ID: 1\nCPU Efficiency: lots\n", r"line 2 \(CPU Efficiency\): 'lots' is not like"),
+        ("Job ID: 1\nJob Wall-clock time: 5 min\n", r"line 2 .*'5 min' is not a duration"),
+        ("Job ID: 1\nMemory Utilized: 3 bytes\n", r"line 2 \(Memory Utilized\)"),
+        ("Job ID: 1\nCores: many\n", r"line 2 \(Cores\): 'many' is not a whole number"),
+        ("Job ID: 1\nJob ID: 2\n", "line 2: a second report"),
+        ("Job ID:\n", r"line 1 \(Job ID\): empty job id"),
+    ],
+)
+def test_bad_input(text: str, message: str) -> None:
+    with pytest.raises(SeffError, match=message):
+        parse_seff(text)
+
+
+def test_error_is_a_value_error() -> None:
+    assert issubclass(SeffError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("00:00:11", 11),
+        ("28-17:52:34", 28 * 86400 + 17 * 3600 + 52 * 60 + 34),
+        ("100:00:00", 360000),
+    ],
+)
+def test_parse_duration(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("number", "unit", "mib"),
+    [
+        ("316.26", "MB", 316.26),
+        ("8.00", "GB", 8192.0),
+        ("512.00", "KB", 0.5),
+        ("1.00", "TB", 1024**2),
+    ],
+)
+def test_parse_size_mib(number: str, unit: str, mib: float) -> None:
+    assert parse_size_mib(number, unit) == mib

@@ -1,0 +1,1 @@
+"""The advisor: facts from every input, rules over them, findings, and the plan they make."""

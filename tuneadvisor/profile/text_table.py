@@ -1,0 +1,376 @@
+"""Reading the table ``python -m line_profiler [-r] [-m] [-t] [-u U] X.lprof`` prints.
+
+That is what people paste into help tickets and what lands in Slurm output files. The layout
+(line_profiler 4.x and 5.x)::
+
+    Timer unit: 1e-06 s                 output unit of every Time / Per Hit cell
+
+    Total time: 0.0177613 s             one section per function ...
+    File: train.py                      ... or "Could not find file train.py" and 3 more
+    Function: train at line 35              lines when the source was missing
+
+    Line #      Hits         Time  Per Hit   % Time  Line Contents
+    ==============================================================
+        35                                           @profile
+        37         1          0.4      0.4      0.0      losses = []
+
+      0.02 seconds - train.py:35 - train    -m: one summary line per function
+
+With ``-r`` (rich) the rows carry ANSI colours, and when the source is wider than the
+console (80 columns in a Slurm log) rich wraps the numbers column onto extra lines while the
+source column keeps one line per row, cut with "…". Rows are therefore read as two columns:
+the numbers as one token stream, the source as one line per row.
+
+Parsed cells are checked against each other (per-hit = time / hits, % of the total) within
+their printed precision, so a table that was mangled or misread fails instead of loading
+wrong numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_TIMER = re.compile(r"Timer unit: (\S+) s")
+_TOTAL = re.compile(r"Total time: (\S+) s")
+_FILE = re.compile(r"File: (.*)")
+_FUNCTION = re.compile(r"Function: (.*) at line (\d+)")
+_MISSING = re.compile(r"Could not find file (.*)")
+_HEADER = re.compile(r" *Line # +Hits +Time +Per Hit +% Time +Line Contents")
+_RULE = re.compile(r"=+")
+_BLANK = re.compile("")
+_SUMMARY = re.compile(r" *(\S+) seconds - (.*):(\d+) - (.*)")
+_NUMBER = re.compile(r"\d+(?:\.\d*)?(?:e[+-]?\d+)?")
+_NUMBERS_PREFIX = re.compile(r"[0-9.e+\- ]*")  # what the numbers column can hold
+# line_profiler's apology when it cannot find the source, after "Could not find file".
+_MISSING_LINES = 4
+UNKNOWN_NAME = "<unknown>"
+
+
+class TableError(ValueError):
+    """Why a text is not a readable line_profiler table (a short phrase with a line number)."""
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """The number cells of one timed row, as printed."""
+
+    hits: str
+    time: str
+    per_hit: str
+    percent: str | None  # blank when the function's total time is 0
+
+
+@dataclass
+class _Section:
+    filename: str
+    name: str | None  # None when the source was missing: the summary may name it
+    first_lineno: int | None
+    unit_s: float
+    total: str
+    rows: list[tuple[int, _Cells | None, str]] = field(default_factory=list)
+    has_source: bool = True
+
+
+def parse_table(text: str, origin: str) -> Profile:
+    """The Profile a printed line_profiler table describes; raises TableError."""
+    lines = [_clean(line) for line in text.splitlines()]
+    parser = _Parser(lines)
+    parser.run()
+    if not parser.units:
+        raise TableError("no 'Timer unit:' line, so not a line_profiler table")
+    functions = tuple(parser.function(section) for section in parser.sections)
+    keys = [f.key for f in functions]
+    if len(set(keys)) != len(keys):
+        raise TableError("a function appears twice")
+    return Profile(
+        origin=origin,
+        unit_s=min(parser.units),
+        functions=functions,
+        source_format="text",
+    )
+
+
+def _clean(line: str) -> str:
+    return _ANSI.sub("", line).rstrip()
+
+
+class _Parser:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.at = 0
+        self.units: list[float] = []
+        self.sections: list[_Section] = []
+        self.summary: dict[tuple[str, int], str] = {}
+
+    # -- cursor
+
+    def peek(self) -> str | None:
+        return self.lines[self.at] if self.at < len(self.lines) else None
+
+    def take(self, what: str) -> str:
+        line = self.peek()
+        if line is None:
+            raise TableError(f"line {self.at + 1}: the table ends where {what} should be")
+        self.at += 1
+        return line
+
+    def expect(self, pattern: re.Pattern[str], what: str) -> re.Match[str]:
+        line = self.take(what)
+        match = pattern.fullmatch(line)
+        if match is None:
+            raise TableError(f"line {self.at}: expected {what}, found {line[:60]!r}")
+        return match
+
+    # -- structure
+
+    def run(self) -> None:
+        """Skip whatever precedes a 'Timer unit:' line (a log, a prompt), then read tables.
+
+        Any other line between sections ends the table; a later 'Timer unit:' starts another.
+        """
+        unit: float | None = None
+        while (line := self.peek()) is not None:
+            if match := _TIMER.fullmatch(line):
+                unit = _positive(match[1], f"line {self.at + 1}: timer unit")
+                self.units.append(unit)
+                self.at += 1
+            elif unit is None or not line:
+                self.at += 1
+            elif _TOTAL.fullmatch(line):
+                self.sections.append(self.section(unit))
+            elif match := _SUMMARY.fullmatch(line):
+                self.summary[(match[2], int(match[3]))] = match[4]
+                self.at += 1
+            else:
+                unit = None  # output that follows the table
+                self.at += 1
+
+    def section(self, unit_s: float) -> _Section:
+        total = self.expect(_TOTAL, "'Total time:'")[1]
+        _number(total, f"line {self.at}: total time")
+        line = self.take("'File:'")
+        if match := _FILE.fullmatch(line):
+            function = self.expect(_FUNCTION, "'Function: NAME at line N'")
+            section = _Section(match[1], function[1], int(function[2]), unit_s, total)
+        elif not line:
+            missing = self.expect(_MISSING, "'Could not find file'")
+            for _ in range(_MISSING_LINES - 1):
+                self.take("the missing-source note")
+            section = _Section(missing[1], None, None, unit_s, total, has_source=False)
+        else:
+            raise TableError(f"line {self.at}: expected 'File:', found {line[:60]!r}")
+        self.expect(_BLANK, "a blank line")
+        header = self.expect(_HEADER, "the 'Line #  Hits  Time ...' header")[0]
+        self.expect(_RULE, "a '====' rule")
+        body_start = self.at
+        body: list[str] = []
+        while (row := self.peek()) is not None and row:
+            body.append(row)
+            self.at += 1
+        section.rows = _body_rows(body, header.index("Line Contents") - 2, section, body_start)
+        return section
+
+    def function(self, section: _Section) -> FunctionTiming:
+        first = section.first_lineno
+        if first is None:
+            first = section.rows[0][0] if section.rows else 0
+        name = section.name
+        if name is None:
+            name = self.summary.get((section.filename, first), UNKNOWN_NAME)
+        lines = tuple(
+            LineTiming(lineno, _hits(cells.hits), _time(cells.time) * section.unit_s)
+            for lineno, cells, _ in section.rows
+            if cells is not None
+        )
+        source = {lineno: text for lineno, _, text in section.rows} if section.has_source else {}
+        return FunctionTiming(section.filename, first, name, lines, source)
+
+
+# -- rows ---------------------------------------------------------------------------------
+
+
+def _body_rows(
+    body: list[str], header_width: int, section: _Section, start: int
+) -> list[tuple[int, _Cells | None, str]]:
+    """(lineno, cells or None, source text) for each row of one function's table."""
+    where = f"table at line {start + 1}"
+    if not body:
+        return []
+    width = _numbers_width(body, header_width, where)
+    tokens = [token for line in body for token in line[:width].split()]
+    texts = [line[width + 2 :].rstrip() for line in body]
+    first = section.first_lineno
+    if first is None:
+        first = _int(tokens[0], f"{where}: line number") if tokens else 0
+    rows = _rows(tokens, first, where)
+    if any(texts[len(rows) :]):
+        raise TableError(f"{where}: more source lines than rows")
+    _check_times(rows, section, where)
+    return [(lineno, cells, texts[i]) for i, (lineno, cells, _) in enumerate(rows)]
+
+
+def _numbers_width(body: list[str], header_width: int, where: str) -> int:
+    """Where the numbers column ends: header_width in a plain table, less when rich wrapped.
+
+    The widest split that leaves only number characters on the left and a two-space gap on
+    every line; a body indented throughout may lose that common indentation, nothing more.
+    """
+    # How far each line holds only number characters (the whole line may).
+    reach = [m.end() if (m := _NUMBERS_PREFIX.match(line)) else 0 for line in body]
+    for width in range(header_width, 0, -1):
+        if all(
+            (width <= r or r == len(line)) and not line[width : width + 2].strip()
+            for line, r in zip(body, reach, strict=True)
+        ):
+            return width
+    raise TableError(f"{where}: cannot tell the numbers from the line contents")
+
+
+def _rows(tokens: list[str], first: int, where: str) -> list[tuple[int, _Cells | None, str]]:
+    """Rows from the numbers column: 'N' alone, or 'N hits time per-hit [percent]'."""
+    rows: list[tuple[int, _Cells | None, str]] = []
+    at, lineno, count = 0, first, len(tokens)
+    while at < count:
+        if tokens[at] != str(lineno):
+            raise TableError(f"{where}: expected line number {lineno}, found {tokens[at][:20]!r}")
+        at += 1
+        if not _is_timed(tokens, at, lineno):
+            rows.append((lineno, None, ""))
+        elif at + 3 > count:
+            raise TableError(f"{where}: row {lineno} is missing cells")
+        else:
+            hits, time, per_hit = tokens[at : at + 3]
+            at += 3
+            percent = tokens[at] if at < count and "." in tokens[at] else None
+            at += percent is not None
+            rows.append((lineno, _Cells(hits, time, per_hit, percent), ""))
+        lineno += 1
+    return rows
+
+
+def _is_timed(tokens: list[str], at: int, lineno: int) -> bool:
+    """Whether the tokens from ``at`` are row ``lineno``'s cells, or the next row.
+
+    Only 'N+1' is ambiguous: the next line number, or N+1 hits. As hits, it is followed by a
+    time (which always has a '.' or an exponent; a line number or a %d hit count never
+    does), a per-hit time, maybe a percentage (always with a '.'), and then line N+1.
+    """
+    count = len(tokens)
+    if at >= count:
+        return False
+    if tokens[at] != str(lineno + 1):
+        return True
+    if at + 1 >= count or not _is_time(tokens[at + 1]):
+        return False
+    end = at + 3
+    if end < count and "." in tokens[end]:
+        end += 1
+    return end == count or (end < count and tokens[end] == str(lineno + 1))
+
+
+def _is_time(token: str) -> bool:
+    return "." in token or "e" in token
+
+
+# -- numbers and their printed precision ------------------------------------------------
+
+
+def _number(token: str, what: str) -> float:
+    if not _NUMBER.fullmatch(token):
+        raise TableError(f"{what} {token[:20]!r} is not a number")
+    value = float(token)
+    if not math.isfinite(value):
+        raise TableError(f"{what} {token[:20]!r} is out of range")
+    return value
+
+
+def _positive(token: str, what: str) -> float:
+    value = _number(token, what)
+    if value <= 0:
+        raise TableError(f"{what} {token[:20]!r} is not positive")
+    return value
+
+
+def _int(token: str, what: str) -> int:
+    if not token.isdigit():
+        raise TableError(f"{what} {token[:20]!r} is not a whole number")
+    return int(token)
+
+
+def _hits(token: str) -> int:
+    # '%d', or '%g' (6 significant digits) when the count is too wide for its column.
+    return round(float(token))
+
+
+def _time(token: str) -> float:
+    return float(token)
+
+
+def _half_step(token: str) -> float:
+    """Half the step of the last printed digit: '12.3' -> 0.05, '2e+06' -> 5e5."""
+    mantissa, _, exponent = token.partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** (int(exponent or 0) - decimals)
+
+
+# '%g' hit counts keep 6 significant digits; floats add their own rounding.
+_RELATIVE_SLACK = 1e-5
+
+
+def _check_times(rows: list[tuple[int, _Cells | None, str]], section: _Section, where: str) -> None:
+    """Each row's cells agree with each other and with 'Total time', within print precision.
+
+    Rows may add up to less than the total (lines outside the printed block still count in
+    it, e.g. when the source changed after profiling), never to more.
+    """
+    total_s = _number(section.total, f"{where}: total time")
+    sum_s = slack_s = 0.0
+    for lineno, cells, _ in rows:
+        if cells is not None:
+            time_s = _check_row(cells, total_s, section, f"{where}, row {lineno}")
+            sum_s += time_s
+            slack_s += _half_step(cells.time) * section.unit_s
+    slack_s += _half_step(section.total) + total_s * _RELATIVE_SLACK
+    if sum_s > total_s + slack_s:
+        raise TableError(f"{where}: rows add up to more than 'Total time: {section.total} s'")
+
+
+def _check_row(cells: _Cells, total_s: float, section: _Section, where: str) -> float:
+    """The row's time in seconds, once its per-hit and percent cells agree with it."""
+    hits = _number(cells.hits, f"{where}: hits")
+    time = _number(cells.time, f"{where}: time")
+    per_hit = _number(cells.per_hit, f"{where}: per-hit time")
+    if hits <= 0:
+        raise TableError(f"{where}: a timed row with no hits")
+    expected = time / hits
+    tolerance = (
+        _half_step(cells.per_hit) + _half_step(cells.time) / hits + expected * _RELATIVE_SLACK
+    )
+    if abs(per_hit - expected) > tolerance:
+        raise TableError(f"{where}: per-hit {cells.per_hit} is not time / hits")
+    time_s = time * section.unit_s
+    if cells.percent is not None:
+        _check_percent(cells, time_s, total_s, section, where)
+    return time_s
+
+
+def _check_percent(
+    cells: _Cells, time_s: float, total_s: float, section: _Section, where: str
+) -> None:
+    assert cells.percent is not None
+    percent = _number(cells.percent, f"{where}: percent")
+    if total_s <= 0:
+        raise TableError(f"{where}: a percentage of a zero total time")
+    expected = 100 * time_s / total_s
+    tolerance = (
+        _half_step(cells.percent)
+        + 100 * _half_step(cells.time) * section.unit_s / total_s
+        + expected * (_half_step(section.total) / total_s + _RELATIVE_SLACK)
+    )
+    if abs(percent - expected) > tolerance:
+        raise TableError(f"{where}: {cells.percent} % does not match its time and the total")

@@ -1,0 +1,252 @@
+"""Parse the text ``seff JOBID`` prints (Slurm's contribs/seff, versions 2.x).
+
+What seff computes, so the numbers can be read back exactly (from contribs/seff/seff):
+
+- CPU utilized = the steps' user+system CPU time, summed, rounded to whole seconds;
+  core-walltime = elapsed x allocated cores; CPU efficiency = utilized / core-walltime.
+- Memory utilized = the largest per-task RSS peak of the step with the largest one, times that
+  step's task count; printed with "(estimated maximum)" when the step had several tasks.
+- Memory requested = ``--mem`` x nodes, or ``--mem-per-cpu`` x cores, printed with
+  "(X/node)" or "(X/core)" when the step had several tasks. Sizes are printed in binary units
+  with two decimals (``316.26 MB`` is 316.26 MiB), so values read back are rounded.
+- "Cores: 1" for one core, else "Nodes: N" and "Cores per node: C" (an integer division).
+- Running jobs get a warning line; pending jobs get no efficiency lines at all.
+
+Facts (absent when seff did not print the line): ``seff.state``, ``seff.exit_code``,
+``seff.nodes``, ``seff.cores``, ``seff.cores_per_node``, ``seff.cpu_used_s``,
+``seff.cpu_efficiency_pct``, ``seff.core_walltime_s``, ``seff.wall_s``, ``seff.mem_used_mib``,
+``seff.mem_used_estimated`` (bool), ``seff.mem_efficiency_pct``, ``seff.mem_requested_mib``,
+``seff.mem_requested_per`` (``"node"`` or ``"core"``), ``seff.final`` (bool: the job has
+ended, so the numbers are not provisional).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, cast
+
+FactValue = bool | int | float | str
+Facts = dict[str, FactValue]
+
+
+class SeffError(ValueError):
+    """The text is not seff's report. The message says what is wrong, without the file name."""
+
+
+_UNITS_MIB = {"KB": 1 / 1024, "MB": 1.0, "GB": 1024.0, "TB": 1024.0**2, "PB": 1024.0**3}
+_SIZE = r"(\d+(?:\.\d+)?) ([KMGTP]B)"
+_DURATION = re.compile(r"(?:(\d+)-)?(\d+):(\d\d):(\d\d)")
+_STATE = re.compile(r"(\S.*?)(?: \(exit code (\d+)\))?")
+_CPU_EFF = re.compile(r"(\d+(?:\.\d+)?)% of (\S+) core-walltime")
+_MEM_USED = re.compile(_SIZE + r"( \(estimated maximum\))?")
+_MEM_EFF = re.compile(r"(\d+(?:\.\d+)?)% of " + _SIZE + r"(?: \(" + _SIZE + r"/(node|core)\))?")
+_NOT_SEFF = ("Job not found", "Usage: seff", "Invalid job", "slurm_load_jobs error")
+_RUNNING = frozenset({"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "RESIZING"})
+
+
+@dataclass(frozen=True)
+class SeffReport:
+    """One seff report. Durations in seconds, memory in MiB, efficiencies in percent."""
+
+    job_id: str
+    array_job_id: str | None = None  # "123_4"
+    cluster: str | None = None
+    user: str | None = None
+    group: str | None = None
+    state: str | None = None  # "COMPLETED", "CANCELLED by 0", ...
+    exit_code: int | None = None
+    nodes: int | None = None
+    cores_per_node: int | None = None
+    cores: int | None = None
+    cpu_used_s: int | None = None
+    cpu_efficiency_pct: float | None = None
+    core_walltime_s: int | None = None
+    wall_s: int | None = None
+    mem_used_mib: float | None = None
+    mem_used_estimated: bool = False  # max task RSS x tasks, not a measured total
+    mem_efficiency_pct: float | None = None
+    mem_requested_mib: float | None = None
+    mem_requested_per: Literal["node", "core"] | None = None
+    mem_requested_per_unit_mib: float | None = None  # the "(X/node)" or "(X/core)" value
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def final(self) -> bool:
+        """False while the job runs or waits: seff's numbers are then provisional."""
+        return self.state is not None and self.state.split()[0] not in _RUNNING
+
+    def facts(self) -> Facts:
+        facts: Facts = {}
+        if self.state is not None:
+            facts["seff.state"] = self.state.split()[0]
+            facts["seff.final"] = self.final
+        if self.mem_used_mib is not None:
+            facts["seff.mem_used_estimated"] = self.mem_used_estimated
+        for name in _FACT_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                facts[f"seff.{name}"] = value
+        return facts
+
+
+_FACT_FIELDS = (
+    "exit_code",
+    "nodes",
+    "cores",
+    "cores_per_node",
+    "cpu_used_s",
+    "cpu_efficiency_pct",
+    "core_walltime_s",
+    "wall_s",
+    "mem_used_mib",
+    "mem_efficiency_pct",
+    "mem_requested_mib",
+    "mem_requested_per",
+)
+
+
+def parse_duration(text: str) -> int:
+    """seff's ``[D-]HH:MM:SS`` -> seconds."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise SeffError(f"{text.strip()!r} is not a duration like 1-02:03:04")
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def parse_size_mib(number: str, unit: str) -> float:
+    """``("316.26", "MB")`` -> 316.26; seff's KB/MB/GB/TB are binary units."""
+    return float(number) * _UNITS_MIB[unit]
+
+
+@dataclass
+class _Builder:
+    fields: dict[str, object] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def set(self, **values: object) -> None:
+        self.fields.update(values)
+
+
+def parse_seff(text: str) -> SeffReport:
+    """Parse one seff report. Unknown lines (newer seff versions, site additions) are kept out."""
+    builder = _Builder()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith(_NOT_SEFF):
+            raise SeffError(f"seff did not report on a job: {line!r}")
+        if line.startswith("WARNING:") or line.startswith("Efficiency not available"):
+            builder.warnings.append(line)
+            continue
+        key, sep, value = line.partition(":")
+        handler = _HANDLERS.get(key.strip())
+        if not sep or handler is None:
+            continue
+        if key.strip() == "Job ID" and "job_id" in builder.fields:
+            raise SeffError(f"line {number}: a second report; give one seff report per file")
+        try:
+            handler(builder, value.strip())
+        except SeffError as err:
+            raise SeffError(f"line {number} ({key.strip()}): {err}") from None
+    return _finish(builder)
+
+
+def _finish(builder: _Builder) -> SeffReport:
+    if "job_id" not in builder.fields:
+        raise SeffError("not a seff report: no 'Job ID:' line")
+    fields = cast("dict[str, Any]", builder.fields)  # keys and types set by the handlers below
+    report = SeffReport(warnings=tuple(builder.warnings), **fields)
+    return _without_placeholders(replace(report, cores=_cores(report)))
+
+
+def _without_placeholders(report: SeffReport) -> SeffReport:
+    """seff prints 0.00% when its divisor is 0 (an accounting record not yet filled): no data."""
+    notes = list(report.warnings)
+    if report.core_walltime_s == 0:
+        report = replace(report, cpu_efficiency_pct=None)
+        notes.append("core-walltime is 0: CPU efficiency unknown")
+    if report.mem_requested_mib == 0:
+        report = replace(report, mem_requested_mib=None, mem_efficiency_pct=None)
+        notes.append("0.00 MB requested (accounting record incomplete): memory efficiency unknown")
+    return replace(report, warnings=tuple(notes))
+
+
+def _cores(report: SeffReport) -> int | None:
+    """Exact: core-walltime / wall-clock (seff multiplies them); else nodes x cores per node."""
+    if report.core_walltime_s and report.wall_s:
+        quotient, rest = divmod(report.core_walltime_s, report.wall_s)
+        if not rest:
+            return quotient
+    if report.cores is None and report.nodes is not None and report.cores_per_node is not None:
+        return report.nodes * report.cores_per_node  # seff printed C with %d: may round down
+    return report.cores
+
+
+def _match(pattern: re.Pattern[str], value: str, example: str) -> re.Match[str]:
+    match = pattern.fullmatch(value)
+    if match is None:
+        raise SeffError(f"{value!r} is not like {example!r}")
+    return match
+
+
+def _int(value: str) -> int:
+    if not value.isdigit():
+        raise SeffError(f"{value!r} is not a whole number")
+    return int(value)
+
+
+def _job_id(b: _Builder, value: str) -> None:
+    if not value:
+        raise SeffError("empty job id")
+    b.set(job_id=value)
+
+
+def _user_group(b: _Builder, value: str) -> None:
+    user, _, group = value.partition("/")
+    b.set(user=user or None, group=group or None)
+
+
+def _state(b: _Builder, value: str) -> None:
+    match = _match(_STATE, value, "COMPLETED (exit code 0)")
+    b.set(state=match[1], exit_code=int(match[2]) if match[2] else None)
+
+
+def _cpu_eff(b: _Builder, value: str) -> None:
+    match = _match(_CPU_EFF, value, "90.91% of 00:00:11 core-walltime")
+    b.set(cpu_efficiency_pct=float(match[1]), core_walltime_s=parse_duration(match[2]))
+
+
+def _mem_used(b: _Builder, value: str) -> None:
+    match = _match(_MEM_USED, value, "316.26 MB (estimated maximum)")
+    b.set(mem_used_mib=parse_size_mib(match[1], match[2]), mem_used_estimated=bool(match[3]))
+
+
+def _mem_eff(b: _Builder, value: str) -> None:
+    match = _match(_MEM_EFF, value, "13.16% of 200.00 MB (200.00 MB/node)")
+    b.set(
+        mem_efficiency_pct=float(match[1]),
+        mem_requested_mib=parse_size_mib(match[2], match[3]),
+        mem_requested_per=match[6],
+        mem_requested_per_unit_mib=parse_size_mib(match[4], match[5]) if match[4] else None,
+    )
+
+
+_HANDLERS: dict[str, Callable[[_Builder, str], None]] = {
+    "Job ID": _job_id,
+    "Array Job ID": lambda b, v: b.set(array_job_id=v or None),
+    "Cluster": lambda b, v: b.set(cluster=v or None),
+    "User/Group": _user_group,
+    "State": _state,
+    "Nodes": lambda b, v: b.set(nodes=_int(v)),
+    "Cores per node": lambda b, v: b.set(cores_per_node=_int(v)),
+    "Cores": lambda b, v: b.set(cores=_int(v), nodes=1, cores_per_node=_int(v)),
+    "CPU Utilized": lambda b, v: b.set(cpu_used_s=parse_duration(v)),
+    "CPU Efficiency": _cpu_eff,
+    "Job Wall-clock time": lambda b, v: b.set(wall_s=parse_duration(v)),
+    "Memory Utilized": _mem_used,
+    "Memory Efficiency": _mem_eff,
+}
