@@ -12,8 +12,8 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 from textual.pilot import Pilot
-from textual.worker import WorkerFailed
 from textual.widgets import DataTable, Input, LoadingIndicator, Static, TabbedContent
+from textual.worker import WorkerFailed
 
 from tests.tui.helpers import (
     SIZE,

@@ -198,6 +198,10 @@ _NOT_PRINTED = frozenset({"len", "type", "isinstance", "id"})
 _PRINT_OPTIONS = frozenset({"sep", "end", "file", "flush"})
 _EVAL_NAME = re.compile(r"val|test|eval", re.IGNORECASE)
 _SHELL_VAR = re.compile(r"\$\{?#?([A-Za-z_][A-Za-z0-9_]*)")
+_SHELL_ARITHMETIC = re.compile(r"\$\(\((.*?)\)\)")
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SHELL_COMMAND = re.compile(r"\$\(|`")
+_NPROC_COMMAND = re.compile(r"\$\(\s*nproc\s*\)|`\s*nproc\s*`")
 _PLAIN_SHELL_VAR = re.compile(r"\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*(?::-[^}]*)?\})")
 _NPROC_NAMES = frozenset(
     {"nprocs", "nproc", "nproc_per_node", "ngpus_per_node", "ngpus", "n_gpus", "num_gpus"}
@@ -1019,7 +1023,7 @@ class _Resolver:
             return self._through_bindings(name, bindings, depth)
         option = self._option_for(node, name)
         if option is not None:
-            return self.argparse(option, self.index.text(node), node.lineno)
+            return self.argparse(option, self.index.text(node))
         return Origin(VARIABLE, self.index.text(node), node.lineno)
 
     def _through_bindings(self, name: str, bindings: list[_Binding], depth: int) -> Origin:
@@ -1056,14 +1060,15 @@ class _Resolver:
 
     # ---- argparse
 
-    def argparse(self, option: ArgOption, text: str, line: int | None) -> Origin:
+    def argparse(self, option: ArgOption, text: str) -> Origin:
+        """The option's value: what the launch line passes, else its default."""
         raw, negated = self._passed(option)
         passed = None if raw is None else _launch_origin(raw, option, negated)
         value = passed.value if passed is not None else _option_default(option)
         return Origin(
             ARGPARSE,
             text,
-            option.line if line is None else line,
+            option.line,
             value=value,
             option=option,
             passed=raw,
@@ -1234,13 +1239,25 @@ def _launch_origin(raw: str, option: ArgOption, negated: bool) -> Origin:
     if option.action in ("store_true", "store_false", "BooleanOptionalAction"):
         value = option.action != "store_false"
         return Origin(LITERAL, raw, None, value=not value if negated else value)
-    match = _SHELL_VAR.search(raw)
-    if match is not None:
-        name = match.group(1)
-        source = SLURM_ENV if name.startswith("SLURM_") else ENV
-        derived = _PLAIN_SHELL_VAR.fullmatch(raw.strip("\"'")) is None
-        return Origin(source, raw, None, env=name, derived=derived)
-    return Origin(LITERAL, raw, None, value=_typed_option_value(raw.strip("\"'"), option))
+    bare = raw.strip("\"'")
+    names = _shell_variables(bare)
+    if names:
+        source = SLURM_ENV if names[0].startswith("SLURM_") else ENV
+        derived = _PLAIN_SHELL_VAR.fullmatch(bare) is None
+        return Origin(source, raw, None, env=names[0], derived=derived)
+    if _NPROC_COMMAND.fullmatch(bare):  # nproc counts the cores of the task's affinity mask
+        return Origin(CPU_COUNT, raw, None, cpu_call="nproc")
+    if _SHELL_COMMAND.search(bare):
+        return Origin(UNKNOWN, raw, None)
+    return Origin(LITERAL, raw, None, value=_typed_option_value(bare, option))
+
+
+def _shell_variables(raw: str) -> list[str]:
+    """Variables a shell word expands: `$X`, `${X:-1}`, and names inside `$((X - 1))`."""
+    names = _SHELL_VAR.findall(raw)
+    for expression in _SHELL_ARITHMETIC.findall(raw):
+        names += [name for name in _SHELL_NAME.findall(expression) if name not in names]
+    return names
 
 
 def _collect_options(index: _Index, resolver: _Resolver) -> dict[str, ArgOption]:
@@ -1370,14 +1387,22 @@ def _scan_loops(index: _Index, loaders: list[DataLoaderScan]) -> dict[_Loop, Loa
 
 
 def _unwrap_iterable(index: _Index, node: ast.expr) -> ast.expr:
-    """`enumerate(tqdm(loader))` -> `loader`."""
-    while (
-        isinstance(node, ast.Call)
-        and node.args
-        and _last(index.qual(node.func)) in _LOOP_WRAPPERS
-        and not isinstance(node.args[0], ast.Starred)
-    ):
-        node = node.args[0]
+    """`enumerate(tqdm(loader))` -> `loader`; `pbar = tqdm(loader)`, `enumerate(pbar)` too."""
+    for _ in range(_MAX_DEPTH):
+        if (
+            isinstance(node, ast.Call)
+            and node.args
+            and _last(index.qual(node.func)) in _LOOP_WRAPPERS
+            and not isinstance(node.args[0], ast.Starred)
+        ):
+            node = node.args[0]
+            continue
+        name = _dotted(node)
+        bindings = index.lookup(name, node) if name is not None else []
+        value = bindings[0].value if bindings else None
+        if not isinstance(value, ast.Call) or _last(index.qual(value.func)) not in _LOOP_WRAPPERS:
+            break
+        node = value
     return node
 
 
@@ -1686,7 +1711,7 @@ class _Roles:
         dests = sorted(names & set(self.resolver.options))
         if not dests:
             return None
-        return self.resolver.argparse(self.resolver.options[dests[0]], f"args.{dests[0]}", None)
+        return self.resolver.argparse(self.resolver.options[dests[0]], f"args.{dests[0]}")
 
     def _from_keywords(self, names: frozenset[str]) -> Origin | None:
         for call in self.index.calls:

@@ -208,6 +208,9 @@ def _body_rows(
     if first is None:
         first = _int(tokens[0], f"{where}: line number") if tokens else 0
     rows = _rows(tokens, first, where)
+    # Rich may wrap a row's numbers onto more lines, never put two rows on one.
+    if len(rows) > len(body):
+        raise TableError(f"{where}: more rows than lines")
     if any(texts[len(rows) :]):
         raise TableError(f"{where}: more source lines than rows")
     _check_times(rows, section, where)

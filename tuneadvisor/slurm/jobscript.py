@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tuneadvisor.slurm.options import (
@@ -79,6 +79,19 @@ _HETJOB_WORD = re.compile(r"(?i)(?:het|pack)job(?=[ \t\n\v\f\r#]|$)")
 # Look like a directive but sbatch skips them; `##SBATCH` and `# SBATCH` are deliberate.
 _NEAR_MISS = re.compile(r"[ \t]+#SBATCH|#(?!SBATCH)(?i:sbatch)")
 _MEMORY_OPTIONS = ("mem", "mem-per-cpu", "mem-per-gpu")
+
+# sbatch's own words.
+_DOS_MESSAGE = (
+    "Batch script contains DOS line breaks (\\r\\n) instead of expected UNIX line breaks (\\n)."
+)
+_NUL_MESSAGE = "The Slurm controller does not allow scripts that contain a NULL character '\\0'."
+_SHEBANG_MESSAGE = (
+    "This does not look like a batch script. The first line must start with #! followed by"
+    " the path to an interpreter. For instance: #!/bin/sh"
+)
+_SLURM_PREFIX_MESSAGE = (
+    "Change from #SLURM to #SBATCH in your script and verify the options are valid in sbatch"
+)
 
 
 @dataclass(frozen=True)
@@ -225,7 +238,7 @@ class _Getopt:
             index, token = self.tokens[self.position]
             self.position += 1
             if token.value == "--":
-                self._problem(token, None, f"option list ended by '--' at {token.value!r}")
+                self._end_of_options()
             elif token.value.startswith("--"):
                 self._long(index, token)
             elif token.value.startswith("-") and token.value != "-":
@@ -233,6 +246,13 @@ class _Getopt:
             else:
                 message = f"Invalid directive found in batch script: {token.value}"
                 self._problem(token, None, message)
+
+    def _end_of_options(self) -> None:
+        """getopt stops at "--"; sbatch then refuses whatever follows. Reading goes on here
+        so that the rest is still seen."""
+        if self.position < len(self.tokens):
+            token = self.tokens[self.position][1]
+            self._problem(token, None, f"Invalid directive found in batch script: {token.value}")
 
     def _problem(self, token: Token, option: str | None, message: str) -> None:
         self.problems.append(Problem(INVALID_DIRECTIVE, token.line, option, message, True))
@@ -332,19 +352,13 @@ def _file_problems(text: str, lines: tuple[Line, ...]) -> list[Problem]:
         message = "Batch script contains only whitespace!"
         problems.append(Problem(EMPTY_SCRIPT, None, None, message, True))
     elif not text.startswith("#!"):
-        message = (
-            "This does not look like a batch script. The first line must start with #!"
-            " followed by the path to an interpreter. For instance: #!/bin/sh"
-        )
-        problems.append(Problem(NOT_A_BATCH_SCRIPT, 1, None, message, True))
+        problems.append(Problem(NOT_A_BATCH_SCRIPT, 1, None, _SHEBANG_MESSAGE, True))
     crlf = next((line.number for line in lines if line.ending == "\r\n"), None)
     if crlf is not None:
-        message = "Batch script contains DOS line breaks (\\r\\n) instead of expected UNIX line breaks (\\n)."
-        problems.append(Problem(DOS_LINE_BREAKS, crlf, None, message, True))
+        problems.append(Problem(DOS_LINE_BREAKS, crlf, None, _DOS_MESSAGE, True))
     nul = next((line.number for line in lines if "\0" in line.text), None)
     if nul is not None:
-        message = "The Slurm controller does not allow scripts that contain a NULL character '\\0'."
-        problems.append(Problem(NULL_CHARACTER, nul, None, message, True))
+        problems.append(Problem(NULL_CHARACTER, nul, None, _NUL_MESSAGE, True))
     return problems
 
 
@@ -398,28 +412,31 @@ class _Header:
     components: int = 1
 
 
+def _near_miss(line: Line) -> Problem | None:
+    if not _NEAR_MISS.match(line.text):
+        return None
+    message = f"sbatch ignores this line (not '#SBATCH' in column 1): {line.text.strip()}"
+    return Problem(IGNORED_DIRECTIVE, line.number, None, message, False)
+
+
 def _read_header(lines: tuple[Line, ...]) -> _Header:
     header = _Header()
-    warned = False
     for line in lines:
         magic = next((m for m in _MAGIC if line.text.startswith(m)), None)
         if magic is None:
             if _is_command(line.text):
                 header.first_command = line.number
                 return header
-            if _NEAR_MISS.match(line.text):
-                message = f"sbatch ignores this line (not exactly '#SBATCH' in column 1): {line.text.strip()}"
-                header.problems.append(Problem(IGNORED_DIRECTIVE, line.number, None, message, False))
+            header.problems.extend(filter(None, [_near_miss(line)]))
             continue
-        if magic == "#SLURM" and not warned:
-            warned = True
-            message = "Change from #SLURM to #SBATCH in your script and verify the options are valid in sbatch"
-            header.problems.append(Problem(DEPRECATED_PREFIX, line.number, None, message, False))
+        if magic == "#SLURM" and not any(p.id == DEPRECATED_PREFIX for p in header.problems):
+            problem = Problem(DEPRECATED_PREFIX, line.number, None, _SLURM_PREFIX_MESSAGE, False)
+            header.problems.append(problem)
         scan = _scan_directive(line.text, len(magic), line.number)
         if scan.separator:
             header.components += 1
         component = header.components - 1
-        header.tokens.extend(Token(**{**t.__dict__, "component": component}) for t in scan.tokens)
+        header.tokens.extend(replace(token, component=component) for token in scan.tokens)
         if scan.error:
             message = f"line {line.number}: {scan.error}"
             header.problems.append(Problem(INVALID_DIRECTIVE, line.number, None, message, True))
@@ -481,17 +498,25 @@ class _Edit:
         return "".join(out)
 
 
-def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """Widen a token's span to one side's blanks so that removing it leaves tidy text."""
-    before = start
-    while before > 0 and text[before - 1] in C_SPACE:
-        before -= 1
-    if before > 0 and text[before - 1] != "#" and before < start:
-        return before, end
-    after = end
-    while after < len(text) and text[after] in C_SPACE:
-        after += 1
-    return start, after
+def _deletion_spans(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans of deleted tokens on one line, merged when only blanks separate them and widened
+    to the blanks before them (or after, at the start) so the rest stays tidy."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and not text[merged[-1][1] : start].strip(C_SPACE):
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    widened: list[tuple[int, int]] = []
+    for start, end in merged:
+        before = start
+        while before > 0 and text[before - 1] in C_SPACE:
+            before -= 1
+        after = end
+        while before == start and after < len(text) and text[after] in C_SPACE:
+            after += 1
+        widened.append((before, after))
+    return widened
 
 
 # ----------------------------------------------------------------------------- the model
@@ -527,7 +552,7 @@ class JobScript:
             *_hetjob_problem(tokens, header.components),
             *_after_command_problems(after),
         ]
-        problems.sort(key=lambda p: (p.line or 0))
+        problems.sort(key=lambda p: p.line or 0)
         return cls(
             text,
             None if path is None else Path(path),
@@ -642,17 +667,11 @@ class JobScript:
         """The line after which a new directive goes (0: at the very top)."""
         ours = [t for t in self.tokens if t.component == 0]
         if not ours:
-            return 1 if self.text.startswith("#!") and self.lines else 0
-        last = self.occurrences[-1] if self.occurrences else None
-        dangling = (
-            last is not None
-            and last.component == 0
-            and not last.has_value
-            and find_option(last.name) is not None
-            and _known_option(last.name).arg is Arg.REQUIRED
-        )
-        if dangling and last is not None:
-            return last.line - 1  # a value-less option at the end would swallow the new line
+            return 1 if self.text.startswith("#!") else 0
+        read = [d for d in self.occurrences if d.component == 0]
+        last = read[-1] if read else None
+        if last and not last.has_value and _known_option(last.name).arg is Arg.REQUIRED:
+            return last.line - 1  # that option lacks its value: it would take the new line's
         return max(t.line for t in ours)
 
     def _set_value(self, edit: _Edit, current: Directive, value: str | None) -> bool:
@@ -683,7 +702,7 @@ class JobScript:
         """Keep the first ``keep`` characters of a token's value as written and put
         ``tail`` (a value, rendered) after them; requote the token when a quote spans both."""
         line_text = self._line(token.line).text
-        cut = token.offsets[keep - 1] + 1 if keep else token.start
+        cut = token.offsets[keep - 1] + 1
         open_quote = _quote_state(line_text[token.start : cut])
         if open_quote and cut < token.end and line_text[cut] == open_quote:
             cut, open_quote = cut + 1, ""  # the quote closes right there
@@ -694,7 +713,7 @@ class JobScript:
             style = _style(line_text[cut : token.end])
             new = line_text[token.start : cut]
             if tail is not None:
-                new += _render_value(tail, style, at_start=keep == 0)
+                new += _render_value(tail, style, at_start=False)
         edit.span(token.line, token.start, token.end, new)
 
     def _as_long_form(self, edit: _Edit, current: Directive, value: str) -> None:
@@ -713,19 +732,20 @@ class JobScript:
         """Take the found options out of one token; returns the tokens to delete."""
         token = self.tokens[index]
         gone = {d.value_token for d in found if d.value_token is not None}
-        letters = {d.letter for d in found if d.letter is not None}
-        if not letters:
+        if found[0].letter is None:  # a long option owns its whole token
             return gone | {index}
-        kept = [
-            i for i in range(1, len(token.value)) if i not in letters and i < _value_start(found)
-        ]
+        removed = {d.letter for d in found}
+        kept = [d for d in self.occurrences if d.token == index and d.letter not in removed]
         if not kept:
             return gone | {index}
-        if kept == list(range(1, len(kept) + 1)):
-            self._rewrite(edit, token, len(kept) + 1, None)
+        new_value = "-" + "".join(token.value[d.letter or 0] for d in kept)
+        if kept[-1].value_at is not None:
+            new_value += token.value[kept[-1].value_at :]
+        if token.value.startswith(new_value):  # what is left is written as it was
+            self._rewrite(edit, token, len(new_value), None)
         else:
-            new_value = "-" + "".join(token.value[i] for i in kept)
-            edit.span(token.line, token.start, token.end, _render_value(new_value, None, True))
+            new = _render_value(new_value, None, at_start=True)
+            edit.span(token.line, token.start, token.end, new)
         return gone
 
     def _delete_tokens(self, edit: _Edit, indices: set[int]) -> None:
@@ -739,16 +759,9 @@ class JobScript:
                 edit.delete.add(number)
                 continue
             text = self._line(number).text
-            for index in deleted:
-                token = self.tokens[index]
-                start, end = _strip_span(text, token.start, token.end)
+            spans = [(self.tokens[i].start, self.tokens[i].end) for i in deleted]
+            for start, end in _deletion_spans(text, spans):
                 edit.span(number, start, end, "")
-
-
-def _value_start(found: list[Directive]) -> int:
-    """Where the attached value of a cluster like ``-Hc4`` starts (or its end)."""
-    starts = [d.value_at for d in found if d.value_at is not None]
-    return min(starts) if starts else 1 << 30
 
 
 def _style(raw: str) -> str | None:
