@@ -66,6 +66,6 @@ def tutorial_profile(filename: str, scale: float = 1.0, origin: str = "24752610.
 def tutorial_analysis(tmp_path: Path) -> ProfileAnalysis:
     script = tmp_path / "mnist_classify.py"
     script.write_text(TRAIN_SOURCE)
-    profile = tutorial_profile("/home/alice/mnist/mnist_classify.py")
+    profile = tutorial_profile("/no-such-cluster/home/alice/mnist/mnist_classify.py")
     finder = SourceFinder(profile_dirs=(tmp_path,), cwd=tmp_path)
     return analyze(ProfileSet.of([profile]), finder)

@@ -114,9 +114,7 @@ def worker(kind: str, seed: int, count: int) -> int:
     from tuneadvisor.errors import InputError
     from tuneadvisor.profile.lprof import load_profile
 
-    cases: Callable[[int, int], Iterator[Case]] = (
-        pickle_cases if kind == "pickle" else text_cases
-    )
+    cases: Callable[[int, int], Iterator[Case]] = pickle_cases if kind == "pickle" else text_cases
     outcome: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "case"
@@ -189,7 +187,7 @@ def test_fuzzed_pickles_load_or_raise_input_error() -> None:
 
 @pytest.mark.slow
 def test_fuzzed_tables_load_or_raise_input_error() -> None:
-    outcome = run("text", "20240612", "1500")
+    outcome = run("text", "20240612", "3000")
     assert outcome["loaded"] >= len(TABLES)
     assert outcome["rejected"] > 0
 

@@ -28,7 +28,10 @@ PICKLES = [FIXTURES / f"lp{v}.lprof" for v in VERSIONS]
 RANK1 = FIXTURES / "lp5.1.0-rank1.lprof"
 
 
-def reference(path: Path) -> tuple[float, dict[tuple[str, int, str], list[tuple[int, int, float]]]]:
+Table = dict[tuple[str, int, str], list[tuple[int, int, float]]]
+
+
+def reference(path: Path) -> tuple[float, Table]:
     """What line_profiler's own (trusting) loader reads from our own recorded file."""
     stats = line_profiler.load_stats(str(path))
     return stats.unit, {
@@ -37,10 +40,21 @@ def reference(path: Path) -> tuple[float, dict[tuple[str, int, str], list[tuple[
     }
 
 
-def as_table(profile: Profile) -> dict[tuple[str, int, str], list[tuple[int, int, float]]]:
+def as_table(profile: Profile) -> Table:
     return {
-        f.key: [(line.lineno, line.hits, line.time_s) for line in f.lines] for f in profile.functions
+        f.key: [(line.lineno, line.hits, line.time_s) for line in f.lines]
+        for f in profile.functions
     }
+
+
+def assert_same_numbers(got: Table, want: Table) -> None:
+    """Same functions, lines and hits; times equal up to float rounding."""
+    assert list(got) == list(want)
+    for key, lines in got.items():
+        assert [(lineno, hits) for lineno, hits, _ in lines] == [
+            (lineno, hits) for lineno, hits, _ in want[key]
+        ], key
+        assert [t for _, _, t in lines] == pytest.approx([t for _, _, t in want[key]], rel=1e-12)
 
 
 def rejected(path: Path, *needles: str) -> str:
@@ -76,8 +90,7 @@ def test_pickles_load_to_line_profilers_own_numbers(path: Path) -> None:
     assert profile.source_format == "lprof"
     assert profile.origin == str(path)
     assert profile.unit_s == unit
-    assert as_table(profile) == pytest.approx(timings)
-    assert [f.key for f in profile.functions] == list(timings)
+    assert_same_numbers(as_table(profile), timings)
     assert all(f.embedded_source == {} for f in profile.functions)
 
 
@@ -134,9 +147,7 @@ def test_load_profiles_keeps_each_rank_and_merges_them() -> None:
             h1, s1 = by_line1.get(lineno, (0, 0.0))
             assert hits == h0 + h1
             assert time_s == pytest.approx(s0 + s1)
-    assert loaded.merged.total_s == pytest.approx(
-        loaded.parts[0].total_s + loaded.parts[1].total_s
-    )
+    assert loaded.merged.total_s == pytest.approx(loaded.parts[0].total_s + loaded.parts[1].total_s)
 
 
 def test_load_profiles_mixes_a_pickle_and_a_table() -> None:
@@ -147,7 +158,7 @@ def test_load_profiles_mixes_a_pickle_and_a_table() -> None:
 
 def test_load_profiles_names_the_bad_file(tmp_path: Path) -> None:
     bad = write(tmp_path, "rank1.lprof", b"")
-    with pytest.raises(InputError, match="rank1.lprof: empty file"):
+    with pytest.raises(InputError, match=r"rank1\.lprof: empty file"):
         load_profiles([FIXTURES / "lp5.1.0.lprof", bad])
 
 
@@ -223,10 +234,7 @@ def test_pickle_that_runs_a_command_via_reduce(tmp_path: Path) -> None:
 
 
 def test_reduce_on_the_admitted_class_is_refused(tmp_path: Path) -> None:
-    data = (
-        b"\x80\x04\x8c\x1bline_profiler.line_profiler\x8c\tLineStats\x93"
-        b"\x8c\x02rm\x85R."
-    )
+    data = b"\x80\x04\x8c\x1bline_profiler.line_profiler\x8c\tLineStats\x93\x8c\x02rm\x85R."
     rejected(write(tmp_path, "evil.lprof", data), "REDUCE")
 
 
@@ -303,9 +311,7 @@ def test_size_limit(tmp_path: Path) -> None:
         ({}, 10.0, "unit"),
     ],
 )
-def test_line_stats_with_bad_contents(
-    tmp_path: Path, timings: Any, unit: Any, needle: str
-) -> None:
+def test_line_stats_with_bad_contents(tmp_path: Path, timings: Any, unit: Any, needle: str) -> None:
     path = write(tmp_path, "bad.lprof", line_stats_pickle(timings, unit))
     rejected(path, needle)
 
@@ -322,7 +328,7 @@ def test_line_stats_with_extra_attributes_loads(tmp_path: Path) -> None:
     stats = line_profiler.LineStats({("a.py", 1, "f"): [(2, 3, 4000)]}, 1e-9)
     stats.note = {"host": "gpu01"}  # type: ignore[attr-defined]
     profile = load_profile(write(tmp_path, "extra.lprof", pickle.dumps(stats, protocol=5)))
-    assert as_table(profile) == {("a.py", 1, "f"): [(2, 3, pytest.approx(4e-6))]}
+    assert_same_numbers(as_table(profile), {("a.py", 1, "f"): [(2, 3, 4e-6)]})
 
 
 def test_empty_line_stats_loads(tmp_path: Path) -> None:
@@ -334,7 +340,7 @@ def test_protocol_2_pickle_loads(tmp_path: Path) -> None:
     """Older Pythons wrote lower protocols (GLOBAL instead of STACK_GLOBAL)."""
     stats = line_profiler.LineStats({("a.py", 1, "f"): [(2, 3, 4000)]}, 1e-9)
     profile = load_profile(write(tmp_path, "p2.lprof", pickle.dumps(stats, protocol=2)))
-    assert as_table(profile) == {("a.py", 1, "f"): [(2, 3, pytest.approx(4e-6))]}
+    assert_same_numbers(as_table(profile), {("a.py", 1, "f"): [(2, 3, 4e-6)]})
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ from tuneadvisor.profile import source
 from tuneadvisor.profile.kinds import LineKind, classify_source
 from tuneadvisor.profile.source import SourceFinder
 
-RECORDED = "/home/alice/proj/src/train.py"  # where the cluster had it; never exists here
+# Where the cluster had it; never exists here.
+RECORDED = "/no-such-cluster/home/alice/proj/src/train.py"
 
 
 def put(path: Path, text: str = "print('hi')\n") -> Path:

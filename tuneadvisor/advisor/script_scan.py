@@ -587,14 +587,25 @@ class _Index:
         self.mutations: dict[str, list[_Mutation]] = {}
         self.calls: list[ast.Call] = []
         self.assigns: list[tuple[ast.expr, ast.expr, ast.stmt]] = []
-        nodes = list(ast.walk(tree))
-        for node in nodes:
+        self.nodes = list(ast.walk(tree))
+        for node in self.nodes:
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
-        for node in nodes:
+        for node in self.nodes:
             self._visit(node)
         self.calls.sort(key=_pos)
         self.assigns.sort(key=lambda item: _pos(item[2]))
+        # Reads of environment variables, in source order (needs every import seen first).
+        self.env_nodes: list[tuple[str, ast.expr]] = sorted(
+            (
+                (read[0], node)
+                for node in self.nodes
+                if isinstance(node, ast.expr)
+                and (read := self.env_read(node)) is not None
+                and read[0] is not None
+            ),
+            key=lambda item: _pos(item[1]),
+        )
 
     # ---- building
 
@@ -1374,7 +1385,7 @@ def _scan_loops(index: _Index, loaders: list[DataLoaderScan]) -> dict[_Loop, Loa
     """Every `for ... in <DataLoader>` loop, keyed by its node."""
     loader_names = {_last(loader.name).lower() for loader in loaders if loader.name}
     loops: dict[_Loop, LoaderLoop] = {}
-    nodes = [n for n in ast.walk(index.tree) if isinstance(n, ast.For | ast.AsyncFor)]
+    nodes = [n for n in index.nodes if isinstance(n, ast.For | ast.AsyncFor)]
     for node in sorted(nodes, key=_pos):
         iterable = _unwrap_iterable(index, node.iter)
         name = _iterable_name(iterable)
@@ -1409,6 +1420,8 @@ def _unwrap_iterable(index: _Index, node: ast.expr) -> ast.expr:
 def _iterable_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Subscript):  # dataloaders[phase]
         node = node.value
+    if isinstance(node, ast.Call):  # self.train_dataloader(), get_loader(...)
+        node = node.func
     return _dotted(node)
 
 
@@ -1646,11 +1659,9 @@ def _lines(calls: Sequence[ast.Call]) -> tuple[int, ...]:
 
 def _env_reads(index: _Index) -> dict[str, tuple[int, ...]]:
     reads: dict[str, list[int]] = {}
-    for node in ast.walk(index.tree):
-        read = index.env_read(node)
-        if read is not None and read[0] is not None:
-            reads.setdefault(read[0], []).append(getattr(node, "lineno", 0))
-    return {name: tuple(sorted(lines)) for name, lines in reads.items()}
+    for name, node in index.env_nodes:
+        reads.setdefault(name, []).append(node.lineno)
+    return {name: tuple(lines) for name, lines in reads.items()}
 
 
 class _Roles:
@@ -1701,9 +1712,8 @@ class _Roles:
         return None
 
     def _from_env(self, env: set[str]) -> Origin | None:
-        for node in ast.walk(self.index.tree):
-            read = self.index.env_read(node)
-            if read is not None and read[0] in env and isinstance(node, ast.expr):
+        for name, node in self.index.env_nodes:
+            if name in env:
                 return self.resolver.resolve(node)
         return None
 
@@ -1778,7 +1788,7 @@ def _autocast_dtype(index: _Index, resolver: _Resolver, call: ast.Call, qual: st
 
 def _dtype_lines(index: _Index) -> dict[str, tuple[int, ...]]:
     lines: dict[str, list[int]] = {}
-    for node in ast.walk(index.tree):
+    for node in index.nodes:
         if isinstance(node, ast.Attribute):
             dtype = _DTYPES.get(index.qual(node) or "")
             if dtype is not None:
@@ -1828,8 +1838,8 @@ def _is_omp_item(index: _Index, target: ast.expr) -> bool:
 def _put(out: dict[str, object], name: str, value: object) -> None:
     """Set a fact when the value has the fact's type (numeric strings count as ints)."""
     kind = _FACT_TYPES[name]
-    if kind == "int" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
+    if kind == "int" and isinstance(value, str):
+        value = _convert(value.strip(), int)  # OMP_NUM_THREADS="4"
     if kind == "bool" and _is_number(value) and value in (0, 1):
         value = bool(value)
     ok = {

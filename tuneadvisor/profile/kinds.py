@@ -20,12 +20,13 @@ file-wide. Roles then flow through the bindings until nothing changes (a few rou
   ``data_iter``, ``*_iterator``) since a training loop rarely ``next()``-s anything else.
 - model: bound from ``X()`` for an ``nn.Module`` subclass defined in the file (through
   subclasses of subclasses), ``DDP``/``DistributedDataParallel``/``DataParallel``/``FSDP``,
-  ``nn.Sequential``, ``torch.compile``, ``models.resnet18()``/``torchvision.models.*``,
-  ``timm.create_model``, ``*Model*.from_pretrained``; ``.to()``/``.cuda()``/``.train()``/...
-  on a model is a model, and so is ``model.module``; or *named* ``model``, ``net``,
-  ``network``, ``*_model``, ``*model``, ``*net``, ``netG``, ``model_engine`` unless the name is
-  a function or class defined in the file or starts with a verb (``build_model``,
-  ``unwrap_model``).
+  ``torch.compile``, ``models.resnet18()``/``torchvision.models.*``, ``timm.create_model``,
+  ``*Model*.from_pretrained``, a factory named a verb then a model (``build_model(cfg)``,
+  ``get_net()``); ``.to()``/``.cuda()``/``.train()``/... on a model is a model, and so is
+  ``model.module``; or *named* ``model``, ``net``, ``network``, ``*_model``, ``*model``,
+  ``*net``, ``netG``, ``model_engine`` unless the name is a function or class defined in the
+  file or starts with a verb (``build_model``, ``unwrap_model``). Layers are not models:
+  ``self.conv1(x)`` inside a ``forward()`` stays "other".
 - loss function: ``nn.CrossEntropyLoss()``-like constructors (capitalised, ending ``Loss``),
   or named ``criterion``, ``*criterion*``, ``loss_fn``, ``loss_func``, ``loss_function``.
 - optimizer/scheduler: constructors under ``optim``, ``SGD``/``Adam``/..., ``*LR`` schedulers,
@@ -80,8 +81,11 @@ highest first, chosen for where the line's measured time most likely goes:
 7. ``transfer``.
 
 Limits: names are matched, not types inferred; code in other files is unknown (a model built by
-an imported helper is recognised only by its name); a file that does not parse (syntax error,
-null bytes, Python 2) classifies nothing rather than guessing from fragments. Compound
+an imported helper is recognised by its name or the helper's); devices are unknown, so
+``.cpu()`` on a tensor already on the CPU is still "sync"; ``scaler.step()`` is "optimizer"
+although it reads a flag from the GPU; a file that does not parse (syntax error, null bytes,
+Python 2, expressions too deep for the parser) classifies nothing rather than guessing from
+fragments. Compound
 statements give their kind to their header lines only (``for ... in ...:``, ``with ...:``,
 ``if ...:``); bodies are classified statement by statement. Comments and blank lines are left
 out.
@@ -94,11 +98,10 @@ import gc
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from enum import Enum
+from enum import StrEnum
 
 
-# Not StrEnum: the package supports Python 3.10, and str() of a kind stays as it was.
-class LineKind(str, Enum):  # noqa: UP042
+class LineKind(StrEnum):
     DATALOADER = "dataloader"
     TRANSFER = "transfer"
     FORWARD = "forward"
@@ -129,9 +132,10 @@ def classify_source(text: str) -> dict[int, LineKind]:
     Lines of a multi-line statement all get the statement's kind. Lines not returned are
     "other". Never raises on bad source: a file that does not parse classifies nothing.
     """
+    text = text.lstrip("\ufeff")  # a BOM read as text: Python skips it, ast.parse does not
     with _gc_paused():
         try:
-            tree = ast.parse(text.lstrip("\ufeff"))
+            tree = ast.parse(text)
         except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
             return {}
         try:
@@ -157,13 +161,13 @@ def _gc_paused() -> Iterator[None]:
 # --- roles of names ---------------------------------------------------------------------
 
 # Bit flags: cheaper than sets, and a name can hold several (a loop target may be both).
-MODEL = 1
-LOADER = 2
-LOSS_FN = 4
-OPTIM = 8
-SCALER = 16
-TENSOR = 32
-CALLABLE = 64  # a def or class of this file: never a model by its name
+_MODEL = 1
+_LOADER = 2
+_LOSS_FN = 4
+_OPTIM = 8
+_SCALER = 16
+_TENSOR = 32
+_CALLABLE = 64  # a def or class of this file: never a model by its name
 _MAX_DEPTH = 40  # expression nesting followed; deeper parts count as unknown
 
 _LOADER_NAME = re.compile(
@@ -292,6 +296,9 @@ _TORCH_NON_TENSOR = frozenset(
         "iinfo",
     }
 )
+_FUNCTIONAL_LOSSES = frozenset(
+    {"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"}
+)
 # ``next(loader_iter)`` and ``list(loader)`` give batches; the wrappers give iterables of them.
 _LOADER_CONSUMERS = frozenset({"next", "list", "tuple"})
 
@@ -341,24 +348,19 @@ def _is_loss_call_name(name: str) -> bool:
     return "loss" in lower or "criterion" in lower or lower in _FUNCTIONAL_LOSSES
 
 
-_FUNCTIONAL_LOSSES = frozenset(
-    {"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"}
-)
-
-
 def _pattern_roles(name: str) -> int:
     """Roles a name suggests by itself (``train_loader``, ``model``, ``criterion``, ...)."""
     roles = 0
     if _LOADER_NAME.search(name):
-        roles |= LOADER
+        roles |= _LOADER
     if _is_model_name(name):
-        roles |= MODEL
+        roles |= _MODEL
     if _LOSS_FN_NAME.search(name):
-        roles |= LOSS_FN
+        roles |= _LOSS_FN
     if _OPTIM_NAME.search(name) or _OPT_SHORT_NAME.search(name):
-        roles |= OPTIM
+        roles |= _OPTIM
     if _SCALER_NAME.search(name):
-        roles |= SCALER
+        roles |= _SCALER
     return roles
 
 
@@ -429,11 +431,8 @@ def _header_exprs(stmt: ast.stmt) -> list[ast.expr] | None:
         return exprs
     if isinstance(stmt, ast.Match):
         return [stmt.subject]
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try)):
-        return []
-    if isinstance(stmt, ast.TryStar):
-        return []
-    return None
+    # def, class, try (and try/except*): nothing in their headers is classified
+    return [] if hasattr(stmt, "body") else None
 
 
 # The only nodes the passes look at; collected once per statement.
@@ -508,11 +507,10 @@ class _Roles:
         self.module_classes: set[str] = set()
         self.loss_classes: set[str] = set()
         self._patterns: dict[str, int] = {}
+        self._constructors: dict[int, int] = {}
         self._memo: dict[int, int] | None = None
-        self.rounds = 0
         bindings = self._collect(statements)
         for _ in range(self._ROUNDS):
-            self.rounds += 1
             changed = False
             for binding in bindings:
                 changed |= self._apply(binding)
@@ -527,11 +525,11 @@ class _Roles:
         classes: list[tuple[str, list[str]]] = []
         for (stmt, scope), nodes in zip(statements.items, statements.nodes, strict=True):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.names[scope][stmt.name] = CALLABLE
+                self.names[scope][stmt.name] = _CALLABLE
                 self._collect_params(stmt, statements.function_scope[id(stmt)], bindings)
                 continue
             if isinstance(stmt, ast.ClassDef):
-                self.names[scope][stmt.name] = CALLABLE
+                self.names[scope][stmt.name] = _CALLABLE
                 classes.append((stmt.name, [n for n in map(_final_name, stmt.bases) if n]))
                 continue
             self._collect_statement(stmt, scope, nodes, bindings)
@@ -602,9 +600,12 @@ class _Roles:
     def _apply(self, binding: _Binding) -> bool:
         scope, target, value = binding.scope, binding.target, binding.value
         if binding.kind == "type":
-            return self._assign(target, self._constructed(value, None, scope), scope)
+            roles = 0
+            for named in _annotated_types(value):
+                roles |= self._constructed(named)
+            return self._assign(target, roles, scope)
         if binding.kind == "aug":
-            return self._assign(target, self.of(value, scope) & TENSOR, scope)
+            return self._assign(target, self.of(value, scope) & _TENSOR, scope)
         if binding.kind == "loop":
             return self._assign_loop(target, value, scope)
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -641,11 +642,11 @@ class _Roles:
                 changed |= self._assign(elt, self.of(source, scope), scope)
             return changed
         # Unpacking one value: a batch gives tensors, ``get_loaders()`` gives loaders.
-        return self._assign(target, self.of(value, scope) & (TENSOR | LOADER), scope)
+        return self._assign(target, self.of(value, scope) & (_TENSOR | _LOADER), scope)
 
     def _assign_loop(self, target: ast.expr, iterable: ast.expr, scope: int) -> bool:
         roles = self.of(iterable, scope)
-        if not roles & (LOADER | TENSOR):
+        if not roles & (_LOADER | _TENSOR):
             return False
         if (
             isinstance(iterable, ast.Call)
@@ -654,7 +655,7 @@ class _Roles:
             and len(target.elts) == 2
         ):
             target = target.elts[1]  # the index is an int
-        return self._assign(target, TENSOR, scope)
+        return self._assign(target, _TENSOR, scope)
 
     # reading -------------------------------------------------------------------------
 
@@ -664,7 +665,7 @@ class _Roles:
             table = self.names[s]
             if name in table:
                 roles = table[name]
-                return roles if roles & CALLABLE else roles | self.pattern(name)
+                return roles if roles & _CALLABLE else roles | self.pattern(name)
             s = self.statements.parent[s]
         return self.pattern(name)
 
@@ -677,13 +678,13 @@ class _Roles:
     def of(self, expr: ast.expr, scope: int, depth: int = 0) -> int:
         """Roles of an expression's value."""
         memo = self._memo
-        if memo is not None:
-            key = id(expr)
-            found = memo.get(key)
-            if found is None:
-                found = memo[key] = self._of(expr, scope, depth)
-            return found
-        return self._of(expr, scope, depth)
+        if memo is None or depth:  # inner answers may be cut short by the depth limit
+            return self._of(expr, scope, depth)
+        key = id(expr)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._of(expr, scope, depth)
+        return found
 
     def _of(self, expr: ast.expr, scope: int, depth: int) -> int:
         if depth > _MAX_DEPTH:
@@ -696,13 +697,13 @@ class _Roles:
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
         if isinstance(expr, ast.Subscript):
-            return self.of(expr.value, scope, depth) & (TENSOR | LOADER | MODEL)
+            return self.of(expr.value, scope, depth) & (_TENSOR | _LOADER | _MODEL)
         if isinstance(expr, (ast.Starred, ast.Await, ast.NamedExpr)):
             return self.of(expr.value, scope, depth)
         if isinstance(expr, ast.BinOp):
-            return (self.of(expr.left, scope, depth) | self.of(expr.right, scope, depth)) & TENSOR
+            return (self.of(expr.left, scope, depth) | self.of(expr.right, scope, depth)) & _TENSOR
         if isinstance(expr, ast.UnaryOp):
-            return self.of(expr.operand, scope, depth) & TENSOR
+            return self.of(expr.operand, scope, depth) & _TENSOR
         if isinstance(expr, ast.Compare):
             return self._compare(expr, scope, depth)
         return self._other(expr, scope, depth)
@@ -720,7 +721,7 @@ class _Roles:
         roles = 0
         for part in parts:
             roles |= self.of(part, scope, depth)
-        return roles & TENSOR
+        return roles & _TENSOR
 
     def _compare(self, expr: ast.Compare, scope: int, depth: int) -> int:
         # ``x is None`` and ``k in batch`` do not read tensor values.
@@ -729,7 +730,7 @@ class _Roles:
         roles = self.of(expr.left, scope, depth)
         for part in expr.comparators:
             roles |= self.of(part, scope, depth)
-        return roles & TENSOR
+        return roles & _TENSOR
 
     def _attribute(self, expr: ast.Attribute, scope: int, depth: int) -> int:
         dotted = _dotted(expr)
@@ -737,10 +738,10 @@ class _Roles:
         if dotted is not None:
             roles |= self.attrs.get(dotted, 0)
         base = self.of(expr.value, scope, depth)
-        if base & MODEL and expr.attr in ("module", "_orig_mod"):
-            roles |= MODEL
-        if base & TENSOR and expr.attr not in _NON_TENSOR_ATTRS:
-            roles |= TENSOR
+        if base & _MODEL and expr.attr in ("module", "_orig_mod"):
+            roles |= _MODEL
+        if base & _TENSOR and expr.attr not in _NON_TENSOR_ATTRS:
+            roles |= _TENSOR
         return roles
 
     def _call(self, call: ast.Call, scope: int, depth: int) -> int:
@@ -750,43 +751,53 @@ class _Roles:
             if roles:
                 return roles
         callee = self.of(func, scope, depth)
-        if callee & MODEL or callee & LOSS_FN:
-            return TENSOR  # a forward pass or a loss
+        if callee & _MODEL or callee & _LOSS_FN:
+            return _TENSOR  # a forward pass or a loss
         name = _final_name(func)
         if name is None:
             return 0
         if self.starts_dataloader(call, scope, depth):
-            return TENSOR if name in _LOADER_CONSUMERS else LOADER
+            return _TENSOR if name in _LOADER_CONSUMERS else _LOADER
         if _is_loss_call_name(name):
-            return TENSOR
-        constructed = self._constructed(func, call, scope)
+            return _TENSOR
+        constructed = self._constructed(func)
         if constructed:
             return constructed
-        return TENSOR if _is_tensor_function(func) else 0
+        return _TENSOR if _is_tensor_function(func) else 0
 
     def _method_result(self, call: ast.Call, func: ast.Attribute, scope: int, depth: int) -> int:
         base = self.of(func.value, scope, depth)
         attr = func.attr
         if attr in _SAME_ROLE_METHODS:
-            moved = TENSOR if attr in ("to", "cuda") and not base & (MODEL | LOSS_FN) else 0
-            return (base & (MODEL | LOSS_FN | TENSOR)) | moved
-        if attr in ("next", "__next__") and base & LOADER:
-            return TENSOR
-        if attr in ("forward", "generate") and base & MODEL:
-            return TENSOR
-        if base & TENSOR and attr not in _NON_TENSOR_METHODS:
-            return TENSOR
+            moved = _TENSOR if attr in ("to", "cuda") and not base & (_MODEL | _LOSS_FN) else 0
+            return (base & (_MODEL | _LOSS_FN | _TENSOR)) | moved
+        if attr in ("next", "__next__") and base & _LOADER:
+            return _TENSOR
+        if attr in ("forward", "generate") and base & _MODEL:
+            return _TENSOR
+        if base & _TENSOR and attr not in _NON_TENSOR_METHODS:
+            return _TENSOR
         return 0
 
-    def _constructed(self, func: ast.expr, call: ast.Call | None, scope: int) -> int:
-        """Roles of what calling (or annotating with) ``func`` makes: DataLoader, model, ..."""
+    def _constructed(self, func: ast.expr) -> int:
+        """Roles of what calling (or annotating with) ``func`` makes: DataLoader, model, ...
+
+        Depends on the callee's spelling only, so each answer is kept (rounds ask again).
+        """
+        key = id(func)
+        roles = self._constructors.get(key)
+        if roles is None:
+            roles = self._constructors[key] = self._construct(func)
+        return roles
+
+    def _construct(self, func: ast.expr) -> int:
         name = _final_name(func)
         if name is None:
             return 0
         dotted = _dotted(func) or name
         parts = dotted.split(".")
         if _LOADER_NAME.search(name):
-            return LOADER
+            return _LOADER
         if (
             name in self.module_classes
             or name in _MODULE_BASES
@@ -796,13 +807,13 @@ class _Roles:
             or (len(parts) >= 2 and parts[-2] == "models" and parts[0] in ("models", "torchvision"))
             or (name in ("from_pretrained", "from_config") and _names_a_model_class(parts))
         ):
-            return MODEL
+            return _MODEL
         if name in self.loss_classes or (name[0].isupper() and name.endswith("Loss")):
-            return LOSS_FN
+            return _LOSS_FN
         if name == "GradScaler":
-            return SCALER
+            return _SCALER
         if _is_optimizer_constructor(name, parts):
-            return OPTIM
+            return _OPTIM
         return 0
 
     # questions the classifier asks -----------------------------------------------------
@@ -817,11 +828,35 @@ class _Roles:
             return False
         if name == "next":
             first = args[0]
-            if self.of(first, scope, depth) & LOADER:
+            if self.of(first, scope, depth) & _LOADER:
                 return True
             final = _final_name(first)
             return final is not None and bool(_ITER_NAME.search(final))
-        return any(self.of(arg, scope, depth) & LOADER for arg in args)
+        return any(self.of(arg, scope, depth) & _LOADER for arg in args)
+
+
+def _annotated_types(annotation: ast.expr, depth: int = 0) -> list[ast.expr]:
+    """The classes an annotation names: ``DataLoader[Any]``, ``GradScaler | None``,
+    ``Optional["nn.Module"]``."""
+    if depth > 4:
+        return []
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return []
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return [
+            *_annotated_types(annotation.left, depth + 1),
+            *_annotated_types(annotation.right, depth + 1),
+        ]
+    if isinstance(annotation, ast.Subscript):
+        if _final_name(annotation.value) not in ("Optional", "Union", "Annotated"):
+            return _annotated_types(annotation.value, depth + 1)
+        inner = annotation.slice
+        parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+        return [t for part in parts for t in _annotated_types(part, depth + 1)]
+    return [annotation]
 
 
 def _parallel_sources(target: ast.Tuple | ast.List, value: ast.expr) -> list[ast.expr] | None:
@@ -915,16 +950,17 @@ _DTYPES = frozenset(
 
 
 class _SourceLines:
-    """Lines split the way the parser counts them (not ``str.splitlines``: form feeds)."""
+    """Lines split the way the parser counts them (not ``str.splitlines``: form feeds), as
+    UTF-8 bytes since the AST's column offsets count bytes. Built on first use."""
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._lines: list[bytes] | None = None
+        self._lines: list[str] | None = None
 
     def line(self, lineno: int) -> bytes:
         if self._lines is None:
-            self._lines = [ln.encode("utf-8") for ln in re.split(r"\r\n|\r|\n", self._text)]
-        return self._lines[lineno - 1] if 0 < lineno <= len(self._lines) else b""
+            self._lines = re.split(r"\r\n|\r|\n", self._text)
+        return self._lines[lineno - 1].encode() if 0 < lineno <= len(self._lines) else b""
 
 
 def _classify(statements: _Statements, roles: _Roles, source: _SourceLines) -> dict[int, LineKind]:
@@ -945,9 +981,9 @@ def _classify(statements: _Statements, roles: _Roles, source: _SourceLines) -> d
 
 def _statement_rank(stmt: ast.stmt, scope: int, nodes: list[ast.AST], roles: _Roles) -> int:
     rank = _NO_RANK
-    if isinstance(stmt, (ast.For, ast.AsyncFor)) and roles.of(stmt.iter, scope) & LOADER:
+    if isinstance(stmt, (ast.For, ast.AsyncFor)) and roles.of(stmt.iter, scope) & _LOADER:
         return _RANK[LineKind.DATALOADER]
-    if isinstance(stmt, (ast.If, ast.While, ast.Assert)) and roles.of(stmt.test, scope) & TENSOR:
+    if isinstance(stmt, (ast.If, ast.While, ast.Assert)) and roles.of(stmt.test, scope) & _TENSOR:
         rank = _RANK[LineKind.SYNC]  # ``if loss < best:`` reads the tensor on the host
     for node in nodes:
         kind = _node_kind(node, scope, roles)
@@ -962,9 +998,9 @@ def _node_kind(node: ast.AST, scope: int, roles: _Roles) -> LineKind | None:
     if isinstance(node, ast.Call):
         return _call_kind(node, scope, roles)
     if isinstance(node, ast.FormattedValue):
-        return LineKind.SYNC if roles.of(node.value, scope) & TENSOR else None
+        return LineKind.SYNC if roles.of(node.value, scope) & _TENSOR else None
     if isinstance(node, ast.comprehension):
-        return LineKind.DATALOADER if roles.of(node.iter, scope) & LOADER else None
+        return LineKind.DATALOADER if roles.of(node.iter, scope) & _LOADER else None
     if (
         isinstance(node, ast.BinOp)
         and isinstance(node.op, ast.Mod)
@@ -994,9 +1030,9 @@ def _call_kind(call: ast.Call, scope: int, roles: _Roles) -> LineKind | None:
     if name == "grad" and (_dotted(func) or "").endswith("autograd.grad"):
         return LineKind.BACKWARD
     callee = roles.of(func, scope)
-    if callee & MODEL:
+    if callee & _MODEL:
         return LineKind.FORWARD
-    if callee & LOSS_FN or (name is not None and _is_loss_call_name(name)):
+    if callee & _LOSS_FN or (name is not None and _is_loss_call_name(name)):
         return LineKind.LOSS
     if name in ("tensor", "as_tensor") and _device_keyword(call) is not None:
         return _to_kind(call)
@@ -1016,13 +1052,13 @@ def _method_kind(call: ast.Call, func: ast.Attribute, scope: int, roles: _Roles)
     if attr in ("cuda", "pin_memory"):
         return LineKind.TRANSFER
     base = roles.of(func.value, scope)
-    if attr == "step" and base & (OPTIM | SCALER | MODEL):
+    if attr == "step" and base & (_OPTIM | _SCALER | _MODEL):
         return LineKind.OPTIMIZER
-    if attr in ("update", "unscale_") and base & SCALER:
+    if attr in ("update", "unscale_") and base & _SCALER:
         return LineKind.OPTIMIZER
-    if attr in ("next", "__next__") and base & LOADER:
+    if attr in ("next", "__next__") and base & _LOADER:
         return LineKind.DATALOADER
-    if attr in ("forward", "generate") and base & MODEL:
+    if attr in ("forward", "generate") and base & _MODEL:
         return LineKind.FORWARD
     if (
         attr in _HOST_READ_METHODS
@@ -1035,11 +1071,8 @@ def _method_kind(call: ast.Call, func: ast.Attribute, scope: int, roles: _Roles)
 
 def _host_read_applies(func: ast.Attribute) -> bool:
     # Lightning's ``self.log(...)`` keeps tensors on the device and reduces them later.
-    return not (
-        func.attr.startswith("log")
-        and isinstance(func.value, ast.Name)
-        and (func.value.id == "self")
-    )
+    on_self = isinstance(func.value, ast.Name) and func.value.id == "self"
+    return not (on_self and func.attr.startswith("log"))
 
 
 def _function_kind(call: ast.Call, name: str, scope: int, roles: _Roles) -> LineKind | None:
@@ -1090,7 +1123,7 @@ def _reads_tensor(expr: ast.expr, scope: int, roles: _Roles, depth: int = 0) -> 
     """A tensor value, or a tuple/list/dict/f-string holding one (not ``f(x)``, ``x.shape``)."""
     if depth > _MAX_DEPTH:
         return False
-    if roles.of(expr, scope) & TENSOR:
+    if roles.of(expr, scope) & _TENSOR:
         return True
     parts: list[ast.expr | None]
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):

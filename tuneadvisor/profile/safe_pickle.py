@@ -125,8 +125,9 @@ class _Item:
 class _Scan:
     """A shadow of the unpickler's stack that executes nothing."""
 
-    def __init__(self, limits: PickleLimits) -> None:
+    def __init__(self, limits: PickleLimits, size: int) -> None:
         self.limits = limits
+        self.size = size  # of the whole pickle, in bytes
         self.stack: list[_Item] = []
         self.marks: list[int] = []  # stack heights at each open MARK
         self.memo: dict[int, _Item] = {}
@@ -194,7 +195,8 @@ class _Scan:
             if arg > pickle.HIGHEST_PROTOCOL:
                 raise PickleRejected(f"pickle protocol {arg} is newer than this Python reads")
         elif name == "FRAME":
-            pass  # a length prefix; the unpickler checks it against the data
+            if arg > self.size - pos:
+                raise PickleRejected(f"truncated pickle: a frame at byte {pos} runs past the end")
         elif name == "STOP":
             if len(self.stack) != 1 or self.marks:
                 raise PickleRejected(f"corrupt pickle: stack not balanced at STOP (byte {pos})")
@@ -288,7 +290,7 @@ def scan(data: bytes, limits: PickleLimits = DEFAULT_LIMITS) -> None:
     """Refuse (PickleRejected) a pickle that a line_profiler file could not be."""
     if len(data) > limits.max_bytes:
         raise PickleRejected(f"refused: larger than the {limits.max_bytes} byte limit")
-    shadow = _Scan(limits)
+    shadow = _Scan(limits, len(data))
     end = 0
     for opcode, arg, pos in _opcodes(data):
         shadow.step(opcode.name, arg, pos if pos is not None else -1)

@@ -38,16 +38,22 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 _TIMER = re.compile(r"Timer unit: (\S+) s")
 _TOTAL = re.compile(r"Total time: (\S+) s")
 _FILE = re.compile(r"File: (.*)")
-_FUNCTION = re.compile(r"Function: (.*) at line (\d+)")
+_FUNCTION = re.compile(r"Function: (.*) at line ([0-9]{1,9})")
 _MISSING = re.compile(r"Could not find file (.*)")
 _HEADER = re.compile(r" *Line # +Hits +Time +Per Hit +% Time +Line Contents")
 _RULE = re.compile(r"=+")
 _BLANK = re.compile("")
-_SUMMARY = re.compile(r" *(\S+) seconds - (.*):(\d+) - (.*)")
-_NUMBER = re.compile(r"\d+(?:\.\d*)?(?:e[+-]?\d+)?")
+_SUMMARY = re.compile(r" *(\S+) seconds - (.*):([0-9]{1,9}) - (.*)")
+# As line_profiler prints them ('%d', '%5.1f', '%g'); bounded, so int() and float() stay cheap.
+_NUMBER = re.compile(r"[0-9]{1,40}(?:\.[0-9]{0,40})?(?:e[+-]?[0-9]{1,2})?")
+_LINENO = re.compile(r"[0-9]{1,9}")
+# Wider than any real numbers column, even with line_profiler 5's configurable widths.
+_MAX_NUMBERS_WIDTH = 200
 _NUMBERS_PREFIX = re.compile(r"[0-9.e+\- ]*")  # what the numbers column can hold
 # line_profiler's apology when it cannot find the source, after "Could not find file".
 _MISSING_LINES = 4
+# Lines from 'Total time:' to the header: 4, or 8 with the missing-source note.
+_HEADER_WITHIN = 8
 UNKNOWN_NAME = "<unknown>"
 
 
@@ -141,7 +147,7 @@ class _Parser:
                 self.at += 1
             elif unit is None or not line:
                 self.at += 1
-            elif _TOTAL.fullmatch(line):
+            elif _TOTAL.fullmatch(line) and self.section_follows():
                 self.sections.append(self.section(unit))
             elif match := _SUMMARY.fullmatch(line):
                 self.summary[(match[2], int(match[3]))] = match[4]
@@ -149,6 +155,19 @@ class _Parser:
             else:
                 unit = None  # output that follows the table
                 self.at += 1
+
+    def section_follows(self) -> bool:
+        """Whether a 'Total time:' line opens a function's table (a job may print its own).
+
+        A table's header comes within a few lines (more with the missing-source note), before
+        any other 'Total time:' or 'Timer unit:'.
+        """
+        for line in self.lines[self.at + 1 : self.at + 1 + _HEADER_WITHIN]:
+            if _HEADER.fullmatch(line):
+                return True
+            if _TOTAL.fullmatch(line) or _TIMER.fullmatch(line):
+                return False
+        return False
 
     def section(self, unit_s: float) -> _Section:
         total = self.expect(_TOTAL, "'Total time:'")[1]
@@ -172,7 +191,10 @@ class _Parser:
         while (row := self.peek()) is not None and row:
             body.append(row)
             self.at += 1
-        section.rows = _body_rows(body, header.index("Line Contents") - 2, section, body_start)
+        width = header.index("Line Contents") - 2
+        if width > _MAX_NUMBERS_WIDTH:
+            raise TableError(f"line {body_start - 1}: the header is implausibly wide")
+        section.rows = _body_rows(body, width, section, body_start)
         return section
 
     def function(self, section: _Section) -> FunctionTiming:
@@ -183,7 +205,7 @@ class _Parser:
         if name is None:
             name = self.summary.get((section.filename, first), UNKNOWN_NAME)
         lines = tuple(
-            LineTiming(lineno, _hits(cells.hits), _time(cells.time) * section.unit_s)
+            LineTiming(lineno, _hits(cells.hits), float(cells.time) * section.unit_s)
             for lineno, cells, _ in section.rows
             if cells is not None
         )
@@ -300,8 +322,8 @@ def _positive(token: str, what: str) -> float:
 
 
 def _int(token: str, what: str) -> int:
-    if not token.isdigit():
-        raise TableError(f"{what} {token[:20]!r} is not a whole number")
+    if not _LINENO.fullmatch(token):
+        raise TableError(f"{what} {token[:20]!r} is not a line number")
     return int(token)
 
 
@@ -310,15 +332,11 @@ def _hits(token: str) -> int:
     return round(float(token))
 
 
-def _time(token: str) -> float:
-    return float(token)
-
-
 def _half_step(token: str) -> float:
     """Half the step of the last printed digit: '12.3' -> 0.05, '2e+06' -> 5e5."""
     mantissa, _, exponent = token.partition("e")
     decimals = len(mantissa.partition(".")[2])
-    return 0.5 * 10.0 ** (int(exponent or 0) - decimals)
+    return float(f"5e{int(exponent or 0) - decimals - 1}")  # inf, not OverflowError, if huge
 
 
 # '%g' hit counts keep 6 significant digits; floats add their own rounding.
@@ -358,22 +376,21 @@ def _check_row(cells: _Cells, total_s: float, section: _Section, where: str) -> 
         raise TableError(f"{where}: per-hit {cells.per_hit} is not time / hits")
     time_s = time * section.unit_s
     if cells.percent is not None:
-        _check_percent(cells, time_s, total_s, section, where)
+        _check_percent(cells.percent, cells.time, time_s, total_s, section, where)
     return time_s
 
 
 def _check_percent(
-    cells: _Cells, time_s: float, total_s: float, section: _Section, where: str
+    printed: str, time: str, time_s: float, total_s: float, section: _Section, where: str
 ) -> None:
-    assert cells.percent is not None
-    percent = _number(cells.percent, f"{where}: percent")
+    percent = _number(printed, f"{where}: percent")
     if total_s <= 0:
         raise TableError(f"{where}: a percentage of a zero total time")
     expected = 100 * time_s / total_s
     tolerance = (
-        _half_step(cells.percent)
-        + 100 * _half_step(cells.time) * section.unit_s / total_s
+        _half_step(printed)
+        + 100 * _half_step(time) * section.unit_s / total_s
         + expected * (_half_step(section.total) / total_s + _RELATIVE_SLACK)
     )
     if abs(percent - expected) > tolerance:
-        raise TableError(f"{where}: {cells.percent} % does not match its time and the total")
+        raise TableError(f"{where}: {printed} % does not match its time and the total")

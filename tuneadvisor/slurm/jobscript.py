@@ -29,17 +29,24 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from tuneadvisor.slurm.options import (
     C_SPACE,
     Arg,
+    GresItem,
     JobRequest,
     SbatchOption,
     find_option,
+    gpu_count,
     match_long,
+    parse_gpus,
+    parse_gres,
+    parse_mail_type,
+    parse_nodes,
     short_option,
     validate,
 )
@@ -74,11 +81,16 @@ IGNORED_DIRECTIVE = "ignored-directive"
 DEPRECATED_PREFIX = "deprecated-prefix"
 HETJOB_COMPONENTS = "hetjob-components"
 
+T = TypeVar("T")
 _MAGIC = ("#SBATCH", "#SLURM")
-_HETJOB_WORD = re.compile(r"(?i)(?:het|pack)job(?=[ \t\n\v\f\r#]|$)")
+_HETJOB_WORD = re.compile(r"(?i)(?:het|pack)job(?=[ \t\n\v\f\r]|$)")
 # Look like a directive but sbatch skips them; `##SBATCH` and `# SBATCH` are deliberate.
 _NEAR_MISS = re.compile(r"[ \t]+#SBATCH|#(?!SBATCH)(?i:sbatch)")
 _MEMORY_OPTIONS = ("mem", "mem-per-cpu", "mem-per-gpu")
+# sbatch ORs every --mail-type it reads instead of keeping the last.
+_ADDING_UP = frozenset({"mail-type"})
+# Two names for one setting: the later one replaces the other.
+_SAME_SETTING = {"requeue": "no-requeue", "no-requeue": "requeue"}
 
 # sbatch's own words.
 _DOS_MESSAGE = (
@@ -386,9 +398,20 @@ def _after_command_problems(lines: Iterable[Line]) -> list[Problem]:
     return problems
 
 
-def _conflicts(directives: list[Directive]) -> list[Problem]:
-    """Combinations sbatch refuses before submitting."""
-    last = {d.name: d for d in directives if d.component == 0}
+def _conflicts(directives: list[Directive], components: int) -> list[Problem]:
+    """Combinations sbatch refuses before submitting, per hetjob component. Memory options
+    carry over from one component to the next (sbatch 22.05.8 refuses ``--mem`` then
+    ``hetjob`` then ``--mem-per-cpu``); the others were seen not to."""
+    problems: list[Problem] = []
+    memory: dict[str, Directive] = {}
+    for component in range(components):
+        own = {d.name: d for d in directives if d.component == component}
+        memory.update((name, d) for name, d in own.items() if name in _MEMORY_OPTIONS)
+        problems += _conflicts_in({**own, **memory})
+    return list({(p.line, p.message): p for p in problems}.values())
+
+
+def _conflicts_in(last: dict[str, Directive]) -> list[Problem]:
     problems: list[Problem] = []
     memory = [last[name] for name in _MEMORY_OPTIONS if name in last]
     if len(memory) > 1:
@@ -399,7 +422,58 @@ def _conflicts(directives: list[Directive]) -> list[Problem]:
         latest = max(last["cpus-per-task"], last["cpus-per-gpu"], key=lambda d: d.token)
         message = "--cpus-per-gpu is mutually exclusive with --cpus-per-task"
         problems.append(Problem(CONFLICTING_DIRECTIVES, latest.line, latest.name, message, True))
+    return problems + _gpu_conflicts(last)
+
+
+def _gpu_conflicts(last: dict[str, Directive]) -> list[Problem]:
+    """The job-spec checks sbatch's GRES code makes on --gpus and --gpus-per-task."""
+    problems: list[Problem] = []
+
+    def conflict(where: Directive, message: str) -> None:
+        problems.append(Problem(CONFLICTING_DIRECTIVES, where.line, where.name, message, True))
+
+    gpus = _typed_value(last.get("gpus"), parse_gpus)
+    nodes = _typed_value(last.get("nodes"), parse_nodes)
+    if gpus is not None and nodes is not None and gpu_count(gpus) < nodes.minimum:
+        conflict(last["gpus"], "Failed to validate job spec, --gpus < -N")
+    per_node_name = "gpus-per-node" if "gpus-per-node" in last else "gres"
+    per_node = _typed_value(last.get(per_node_name), _gpus_of(per_node_name))
+    if gpus is not None and per_node and gpu_count(per_node):
+        total, each = gpu_count(gpus), gpu_count(per_node)
+        if len({item.type is None for item in gpus + per_node}) > 1:
+            message = "Invalid GRES specification (with and without type identification)"
+            conflict(last["gpus"], message)
+        elif total < each:
+            message = "Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket"
+            conflict(last["gpus"], message)
+        elif total % each:
+            message = (
+                "Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node"
+            )
+            conflict(last["gpus"], message)
+    if "gpus-per-task" in last and "gpus" not in last and "ntasks" not in last:
+        message = (
+            "Failed to validate job spec. --gpus-per-task used without either --gpus"
+            " or -n/--ntasks is not allowed."
+        )
+        conflict(last["gpus-per-task"], message)
     return problems
+
+
+def _gpus_of(name: str) -> Callable[[str], tuple[GresItem, ...]]:
+    """GPU items of a --gres (other resources left out) or a --gpus-per-node value."""
+    if name == "gres":
+        return lambda value: tuple(item for item in parse_gres(value) if item.name == "gpu")
+    return parse_gpus
+
+
+def _typed_value(directive: Directive | None, parse: Callable[[str], T]) -> T | None:
+    if directive is None:
+        return None
+    try:
+        return parse(directive.value)
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -548,7 +622,7 @@ class JobScript:
             *_file_problems(text, lines),
             *header.problems,
             *problems,
-            *_conflicts(directives),
+            *_conflicts(directives, header.components),
             *_hetjob_problem(tokens, header.components),
             *_after_command_problems(after),
         ]
@@ -579,9 +653,10 @@ class JobScript:
 
     def directives(self) -> dict[str, str]:
         """Long option name -> value as sbatch applies them: directives before the first
-        command, last one wins, first hetjob component only. Options given without a value
-        (``--hold``, ``--exclusive``) map to ""."""
-        return {d.name: d.value for d in self.occurrences if d.component == 0}
+        command, first hetjob component only, the last one wins (``--mail-type`` adds up,
+        as in sbatch). Options given without a value (``--hold``, ``--exclusive``) map to
+        ""."""
+        return _effective([d for d in self.occurrences if d.component == 0])
 
     def directive(self, name: str) -> Directive | None:
         """The occurrence that takes effect for an option (by any of its names)."""
@@ -619,18 +694,34 @@ class JobScript:
         edit = _Edit(list(self.lines))
         if current is None:
             return self._with_line(option, value)
-        if not self._set_value(edit, current, value):
-            return self
-        return JobScript.parse(edit.render(), self.path)
+        changed = self._set_value(edit, current, value)
+        if option.name in _ADDING_UP or option.name in _SAME_SETTING:
+            changed |= self._remove(edit, self._others(option.name, current))
+        return JobScript.parse(edit.render(), self.path) if changed else self
 
     def without_directive(self, name: str) -> JobScript:
         """Remove every occurrence of an option from the directives sbatch reads (a line
         left without arguments is removed with its comment)."""
         option = _known_option(name)
         found = [d for d in self.occurrences if d.component == 0 and d.name == option.name]
-        if not found:
-            return self
         edit = _Edit(list(self.lines))
+        if not self._remove(edit, found):
+            return self
+        return JobScript.parse(edit.render(), self.path)
+
+    # -- editing helpers
+
+    def _others(self, name: str, current: Directive) -> list[Directive]:
+        """Occurrences besides ``current`` that still count: earlier --mail-type (they add
+        up) and the other spelling of a two-name setting (--requeue/--no-requeue)."""
+        names = {name, _SAME_SETTING.get(name, "")}
+        return [
+            d
+            for d in self.occurrences
+            if d.component == 0 and d.name in names and d.token != current.token
+        ]
+
+    def _remove(self, edit: _Edit, found: list[Directive]) -> bool:
         by_token: dict[int, list[Directive]] = {}
         for directive in found:
             by_token.setdefault(directive.token, []).append(directive)
@@ -638,9 +729,7 @@ class JobScript:
         for index, directives in by_token.items():
             gone |= self._remove_from_token(edit, index, directives)
         self._delete_tokens(edit, gone)
-        return JobScript.parse(edit.render(), self.path)
-
-    # -- editing helpers
+        return bool(found)
 
     def _line(self, number: int) -> Line:
         return self.lines[number - 1]
@@ -762,6 +851,27 @@ class JobScript:
             spans = [(self.tokens[i].start, self.tokens[i].end) for i in deleted]
             for start, end in _deletion_spans(text, spans):
                 edit.span(number, start, end, "")
+
+
+def _effective(read: list[Directive]) -> dict[str, str]:
+    effective: dict[str, str] = {}
+    mail: list[str] = []
+    for directive in read:
+        effective.pop(_SAME_SETTING.get(directive.name, ""), None)
+        effective[directive.name] = directive.value
+        if directive.name == "mail-type":
+            mail.append(directive.value)
+    if len(mail) > 1:  # sbatch ORs the flags of every --mail-type; NONE adds nothing
+        adding = [value for value in mail if _mail_flags(value) != frozenset()]
+        effective["mail-type"] = ",".join(adding) if adding else mail[-1]
+    return effective
+
+
+def _mail_flags(value: str) -> frozenset[str] | None:
+    try:
+        return parse_mail_type(value)
+    except ValueError:
+        return None
 
 
 def _style(raw: str) -> str | None:

@@ -39,6 +39,7 @@ __all__ = [
     "parse_gres",
     "parse_mail_type",
     "parse_memory",
+    "parse_no_kill",
     "parse_nodes",
     "parse_time",
     "render_memory",
@@ -533,6 +534,15 @@ def parse_exclusive(value: str | None) -> str:
     raise ValueError("Invalid --exclusive specification")
 
 
+def parse_no_kill(value: str | None) -> bool:
+    """``--no-kill[=set|off|no]`` -> whether the job survives a node failure."""
+    if not value or value.lower() == "set":
+        return True
+    if value.lower() in ("off", "no"):
+        return False
+    raise ValueError("Invalid --no-kill specification")
+
+
 # What sbatch checks itself before submitting; every other value is passed on as written.
 _VALIDATORS: dict[str, Callable[[str], object]] = {
     "cpus-per-task": partial(parse_count, name="cpus-per-task"),
@@ -550,6 +560,7 @@ _VALIDATORS: dict[str, Callable[[str], object]] = {
     "gpus-per-task": partial(parse_gpus, name="gpus-per-task"),
     "mail-type": parse_mail_type,
     "exclusive": parse_exclusive,
+    "no-kill": parse_no_kill,
 }
 
 
