@@ -85,7 +85,7 @@ class Target:
     def measured(self) -> str:
         if self.value is None:
             return "-"
-        digits = 3 if self.unit == "s" else 2
+        digits = {"s": 3, "x": 2}.get(self.unit, 1)
         return f"{self.value:.{digits}f}{' ' if self.unit == 's' else ''}{self.unit}"
 
 
@@ -604,8 +604,20 @@ def render(
     notes: Sequence[str],
     diagnosis: Sequence[str],
     argv: Sequence[str],
+    load_at_start: float,
 ) -> str:
     load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    busy = max(os.getloadavg()[0], load_at_start) >= 0.5 * (os.cpu_count() or 1)
+    busy_note = (
+        [
+            f"**The machine was busy** (1-minute load average {load_at_start:.2f} at the "
+            f"start, {os.getloadavg()[0]:.2f} at the end, on {os.cpu_count()} CPUs): other "
+            "work competed for the CPUs, so these times may be inflated.",
+            "",
+        ]
+        if busy
+        else []
+    )
     opts = f" {' '.join(argv)}" if argv else ""
     lines = [
         "# Benchmarks",
@@ -618,6 +630,7 @@ def render(
         "",
         "It rewrites this file. Timings are recorded here, never asserted in tests.",
         "",
+        *busy_note,
         "## Targets",
         "",
         "| # | What | Goal | Measured | Result |",
@@ -662,6 +675,7 @@ def main() -> None:
         print(f"[{time.perf_counter() - t_start:6.1f} s] {msg}", file=sys.stderr, flush=True)
 
     step("machine info")
+    load_at_start = os.getloadavg()[0]
     machine = machine_info()
     step(f"generating {FUNCTIONS} x {LINES} profile")
     t_gen = time.perf_counter()
@@ -689,7 +703,7 @@ def main() -> None:
     step("diagnosis")
     diagnosis = diagnose(cfg, targets, big, args.example.resolve())
     elapsed = time.perf_counter() - t_start
-    text = render(targets, machine, started, elapsed, notes, diagnosis, sys.argv[1:])
+    text = render(targets, machine, started, elapsed, notes, diagnosis, sys.argv[1:], load_at_start)
     args.out.write_text(text, encoding="utf-8")
     step(f"wrote {rel(args.out)}")
     for t in targets:

@@ -125,7 +125,7 @@ def _check_paths_exist(request: WorkspaceRequest) -> None:
 
     for path in (*request.profiles, *([request.job] if request.job else [])):
         if not Path(path).exists():
-            raise InputError(path, "not found")
+            raise InputError(path, "no such file")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

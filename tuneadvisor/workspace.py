@@ -44,7 +44,7 @@ def read_text_input(path: str | os.PathLike[str], what: str) -> str:
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
-        raise InputError(path, f"{what} not found") from None
+        raise InputError(path, f"no such file ({what})") from None
     except IsADirectoryError:
         raise InputError(path, f"{what} is a directory, not a file") from None
     except PermissionError:

@@ -39,7 +39,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: st
 @pytest.mark.parametrize("command", ["report", "open"])
 def test_missing_profile_is_one_line_exit_2(command: str, tmp_path: Path) -> None:
     missing = tmp_path / "24752610.lprof"
-    assert_one_line_error(run_cli(command, str(missing)), str(missing), "not found")
+    assert_one_line_error(run_cli(command, str(missing)), str(missing), "no such file")
 
 
 @pytest.mark.parametrize("command", ["report", "open"])
@@ -53,7 +53,7 @@ def test_directory_as_profile_is_one_line_exit_2(tmp_path: Path) -> None:
 
 def test_missing_job_script_is_named(tmp_path: Path) -> None:
     job = tmp_path / "job.sbatch"
-    assert_one_line_error(run_cli("report", "--job", str(job)), str(job), "job script")
+    assert_one_line_error(run_cli("report", "--job", str(job)), str(job), "no such file")
 
 
 def test_source_root_must_be_a_directory(tmp_path: Path) -> None:

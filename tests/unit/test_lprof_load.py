@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
-import io
 import os
 import pickle
 import random
@@ -369,14 +367,14 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 
 def test_unreadable_file_simulated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What chmod 000 does for a normal user: open() fails with EACCES."""
+    """What chmod 000 does for a normal user: opening the file fails with EACCES."""
     path = write(tmp_path, "secret.lprof", (FIXTURES / "lp5.1.0.lprof").read_bytes())
-    real_open = builtins.open
+    real_open = os.open
 
-    def deny(file: Any, *args: Any, **kwargs: Any) -> io.IOBase:
+    def deny(file: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         if os.fspath(file) == str(path):
             raise PermissionError(13, "Permission denied", str(path))
-        return real_open(file, *args, **kwargs)  # type: ignore[no-any-return]
+        return real_open(file, flags, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "open", deny)
+    monkeypatch.setattr(os, "open", deny)
     rejected(path, "permission denied")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tuneadvisor.advisor.script_scan import FACT_ROWS as SCRIPT_FACT_ROWS
+
 Facts = Mapping[str, object]
 
 
@@ -56,29 +58,6 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.dos_line_breaks", "bool", "", "the script has CRLF line ends"),
     ("job.invalid_directives", "int", "", "directives sbatch would refuse"),
     ("job.launcher", "str", "", "python, kernprof, srun, torchrun, ..."),
-    ("job.passes_num_workers", "str", "", "what the launch line passes as num_workers"),
-    # training script, from its AST
-    ("script.dataloaders", "int", "", "DataLoader constructions"),
-    ("script.num_workers", "int", "workers", "num_workers of the training DataLoader"),
-    (
-        "script.num_workers.source",
-        "str",
-        "",
-        "literal, slurm_env, cpu_count, argparse, default, variable, unknown",
-    ),
-    ("script.num_workers.line", "int", "", "line of the num_workers value"),
-    ("script.num_workers.option", "str", "", "the argparse option that sets it"),
-    ("script.pin_memory", "bool", "", "pin_memory of the training DataLoader"),
-    ("script.persistent_workers", "bool", "", "persistent_workers"),
-    ("script.prefetch_factor", "int", "", "prefetch_factor"),
-    ("script.ddp", "bool", "", "the model is wrapped in DistributedDataParallel"),
-    ("script.ddp.distributed_sampler", "bool", "", "a DistributedSampler feeds the loader"),
-    ("script.ddp.set_epoch", "bool", "", "sampler.set_epoch is called"),
-    ("script.world_size.literal", "int", "", "a hard-coded world size"),
-    ("script.amp", "bool", "", "mixed precision is used"),
-    ("script.amp.deprecated", "bool", "", "torch.cuda.amp spellings are used"),
-    ("script.sync_in_loop.count", "int", "", "host syncs inside the step loop"),
-    ("script.sync_in_loop.unguarded", "int", "", "of those, run every step"),
     # seff
     ("seff.state", "str", "", "job state"),
     ("seff.cores", "int", "cores", "allocated cores"),
@@ -159,6 +138,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("node.mem_mib", "float", "MiB", "memory per node"),
     ("node.gpus", "int", "GPUs", "GPUs per node"),
     ("node.max_cores_per_gpu", "int", "cores", "site limit of cores per GPU"),
+    # training script, from its AST: the scanner declares what it emits
+    *SCRIPT_FACT_ROWS,
 )
 
 _SAMPLES: Mapping[str, object] = {"int": 2, "float": 0.5, "bool": True, "str": "x"}

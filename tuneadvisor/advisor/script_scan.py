@@ -15,7 +15,7 @@ import operator
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 Scalar: TypeAlias = int | float | bool | str | None
 
@@ -197,6 +197,12 @@ _SCALAR_CALLS = frozenset({"float", "int", "len", "str", "bool", "round"})
 _NOT_PRINTED = frozenset({"len", "type", "isinstance", "id"})
 _PRINT_OPTIONS = frozenset({"sep", "end", "file", "flush"})
 _EVAL_NAME = re.compile(r"val|test|eval", re.IGNORECASE)
+# Loader-like names, as profile/kinds.py reads them: `train_loader`, `dataloaders`, `dl_val`,
+# `loader2`; not `loader_kwargs`.
+_LOADER_NAME = re.compile(
+    r"(?:.*(?:loader|prefetcher)s?|dl|.*_dl)"
+    r"(?:_?(?:[a-z]|\d+|train|training|val|valid|validation|test|eval))?"
+)
 _SHELL_VAR = re.compile(r"\$\{?#?([A-Za-z_][A-Za-z0-9_]*)")
 _SHELL_ARITHMETIC = re.compile(r"\$\(\((.*?)\)\)")
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -697,11 +703,11 @@ class _Index:
 
     # ---- queries
 
-    def text(self, node: ast.AST) -> str:
+    def text(self, node: ast.expr) -> str:
         """The node's source text on one line, shortened for evidence."""
         try:
-            start, end = node.lineno - 1, (node.end_lineno or node.lineno) - 1  # type: ignore[attr-defined]
-            col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+            start, end = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+            col, end_col = node.col_offset, node.end_col_offset
             if start == end:
                 raw = self.lines[start][col:end_col]
             else:
@@ -955,9 +961,9 @@ class _Resolver:
         ):
             return None
         parts = [self.resolve(arg, depth + 1) for arg in node.args]
-        values = [part.value for part in parts]
+        numbers = [part.value for part in parts if _is_number(part.value)]
         pick = min if node.func.id == "min" else max
-        value = pick(values) if all(_is_number(v) for v in values) else None  # type: ignore[type-var]
+        value = pick(cast(list[float], numbers)) if len(numbers) == len(parts) else None
         return self._combine(node, parts, value)
 
     def _arithmetic(self, node: ast.expr, depth: int) -> Origin | None:
@@ -1109,7 +1115,8 @@ class _Resolver:
 
     def mapping(self, node: ast.expr, depth: int = 0) -> _KwMap | None:
         """What a dict expression holds, or None when it cannot be read at all."""
-        if depth > _MAX_DEPTH:
+        self._budget -= 1
+        if depth > _MAX_DEPTH or self._budget <= 0:
             return None
         if isinstance(node, ast.Dict):
             return self._dict_display(node, depth)
@@ -1426,13 +1433,7 @@ def _iterable_name(node: ast.expr) -> str | None:
 
 
 def _looks_like_loader(name: str, loader_names: set[str]) -> bool:
-    return bool(name) and (
-        name in loader_names
-        or "loader" in name
-        or name == "dl"
-        or name.endswith("_dl")
-        or name.startswith("dl_")
-    )
+    return bool(name) and (name in loader_names or _LOADER_NAME.fullmatch(name) is not None)
 
 
 def _calls_backward(body: Sequence[ast.stmt]) -> bool:

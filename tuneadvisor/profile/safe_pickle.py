@@ -184,8 +184,9 @@ class _Scan:
         elif name == "POP_MARK":
             self.pop_mark(pos)
         elif name == "DUP":
-            self.push(self.pop(1, pos)[0])
-            self.push(self.stack[-1])
+            top = self.pop(1, pos)[0]
+            self.push(top)
+            self.push(top)
         elif name in ("GLOBAL", "STACK_GLOBAL"):
             self.import_(name, arg, pos)
         elif name == "NEWOBJ":
@@ -309,6 +310,8 @@ def _opcodes(data: bytes) -> Iterator[tuple[pickletools.OpcodeInfo, Any, int | N
             item = next(ops)
         except StopIteration:
             return
+        except MemoryError:
+            raise  # not the file's fault, and not to be mistaken for a rejection
         except Exception as exc:
             if stream.tell() >= len(data):
                 raise PickleRejected("truncated pickle: the file ends inside it") from None

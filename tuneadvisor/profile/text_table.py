@@ -159,10 +159,15 @@ class _Parser:
     def section_follows(self) -> bool:
         """Whether a 'Total time:' line opens a function's table (a job may print its own).
 
-        A table's header comes within a few lines (more with the missing-source note), before
-        any other 'Total time:' or 'Timer unit:'.
+        It does if 'File:' or the missing-source note follows, or the table's header comes
+        within a few lines, before any other 'Total time:' or 'Timer unit:'.
         """
-        for line in self.lines[self.at + 1 : self.at + 1 + _HEADER_WITHIN]:
+        after = self.lines[self.at + 1 : self.at + 1 + _HEADER_WITHIN]
+        if after and _FILE.fullmatch(after[0]):
+            return True
+        if len(after) > 1 and not after[0] and _MISSING.fullmatch(after[1]):
+            return True
+        for line in after:
             if _HEADER.fullmatch(line):
                 return True
             if _TOTAL.fullmatch(line) or _TIMER.fullmatch(line):
