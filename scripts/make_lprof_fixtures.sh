@@ -3,9 +3,12 @@
 #
 # For each line_profiler version: a throwaway venv under $LPROF_VENVS (default /tmp), then
 # `kernprof -l -o lp<version>.lprof train_toy.py` and `python -m line_profiler [flags]` text
-# output for every flag combination people paste into tickets. The toy script is copied to a
-# fixed directory first so the filename recorded inside the pickles is the same on every run.
+# output for every flag combination people paste into tickets. kernprof records the script's
+# path as given ("train_toy.py"), so every run names the same file; the tables are printed
+# where it lies, so they carry its source (the -nosource ones are printed after removing it).
 # Timings differ from run to run; the tests compare each text table with its own pickle only.
+# line_profiler's rich output keeps ANSI colours even when redirected (it forces a colour
+# system), which is what lands in Slurm logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

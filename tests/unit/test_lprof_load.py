@@ -7,12 +7,15 @@ import pickle
 import random
 import shutil
 import struct
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import line_profiler
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.profile import safe_pickle
@@ -102,6 +105,39 @@ def test_pickles_hold_the_toy_scripts_functions(path: Path) -> None:
     step_lines = {line.lineno: line.hits for line in names["step"].lines}
     assert step_lines[25] > 0 and step_lines[26] > 0
     assert profile.total_s > 0
+
+
+_keys = st.tuples(st.text(max_size=40), st.integers(0, 10**6), st.text(max_size=40))
+_lines = st.dictionaries(
+    st.integers(0, 10**6), st.tuples(st.integers(0, 2**63), st.integers(0, 2**63)), max_size=12
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    timings=st.dictionaries(_keys, _lines, max_size=6),
+    unit=st.sampled_from([1e-9, 1e-7, 1e-6]),
+    protocol=st.integers(2, 5),
+)
+def test_any_genuine_line_stats_loads_to_its_numbers(
+    timings: dict[tuple[str, int, str], dict[int, tuple[int, int]]], unit: float, protocol: int
+) -> None:
+    stats = line_profiler.LineStats(
+        {
+            key: [(lineno, hits, time) for lineno, (hits, time) in sorted(lines.items())]
+            for key, lines in timings.items()
+        },
+        unit,
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "any.lprof"
+        path.write_bytes(pickle.dumps(stats, protocol=protocol))
+        profile = load_profile(path)
+    want = {
+        key: [(lineno, hits, time * unit) for lineno, hits, time in entries]
+        for key, entries in stats.timings.items()
+    }
+    assert_same_numbers(as_table(profile), want)
 
 
 def test_content_decides_not_the_extension(tmp_path: Path) -> None:

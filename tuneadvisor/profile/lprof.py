@@ -37,7 +37,8 @@ class _NotLineStats(Exception):
 def load_profile(path: str | os.PathLike[str], *, limits: PickleLimits = DEFAULT_LIMITS) -> Profile:
     """Read one .lprof pickle (line_profiler 4.x/5.x) or a printed line_profiler table.
 
-    Raises InputError (naming the file and the problem) for anything else.
+    Raises InputError (naming the file and the problem) for anything else. ``limits`` bounds
+    the file's size and what its pickle may hold (see safe_pickle.PickleLimits).
     """
     origin = os.fspath(path)
     data = _read(origin, limits.max_bytes)
@@ -185,4 +186,5 @@ def _entry(entry: object, unit: float, name: str) -> tuple[int, int, float]:
 
 def _kind(obj: object) -> str:
     """What an untrusted object is, without calling its repr (which may recurse)."""
-    return "a " + type(obj).__name__
+    name = type(obj).__name__
+    return ("an " if name[:1] in ("a", "e", "i", "o", "u") else "a ") + name

@@ -2,8 +2,8 @@
 
 A pickle is a program for a small stack machine and ``pickle.load`` runs it. ``REDUCE`` calls
 whatever callable the file names (a ``__reduce__`` returning ``os.system`` runs any command),
-and a nine-byte file whose ``LONG_BINPUT`` names memo slot 2**31 makes the C unpickler grow
-and zero its memo array to gigabytes before it notices anything is wrong.
+and a nine-byte file, ``PROTO 4; NONE; LONG_BINPUT 0xFFFFFFFF; STOP``, makes the C unpickler
+grow and zero its memo array to 2**33 slots (64 GiB) before it notices anything is wrong.
 
 So the bytes are first read with ``pickletools.genops``, which decodes opcodes but executes
 nothing, while a shadow stack tracks only nesting depth and string values. Anything a
@@ -122,6 +122,11 @@ class _Item:
     text: str | None = None
 
 
+# Shared entries: most opcodes push one of these, and building fresh ones is the scan's cost.
+_SCALAR = _Item()
+_EMPTY = _Item(depth=1)
+
+
 class _Scan:
     """A shadow of the unpickler's stack that executes nothing."""
 
@@ -140,10 +145,10 @@ class _Scan:
                 f"refused: pickle opcode {name} at byte {pos} {_WHY_FORBIDDEN[name]}"
             )
         if name in _SCALARS:
-            self.push(_Item())
+            self.push(_SCALAR)
         elif name in _BIG_INTS:
             self.check_int(arg, pos)
-            self.push(_Item())
+            self.push(_SCALAR)
         elif name in _TEXTS or name in _BYTES:
             self.check_len(arg, pos)
             self.push(_Item(text=arg if isinstance(arg, str) else None))
@@ -152,7 +157,7 @@ class _Scan:
 
     def structural(self, name: str, arg: Any, pos: int) -> None:
         if name in _EMPTY_CONTAINERS:
-            self.push(_Item(depth=1))
+            self.push(_EMPTY)
         elif name in _FROM_MARK:
             self.push(self.container(self.pop_mark(pos), pos))
         elif name in _FIXED_TUPLES:
@@ -191,7 +196,7 @@ class _Scan:
             self.import_(name, arg, pos)
         elif name == "NEWOBJ":
             self.pop(2, pos)
-            self.push(_Item(depth=1))
+            self.push(_EMPTY)
         elif name == "PROTO":
             if arg > pickle.HIGHEST_PROTOCOL:
                 raise PickleRejected(f"pickle protocol {arg} is newer than this Python reads")
@@ -218,7 +223,7 @@ class _Scan:
                 f"refused: the pickle imports {shown!r}; an .lprof file only names "
                 "line_profiler's LineStats"
             )
-        self.push(_Item())
+        self.push(_SCALAR)
 
     def push(self, item: _Item) -> None:
         self.stack.append(item)
@@ -241,6 +246,8 @@ class _Scan:
 
     def container(self, items: list[_Item], pos: int) -> _Item:
         depth = 1 + max((item.depth for item in items), default=0)
+        if depth == 1:
+            return _EMPTY
         if depth > self.limits.max_depth:
             raise PickleRejected(
                 f"refused: containers nested more than {self.limits.max_depth} deep (byte {pos})"
@@ -250,7 +257,7 @@ class _Scan:
     def add_to_top(self, items: list[_Item], pos: int) -> None:
         top = self.pop(1, pos)[0]
         grown = self.container(items, pos)
-        self.push(_Item(depth=max(top.depth, grown.depth)))
+        self.push(top if top.depth >= grown.depth else grown)
 
     def put(self, index: Any, pos: int) -> None:
         # pickle numbers memo slots 0, 1, 2, ... and every write is an opcode of its own, so

@@ -81,7 +81,7 @@ IGNORED_DIRECTIVE = "ignored-directive"
 DEPRECATED_PREFIX = "deprecated-prefix"
 HETJOB_COMPONENTS = "hetjob-components"
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 _MAGIC = ("#SBATCH", "#SLURM")
 _HETJOB_WORD = re.compile(r"(?i)(?:het|pack)job(?=[ \t\n\v\f\r]|$)")
 # Look like a directive but sbatch skips them; `##SBATCH` and `# SBATCH` are deliberate.
@@ -182,8 +182,11 @@ class _LineScan:
     error: str | None = None  # fatal for sbatch: unmatched quote, leading ':'
 
 
-def _read_argument(text: str, pos: int, line: int) -> tuple[Token | None, int, str | None]:
-    """One argument from ``pos`` (after blanks): ``_get_argument``'s state machine."""
+def _read_argument(
+    text: str, pos: int, line: int, rest: int
+) -> tuple[Token | None, int, str | None]:
+    """One argument from ``pos`` (after blanks; ``rest`` is where the blanks began, which
+    sbatch's messages quote from): ``_get_argument``'s state machine."""
     start, quote, escape = pos, "", False
     chars: list[str] = []
     offsets: list[int] = []
@@ -206,7 +209,7 @@ def _read_argument(text: str, pos: int, line: int) -> tuple[Token | None, int, s
         chars.append(char)
         offsets.append(pos)
         pos += 1
-    error = f"Unmatched `{quote}` in [{text[start:]}]" if quote else None
+    error = f"Unmatched `{quote}` in [{text[rest:]}]" if quote else None
     if not chars:
         return None, pos, error
     return Token(line, start, pos, "".join(chars), tuple(offsets)), pos, error
@@ -215,6 +218,7 @@ def _read_argument(text: str, pos: int, line: int) -> tuple[Token | None, int, s
 def _scan_directive(text: str, pos: int, line: int) -> _LineScan:
     scan = _LineScan()
     while True:
+        rest = pos
         while pos < len(text) and text[pos] in C_SPACE:
             pos += 1
         if _HETJOB_WORD.match(text, pos):
@@ -225,7 +229,7 @@ def _scan_directive(text: str, pos: int, line: int) -> _LineScan:
             return scan
         if pos >= len(text):
             return scan
-        token, pos, scan.error = _read_argument(text, pos, line)
+        token, pos, scan.error = _read_argument(text, pos, line, rest)
         if token is None:  # "" or a comment: sbatch stops reading the line
             return scan
         scan.tokens.append(token)
@@ -277,9 +281,9 @@ class _Getopt:
 
     def _long(self, index: int, token: Token) -> None:
         spelled, equals, _ = token.value[2:].partition("=")
-        match = match_long(spelled)
+        match = match_long(spelled, token.value)
         if match.option is None:
-            self._problem(token, None, match.error or f"unrecognized option '--{spelled}'")
+            self._problem(token, None, match.error or f"unrecognized option '{token.value}'")
             return
         option = match.option
         spelling = f"--{spelled}"
@@ -467,7 +471,7 @@ def _gpus_of(name: str) -> Callable[[str], tuple[GresItem, ...]]:
     return parse_gpus
 
 
-def _typed_value(directive: Directive | None, parse: Callable[[str], T]) -> T | None:
+def _typed_value(directive: Directive | None, parse: Callable[[str], _T]) -> _T | None:
     if directive is None:
         return None
     try:
@@ -484,6 +488,7 @@ class _Header:
     problems: list[Problem] = field(default_factory=list)
     first_command: int | None = None
     components: int = 1
+    separators: list[int] = field(default_factory=list)  # lines of "#SBATCH hetjob"
 
 
 def _near_miss(line: Line) -> Problem | None:
@@ -501,7 +506,9 @@ def _read_header(lines: tuple[Line, ...]) -> _Header:
             if _is_command(line.text):
                 header.first_command = line.number
                 return header
-            header.problems.extend(filter(None, [_near_miss(line)]))
+            near_miss = _near_miss(line)
+            if near_miss:
+                header.problems.append(near_miss)
             continue
         if magic == "#SLURM" and not any(p.id == DEPRECATED_PREFIX for p in header.problems):
             problem = Problem(DEPRECATED_PREFIX, line.number, None, _SLURM_PREFIX_MESSAGE, False)
@@ -509,6 +516,7 @@ def _read_header(lines: tuple[Line, ...]) -> _Header:
         scan = _scan_directive(line.text, len(magic), line.number)
         if scan.separator:
             header.components += 1
+            header.separators.append(line.number)
         component = header.components - 1
         header.tokens.extend(replace(token, component=component) for token in scan.tokens)
         if scan.error:
@@ -623,7 +631,7 @@ class JobScript:
             *header.problems,
             *problems,
             *_conflicts(directives, header.components),
-            *_hetjob_problem(tokens, header.components),
+            *_hetjob_problem(header.separators),
             *_after_command_problems(after),
         ]
         problems.sort(key=lambda p: p.line or 0)
@@ -913,11 +921,10 @@ def _read_options(
     return directives, problems
 
 
-def _hetjob_problem(tokens: tuple[Token, ...], components: int) -> Iterator[Problem]:
-    if components > 1:
-        first = next((t.line for t in tokens if t.component == 1), None)
+def _hetjob_problem(separators: list[int]) -> Iterator[Problem]:
+    if separators:
         message = (
-            f"heterogeneous job with {components} components: only the first component's"
-            " directives are read here"
+            f"heterogeneous job with {len(separators) + 1} components: only the first"
+            " component's directives are read here"
         )
-        yield Problem(HETJOB_COMPONENTS, first, None, message, False)
+        yield Problem(HETJOB_COMPONENTS, separators[0], None, message, False)

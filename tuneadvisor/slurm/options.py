@@ -13,7 +13,6 @@ only checked for their syntax: whether a GRES name exists depends on the cluster
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ C_SPACE = " \t\n\v\f\r"
 INT_MAX = 2**31 - 1
 # Slurm's INFINITE and NO_VAL for 32-bit values, as time_str2secs returns them.
 _INFINITE = 0xFFFFFFFF
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class Arg(Enum):
@@ -214,18 +213,20 @@ class LongMatch:
     error: str | None = None  # sbatch's message when option is None
 
 
-def match_long(spelled: str) -> LongMatch:
+def match_long(spelled: str, written: str | None = None) -> LongMatch:
     """Resolve a long option as GNU getopt_long does: an exact name wins, else a prefix of
-    exactly one entry; a prefix of several entries is ambiguous."""
+    exactly one entry; a prefix of several entries is ambiguous. ``written`` is the whole
+    argument (``--foo=2``), which getopt's messages quote."""
     if spelled in _LONG:
         return LongMatch(_LONG[spelled])
     candidates = [name for name in _LONG if name.startswith(spelled)]
     if len(candidates) == 1:
         return LongMatch(_LONG[candidates[0]])
+    quoted = written or f"--{spelled}"
     if not candidates:
-        return LongMatch(None, f"unrecognized option '--{spelled}'")
+        return LongMatch(None, f"unrecognized option '{quoted}'")
     listed = " ".join(f"'--{name}'" for name in candidates)
-    return LongMatch(None, f"option '--{spelled}' is ambiguous; possibilities: {listed}")
+    return LongMatch(None, f"option '{quoted}' is ambiguous; possibilities: {listed}")
 
 
 # ----------------------------------------------------------------------------- counts
@@ -301,7 +302,7 @@ class TimeLimit:
     @property
     def minutes(self) -> int | None:
         """The limit Slurm stores: whole minutes, rounded up (``time_str2mins``)."""
-        return None if self.seconds is None else math.ceil(self.seconds / 60)
+        return None if self.seconds is None else -(-self.seconds // 60)
 
     def render(self) -> str:
         return render_time(self.seconds)
@@ -587,7 +588,7 @@ def validate(name: str, value: str | None) -> str | None:
 # ----------------------------------------------------------------------------- typed view
 
 
-def _typed(directives: Mapping[str, str], name: str, parse: Callable[[str], T]) -> T | None:
+def _typed(directives: Mapping[str, str], name: str, parse: Callable[[str], _T]) -> _T | None:
     value = directives.get(name)
     if value is None:
         return None

@@ -1,0 +1,194 @@
+"""Finding the training command in a job script's body."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.launch import LaunchLine, find_launch, find_launches, option_values
+
+
+def launch(body: str, path: Path | None = None, header: str = "#SBATCH -c 4\n") -> LaunchLine:
+    found = find_launch("#!/bin/bash\n" + header + body, path)
+    assert found is not None, body
+    return found
+
+
+def names(found: LaunchLine) -> list[str]:
+    return [launcher.name for launcher in found.launchers]
+
+
+@pytest.mark.parametrize(
+    ("body", "launchers", "script", "args"),
+    [
+        ("python X.py args\n", [], "X.py", ["args"]),
+        ("python3 -u X.py\n", [], "X.py", []),
+        ("python3.11 -Wignore -X dev -B X.py --a 1\n", [], "X.py", ["--a", "1"]),
+        (
+            "python -m torch.distributed.run --nproc_per_node=2 --nnodes 1 X.py --epochs 3\n",
+            ["python -m torch.distributed.run"],
+            "X.py",
+            ["--epochs", "3"],
+        ),
+        (
+            "kernprof -l -o ${SLURM_JOBID}.lprof X.py --batch-size 64\n",
+            ["kernprof"],
+            "X.py",
+            ["--batch-size", "64"],
+        ),
+        ("srun python X.py\n", ["srun"], "X.py", []),
+        ("srun --cpu-bind=cores python X.py\n", ["srun"], "X.py", []),
+        ("srun -n 2 --ntasks-per-node 2 -l python X.py\n", ["srun"], "X.py", []),
+        ("mpirun -np 2 python X.py\n", ["mpirun"], "X.py", []),
+        ("mpiexec -n 2 --mca btl self python X.py -v\n", ["mpiexec"], "X.py", ["-v"]),
+        (
+            "torchrun --nproc_per_node=4 --standalone X.py --lr 0.1\n",
+            ["torchrun"],
+            "X.py",
+            ["--lr", "0.1"],
+        ),
+        (
+            "accelerate launch --multi_gpu --num_processes 2 X.py --fp16\n",
+            ["accelerate launch"],
+            "X.py",
+            ["--fp16"],
+        ),
+        (
+            "deepspeed --num_gpus 2 X.py --deepspeed ds.json\n",
+            ["deepspeed"],
+            "X.py",
+            ["--deepspeed", "ds.json"],
+        ),
+        ("srun kernprof -lo out.lprof X.py $@\n", ["srun", "kernprof"], "X.py", ["$@"]),
+        ("srun python -m kernprof -l X.py\n", ["srun", "kernprof"], "X.py", []),
+        ("python -m cProfile -o out.prof -s time X.py\n", ["python -m cProfile"], "X.py", []),
+        (
+            "srun --ntasks 2 \\\n   python X.py \\\n   --num-workers 4\n",
+            ["srun"],
+            "X.py",
+            ["--num-workers", "4"],
+        ),
+    ],
+)
+def test_launch_forms(body: str, launchers: list[str], script: str, args: list[str]) -> None:
+    found = launch(body)
+    assert names(found) == launchers
+    assert found.script == script
+    assert list(found.args) == args
+
+
+def test_variables_stay_as_written() -> None:
+    found = launch('python train.py --num-workers "${SLURM_CPUS_PER_TASK}" --seed $SEED\n')
+    assert found.options == {"--num-workers": "${SLURM_CPUS_PER_TASK}", "--seed": "$SEED"}
+
+
+def test_environment_before_the_command() -> None:
+    found = launch("export OMP_NUM_THREADS=8\nOMP_NUM_THREADS=4 MKL_NUM_THREADS=1 python X.py\n")
+    assert found.env == {"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "1"}
+    assert found.exported == {"OMP_NUM_THREADS": "8"}
+    wrapped = launch("env CUDA_VISIBLE_DEVICES=0 nohup time -p python X.py\n")
+    assert wrapped.env == {"CUDA_VISIBLE_DEVICES": "0"}
+    assert wrapped.script == "X.py"
+
+
+def test_continuations_report_their_lines() -> None:
+    found = launch("module load cuda\n\nsrun \\\n  python X.py \\\n  --epochs 2\necho done\n")
+    assert (found.line, found.end_line) == (5, 7)
+    assert found.text == "srun   python X.py   --epochs 2"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "module load cuda && python X.py --a 1 > log.txt 2>&1 &\n",
+        "python X.py --a 1 | tee log.txt\n",
+        "cd work; python X.py --a 1; echo done  # python other.py\n",
+        "if true; then python X.py --a 1; fi\n",
+        "for s in 1 2; do python X.py --a 1; done\n",
+        "python X.py --a 1 &> log.txt\n",
+    ],
+)
+def test_the_command_is_cut_out_of_shell_syntax(body: str) -> None:
+    found = launch(body)
+    assert (found.script, found.args) == ("X.py", ("--a", "1"))
+
+
+def test_modules_and_non_launches() -> None:
+    module = launch("python -m mypkg.train --epochs 2\n")
+    assert (module.module, module.script, module.args) == ("mypkg.train", None, ("--epochs", "2"))
+    torchrun_module = launch("torchrun --nproc_per_node 2 -m mypkg.train\n")
+    assert torchrun_module.module == "mypkg.train"
+    for body in ["python -c 'print(1)'\n", "python\n", "python --version\n", "echo hi\n", ""]:
+        assert find_launch("#!/bin/bash\n" + body) is None
+
+
+def test_the_first_launch_is_the_one() -> None:
+    text = "#!/bin/bash\npython prepare.py\nsrun python train.py\n"
+    assert [f.script for f in find_launches(text)] == ["prepare.py", "train.py"]
+    found = find_launch(text)
+    assert found is not None and found.script == "prepare.py"
+
+
+def test_directives_are_not_commands() -> None:
+    # A header comment that reads like a command is not a launch line.
+    assert find_launch("#!/bin/bash\n#SBATCH --wrap='python x.py'\n# python y.py\n") is None
+
+
+def test_launcher_options() -> None:
+    found = launch("srun -n 2 --cpu-bind=cores torchrun --nproc_per_node=4 X.py\n")
+    srun, torchrun = found.launchers
+    assert srun.options == {"-n": "2", "--cpu-bind": "cores"}
+    assert torchrun.options == {"--nproc_per_node": "4"}
+    assert found.launcher("torchrun") is torchrun and found.launcher("mpirun") is None
+
+
+def test_option_values() -> None:
+    words = ["--lr", "-0.1", "--amp", "--epochs=3", "-j", "4", "data/", "--last"]
+    assert option_values(words) == {
+        "--lr": "-0.1",
+        "--amp": "",
+        "--epochs": "3",
+        "-j": "4",
+        "--last": "",
+    }
+
+
+# ----------------------------------------------------------------------------- paths
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.py").write_text("")
+    return tmp_path
+
+
+def test_script_resolved_from_the_job_scripts_directory(project: Path) -> None:
+    assert launch("python train.py\n", project / "job.sh").script_path == project / "train.py"
+    assert launch("python missing.py\n", project / "job.sh").script_path is None
+    assert launch("python $HOME/train.py\n", project / "job.sh").script_path is None
+
+
+def test_script_resolved_after_chdir_and_cd(project: Path) -> None:
+    job = project / "job.sh"
+    assert launch("python main.py\n", job, "#SBATCH -D src\n").script_path == (
+        project / "src" / "main.py"
+    )
+    assert launch("cd src\npython main.py\n", job).script_path == project / "src" / "main.py"
+    assert launch('cd "$SLURM_SUBMIT_DIR"\npython train.py\n', job).script_path == (
+        project / "train.py"
+    )
+    absolute = launch(f"python {project}/src/main.py\n")
+    assert absolute.script_path == project / "src" / "main.py"
+
+
+def test_a_job_script_object_brings_its_path(project: Path) -> None:
+    path = project / "job.sh"
+    path.write_text("#!/bin/bash\n#SBATCH -c 2\nsrun python train.py\n")
+    found = find_launch(JobScript.read(path))
+    assert found is not None and found.script_path == project / "train.py"
+    moved = find_launch(JobScript.read(path), chdir="src")
+    assert moved is not None and moved.script_path == project / "train.py"  # falls back
