@@ -90,7 +90,9 @@ def test_missing_source_still_shows_numbers_and_says_so(tmp_path: Path) -> None:
 def test_several_files_are_merged_and_kept_apart(tmp_path: Path) -> None:
     (tmp_path / "mnist_classify.py").write_text(TRAIN_SOURCE)
     rank0 = tutorial_profile("/no-such-cluster/a/mnist_classify.py", origin="rank0.lprof")
-    rank1 = tutorial_profile("/no-such-cluster/a/mnist_classify.py", scale=2.0, origin="rank1.lprof")
+    rank1 = tutorial_profile(
+        "/no-such-cluster/a/mnist_classify.py", scale=2.0, origin="rank1.lprof"
+    )
     analysis = analyze(ProfileSet.of([rank0, rank1]), SourceFinder(profile_dirs=(tmp_path,)))
     assert analysis.total_s == pytest.approx(rank0.total_s + rank1.total_s)
     assert [p.origin for p in analysis.parts] == ["rank0.lprof", "rank1.lprof"]
@@ -110,8 +112,10 @@ def test_a_heavy_sync_line_gets_a_note_not_blame(tmp_path: Path) -> None:
         for ln in func.lines
     )
     profile = type(profile)(
-        profile.origin, profile.unit_s, (type(func)(func.filename, func.first_lineno,
-                                                     func.name, heavy),), "lprof"
+        profile.origin,
+        profile.unit_s,
+        (type(func)(func.filename, func.first_lineno, func.name, heavy),),
+        "lprof",
     )
     analysis = analyze(ProfileSet.of([profile]), SourceFinder(profile_dirs=(tmp_path,)))
     assert any(f"line {sync_line}" in note and "asynchronous" in note for note in analysis.notes)

@@ -25,6 +25,7 @@ from tuneadvisor.slurm.options import (
     parse_gres,
     parse_mail_type,
     parse_memory,
+    parse_memory_mib,
     parse_no_kill,
     parse_nodes,
     parse_time,
@@ -198,6 +199,11 @@ def test_memory(value: str, mib: int) -> None:
 def test_invalid_memory(value: str) -> None:
     with pytest.raises(ValueError, match=r"Invalid --mem specification"):
         parse_memory(value)
+
+
+def test_memory_or_none() -> None:
+    assert parse_memory_mib("8G") == 8192
+    assert parse_memory_mib("8X") is None
 
 
 @pytest.mark.parametrize(

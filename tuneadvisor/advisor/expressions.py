@@ -16,6 +16,8 @@ from typing import Any
 
 from simpleeval import SimpleEval
 
+from tuneadvisor.slurm.options import render_memory
+
 
 class ExpressionError(ValueError):
     """An expression that does not parse or names something unknown."""
@@ -33,9 +35,8 @@ def clamp(value: float, low: float, high: float) -> float:
 
 
 def mem_text(mib: float) -> str:
-    """MiB as sbatch reads it: whole GiB as "2G", else whole MiB as "1536M"."""
-    whole = math.ceil(mib)
-    return f"{whole // 1024}G" if whole % 1024 == 0 else f"{whole}M"
+    """MiB as sbatch reads it, rounded up to whole MiB: 2048 -> "2G", 1536 -> "1536M"."""
+    return render_memory(math.ceil(mib))
 
 
 def time_text(seconds: float) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from tuneadvisor.advisor.expressions import mem_text
 from tuneadvisor.advisor.facts import Facts
 from tuneadvisor.advisor.findings import Finding
+from tuneadvisor.slurm.options import parse_memory, parse_time
 
 # Memory headroom over the observed peak, as jobstats suggests.
 MEM_HEADROOM = 1.2
@@ -46,14 +47,32 @@ def _merge(findings: Iterable[Finding], section: str) -> dict[str, list[tuple[ob
     return merged
 
 
+def _size(key: str, value: object) -> float | None:
+    """A comparable size of a suggested value: numbers as they are, memory and time
+    spelled the sbatch way parsed to MiB and seconds; None when it is no size."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    try:
+        if key.startswith("mem"):
+            return float(parse_memory(value, name=key))
+        if key == "time":
+            seconds = parse_time(value).seconds
+            return float("inf") if seconds is None else float(seconds)
+    except ValueError:
+        return None
+    return None
+
+
 def _pick(key: str, values: list[tuple[object, str]]) -> Change:
     """More of a resource wins when findings disagree: a run that fails for lack of it
     costs more than an idle core."""
-    numbers = [(v, fid) for v, fid in values if isinstance(v, int | float)]
-    if numbers and len(numbers) == len(values):
-        best = max(v for v, _ in numbers)  # type: ignore[type-var]
-        return Change(best, tuple(sorted({fid for _, fid in values})))
-    return Change(values[-1][0], tuple(sorted({fid for _, fid in values})))
+    because = tuple(sorted({fid for _, fid in values}))
+    sized = [(_size(key, v), v) for v, _ in values]
+    if all(size is not None for size, _ in sized):
+        return Change(max(sized, key=lambda pair: pair[0] or 0.0)[1], because)
+    return Change(values[-1][0], because)
 
 
 def _as_int(value: object) -> int | None:
@@ -87,12 +106,13 @@ def _bound_cores(plan: Plan, facts: Facts, notes: list[str]) -> None:
 
 
 def _bound_memory(plan: Plan, facts: Facts, notes: list[str]) -> None:
-    from tuneadvisor.slurm.options import parse_memory_mib
-
     change = plan.sbatch.get("mem")
     if change is None:
         return
-    mib = parse_memory_mib(str(change.value))
+    try:
+        mib: float | None = parse_memory(str(change.value))
+    except ValueError:
+        mib = None
     peak = facts.get("usage.mem_peak_mib")
     if isinstance(peak, int | float) and mib is not None and mib < peak * MEM_HEADROOM:
         floor_mib = math.ceil(peak * MEM_HEADROOM / 1024) * 1024

@@ -38,6 +38,7 @@ __all__ = [
     "parse_gres",
     "parse_mail_type",
     "parse_memory",
+    "parse_memory_mib",
     "parse_no_kill",
     "parse_nodes",
     "parse_time",
@@ -271,6 +272,14 @@ def parse_memory(value: str, name: str = "mem") -> int:
         raise ValueError(f"Invalid --{name} specification")
     power = _MEM_SUFFIX[unit]
     return -(-number // 1024) if power < 0 else number * 1024**power
+
+
+def parse_memory_mib(value: str) -> int | None:
+    """MiB of a Slurm size, or None when sbatch would refuse it (see :func:`parse_memory`)."""
+    try:
+        return parse_memory(value)
+    except ValueError:
+        return None
 
 
 def render_memory(mib: int) -> str:
