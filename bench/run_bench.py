@@ -492,7 +492,8 @@ def importtime_top(cmd_tail: Sequence[str], n: int = 10) -> list[str]:
     return [f"    {cum / 1000:7.1f} ms  {name}" for cum, name in top]
 
 
-def cprofile_top(cmd_tail: Sequence[str], n: int = 15) -> list[str]:
+def cprofile_top(cmd_tail: Sequence[str], n: int = 12) -> list[str]:
+    """Markdown: the top of ``python -m cProfile CMD_TAIL`` by cumulative and by own time."""
     out = DATA / "diag.pstats"
     out.unlink(missing_ok=True)
     proc = subprocess.run(
@@ -505,16 +506,54 @@ def cprofile_top(cmd_tail: Sequence[str], n: int = 15) -> list[str]:
     )
     if proc.returncode != 0 or not out.is_file():
         last = (proc.stderr.strip().splitlines() or ["(no stderr)"])[-1]
-        return [f"    (the profiled command exited {proc.returncode}: {last})"]
-    buf = io.StringIO()
-    st = pstats.Stats(str(out), stream=buf)
-    st.strip_dirs().sort_stats("cumulative").print_stats(n)
-    st.sort_stats("tottime").print_stats(10)
-    lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()]
-    keep = [ln for ln in lines if re.match(r"\s*(ncalls|\d)", ln)]
-    header = [ln for ln in keep if "function calls" in ln][:1]
-    keep = header + [ln for ln in keep if "function calls" not in ln]
-    return ["    " + ln for ln in keep]
+        return [f"(the profiled command exited {proc.returncode}: {last})", ""]
+    lines: list[str] = []
+    for order in ("cumulative", "tottime"):
+        buf = io.StringIO()
+        st = pstats.Stats(str(out), stream=buf)
+        st.strip_dirs().sort_stats(order).print_stats(n)
+        rows = [ln for ln in buf.getvalue().splitlines() if re.match(r"\s*(ncalls|\d)", ln)]
+        total = [r.strip() for r in rows if "function calls" in r][:1]
+        rows = [r for r in rows if "function calls" not in r]
+        what = "cumulative time" if order == "cumulative" else "own time"
+        lines += [f"cProfile, top {n} by {what} ({', '.join(total)}):", "", "```", *rows, "```"]
+        lines.append("")
+    return lines
+
+
+def phases(big: Path) -> list[str]:
+    """Markdown: ``bench/phases.py`` on the big profile (one run, no profiler overhead)."""
+    proc = subprocess.run(
+        [str(PY), str(BENCH / "phases.py"), str(big), str(big.parent / "train_big.py")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+        return [f"(bench/phases.py exited {proc.returncode}: {last})", ""]
+    data: dict[str, float | str] = json.loads(proc.stdout)
+    rows = [
+        ("imports", "importing the report path"),
+        ("load_profiles", "`load_profiles`: read + safety-scan the pickle, build the model"),
+        ("classify_source", "`classify_source` on the 2.2 MB source alone (line kinds)"),
+        ("analysis_rest", "rest of `load_workspace`: source lookup, blocks, per-line analysis"),
+        ("load_workspace", "= `load_workspace` in full"),
+        ("render_text", "`render_text`"),
+    ]
+    out = [
+        "Phases, one run without a profiler (`bench/phases.py`; each part timed on its own):",
+        "",
+        "| phase | seconds |",
+        "|---|---|",
+    ]
+    for key, label in rows:
+        value = data.get(key, "not measured")
+        out.append(
+            f"| {label} | {value:.3f} |" if isinstance(value, float) else f"| {label} | {value} |"
+        )
+    return [*out, ""]
 
 
 def diagnose(cfg: Config, targets: Sequence[Target], big: Path, example: Path) -> list[str]:
@@ -534,10 +573,11 @@ def diagnose(cfg: Config, targets: Sequence[Target], big: Path, example: Path) -
         if key in by_key and want(by_key[key]):
             tail = ["-m", "tuneadvisor", "report", str(path)]
             out += [f"### `tuneadvisor report {rel(path)}`", ""]
+            if path == big:
+                out += phases(big)
             out += ["Slowest imports (`-X importtime`, cumulative):", ""]
             out += ["```", *importtime_top(tail), "```", ""]
-            out += ["cProfile (sorted by cumulative, then by own time):", ""]
-            out += ["```", *cprofile_top(tail), "```", ""]
+            out += cprofile_top(tail)
     if "3c" in by_key and want(by_key["3c"]):
         tui = by_key["3c"]
         out += ["### TUI first paint", ""]
@@ -565,8 +605,9 @@ that update**. The script imports `tuneadvisor.tui.app`, constructs
 `TuneAdvisorApp(load=..., title=...)` with a loader that calls
 `tuneadvisor.workspace.load_workspace(WorkspaceRequest(profiles=(path,)))` (what
 `tuneadvisor open` does), runs it headless with `App.run_test(size=(160, 50))`, and polls
-`await pilot.pause()` (which returns when the message queues are idle) until a `DataTable` on
-the active screen has rows; one more `pilot.pause()` lets the refresh those rows triggered be
+`await pilot.pause()` (which returns when the message queues are idle) until the function
+table (`DataTable#functions`, which the main screen fills when it mounts, after the loader
+has returned) has rows; one more `pilot.pause()` lets the refresh those rows triggered be
 composited, and that instant is "first paint". Both processes read the same clock
 (`perf_counter` is `CLOCK_MONOTONIC` on Linux), so the child reports stamps and the parent
 subtracts. After the stamp (untimed) the script checks that a function name appears in

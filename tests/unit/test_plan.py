@@ -1,0 +1,62 @@
+"""The plan keeps coupled knobs consistent and within the node."""
+
+from __future__ import annotations
+
+from tuneadvisor.advisor.findings import Finding, Severity, Suggestion
+from tuneadvisor.advisor.plan import make_plan
+
+
+def finding(fid: str, sbatch: dict[str, object] | None = None,
+            script: dict[str, object] | None = None) -> Finding:  # fmt: skip
+    return Finding(
+        id=fid, title=fid, severity=Severity.WARNING, group="g", evidence=(),
+        suggest=Suggestion(sbatch=sbatch or {}, script=script or {}), rationale="",
+        references=(), rule_path="",
+    )  # fmt: skip
+
+
+def test_more_cores_wins_and_records_both_causes() -> None:
+    plan = make_plan(
+        [finding("a", {"cpus-per-task": 4}), finding("b", {"cpus-per-task": 8})],
+        {"job.cpus_per_task": 1},
+    )
+    assert plan.sbatch["cpus-per-task"].value == 8
+    assert plan.sbatch["cpus-per-task"].because == ("a", "b")
+
+
+def test_cores_are_capped_by_the_node_and_workers_follow() -> None:
+    facts = {"job.cpus_per_task": 2, "node.cores": 32, "job.tasks_per_node": 4}
+    plan = make_plan(
+        [finding("dataloader-bound", {"cpus-per-task": 16}, {"num_workers": 15})], facts
+    )
+    assert plan.sbatch["cpus-per-task"].value == 8  # 32 cores / 4 tasks
+    assert plan.script["num_workers"].value == 7
+    assert any("capped" in note for note in plan.notes)
+
+
+def test_cores_per_gpu_limit() -> None:
+    facts = {"job.cpus_per_task": 2, "node.max_cores_per_gpu": 6, "job.gpus": 1}
+    plan = make_plan([finding("x", {"cpus-per-task": 16}, {"num_workers": 15})], facts)
+    assert plan.sbatch["cpus-per-task"].value == 6
+    assert plan.script["num_workers"].value == 5
+
+
+def test_memory_never_below_the_peak() -> None:
+    facts = {"usage.mem_peak_mib": 3000.0, "job.mem_mib": 16384.0}
+    plan = make_plan([finding("x", {"mem": "2G"})], facts)
+    assert plan.sbatch["mem"].value == "4G"  # 1.2 x 3000 MiB rounded up to whole GiB
+
+
+def test_memory_capped_by_the_node() -> None:
+    plan = make_plan([finding("x", {"mem": "600G"})], {"node.mem_mib": 256000.0})
+    assert plan.sbatch["mem"].value == "250G"  # 256000 MiB
+
+
+def test_larger_memory_wins_between_findings() -> None:
+    plan = make_plan([finding("down", {"mem": "2G"}), finding("oom", {"mem": "24G"})], {})
+    assert plan.sbatch["mem"].value == "24G"
+
+
+def test_no_change_when_the_job_already_has_it() -> None:
+    plan = make_plan([finding("x", {"cpus-per-task": 4})], {"job.cpus_per_task": 4})
+    assert plan.is_empty()
