@@ -457,6 +457,7 @@ def bench_tmux(cfg: Config, big: Path) -> Target:
         return t
     finally:
         subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
+        Path(f"/tmp/tmux-{os.getuid()}/{sock}").unlink(missing_ok=True)  # the stale socket
     t.value = statistics.median(times)
     t.details += [
         f"`tmux new-session -x 160 -y 50 '{show_cmd([TA, 'open', big])}'`, then "

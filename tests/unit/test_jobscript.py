@@ -277,6 +277,16 @@ def test_shebang_alone_is_enough() -> None:
             "Invalid GRES specification (with and without type identification)",
         ),
         (
+            ["#SBATCH --gres=gpu:4 --gpus-per-task=1 --ntasks-per-node=2 -n 4"],
+            "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and"
+            " --gpus-per-task requested number of tasks per node differ from --ntasks-per-node.",
+        ),
+        (
+            ["#SBATCH --gres=gpu:3 --gpus-per-task=2 -n 1"],
+            "Failed to validate job spec, --gres=gpu/--gpus-per-node not multiple of"
+            " --gpus-per-task.",
+        ),
+        (
             ["#SBATCH --gpus-per-task=1"],
             "Failed to validate job spec. --gpus-per-task used without either --gpus"
             " or -n/--ntasks is not allowed.",
@@ -482,6 +492,11 @@ def test_setting_mail_type_replaces_every_one_that_adds_up() -> None:
         (  # a value-less option at the end would take the new line as its value
             "#!/bin/bash\n#SBATCH -c 2\n#SBATCH -J\necho\n",
             "#!/bin/bash\n#SBATCH -c 2\n#SBATCH --mem=8G\n#SBATCH -J\necho\n",
+        ),
+        (  # nor between an option and the value it takes from a later line
+            "#!/bin/bash\n#SBATCH -c 2\n#SBATCH -J '' -n 2\n#SBATCH name --comment\necho\n",
+            "#!/bin/bash\n#SBATCH -c 2\n#SBATCH --mem=8G\n"
+            "#SBATCH -J '' -n 2\n#SBATCH name --comment\necho\n",
         ),
         (  # before a hetjob separator
             "#!/bin/bash\n#SBATCH -c 2\n#SBATCH hetjob\n#SBATCH -c 1\necho\n",

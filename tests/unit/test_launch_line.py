@@ -65,6 +65,14 @@ def names(found: LaunchLine) -> list[str]:
         ("srun python -m kernprof -l X.py\n", ["srun", "kernprof"], "X.py", []),
         ("python -m cProfile -o out.prof -s time X.py\n", ["python -m cProfile"], "X.py", []),
         (
+            "srun apptainer exec --nv -B /data:/data img.sif python X.py --a\n",
+            ["srun", "apptainer exec"],
+            "X.py",
+            ["--a"],
+        ),
+        ("conda run -n torch --no-capture-output python X.py\n", ["conda run"], "X.py", []),
+        ("uv run --with torch python X.py\n", ["uv run"], "X.py", []),
+        (
             "srun --ntasks 2 \\\n   python X.py \\\n   --num-workers 4\n",
             ["srun"],
             "X.py",

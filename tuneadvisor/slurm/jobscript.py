@@ -43,6 +43,7 @@ from tuneadvisor.slurm.options import (
     find_option,
     gpu_count,
     match_long,
+    parse_count,
     parse_gpus,
     parse_gres,
     parse_mail_type,
@@ -430,7 +431,8 @@ def _conflicts_in(last: dict[str, Directive]) -> list[Problem]:
 
 
 def _gpu_conflicts(last: dict[str, Directive]) -> list[Problem]:
-    """The job-spec checks sbatch's GRES code makes on --gpus and --gpus-per-task."""
+    """The job-spec checks sbatch's GRES code makes on --gpus and --gpus-per-task (the
+    common ones; the controller makes more)."""
     problems: list[Problem] = []
 
     def conflict(where: Directive, message: str) -> None:
@@ -455,6 +457,23 @@ def _gpu_conflicts(last: dict[str, Directive]) -> list[Problem]:
                 "Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node"
             )
             conflict(last["gpus"], message)
+    per_task = _typed_value(last.get("gpus-per-task"), parse_gpus)
+    if per_node and per_task and gpu_count(per_node) and gpu_count(per_task):
+        each, task = gpu_count(per_node), gpu_count(per_task)
+        tasks = _typed_value(last.get("ntasks-per-node"), parse_count)
+        if each % task:
+            message = (
+                "Failed to validate job spec, --gres=gpu/--gpus-per-node not multiple of"
+                " --gpus-per-task."
+            )
+            conflict(last["gpus-per-task"], message)
+        elif tasks is not None and each // task != tasks:
+            message = (
+                "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and"
+                " --gpus-per-task requested number of tasks per node differ from"
+                " --ntasks-per-node."
+            )
+            conflict(last["gpus-per-task"], message)
     if "gpus-per-task" in last and "gpus" not in last and "ntasks" not in last:
         message = (
             "Failed to validate job spec. --gpus-per-task used without either --gpus"
@@ -761,15 +780,22 @@ class JobScript:
         return JobScript.parse("".join(line.text + line.ending for line in lines), self.path)
 
     def _insert_after(self) -> int:
-        """The line after which a new directive goes (0: at the very top)."""
-        ours = [t for t in self.tokens if t.component == 0]
+        """The line after which a new directive goes (0: at the very top): after the last
+        directive, but never between an option and a value it takes from a later line,
+        nor after an option still waiting for its value (either would take the new line)."""
+        floor = 1 if self.text.startswith("#!") else 0
+        ours = [t.line for t in self.tokens if t.component == 0]
         if not ours:
-            return 1 if self.text.startswith("#!") else 0
-        read = [d for d in self.occurrences if d.component == 0]
-        last = read[-1] if read else None
-        if last and not last.has_value and _known_option(last.name).arg is Arg.REQUIRED:
-            return last.line - 1  # that option lacks its value: it would take the new line's
-        return max(t.line for t in ours)
+            return floor
+        blocked: set[int] = set()
+        for directive in self.occurrences:
+            if directive.component != 0:
+                continue
+            if directive.value_token is not None:
+                blocked.update(range(directive.line, self.tokens[directive.value_token].line))
+            elif not directive.has_value and _known_option(directive.name).arg is Arg.REQUIRED:
+                blocked.update(range(directive.line, max(ours) + 1))
+        return next((n for n in range(max(ours), floor, -1) if n not in blocked), floor)
 
     def _set_value(self, edit: _Edit, current: Directive, value: str | None) -> bool:
         """Queue the change of one occurrence's value; False when nothing changes."""

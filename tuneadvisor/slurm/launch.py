@@ -3,7 +3,8 @@
 Recognised, alone or nested (``srun kernprof ... python X.py``): ``python``/``python3``
 with interpreter options, ``python -m torch.distributed.run|launch``, ``torchrun``,
 ``accelerate launch``, ``deepspeed``, ``kernprof``, ``python -m cProfile``, ``srun`` and
-``mpirun``/``mpiexec`` with their options, ``env``/``time``/``exec``/``nohup`` prefixes,
+``mpirun``/``mpiexec`` with their options, ``apptainer``/``singularity exec IMAGE``,
+``conda run``, ``uv run``, ``env``/``time``/``exec``/``nohup`` prefixes,
 ``VAR=value`` assignments before the command, ``\\`` line continuations, several commands
 on a line (``;``, ``&&``, ``|``) and redirections.
 
@@ -323,6 +324,14 @@ _DEEPSPEED_FLAGS = {
     "--no_ssh",
 }
 _KERNPROF_VALUES = {"--outfile", "--setup", "--unit", "--output-interval", "--prof-mod"}
+_CONTAINER_VALUES = {
+    *("-B", "--bind", "--mount", "--env", "--env-file", "-H", "--home", "-W", "--workdir"),
+    *("--pwd", "-o", "--overlay", "-S", "--scratch", "--security", "--network"),
+    *("--network-args", "--hostname", "--dns", "--apply-cgroups", "--fusemount"),
+}
+_CONDA_VALUES = {"-n", "--name", "-p", "--prefix", "--cwd"}
+_UV_VALUES = {"--with", "--with-requirements", "--python", "-p", "--project", "--directory"}
+_UV_VALUES |= {"--env-file", "--group", "--extra", "--package", "--index", "--index-url"}
 
 
 @dataclass(frozen=True)
@@ -354,9 +363,21 @@ _DEEPSPEED = _Spec(
 )
 _KERNPROF = _Spec("osuip", lambda w: w in _KERNPROF_VALUES, module_flags=frozenset({"-m"}))
 _CPROFILE = _Spec("os", lambda w: w in ("--outfile", "--sort"), module_flags=frozenset({"-m"}))
+_CONTAINER = _Spec("", lambda w: w in _CONTAINER_VALUES)
+_CONDA = _Spec("", lambda w: w in _CONDA_VALUES)
+_UV = _Spec("", lambda w: w in _UV_VALUES)
 
 # Programs that take options and then a command to run.
 _WRAPPERS: dict[str, _Spec] = {"srun": _SRUN, "mpirun": _MPI, "mpiexec": _MPI, "orterun": _MPI}
+# Programs whose subcommand takes options and then a command (containers: then an image).
+_SUBCOMMANDS: dict[tuple[str, str], _Spec] = {
+    ("apptainer", "exec"): _CONTAINER,
+    ("singularity", "exec"): _CONTAINER,
+    ("conda", "run"): _CONDA,
+    ("mamba", "run"): _CONDA,
+    ("micromamba", "run"): _CONDA,
+    ("uv", "run"): _UV,
+}
 # Programs that take options and then the training script.
 _RUNNERS: dict[str, _Spec] = {"torchrun": _TORCHRUN, "deepspeed": _DEEPSPEED, "kernprof": _KERNPROF}
 _PYTHON_MODULES: dict[str, tuple[str, _Spec]] = {
@@ -438,12 +459,23 @@ def _analyse(words: list[str], found: _Found) -> _Found | None:
         return _analyse(command, found)
     if program in _RUNNERS:
         return _runner(program, _RUNNERS[program], rest, found)
+    if (program, rest[0] if rest else "") in _SUBCOMMANDS:
+        return _subcommand(f"{program} {rest[0]}", _SUBCOMMANDS[program, rest[0]], rest[1:], found)
     if program == "accelerate" and rest[:1] == ["launch"]:
         return _runner("accelerate launch", _ACCELERATE, rest[1:], found)
     if _PYTHON.fullmatch(program):
         found.python = words[0]
         return _python(rest, found)
     return None
+
+
+def _subcommand(name: str, spec: _Spec, words: list[str], found: _Found) -> _Found | None:
+    """``apptainer exec [options] IMAGE command``, ``conda run [options] command``..."""
+    options, command = _split_options(words, spec)
+    if name.endswith(" exec"):  # a container image comes before the command
+        options, command = options + command[:1], command[1:]
+    found.launchers.append(Launcher(name, tuple(options)))
+    return _analyse(command, found)
 
 
 def _skip_flags(words: list[str]) -> list[str]:
