@@ -6,12 +6,11 @@ prints, and sums time by kind.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneadvisor.profile.kinds import LineKind, classify_source
+from tuneadvisor.profile.kinds import LineKind, SourceInfo, analyze_source, classify_source
 from tuneadvisor.profile.model import FunctionTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
 
@@ -121,16 +120,16 @@ def kind_summary_text(function: AnnotatedFunction, limit: int = 4) -> str:
 class _SourceCache:
     def __init__(self, finder: SourceFinder) -> None:
         self.finder = finder
-        self._files: dict[str, tuple[Path, list[str], dict[int, LineKind]] | None] = {}
+        self._files: dict[str, tuple[Path, list[str], SourceInfo] | None] = {}
 
-    def get(self, filename: str) -> tuple[Path, list[str], dict[int, LineKind]] | None:
+    def get(self, filename: str) -> tuple[Path, list[str], SourceInfo] | None:
         if filename not in self._files:
             found = self.finder.read_lines(filename)
             if found is None:
                 self._files[filename] = None
             else:
                 path, lines = found
-                self._files[filename] = (path, lines, classify_source("\n".join(lines)))
+                self._files[filename] = (path, lines, analyze_source("\n".join(lines)))
         return self._files[filename]
 
 
@@ -153,15 +152,15 @@ def _analyze_function(
     found = cache.get(func.filename)
     block: tuple[tuple[int, str], ...] = ()
     if found is not None:
-        path, file_lines, kinds = found
+        path, file_lines, info = found
+        kinds = info.kinds
         source_path: str | None = str(path)
-        start = func.first_lineno - 1
-        if 0 <= start < len(file_lines):
-            try:
-                body = inspect.getblock([line + "\n" for line in file_lines[start:]])
-            except Exception:  # tokenize errors on odd source: fall back to the timed lines
-                body = file_lines[start : max((ln.lineno for ln in func.lines), default=start)]
-            block = tuple((func.first_lineno + i, text.rstrip("\n")) for i, text in enumerate(body))
+        start = func.first_lineno
+        # The def's extent from the parse; without it (source changed since the profile
+        # was taken), up to the last timed line.
+        end = info.function_ends.get(start, max((ln.lineno for ln in func.lines), default=start))
+        end = min(end, len(file_lines))
+        block = tuple((n, file_lines[n - 1]) for n in range(max(start, 1), end + 1))
 
         def text_of(lineno: int) -> str | None:
             return file_lines[lineno - 1] if 0 < lineno <= len(file_lines) else None

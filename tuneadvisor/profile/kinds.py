@@ -98,6 +98,7 @@ import gc
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -126,24 +127,49 @@ _RANK: dict[LineKind, int] = {kind: rank for rank, kind in enumerate(PRECEDENCE)
 _NO_RANK = len(PRECEDENCE)  # "other"
 
 
+@dataclass(frozen=True)
+class SourceInfo:
+    """What one parse of a file tells: line kinds, and where each function ends."""
+
+    kinds: dict[int, LineKind]
+    # first line of a def (its first decorator, as co_firstlineno counts, and the `def`
+    # line itself) -> the def's last line
+    function_ends: dict[int, int]
+
+
 def classify_source(text: str) -> dict[int, LineKind]:
     """Map every line number of ``text`` that belongs to a classified statement to its kind.
 
     Lines of a multi-line statement all get the statement's kind. Lines not returned are
     "other". Never raises on bad source: a file that does not parse classifies nothing.
     """
+    return analyze_source(text).kinds
+
+
+def analyze_source(text: str) -> SourceInfo:
+    """Kinds and function extents from one parse (never raises; bad source gives nothing)."""
     text = text.lstrip("\ufeff")  # a BOM read as text: Python skips it, ast.parse does not
     with _gc_paused():
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
-            return {}
+            return SourceInfo({}, {})
         try:
             statements = _Statements(tree)
             roles = _Roles(statements)
-            return _classify(statements, roles, _SourceLines(text))
+            kinds = _classify(statements, roles, _SourceLines(text))
         except RecursionError:  # absurdly nested code: better nothing than a crash
-            return {}
+            return SourceInfo({}, {})
+        return SourceInfo(kinds, _function_ends(statements))
+
+
+def _function_ends(statements: _Statements) -> dict[int, int]:
+    ends: dict[int, int] = {}
+    for stmt, _scope in statements.items:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.end_lineno:
+            for first in (stmt.lineno, *(d.lineno for d in stmt.decorator_list[:1])):
+                ends[first] = stmt.end_lineno
+    return ends
 
 
 @contextmanager

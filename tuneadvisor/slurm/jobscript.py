@@ -433,54 +433,70 @@ def _conflicts_in(last: dict[str, Directive]) -> list[Problem]:
 def _gpu_conflicts(last: dict[str, Directive]) -> list[Problem]:
     """The job-spec checks sbatch's GRES code makes on --gpus and --gpus-per-task (the
     common ones; the controller makes more)."""
-    problems: list[Problem] = []
-
-    def conflict(where: Directive, message: str) -> None:
-        problems.append(Problem(CONFLICTING_DIRECTIVES, where.line, where.name, message, True))
-
-    gpus = _typed_value(last.get("gpus"), parse_gpus)
-    nodes = _typed_value(last.get("nodes"), parse_nodes)
-    if gpus is not None and nodes is not None and gpu_count(gpus) < nodes.minimum:
-        conflict(last["gpus"], "Failed to validate job spec, --gpus < -N")
     per_node_name = "gpus-per-node" if "gpus-per-node" in last else "gres"
     per_node = _typed_value(last.get(per_node_name), _gpus_of(per_node_name))
-    if gpus is not None and per_node and gpu_count(per_node):
-        total, each = gpu_count(gpus), gpu_count(per_node)
-        if len({item.type is None for item in gpus + per_node}) > 1:
-            message = "Invalid GRES specification (with and without type identification)"
-            conflict(last["gpus"], message)
-        elif total < each:
-            message = "Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket"
-            conflict(last["gpus"], message)
-        elif total % each:
-            message = (
-                "Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node"
-            )
-            conflict(last["gpus"], message)
-    per_task = _typed_value(last.get("gpus-per-task"), parse_gpus)
-    if per_node and per_task and gpu_count(per_node) and gpu_count(per_task):
-        each, task = gpu_count(per_node), gpu_count(per_task)
-        tasks = _typed_value(last.get("ntasks-per-node"), parse_count)
-        if each % task:
-            message = (
-                "Failed to validate job spec, --gres=gpu/--gpus-per-node not multiple of"
-                " --gpus-per-task."
-            )
-            conflict(last["gpus-per-task"], message)
-        elif tasks is not None and each // task != tasks:
-            message = (
-                "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and"
-                " --gpus-per-task requested number of tasks per node differ from"
-                " --ntasks-per-node."
-            )
-            conflict(last["gpus-per-task"], message)
-    if "gpus-per-task" in last and "gpus" not in last and "ntasks" not in last:
-        message = (
-            "Failed to validate job spec. --gpus-per-task used without either --gpus"
-            " or -n/--ntasks is not allowed."
+    found = [
+        *_total_gpu_conflicts(last, per_node),
+        *_per_task_gpu_conflicts(last, per_node),
+    ]
+    return [
+        Problem(CONFLICTING_DIRECTIVES, last[name].line, name, message, True)
+        for name, message in found
+    ]
+
+
+def _total_gpu_conflicts(
+    last: dict[str, Directive], per_node: tuple[GresItem, ...] | None
+) -> Iterator[tuple[str, str]]:
+    gpus = _typed_value(last.get("gpus"), parse_gpus)
+    if gpus is None:
+        return
+    nodes = _typed_value(last.get("nodes"), parse_nodes)
+    if nodes is not None and gpu_count(gpus) < nodes.minimum:
+        yield "gpus", "Failed to validate job spec, --gpus < -N"
+    if not per_node or not gpu_count(per_node):
+        return
+    total, each = gpu_count(gpus), gpu_count(per_node)
+    if len({item.type is None for item in gpus + per_node}) > 1:
+        yield "gpus", "Invalid GRES specification (with and without type identification)"
+    elif total < each:
+        yield "gpus", "Failed to ensure --gpus >= --gres=gpu/--gpus-per-node >= --gpus-per-socket"
+    elif total % each:
+        yield (
+            "gpus",
+            "Failed to validate job spec, --gpus is not multiple of --gres=gpu/--gpus-per-node",
         )
-        conflict(last["gpus-per-task"], message)
-    return problems
+
+
+def _per_task_gpu_conflicts(
+    last: dict[str, Directive], per_node: tuple[GresItem, ...] | None
+) -> Iterator[tuple[str, str]]:
+    per_task = _typed_value(last.get("gpus-per-task"), parse_gpus)
+    if per_task is None:
+        return
+    if "gpus" not in last and "ntasks" not in last:
+        yield (
+            "gpus-per-task",
+            "Failed to validate job spec. --gpus-per-task used without either --gpus"
+            " or -n/--ntasks is not allowed.",
+        )
+    if not per_node or not gpu_count(per_node) or not gpu_count(per_task):
+        return
+    each, task = gpu_count(per_node), gpu_count(per_task)
+    tasks = _typed_value(last.get("ntasks-per-node"), parse_count)
+    if each % task:
+        yield (
+            "gpus-per-task",
+            "Failed to validate job spec, --gres=gpu/--gpus-per-node not multiple of"
+            " --gpus-per-task.",
+        )
+    elif tasks is not None and each // task != tasks:
+        yield (
+            "gpus-per-task",
+            "Failed to validate job spec. Based on --gres=gpu/--gpus-per-node and"
+            " --gpus-per-task requested number of tasks per node differ from"
+            " --ntasks-per-node.",
+        )
 
 
 def _gpus_of(name: str) -> Callable[[str], tuple[GresItem, ...]]:
