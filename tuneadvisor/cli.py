@@ -26,6 +26,34 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--job", metavar="JOBSCRIPT", help="the Slurm job script of the run")
     parser.add_argument(
+        "--script",
+        metavar="TRAIN.py",
+        help="the training script (default: the one the job script's launch line runs)",
+    )
+    parser.add_argument(
+        "--metrics",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="GPU metrics: an nvidia-smi --query-gpu --format=csv log (repeatable)",
+    )
+    parser.add_argument("--seff", metavar="FILE", help="saved `seff JOBID` output")
+    parser.add_argument("--sacct", metavar="FILE", help="saved `sacct -j JOBID --json` output")
+    parser.add_argument("--jobid", metavar="ID", help="which job of the sacct output to read")
+    parser.add_argument(
+        "--site",
+        metavar="FILE",
+        help="the cluster's node shapes (default: $TUNEADVISOR_SITE or "
+        "~/.config/tuneadvisor/site.toml)",
+    )
+    parser.add_argument(
+        "--rules",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="an extra folder of rule files (repeatable; overrides rules of the same id)",
+    )
+    parser.add_argument(
         "--source-root",
         metavar="DIR",
         action="append",
@@ -54,6 +82,22 @@ def build_parser() -> argparse.ArgumentParser:
         default="text",
         help="output format (default: text)",
     )
+    apply_p = sub.add_parser(
+        "apply", help="write the tuned job script (and a training-script patch)"
+    )
+    _add_inputs(apply_p)
+    apply_p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="where to write the tuned job script (default: JOB with .tuned before its suffix)",
+    )
+    apply_p.add_argument(
+        "--in-place",
+        action="store_true",
+        help="overwrite the job script itself, keeping a backup (JOB.bak)",
+    )
+
     rules_p = sub.add_parser("rules", help="list, show or check rule files")
     rules_sub = rules_p.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
     list_p = rules_sub.add_parser("list", help="the rules in force, one line each")
@@ -78,9 +122,18 @@ def _request(args: argparse.Namespace) -> WorkspaceRequest:
     from tuneadvisor.workspace import WorkspaceRequest
 
     request = WorkspaceRequest(
-        profiles=tuple(args.profiles), job=args.job, source_roots=tuple(args.source_root)
+        profiles=tuple(args.profiles),
+        job=args.job,
+        source_roots=tuple(args.source_root),
+        script=args.script,
+        metrics=tuple(args.metrics),
+        seff=args.seff,
+        sacct=args.sacct,
+        jobid=args.jobid,
+        site=args.site,
+        rules=tuple(args.rules),
     )
-    if not request.profiles and request.job is None:
+    if request.is_empty():
         raise InputError(None, f"{args.command}: give at least one profile (.lprof) or --job")
     for root in request.source_roots:
         if not Path(root).is_dir():
@@ -123,7 +176,8 @@ def _check_paths_exist(request: WorkspaceRequest) -> None:
     """Fail before the screen opens for the commonest mistake: a path that is not there."""
     from pathlib import Path
 
-    for path in (*request.profiles, *([request.job] if request.job else [])):
+    named = (request.job, request.script, request.seff, request.sacct, request.site)
+    for path in (*request.profiles, *request.metrics, *(p for p in named if p)):
         if not Path(path).exists():
             raise InputError(path, "no such file")
 
@@ -135,6 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_report(args)
         if args.command == "open":
             return _cmd_open(args)
+        if args.command == "apply":
+            from tuneadvisor.apply_cli import run_apply
+
+            return run_apply(args, _request(args))
         if args.command == "rules":
             from tuneadvisor.rules_cli import run_rules_command
 

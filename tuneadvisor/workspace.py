@@ -1,16 +1,19 @@
-"""Everything one `report` or `open` looks at, loaded from the command line's inputs.
+"""Everything one `report`, `open` or `apply` looks at, loaded from the command line's inputs.
 
 The CLI and the TUI both show a Workspace, so they never disagree.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuneadvisor.errors import InputError
+from tuneadvisor.advisor.advice import Advice, advise
+from tuneadvisor.advisor.findings import Finding
+from tuneadvisor.advisor.gather import EvidencePaths, gather
+from tuneadvisor.advisor.rules import load_rules, rule_dirs
+from tuneadvisor.errors import InputError, read_text_input
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze
 from tuneadvisor.profile.lprof import load_profiles
 from tuneadvisor.profile.source import SourceFinder
@@ -29,48 +32,61 @@ class WorkspaceRequest:
     profiles: tuple[str, ...] = ()
     job: str | None = None
     source_roots: tuple[str, ...] = ()
+    script: str | None = None
+    metrics: tuple[str, ...] = ()
+    seff: str | None = None
+    sacct: str | None = None
+    jobid: str | None = None
+    site: str | None = None
+    rules: tuple[str, ...] = ()
+
+    def evidence(self) -> EvidencePaths:
+        return EvidencePaths(
+            job=self.job,
+            script=self.script,
+            metrics=self.metrics,
+            seff=self.seff,
+            sacct=self.sacct,
+            jobid=self.jobid,
+            site=self.site,
+        )
+
+    def is_empty(self) -> bool:
+        return not (self.profiles or self.job or self.script or self.metrics or self.seff
+                    or self.sacct)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Workspace:
     analysis: ProfileAnalysis | None
     job: JobScriptText | None
-    # Findings come with the advisor; until then the report says nothing was evaluated.
-    findings: tuple[object, ...] = field(default=())
+    advice: Advice | None = field(default=None)
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.advice.findings if self.advice is not None else ()
 
 
-def read_text_input(path: str | os.PathLike[str], what: str) -> str:
-    """Read a small text input, turning every failure into one InputError line."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, f"no such file ({what})") from None
-    except IsADirectoryError:
-        raise InputError(path, f"{what} is a directory, not a file") from None
-    except PermissionError:
-        raise InputError(path, f"{what} is not readable (permission denied)") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read {what}: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"{what} is not UTF-8 text (byte {exc.start})") from None
+def analyze_profiles(request: WorkspaceRequest, cwd: Path | None = None) -> ProfileAnalysis:
+    profiles = load_profiles(request.profiles)
+    finder = SourceFinder(
+        profile_dirs=_dirs_of(request.profiles),
+        source_roots=tuple(Path(r) for r in request.source_roots),
+        cwd=cwd,
+    )
+    return analyze(profiles, finder)
 
 
 def load_workspace(request: WorkspaceRequest, cwd: Path | None = None) -> Workspace:
+    if request.is_empty():
+        raise InputError(None, "nothing to read: give a profile (.lprof), --job or other inputs")
+    rules = load_rules(rule_dirs(request.rules))  # a bad rule file fails before any work
     job = None
     if request.job is not None:
         job = JobScriptText(request.job, read_text_input(request.job, "job script"))
-    analysis = None
-    if request.profiles:
-        profiles = load_profiles(request.profiles)
-        finder = SourceFinder(
-            profile_dirs=_dirs_of(request.profiles),
-            source_roots=tuple(Path(r) for r in request.source_roots),
-            cwd=cwd,
-        )
-        analysis = analyze(profiles, finder)
-    return Workspace(analysis=analysis, job=job)
+    analysis = analyze_profiles(request, cwd) if request.profiles else None
+    advice = advise(gather(request.evidence(), analysis), rules)
+    return Workspace(analysis=analysis, job=job, advice=advice)
 
 
 def _dirs_of(paths: Sequence[str]) -> tuple[Path, ...]:

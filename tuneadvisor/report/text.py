@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
+from tuneadvisor.report.advice_text import render_advice
 from tuneadvisor.report.format import heat_bar, per_hit, percent, seconds
 from tuneadvisor.workspace import Workspace
 
@@ -87,6 +88,8 @@ def render_text(workspace: Workspace) -> str:
         out += render_analysis(workspace.analysis)
     if workspace.job is not None:
         out += ["", f"Job script: {workspace.job.path}"]
+    if workspace.advice is not None:
+        out += render_advice(workspace.advice)
     if not out:
         out.append("Nothing to report: give a profile (.lprof) or --job.")
     return "\n".join(out) + "\n"

@@ -1,0 +1,88 @@
+"""Gathered evidence + rules -> findings, a plan, the tuned job script and a script patch."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from tuneadvisor.advisor.engine import evaluate
+from tuneadvisor.advisor.findings import Finding, Skipped
+from tuneadvisor.advisor.gather import Gathered
+from tuneadvisor.advisor.plan import Plan, make_plan
+from tuneadvisor.advisor.rules import Rule
+from tuneadvisor.advisor.script_edits import plan_script_edits
+from tuneadvisor.slurm.jobscript import JobScript
+
+
+@dataclass(frozen=True)
+class Advice:
+    findings: tuple[Finding, ...]
+    skipped: tuple[Skipped, ...]
+    plan: Plan
+    facts: Mapping[str, object]
+    sharpen: tuple[str, ...]  # inputs that would let more rules speak
+    notes: tuple[str, ...]
+    tuned_job: JobScript | None  # None without a job script
+    job_diff: str  # unified diff of the job script ("" when unchanged)
+    script_patch: str  # unified diff for the training script ("" when none)
+    script_path: str | None
+
+
+def _job_diff(before: JobScript, after: JobScript, name: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.render_text().splitlines(keepends=True),
+            after.render_text().splitlines(keepends=True),
+            fromfile=f"a/{name}",
+            tofile=f"b/{name}",
+        )
+    )
+
+
+def _apply_sbatch(job: JobScript, plan: Plan, notes: list[str]) -> JobScript:
+    for option, change in plan.sbatch.items():
+        try:
+            job = job.with_directive(option, str(change.value))
+        except ValueError as exc:  # a value sbatch would refuse: say so, keep the rest
+            notes.append(f"--{option}={change.value} not written: {exc}")
+    return job
+
+
+def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
+    evaluation = evaluate(rules, gathered.facts)
+    plan = make_plan(evaluation.findings, gathered.facts)
+    notes = list(gathered.notes) + list(plan.notes)
+    scan_facts = gathered.scan.facts() if gathered.scan is not None else {}
+    job = gathered.job
+    tuned = job
+    if job is not None:
+        tuned = _apply_sbatch(job, plan, notes)
+    edits = plan_script_edits(
+        {key: change.value for key, change in plan.script.items()},
+        scan_facts,
+        tuned,
+        gathered.launch,
+        gathered.script_path,
+        gathered.script_text,
+    )
+    tuned = edits.job
+    notes += edits.notes
+    if tuned is not None and gathered.facts.get("job.dos_line_breaks") is True:
+        # sbatch refuses CRLF scripts: the tuned one is written with LF line ends.
+        tuned = JobScript.parse(tuned.render_text().replace("\r\n", "\n"), tuned.path)
+    diff = ""
+    if job is not None and tuned is not None:
+        diff = _job_diff(job, tuned, str(job.path or "job.sbatch"))
+    return Advice(
+        findings=evaluation.findings,
+        skipped=evaluation.skipped,
+        plan=plan,
+        facts=gathered.facts,
+        sharpen=gathered.sharpen,
+        notes=tuple(notes),
+        tuned_job=tuned,
+        job_diff=diff,
+        script_patch=edits.patch,
+        script_path=gathered.script_path,
+    )

@@ -1,0 +1,191 @@
+"""Evidence files in, facts out. Every file is read once; a bad one is one InputError line.
+
+An input that was not given leaves its facts absent, and `sharpen` says which inputs would
+let more rules speak.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tuneadvisor.advisor.facts import FACTS
+from tuneadvisor.advisor.job_facts import job_facts
+from tuneadvisor.advisor.profile_facts import profile_facts
+from tuneadvisor.advisor.script_scan import ScriptScan, scan_script
+from tuneadvisor.advisor.site import load_site
+from tuneadvisor.errors import InputError, read_text_input
+from tuneadvisor.metrics.model import MetricsSeries, merge_series
+from tuneadvisor.metrics.nvidia_smi_csv import NvidiaSmiCsvError, parse_nvidia_smi_csv
+from tuneadvisor.profile.analysis import ProfileAnalysis
+from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.launch import LaunchLine, find_launch
+from tuneadvisor.slurm.sacct import SacctError, parse_sacct, select_job
+from tuneadvisor.slurm.seff import SeffError, parse_seff
+
+SITE_ENV = "TUNEADVISOR_SITE"
+
+
+@dataclass(frozen=True)
+class EvidencePaths:
+    """The evidence files the command line named (the profile is analysed separately)."""
+
+    job: str | None = None
+    script: str | None = None
+    metrics: tuple[str, ...] = ()
+    seff: str | None = None
+    sacct: str | None = None
+    jobid: str | None = None
+    site: str | None = None
+
+
+@dataclass(frozen=True)
+class Gathered:
+    facts: Mapping[str, object]
+    job: JobScript | None = None
+    launch: LaunchLine | None = None
+    script_path: str | None = None
+    script_text: str | None = None
+    scan: ScriptScan | None = None
+    metrics: MetricsSeries | None = None
+    sharpen: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def read_job(path: str) -> JobScript:
+    text = read_text_input(path, "job script")
+    return JobScript.parse(text, path)
+
+
+def _script(
+    paths: EvidencePaths, launch: LaunchLine | None, notes: list[str]
+) -> tuple[str | None, str | None]:
+    """The training script: --script, else the one the job's launch line runs."""
+    if paths.script is not None:
+        return paths.script, read_text_input(paths.script, "training script")
+    if launch is None:
+        return None, None
+    if launch.script_path is not None and launch.script_path.is_file():
+        path = str(launch.script_path)
+        return path, read_text_input(path, "training script")
+    if launch.script and paths.job is not None:
+        # A job copied from the cluster names a path that is not here: look beside it.
+        beside = Path(paths.job).parent / Path(launch.script).name
+        if beside.is_file():
+            return str(beside), read_text_input(beside, "training script")
+    if launch.script:
+        notes.append(f"the job runs {launch.script}, which is not here: give --script to read it")
+    return None, None
+
+
+def _usage_facts(facts: dict[str, object]) -> None:
+    """usage.* from sacct, else seff: rules read one name whichever the user gave."""
+    pairs = {
+        "usage.state": ("sacct.state", "seff.state"),
+        "usage.cores": ("sacct.alloc_cpus", "seff.cores"),
+        "usage.cpu_efficiency_pct": ("sacct.cpu_efficiency_pct", "seff.cpu_efficiency_pct"),
+        "usage.mem_peak_mib": ("sacct.mem_peak_mib", "seff.mem_used_mib"),
+        "usage.elapsed_s": ("sacct.elapsed_s", "seff.wall_s"),
+    }
+    for usage, sources in pairs.items():
+        for source in sources:
+            if source in facts:
+                facts[usage] = facts[source]
+                break
+
+
+def _metrics(paths: Sequence[str]) -> MetricsSeries | None:
+    series = []
+    for path in paths:
+        text = read_text_input(path, "metrics file")
+        try:
+            series.append(parse_nvidia_smi_csv(text))
+        except NvidiaSmiCsvError as exc:
+            raise InputError(path, f"not an nvidia-smi --query-gpu CSV log: {exc}") from None
+    if not series:
+        return None
+    return series[0] if len(series) == 1 else merge_series(series)
+
+
+def _site_path(paths: EvidencePaths, env: Mapping[str, str]) -> str | None:
+    if paths.site:
+        return paths.site
+    if env.get(SITE_ENV):
+        return env[SITE_ENV]
+    config = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    default = config / "tuneadvisor" / "site.toml"
+    return str(default) if default.is_file() else None
+
+
+def _known(facts: Mapping[str, object]) -> dict[str, object]:
+    """Only registered facts reach the rules (a producer's extra detail stays with it)."""
+    return {name: value for name, value in facts.items() if name in FACTS}
+
+
+def gather(
+    paths: EvidencePaths,
+    analysis: ProfileAnalysis | None,
+    env: Mapping[str, str] | None = None,
+) -> Gathered:
+    env = os.environ if env is None else env
+    facts: dict[str, object] = {}
+    notes: list[str] = []
+    sharpen: list[str] = []
+    if analysis is not None:
+        facts.update(profile_facts(analysis))
+    else:
+        sharpen.append("a line_profiler profile (kernprof -l -o $SLURM_JOBID.lprof)")
+    job = launch = None
+    if paths.job is not None:
+        job = read_job(paths.job)
+        launch = find_launch(job, paths.job)
+        facts.update(job_facts(job, launch))
+    else:
+        sharpen.append("the job script (--job)")
+    script_path, script_text = _script(paths, launch, notes)
+    scan = None
+    if script_text is not None:
+        launch_args = launch.options if launch is not None else None
+        scan = scan_script(script_text, launch_args)
+        if scan.parse_error:
+            notes.append(f"{script_path}: does not parse ({scan.parse_error}); not scanned")
+        facts.update(scan.facts())
+    else:
+        sharpen.append("the training script (--script, or a job script that runs it)")
+    if paths.seff is not None:
+        try:
+            facts.update(parse_seff(read_text_input(paths.seff, "seff output")).facts())
+        except SeffError as exc:
+            raise InputError(paths.seff, f"not seff output: {exc}") from None
+    if paths.sacct is not None:
+        try:
+            jobs = parse_sacct(read_text_input(paths.sacct, "sacct output"))
+            facts.update(select_job(jobs, paths.jobid).facts())
+        except SacctError as exc:
+            raise InputError(paths.sacct, f"not sacct output: {exc}") from None
+    if paths.seff is None and paths.sacct is None:
+        sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
+    _usage_facts(facts)
+    metrics = _metrics(paths.metrics)
+    if metrics is not None:
+        facts.update(metrics.facts())
+    else:
+        sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)")
+    site_path = _site_path(paths, env)
+    if site_path is not None:
+        node = load_site(site_path).node_for(facts.get("job.partition"))  # type: ignore[arg-type]
+        if node is not None:
+            facts.update(node.facts())
+    return Gathered(
+        facts=_known(facts),
+        job=job,
+        launch=launch,
+        script_path=script_path,
+        script_text=script_text,
+        scan=scan,
+        metrics=metrics,
+        sharpen=tuple(sharpen),
+        notes=tuple(notes),
+    )

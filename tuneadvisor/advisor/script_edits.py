@@ -1,0 +1,122 @@
+"""Training-script settings the plan changes: passed on the job's launch line when the
+script takes them as options, or written as a patch for the script when they are hard-coded.
+
+The job script is edited (it is the user's to resubmit); the training script never is:
+a patch file says what to change, and the user applies it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.launch import LaunchLine
+
+# DataLoader settings the advisor changes, and how a value reads in Python source.
+LOADER_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
+_SHELL_UNSAFE = re.compile(r"[|&;<>]")
+
+
+@dataclass(frozen=True)
+class ScriptEdits:
+    job: JobScript | None  # the job script with launch-line options changed
+    patch: str  # unified diff for the training script ("" when none)
+    notes: tuple[str, ...]
+
+
+def _python_value(setting: str, value: object) -> str:
+    if setting == "num_workers":
+        # Follow the allocation instead of a number: one core stays with the main process.
+        return 'max(1, int(os.environ.get("SLURM_CPUS_PER_TASK", "1")) - 1)'
+    return repr(value)
+
+
+def _shell_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _edit_launch(job: JobScript, launch: LaunchLine, option: str, value: str) -> JobScript | None:
+    """Set ``option`` on the launch line: replace its value, or append it to the line's end.
+    None when the line is too complex to edit safely (a redirect, a pipe, ...)."""
+    lines = job.render_text().splitlines(keepends=True)
+    for index in range(launch.line - 1, launch.end_line):
+        text = lines[index]
+        pattern = re.compile(r"(?<!\S)(" + re.escape(option) + r")(=|\s+)(\"[^\"]*\"|'[^']*'|\S+)")
+        match = pattern.search(text)
+        if match:
+            lines[index] = text[: match.start(3)] + value + text[match.end(3) :]
+            return JobScript.parse("".join(lines), job.path)
+    last = lines[launch.end_line - 1]
+    body = last.rstrip("\r\n")
+    ending = last[len(body) :]
+    if _SHELL_UNSAFE.search(body) or "#" in body:
+        return None
+    lines[launch.end_line - 1] = f"{body.rstrip()} {option} {value}{ending}"
+    return JobScript.parse("".join(lines), job.path)
+
+
+def _patch_literal(text: str, line: int, setting: str, new: str) -> str | None:
+    lines = text.splitlines(keepends=True)
+    if not 0 < line <= len(lines):
+        return None
+    pattern = re.compile(r"(\b" + re.escape(setting) + r"\s*=\s*)([^,)\s]+)")
+    for index in range(line - 1, min(line + 3, len(lines))):  # the call may span lines
+        match = pattern.search(lines[index])
+        if match:
+            lines[index] = lines[index][: match.start(2)] + new + lines[index][match.end(2) :]
+            break
+    else:
+        return None
+    patched = "".join(lines)
+    if "os.environ" in new and not re.search(r"^\s*import os\b", patched, re.M):
+        patched = "import os\n" + patched
+    return patched
+
+
+def plan_script_edits(
+    settings: Mapping[str, object],
+    scan_facts: Mapping[str, object],
+    job: JobScript | None,
+    launch: LaunchLine | None,
+    script_path: str | None,
+    script_text: str | None,
+) -> ScriptEdits:
+    notes: list[str] = []
+    patched = script_text
+    for setting, value in settings.items():
+        if setting not in LOADER_SETTINGS:
+            notes.append(f"{setting}: change it in the training script to {value}")
+            continue
+        source = scan_facts.get(f"script.{setting}.source")
+        option = scan_facts.get(f"script.{setting}.option")
+        if source == "argparse" and isinstance(option, str) and job is not None and launch:
+            edited = _edit_launch(job, launch, option, _shell_value(value))
+            if edited is not None:
+                job = edited
+                continue
+            notes.append(
+                f"add {option} {_shell_value(value)} to the launch line "
+                f"(line {launch.line}); it was too complex to edit safely"
+            )
+            continue
+        line = scan_facts.get(f"script.{setting}.line") or scan_facts.get("script.dataloader.line")
+        if source == "literal" and patched is not None and isinstance(line, int):
+            new = _patch_literal(patched, line, setting, _python_value(setting, value))
+            if new is not None:
+                patched = new
+                continue
+        notes.append(f"set {setting}={value} where the training DataLoader is built")
+    patch = ""
+    if script_text is not None and patched is not None and patched != script_text:
+        name = Path(script_path or "train.py").name
+        patch = "".join(difflib.unified_diff(
+            script_text.splitlines(keepends=True), patched.splitlines(keepends=True),
+            fromfile=f"a/{name}", tofile=f"b/{name}",
+        ))  # fmt: skip
+    return ScriptEdits(job=job, patch=patch, notes=tuple(notes))
