@@ -8,16 +8,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from tuneadvisor.atomic import backup_path, write_atomic
 from tuneadvisor.errors import InputError
+from tuneadvisor.outputs import tuned_name, write_outputs
 from tuneadvisor.workspace import WorkspaceRequest, load_workspace
-
-
-def tuned_name(job: Path) -> Path:
-    """job.sbatch -> job.tuned.sbatch; run -> run.tuned."""
-    if job.suffix:
-        return job.with_name(f"{job.stem}.tuned{job.suffix}")
-    return job.with_name(job.name + ".tuned")
 
 
 def run_apply(args: argparse.Namespace, request: WorkspaceRequest) -> int:
@@ -38,24 +31,8 @@ def run_apply(args: argparse.Namespace, request: WorkspaceRequest) -> int:
         print("no findings: nothing to change")
     if advice.job_diff:
         sys.stdout.write("\n" + advice.job_diff)
-    patch_path = None
-    if advice.script_patch:
-        name = Path(advice.script_path or "train.py").name
-        patch_path = out.parent / f"{name}.tuneadvisor.patch"
-    # Writes come last, each atomic: a failure leaves every file as it was.
-    if args.in_place and advice.job_diff:
-        backup = backup_path(job_path)
-        write_atomic(backup, job_path.read_bytes(), mode_from=job_path)
-        print(f"\nbackup: {backup}")
-    if advice.job_diff or not args.in_place:
-        write_atomic(out, advice.tuned_job.render(), mode_from=job_path)
-        print(f"wrote {out}")
-    if patch_path is not None:
-        write_atomic(patch_path, advice.script_patch.encode())
-        print(
-            f"wrote {patch_path} (in the training script's folder: "
-            f"patch -p1 < {patch_path.resolve()})"
-        )
+    for line in write_outputs(advice, job_path, out, in_place=args.in_place):
+        print(line)
     for note in advice.notes:
         print(f"note: {note}")
     return 0

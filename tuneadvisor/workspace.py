@@ -6,7 +6,7 @@ The CLI and the TUI both show a Workspace, so they never disagree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tuneadvisor.advisor.advice import Advice, advise
@@ -61,10 +61,30 @@ class Workspace:
     analysis: ProfileAnalysis | None
     job: JobScriptText | None
     advice: Advice | None = field(default=None)
+    # True for the first, quick stage of `open`: numbers only, before source, kinds and
+    # advice are read. Not "source not found": the source has not been looked for yet.
+    partial: bool = False
 
     @property
     def findings(self) -> tuple[Finding, ...]:
         return self.advice.findings if self.advice is not None else ()
+
+
+class _NoSource(SourceFinder):
+    def read_lines(self, filename: str) -> tuple[Path, list[str]] | None:
+        return None
+
+
+def load_quick_workspace(request: WorkspaceRequest) -> Workspace:
+    """The profile's numbers alone, fast, for a first screen while the rest loads."""
+    job = None
+    if request.job is not None:
+        job = JobScriptText(request.job, read_text_input(request.job, "job script"))
+    if not request.profiles:
+        return Workspace(analysis=None, job=job, partial=True)
+    analysis = analyze(load_profiles(request.profiles), _NoSource())
+    quiet = replace(analysis, notes=(), missing_sources=())
+    return Workspace(analysis=quiet, job=job, partial=True)
 
 
 def analyze_profiles(request: WorkspaceRequest, cwd: Path | None = None) -> ProfileAnalysis:

@@ -1,0 +1,38 @@
+"""Writing what `apply` (and the TUI's apply) produce: the tuned job script and the patch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuneadvisor.advisor.advice import Advice
+from tuneadvisor.atomic import backup_path, write_atomic
+
+
+def tuned_name(job: Path) -> Path:
+    """job.sbatch -> job.tuned.sbatch; run -> run.tuned."""
+    if job.suffix:
+        return job.with_name(f"{job.stem}.tuned{job.suffix}")
+    return job.with_name(job.name + ".tuned")
+
+
+def write_outputs(advice: Advice, job_path: Path, out: Path, in_place: bool) -> list[str]:
+    """Write the tuned job script (and the training-script patch); say what was written.
+    Each write is atomic, and the input is only replaced with --in-place, after a backup."""
+    assert advice.tuned_job is not None
+    said: list[str] = []
+    if in_place and advice.job_diff:
+        backup = backup_path(job_path)
+        write_atomic(backup, job_path.read_bytes(), mode_from=job_path)
+        said.append(f"backup: {backup}")
+    if advice.job_diff or not in_place:
+        write_atomic(out, advice.tuned_job.render(), mode_from=job_path)
+        said.append(f"wrote {out}")
+    if advice.script_patch:
+        name = Path(advice.script_path or "train.py").name
+        patch_path = out.parent / f"{name}.tuneadvisor.patch"
+        write_atomic(patch_path, advice.script_patch.encode())
+        said.append(
+            f"wrote {patch_path} (in the training script's folder: "
+            f"patch -p1 < {patch_path.resolve()})"
+        )
+    return said
