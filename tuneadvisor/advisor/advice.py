@@ -23,6 +23,7 @@ class Advice:
     facts: Mapping[str, object]
     sharpen: tuple[str, ...]  # inputs that would let more rules speak
     notes: tuple[str, ...]
+    original_job: JobScript | None  # the job script as given (None without one)
     tuned_job: JobScript | None  # None without a job script
     job_diff: str  # unified diff of the job script ("" when unchanged)
     script_patch: str  # unified diff for the training script ("" when none)
@@ -81,6 +82,7 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
         facts=gathered.facts,
         sharpen=gathered.sharpen,
         notes=tuple(notes),
+        original_job=job,
         tuned_job=tuned,
         job_diff=diff,
         script_patch=edits.patch,

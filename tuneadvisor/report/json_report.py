@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tuneadvisor import __version__
+from tuneadvisor.advisor.advice import Advice
+from tuneadvisor.advisor.findings import Finding
+from tuneadvisor.advisor.plan import Change
 from tuneadvisor.profile.analysis import (
     AnnotatedFunction,
     AnnotatedLine,
@@ -62,10 +66,69 @@ def _profile(analysis: ProfileAnalysis) -> dict[str, Any]:
     }
 
 
+def _finding(finding: Finding) -> dict[str, Any]:
+    return {
+        "id": finding.id,
+        "severity": finding.severity.value,
+        "title": finding.title,
+        "group": finding.group,
+        "evidence": {e.label: e.value for e in finding.evidence},
+        "evidence_units": {e.label: e.unit for e in finding.evidence if e.unit},
+        "suggest": {
+            "sbatch": dict(finding.suggest.sbatch),
+            "script": dict(finding.suggest.script),
+            "env": dict(finding.suggest.env),
+        },
+        "rationale": finding.rationale,
+        "references": list(finding.references),
+        "rule": finding.rule_path,
+    }
+
+
+def _advice(advice: Advice) -> dict[str, Any]:
+    plan = advice.plan
+
+    def changes(table: Mapping[str, Change]) -> dict[str, Any]:
+        return {k: {"value": c.value, "because": list(c.because)} for k, c in table.items()}
+
+    return {
+        "plan": {
+            "sbatch": changes(plan.sbatch),
+            "script": changes(plan.script),
+            "env": changes(plan.env),
+            "notes": list(plan.notes),
+        },
+        "job_diff": advice.job_diff,
+        "script_patch": advice.script_patch,
+        "notes": list(advice.notes),
+        "sharpen": list(advice.sharpen),
+        "not_evaluated": [{"id": s.id, "missing": list(s.missing)} for s in advice.skipped],
+        "facts": dict(sorted(advice.facts.items())),
+    }
+
+
+def _job(workspace: Workspace) -> dict[str, Any] | None:
+    if workspace.job is None:
+        return None
+    out: dict[str, Any] = {"path": workspace.job.path}
+    advice = workspace.advice
+    job = advice.original_job if advice is not None else None
+    if job is not None:
+        out["directives"] = job.directives()
+        out["problems"] = [
+            {"id": p.id, "line": p.line, "option": p.option, "message": p.message,
+             "fatal": p.fatal}
+            for p in job.problems
+        ]  # fmt: skip
+    return out
+
+
 def to_json(workspace: Workspace) -> dict[str, Any]:
+    advice = workspace.advice
     return {
         "tool": {"name": "tuneadvisor", "version": __version__, "schema": SCHEMA_VERSION},
         "profile": None if workspace.analysis is None else _profile(workspace.analysis),
-        "job": None if workspace.job is None else {"path": workspace.job.path},
-        "findings": [],
+        "job": _job(workspace),
+        "findings": [] if advice is None else [_finding(f) for f in advice.findings],
+        "advice": None if advice is None else _advice(advice),
     }

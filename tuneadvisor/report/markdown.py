@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.report.format import heat_bar, per_hit, percent, seconds
 from tuneadvisor.workspace import Workspace
@@ -58,10 +59,42 @@ def _analysis(analysis: ProfileAnalysis) -> list[str]:
     return out
 
 
+def _advice(advice: Advice) -> list[str]:
+    out = ["", "## Findings", ""]
+    if not advice.findings:
+        out.append("No findings.")
+    for finding in advice.findings:
+        out += ["", f"### {finding.severity.value}: `{finding.id}` {finding.title}", ""]
+        out += [f"- {e.label}: **{e.value}**{' ' + e.unit if e.unit else ''}"
+                for e in finding.evidence]  # fmt: skip
+        for section, table in (
+            ("sbatch", finding.suggest.sbatch),
+            ("script", finding.suggest.script),
+            ("env", finding.suggest.env),
+        ):
+            prefix = "--" if section == "sbatch" else ""
+            out += [f"- suggest ({section}): `{prefix}{k}={v}`" for k, v in table.items()]
+        out += ["", " ".join(finding.rationale.split())]
+        out += [f"- <{ref}>" for ref in finding.references]
+    if advice.job_diff:
+        out += ["", "## Job script changes", "", "```diff", advice.job_diff.rstrip("\n"), "```"]
+    if advice.script_patch:
+        out += ["", "## Training script patch", "", "```diff",
+                advice.script_patch.rstrip("\n"), "```"]  # fmt: skip
+    if advice.notes:
+        out += ["", "**Advice notes**", ""] + [f"- {n}" for n in advice.notes]
+    if advice.sharpen:
+        out += ["", "**These inputs would sharpen the advice**", ""]
+        out += [f"- {item}" for item in advice.sharpen]
+    return out
+
+
 def render_markdown(workspace: Workspace) -> str:
     out = ["# tuneadvisor report"]
     if workspace.analysis is not None:
         out += ["", *_analysis(workspace.analysis)]
     if workspace.job is not None:
         out += ["", "## Job script", "", f"`{workspace.job.path}`"]
+    if workspace.advice is not None:
+        out += _advice(workspace.advice)
     return "\n".join(out) + "\n"
