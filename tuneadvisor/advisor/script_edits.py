@@ -7,6 +7,7 @@ a patch file says what to change, and the user applies it.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from collections.abc import Mapping
@@ -73,10 +74,44 @@ def _patch_literal(text: str, line: int, setting: str, new: str) -> str | None:
             break
     else:
         return None
-    patched = "".join(lines)
-    if "os.environ" in new and not re.search(r"^\s*import os\b", patched, re.M):
-        patched = "import os\n" + patched
-    return patched
+    return "".join(lines)
+
+
+def _with_import_os(text: str) -> str:
+    """``text`` with ``import os`` added where imports may go, unless it has one."""
+    if re.search(r"^\s*import os\b", text, re.M):
+        return text
+    lines = text.splitlines(keepends=True)
+    lines.insert(_import_line(text), "import os\n")
+    return "".join(lines)
+
+
+def _import_line(text: str) -> int:
+    """Where a new top-level import goes (0-based line index): after the module docstring
+    and any ``from __future__`` imports, which must stay first; else after a shebang and
+    coding comments."""
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        body = []
+    end = 0
+    for index, node in enumerate(body):
+        docstring = (
+            index == 0
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        )
+        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if not (docstring or future):
+            break
+        end = node.end_lineno or node.lineno
+    if end:
+        return end
+    lines = text.splitlines()
+    while end < len(lines) and lines[end].startswith("#"):
+        end += 1
+    return end
 
 
 def plan_script_edits(
@@ -112,6 +147,9 @@ def plan_script_edits(
                 patched = new
                 continue
         notes.append(f"set {setting}={value} where the training DataLoader is built")
+    if patched is not None and patched != script_text and "os.environ" in patched:
+        # After every edit, so the line numbers the scan gave stay right while patching.
+        patched = _with_import_os(patched)
     patch = ""
     if script_text is not None and patched is not None and patched != script_text:
         name = Path(script_path or "train.py").name
