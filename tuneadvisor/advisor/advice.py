@@ -56,18 +56,19 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     notes = list(gathered.notes) + list(plan.notes)
     scan_facts = gathered.scan.facts() if gathered.scan is not None else {}
     job = gathered.job
-    tuned = job
-    if job is not None:
-        tuned = _apply_sbatch(job, plan, notes)
+    # Launch-line edits first: the launch line's numbers are the input's, and a directive
+    # added to the header would move it.
     edits = plan_script_edits(
         {key: change.value for key, change in plan.script.items()},
         scan_facts,
-        tuned,
+        job,
         gathered.launch,
         gathered.script_path,
         gathered.script_text,
     )
     tuned = edits.job
+    if tuned is not None:
+        tuned = _apply_sbatch(tuned, plan, notes)
     notes += edits.notes
     if tuned is not None and gathered.facts.get("job.dos_line_breaks") is True:
         # sbatch refuses CRLF scripts: the tuned one is written with LF line ends.

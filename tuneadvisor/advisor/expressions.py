@@ -16,6 +16,7 @@ from typing import Any
 
 from simpleeval import SimpleEval
 
+from tuneadvisor.pyast import dotted_name
 from tuneadvisor.slurm.options import render_memory
 
 
@@ -69,18 +70,6 @@ def mangle(fact: str) -> str:
     return "f__" + fact.replace(".", "__")
 
 
-def _dotted(node: ast.expr) -> str | None:
-    """'a.b.c' for a chain of attribute accesses on a name, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 class _FactRewriter(ast.NodeTransformer):
     def __init__(self, facts: frozenset[str], params: frozenset[str]) -> None:
         self.facts = facts
@@ -98,7 +87,7 @@ class _FactRewriter(ast.NodeTransformer):
         return node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted is None:
             self.unknown.append(ast.unparse(node))
             return node

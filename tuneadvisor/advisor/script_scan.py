@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, cast
 
+from tuneadvisor.pyast import dotted_name
+
 Scalar: TypeAlias = int | float | bool | str | None
 
 # Where a value comes from: the `script.*.source` facts.
@@ -473,18 +475,6 @@ def _end(node: ast.AST) -> Position:
     return (int(line), int(col))
 
 
-def _dotted(node: ast.AST) -> str | None:
-    """`a.b.c` for a chain of names and attributes, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _last(name: str | None) -> str:
     return (name or "").rsplit(".", 1)[-1]
 
@@ -658,7 +648,7 @@ class _Index:
         if isinstance(target, ast.Subscript):
             self._add_item_mutation(target, value, stmt)
             return
-        name = _dotted(target)
+        name = dotted_name(target)
         if name is not None:
             binding = _Binding(
                 stmt.lineno, _end(stmt), value, self.scope_of(stmt), self.conditional(stmt)
@@ -668,7 +658,7 @@ class _Index:
     def _add_item_mutation(self, target: ast.expr, value: ast.expr | None, stmt: ast.stmt) -> None:
         if not isinstance(target, ast.Subscript):
             return
-        owner, key = _dotted(target.value), _const_str(target.slice)
+        owner, key = dotted_name(target.value), _const_str(target.slice)
         if owner is None or key is None:
             return
         mutation = _Mutation(
@@ -685,7 +675,7 @@ class _Index:
         func = call.func
         if not isinstance(func, ast.Attribute) or func.attr not in ("update", "pop"):
             return
-        owner = _dotted(func.value)
+        owner = dotted_name(func.value)
         if owner is None:
             return
         scope, conditional = self.scope_of(call), self.conditional(call)
@@ -721,7 +711,7 @@ class _Index:
 
     def qual(self, node: ast.AST) -> str | None:
         """The dotted name with imports resolved: `DDP` -> `torch.nn.parallel.Distrib...`."""
-        name = _dotted(node)
+        name = dotted_name(node)
         if name is None:
             return None
         root, _, rest = name.partition(".")
@@ -883,7 +873,7 @@ class _Resolver:
             return node
         if isinstance(node, ast.IfExp):
             return self.follow(node.body, depth + 1)
-        name = _dotted(node)
+        name = dotted_name(node)
         bindings = self.index.lookup(name, node) if name is not None else []
         return self.follow(bindings[0].value, depth + 1) if bindings else node
 
@@ -1032,7 +1022,7 @@ class _Resolver:
         return replace(origin, conditional=origin.conditional or entry.conditional)
 
     def _reference(self, node: ast.expr, depth: int) -> Origin | None:
-        name = _dotted(node)
+        name = dotted_name(node)
         if name is None:
             return None
         bindings = self.index.lookup(name, node)
@@ -1129,7 +1119,7 @@ class _Resolver:
             return result
         if isinstance(node, ast.IfExp):
             return self._conditional_mapping(node, depth)
-        name = _dotted(node)
+        name = dotted_name(node)
         return self._named_mapping(name, node, depth) if name is not None else None
 
     def _dict_display(self, node: ast.Dict, depth: int) -> _KwMap:
@@ -1304,13 +1294,13 @@ def _option(call: ast.Call, resolver: _Resolver) -> ArgOption | None:
     default_node = _keyword(call, "default")
     type_node = _keyword(call, "type")
     action_node = _keyword(call, "action")
-    action = _const_str(action_node) or (_last(_dotted(action_node)) if action_node else None)
+    action = _const_str(action_node) or (_last(dotted_name(action_node)) if action_node else None)
     return ArgOption(
         flags=flags,
         dest=dest,
         line=call.lineno,
         default=resolver.resolve(default_node) if default_node is not None else None,
-        type_name=_last(_dotted(type_node)) or None if type_node is not None else None,
+        type_name=_last(dotted_name(type_node)) or None if type_node is not None else None,
         action=action or None,
     )
 
@@ -1362,7 +1352,7 @@ def _loader_name(index: _Index, call: ast.Call) -> str | None:
         target = parent.target
     if isinstance(target, ast.Tuple) and element is not None and element < len(target.elts):
         target = target.elts[element]
-    return _dotted(target) if target is not None else None
+    return dotted_name(target) if target is not None else None
 
 
 def _pick_train_loader(loaders: list[DataLoaderScan], loops: list[LoaderLoop]) -> int | None:
@@ -1415,7 +1405,7 @@ def _unwrap_iterable(index: _Index, node: ast.expr) -> ast.expr:
         ):
             node = node.args[0]
             continue
-        name = _dotted(node)
+        name = dotted_name(node)
         bindings = index.lookup(name, node) if name is not None else []
         value = bindings[0].value if bindings else None
         if not isinstance(value, ast.Call) or _last(index.qual(value.func)) not in _LOOP_WRAPPERS:
@@ -1429,7 +1419,7 @@ def _iterable_name(node: ast.expr) -> str | None:
         node = node.value
     if isinstance(node, ast.Call):  # self.train_dataloader(), get_loader(...)
         node = node.func
-    return _dotted(node)
+    return dotted_name(node)
 
 
 def _looks_like_loader(name: str, loader_names: set[str]) -> bool:

@@ -101,6 +101,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tuneadvisor.pyast import dotted_name
+
 
 class LineKind(StrEnum):
     DATALOADER = "dataloader"
@@ -329,18 +331,6 @@ _FUNCTIONAL_LOSSES = frozenset(
 _LOADER_CONSUMERS = frozenset({"next", "list", "tuple"})
 
 
-def _dotted(expr: ast.expr) -> str | None:
-    """``self.train_loader`` for an attribute chain on a plain name, else None."""
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return ".".join(reversed(parts))
-
-
 def _final_name(expr: ast.expr) -> str | None:
     if isinstance(expr, ast.Name):
         return expr.id
@@ -353,7 +343,7 @@ def _is_tensor_function(func: ast.expr) -> bool:
     """``torch.cat``, ``F.softmax``: functions that return tensors (not ``torch.device``)."""
     if not isinstance(func, ast.Attribute) or func.attr in _TORCH_NON_TENSOR:
         return False
-    return func.attr[:1].islower() and _dotted(func.value) in _TORCH_FUNCTION_MODULES
+    return func.attr[:1].islower() and dotted_name(func.value) in _TORCH_FUNCTION_MODULES
 
 
 def _is_model_factory(name: str) -> bool:
@@ -653,7 +643,7 @@ class _Roles:
             for elt in target.elts:
                 changed |= self._assign(elt, roles, scope)
             return changed
-        dotted = _dotted(target)
+        dotted = dotted_name(target)
         if dotted is None:
             return False
         old = self.attrs.get(dotted, 0)
@@ -759,7 +749,7 @@ class _Roles:
         return roles & _TENSOR
 
     def _attribute(self, expr: ast.Attribute, scope: int, depth: int) -> int:
-        dotted = _dotted(expr)
+        dotted = dotted_name(expr)
         roles = self.pattern(expr.attr)
         if dotted is not None:
             roles |= self.attrs.get(dotted, 0)
@@ -820,7 +810,7 @@ class _Roles:
         name = _final_name(func)
         if name is None:
             return 0
-        dotted = _dotted(func) or name
+        dotted = dotted_name(func) or name
         parts = dotted.split(".")
         if _LOADER_NAME.search(name):
             return _LOADER
@@ -1053,7 +1043,7 @@ def _call_kind(call: ast.Call, scope: int, roles: _Roles) -> LineKind | None:
         return LineKind.OPTIMIZER
     if name in _TRANSFER_CALLS:
         return LineKind.TRANSFER
-    if name == "grad" and (_dotted(func) or "").endswith("autograd.grad"):
+    if name == "grad" and (dotted_name(func) or "").endswith("autograd.grad"):
         return LineKind.BACKWARD
     callee = roles.of(func, scope)
     if callee & _MODEL:
@@ -1136,7 +1126,7 @@ def _is_cpu(expr: ast.expr) -> bool:
 
 def _is_dtype(expr: ast.expr) -> bool:
     if isinstance(expr, ast.Attribute):
-        return expr.attr in _DTYPES and _dotted(expr.value) == "torch"
+        return expr.attr in _DTYPES and dotted_name(expr.value) == "torch"
     return isinstance(expr, ast.Name) and expr.id in ("dtype", "memory_format")
 
 
