@@ -6,7 +6,6 @@ After a deliberate change, regenerate with TUNEADVISOR_UPDATE_GOLDEN=1 and revie
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 

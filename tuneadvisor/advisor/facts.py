@@ -133,6 +133,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("host.proc.cpu_cores.p95", "float", "cores", "95th percentile of that"),
     ("host.proc.rss.max_mib", "float", "MiB", "peak RSS of the job's processes"),
     ("host.proc.count.max", "int", "", "most processes in the job's tree"),
+    ("host.proc.main_cpu_pct.mean", "float", "%", "mean CPU of the main process (100 = 1 core)"),
+    ("host.proc.workers.max", "int", "", "most DataLoader workers seen in the job's tree"),
     # node shape: site file or sinfo/scontrol
     ("node.cores", "int", "cores", "cores per node"),
     ("node.mem_mib", "float", "MiB", "memory per node"),

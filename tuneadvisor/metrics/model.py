@@ -24,7 +24,9 @@ Facts (absent when no sample carries the value):
 - ``host.samples``, ``host.duration_s``, ``host.cpu.count`` (cores seen),
   ``host.cpu.busy_cores.mean|p95`` (sum of per-core busy % / 100), ``host.mem_used.max_mib``,
   ``host.proc.cpu_cores.mean|p95`` (training process tree, 1.0 = one core busy),
-  ``host.proc.rss.max_mib``, ``host.proc.count.max`` (processes in the tree: main + workers).
+  ``host.proc.rss.max_mib``, ``host.proc.count.max`` (processes in the tree: main + workers),
+  ``host.proc.main_cpu_pct.mean`` (%, the main process alone: 100 = one core busy),
+  ``host.proc.workers.max`` (DataLoader workers seen in the tree).
 """
 
 from __future__ import annotations
@@ -104,6 +106,8 @@ class HostSample:
     proc_cpu_pct: float | None = None  # whole tree; 100 = one core busy
     proc_rss_mib: float | None = None
     proc_count: int | None = None  # main process + DataLoader workers
+    main_cpu_pct: float | None = None  # the main (training) process alone; 100 = one core
+    workers: int | None = None  # DataLoader worker processes seen in the tree
 
     @property
     def busy_cores(self) -> float | None:
@@ -351,4 +355,9 @@ def _host_facts(host: Sequence[HostSample]) -> Facts:
     counts = [h.proc_count for h in host if h.proc_count is not None]
     if counts:
         facts["host.proc.count.max"] = max(counts)
+    main = Stats.of(h.main_cpu_pct for h in host)
+    _put_stat(facts, "host.proc.main_cpu_pct.mean", main, "mean")
+    workers = [h.workers for h in host if h.workers is not None]
+    if workers:
+        facts["host.proc.workers.max"] = max(workers)
     return facts
