@@ -73,9 +73,7 @@ PREFERRED_FONTS = (
 
 def idx_header(dims: Sequence[int]) -> bytes:
     """Header of an unsigned-byte IDX file with the given dimensions (big-endian, as MNIST)."""
-    return struct.pack(">BBBB", 0, 0, IDX_UBYTE, len(dims)) + struct.pack(
-        f">{len(dims)}I", *dims
-    )
+    return struct.pack(">BBBB", 0, 0, IDX_UBYTE, len(dims)) + struct.pack(f">{len(dims)}I", *dims)
 
 
 def write_idx(path: Path, dims: Sequence[int], payload: bytes) -> None:

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Sets up everything tuneadvisor and its tests need, from a clean clone: idempotent.
-#   .venv/ with the package (editable) and its dev tools at the versions in constraints.txt,
+#   .venv/ with the package (editable), its dev tools and the `train` extra (torch and
+#   torchvision, for the bundled training scripts' tests) at the versions in constraints.txt,
 #   tmux for the test that drives the real binary.
+# torch is about 5.5 GB and takes minutes to install from nothing; TUNEADVISOR_NO_TRAIN=1 leaves
+# it out (the training tests then skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,15 +19,21 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
+# pip here warns about every configured local index folder that is missing: show pip's
+# output only when it fails.
+quietly() { local out; if ! out=$("$@" 2>&1); then printf '%s\n' "$out" >&2; return 1; fi; }
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+quietly .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 # A stamp skips the install when nothing it depends on changed.
+extras=dev,train
+[ "${TUNEADVISOR_NO_TRAIN:-}" = 1 ] && extras=dev
 stamp=.venv/.tuneadvisor-installed
-want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
+want=$( (cat pyproject.toml constraints.txt; echo "$extras") | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
+  quietly .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]"
   echo "$want" > "$stamp"
 fi

@@ -2,7 +2,11 @@
 # slurm-local.sh - idempotently install, configure and start a single-node Slurm
 # cluster (munge + MariaDB + slurmdbd + slurmctld + slurmd) on Debian 12 without
 # systemd.  Re-running it is safe: it only installs/starts what is missing and
-# restarts Slurm daemons only when the generated config changed.
+# restarts Slurm daemons only when the generated config changed. Concurrent runs
+# (two test sessions) wait for each other on a lock.
+# From ../shared/reference/slurm-local.sh; changes: the lock, $R made before apt logs
+# into it, job scripts kept in accounting (sacct -B) so a finished job's script can be
+# read after slurmctld forgets the job.
 #
 # Env knobs:
 #   SLURM_ROOT=/tmp/tuneadvisor-slurm   everything (config, state, logs, seff) lives here
@@ -28,6 +32,10 @@ DB_PASS=${DB_PASS:-slurmpw}
 H=$(hostname -s)
 ETC=$R/etc RUN=$R/run LOG=$R/log ST=$R/state
 export SLURM_CONF=$ETC/slurm.conf
+
+mkdir -p "$R"
+exec 9>"$R.lock"
+flock 9
 
 T_START=$(date +%s.%N)
 ts() { printf '[%6.2fs] %s\n' "$(awk -v a="$(date +%s.%N)" -v b="$T_START" 'BEGIN{print a-b}')" "$*"; }
@@ -55,7 +63,6 @@ wait_for() { # SECONDS CMD...
 # ---------------------------------------------------------------- 1. packages
 PKGS="munge slurmctld slurmd slurm-client"
 [ "$WITH_DBD" = 1 ] && PKGS="$PKGS slurmdbd mariadb-server libslurm-perl libslurmdb-perl"
-mkdir -p "$R"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
@@ -126,7 +133,8 @@ fi
 if [ "$WITH_DBD" = 1 ]; then
   ACCT="AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
-AccountingStorageTRES=gres/gpu"
+AccountingStorageTRES=gres/gpu
+AccountingStoreFlags=job_script"
 else
   ACCT="AccountingStorageType=accounting_storage/none"
 fi

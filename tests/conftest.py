@@ -12,7 +12,7 @@ from tuneadvisor.profile.source import SourceFinder
 
 REPO = Path(__file__).resolve().parent.parent
 
-TRAIN_SOURCE = '''\
+TRAIN_SOURCE = """\
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
@@ -29,7 +29,7 @@ def train(model, device, train_loader, optimizer, epoch):
         optimizer.step()
         if batch_idx % 10 == 0:
             print(loss.item())
-'''
+"""
 
 
 def line_of(source: str, needle: str) -> int:
@@ -55,9 +55,7 @@ def tutorial_profile(filename: str, scale: float = 1.0, origin: str = "24752610.
         ("if batch_idx % 10", 938, 0.01),
         ("print(loss.item())", 94, 0.05),
     ]
-    lines = tuple(
-        LineTiming(line_of(src, needle), hits, t * scale) for needle, hits, t in timings
-    )
+    lines = tuple(LineTiming(line_of(src, needle), hits, t * scale) for needle, hits, t in timings)
     func = FunctionTiming(filename, line_of(src, "def train"), "train", lines)
     return Profile(origin=origin, unit_s=1e-6, functions=(func,), source_format="lprof")
 

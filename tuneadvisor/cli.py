@@ -162,14 +162,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_open(args: argparse.Namespace) -> int:
-    from tuneadvisor.workspace import load_workspace
+    from tuneadvisor.workspace import load_quick_workspace, load_workspace
 
     request = _request(args)
     _check_paths_exist(request)
     from tuneadvisor.tui.app import run_open
 
     names = ", ".join(request.profiles) or (request.job or "")
-    return run_open(lambda: load_workspace(request), title=f"tuneadvisor: {names}")
+    return run_open(
+        lambda: load_workspace(request),
+        title=f"tuneadvisor: {names}",
+        quick=lambda: load_quick_workspace(request),
+    )
 
 
 def _check_paths_exist(request: WorkspaceRequest) -> None:

@@ -48,9 +48,12 @@ def _python_with(*modules: str) -> str | None:
     code = "import " + ", ".join(modules)
     for python in _interpreters():
         try:
-            ok = subprocess.run(
-                [python, "-c", code], capture_output=True, timeout=120, check=False
-            ).returncode == 0
+            ok = (
+                subprocess.run(
+                    [python, "-c", code], capture_output=True, timeout=120, check=False
+                ).returncode
+                == 0
+            )
         except (OSError, subprocess.TimeoutExpired):
             ok = False
         if ok:
@@ -90,9 +93,20 @@ def _read_idx(path: Path) -> tuple[int, tuple[int, ...], bytes]:
 
 def _make_data(python: str, root: Path, n_train: int, n_test: int, seed: int = 0) -> Path:
     subprocess.run(
-        [python, str(MAKE_DATA), str(root), "--train", str(n_train), "--test", str(n_test),
-         "--seed", str(seed), "--quiet"],
-        check=True, timeout=300,
+        [
+            python,
+            str(MAKE_DATA),
+            str(root),
+            "--train",
+            str(n_train),
+            "--test",
+            str(n_test),
+            "--seed",
+            str(seed),
+            "--quiet",
+        ],
+        check=True,
+        timeout=300,
     )
     return root / "MNIST" / "raw"
 
@@ -165,7 +179,12 @@ def _train(python: str, data: Path, cwd: Path, *args: str) -> tuple[list[dict[st
     env.pop("SLURM_CPUS_PER_TASK", None)
     proc = subprocess.run(
         [python, str(TRAIN_SCRIPT), "--data-dir", str(data), *args],
-        capture_output=True, text=True, timeout=600, cwd=cwd, env=env, check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env=env,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = [
@@ -193,8 +212,15 @@ def tiny_mnist(tmp_path_factory: pytest.TempPathFactory, torch_python: str) -> P
     "loader_args",
     [
         ["--num-workers", "0"],
-        ["--num-workers", "1", "--input-cost", "medium", "--persistent-workers",
-         "--prefetch-factor", "3"],
+        [
+            "--num-workers",
+            "1",
+            "--input-cost",
+            "medium",
+            "--persistent-workers",
+            "--prefetch-factor",
+            "3",
+        ],
     ],
     ids=["main-process", "one-worker-medium-cost"],
 )
@@ -202,9 +228,20 @@ def test_mnist_single_reports_progress(
     torch_python: str, tiny_mnist: Path, tmp_path: Path, loader_args: list[str]
 ) -> None:
     records, stdout = _train(
-        torch_python, tiny_mnist, tmp_path,
-        "--max-steps", "3", "--epochs", "2", "--batch-size", "16", "--log-interval", "1",
-        "--test-batch-size", "32", *loader_args,
+        torch_python,
+        tiny_mnist,
+        tmp_path,
+        "--max-steps",
+        "3",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "16",
+        "--log-interval",
+        "1",
+        "--test-batch-size",
+        "32",
+        *loader_args,
     )
     events = [r["event"] for r in records]
     assert events == ["start", "step", "step", "step", "epoch", "end"], stdout
@@ -225,26 +262,34 @@ def test_mnist_single_reports_progress(
 
 @pytest.mark.torch
 @pytest.mark.slow
-def test_mnist_single_learns_the_synthetic_digits(
-    torch_python: str, tmp_path: Path
-) -> None:
+def test_mnist_single_learns_the_synthetic_digits(torch_python: str, tmp_path: Path) -> None:
     data = tmp_path / "data"
     _make_data(torch_python, data, 6400, 500)
     records, stdout = _train(
-        torch_python, data, tmp_path,
-        "--max-steps", "100", "--epochs", "1", "--num-workers", "0", "--log-interval", "50",
+        torch_python,
+        data,
+        tmp_path,
+        "--max-steps",
+        "100",
+        "--epochs",
+        "1",
+        "--num-workers",
+        "0",
+        "--log-interval",
+        "50",
     )
     (epoch,) = [r for r in records if r["event"] == "epoch"]
     assert epoch["accuracy"] > 0.6, stdout  # chance is 0.1
 
 
 @pytest.mark.torch
-def test_mnist_single_without_data_says_where_to_get_it(
-    torch_python: str, tmp_path: Path
-) -> None:
+def test_mnist_single_without_data_says_where_to_get_it(torch_python: str, tmp_path: Path) -> None:
     proc = subprocess.run(
         [torch_python, str(TRAIN_SCRIPT), "--data-dir", str(tmp_path / "none"), "--max-steps", "1"],
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 2
     assert "make_mnist_data.py" in proc.stderr and "Traceback" not in proc.stderr

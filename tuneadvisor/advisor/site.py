@@ -68,7 +68,10 @@ def parse_site(text: str, path: str) -> Site:
         raise InputError(path, f"unknown key '{unknown[0]}' (known: partitions)")
     partitions: dict[str, NodeShape] = {}
     default = None
-    for name, table in data.get("partitions", {}).items():
+    tables = data.get("partitions", {})
+    if not isinstance(tables, dict):
+        raise InputError(path, "partitions must be a table of [partitions.NAME] tables")
+    for name, table in tables.items():
         where = f"partitions.{name}"
         if not isinstance(table, dict):
             raise InputError(path, f"{where} must be a table")
@@ -96,7 +99,12 @@ def parse_site(text: str, path: str) -> Site:
             if "max_cores_per_gpu" in table
             else None,
         )
-        if table.get("default") is True:
+        is_default = table.get("default", False)
+        if not isinstance(is_default, bool):
+            raise InputError(path, f"{where}.default must be true or false, not {is_default!r}")
+        if is_default:
+            if default is not None:
+                raise InputError(path, f"{where}: partitions.{default} is the default already")
             default = name
     if default is None and len(partitions) == 1:
         default = next(iter(partitions))

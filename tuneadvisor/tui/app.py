@@ -1,15 +1,21 @@
 """`tuneadvisor open`: the Textual app and its entry point for the CLI.
 
 The app takes its data source in its constructor (a loader returning a Workspace), runs it
-in a thread worker while a loading screen shows, then renders the Workspace. Bad input
-(`InputError`) ends the app with status 2; the message is printed once the terminal is back.
+in a worker while a loading screen shows, then renders the Workspace. With a quick loader
+too, loading is staged: the quick one (numbers only, ``partial=True``) gives the first
+screen, then the full one (source, kinds, advice) is swapped in. Bad input (`InputError`)
+from either ends the app with status 2; the message is printed once the terminal is back.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
+import threading
 from collections.abc import Callable
-from typing import ClassVar
+from functools import partial
+from typing import ClassVar, TypeVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -17,10 +23,43 @@ from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
 from tuneadvisor.tui.screens import HelpScreen, LoadingScreen, MainScreen
-from tuneadvisor.tui.view import display_path, format_seconds
+from tuneadvisor.tui.view import READING, display_path, format_seconds
 from tuneadvisor.workspace import Workspace
 
+QUICK_WORKER = "quick-workspace"
 LOAD_WORKER = "load-workspace"
+
+T = TypeVar("T")
+
+
+def _set_result(future: asyncio.Future[T], result: T) -> None:
+    if not future.done():  # cancelled meanwhile (the app quit): nobody waits for it
+        future.set_result(result)
+
+
+def _set_exception(future: asyncio.Future[T], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+
+
+async def in_daemon_thread(work: Callable[[], T]) -> T:
+    """``work()`` in a daemon thread, awaited. Unlike the default executor (which a thread
+    worker uses), a daemon thread does not hold the process after `q` until a long load
+    ends: the load is simply abandoned."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def run() -> None:
+        deliver: Callable[[], None]
+        try:
+            deliver = partial(_set_result, future, work())
+        except BaseException as error:  # handed to the awaiting worker as it is
+            deliver = partial(_set_exception, future, error)
+        with contextlib.suppress(RuntimeError):  # the app (and its loop) ended first
+            loop.call_soon_threadsafe(deliver)
+
+    threading.Thread(target=run, name="tuneadvisor-load", daemon=True).start()
+    return await future
 
 
 class TuneAdvisorApp(App[None]):
@@ -33,9 +72,15 @@ class TuneAdvisorApp(App[None]):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, load: Callable[[], Workspace], title: str) -> None:
+    def __init__(
+        self,
+        load: Callable[[], Workspace],
+        title: str,
+        quick: Callable[[], Workspace] | None = None,
+    ) -> None:
         super().__init__()
         self._load = load
+        self._quick = quick
         self.title = title
         self.sub_title = ""
         self.workspace: Workspace | None = None
@@ -44,30 +89,48 @@ class TuneAdvisorApp(App[None]):
     def on_mount(self) -> None:
         self.sub_title = "loading…"
         self.push_screen(LoadingScreen())
-        self.run_worker(self._load_in_thread, name=LOAD_WORKER, thread=True, exclusive=True)
+        if self._quick is not None:
+            self._start(QUICK_WORKER, self._quick)
+        else:
+            self._start(LOAD_WORKER, self._load)
 
-    def _load_in_thread(self) -> Workspace | InputError:
-        # Bad input is an expected outcome, not a crash: hand it back as the result.
-        # Anything else propagates and Textual reports it (exit_on_error).
-        try:
-            return self._load()
-        except InputError as error:
-            return error
+    def _start(self, name: str, load: Callable[[], Workspace]) -> None:
+        def attempt() -> Workspace | InputError:
+            # Bad input is an expected outcome, not a crash: hand it back as the result.
+            # Anything else propagates and Textual reports it (exit_on_error).
+            try:
+                return load()
+            except InputError as error:
+                return error
+
+        self.run_worker(in_daemon_thread(attempt), name=name, group=name)
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
-        if worker.name != LOAD_WORKER or event.state is not WorkerState.SUCCESS:
+        if worker.name not in (QUICK_WORKER, LOAD_WORKER):
+            return
+        if event.state is not WorkerState.SUCCESS:
             return
         result = worker.result
         if isinstance(result, InputError):
             self.load_error = result
-            self.exit(return_code=EXIT_BAD_INPUT)
+            self.exit(return_code=EXIT_BAD_INPUT)  # a failed quick stage: no full one
         elif isinstance(result, Workspace):
-            self.workspace = result
-            self.sub_title = _subtitle(result)
-            while not isinstance(self.screen, LoadingScreen):  # e.g. help opened meanwhile
-                await self.pop_screen()
-            await self.switch_screen(MainScreen(result))
+            await self._show(result)
+            if worker.name == QUICK_WORKER:
+                # After the first screen is painted: the full load competes for the GIL.
+                self.call_after_refresh(self._start, LOAD_WORKER, self._load)
+
+    async def _show(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.sub_title = _subtitle(workspace)
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        if main is not None:  # the full workspace after the quick one (maybe under a modal)
+            await main.show_workspace(workspace)
+            return
+        while not isinstance(self.screen, LoadingScreen):  # e.g. help opened meanwhile
+            await self.pop_screen()
+        await self.switch_screen(MainScreen(workspace))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -82,12 +145,21 @@ def _subtitle(workspace: Workspace) -> str:
         parts.append(f"{format_seconds(analysis.total_s)} profiled{files}")
     if workspace.job is not None:
         parts.append(f"job {display_path(workspace.job.path)}")
+    if workspace.partial:
+        parts.append(READING)
     return " · ".join(parts)
 
 
-def run_open(load: Callable[[], Workspace], title: str) -> int:
-    """Run the TUI; 0 on quit, 2 (after the terminal is restored) on bad input."""
-    app = TuneAdvisorApp(load=load, title=title)
+def run_open(
+    load: Callable[[], Workspace],
+    title: str,
+    quick: Callable[[], Workspace] | None = None,
+) -> int:
+    """Run the TUI; 0 on quit, 2 (after the terminal is restored) on bad input.
+
+    ``quick``, when given, loads a partial workspace for the first screen; ``load`` then
+    loads the full one."""
+    app = TuneAdvisorApp(load=load, title=title, quick=quick)
     app.run()
     if app.load_error is not None:
         print(str(app.load_error), file=sys.stderr)

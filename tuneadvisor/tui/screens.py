@@ -1,8 +1,11 @@
-"""Screens: loading, the main profile/findings/job view, and the help modal."""
+"""Screens: loading, the main profile/findings/job view, the help and apply modals."""
 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from rich.table import Table
@@ -24,7 +27,11 @@ from textual.widgets import (
     TabbedContent,
     TabPane,
 )
+from textual.worker import Worker, WorkerState
 
+from tuneadvisor.advisor.advice import Advice
+from tuneadvisor.errors import InputError
+from tuneadvisor.outputs import tuned_name, write_outputs
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.kinds import LineKind
 from tuneadvisor.tui.highlight import Highlighter
@@ -34,7 +41,9 @@ from tuneadvisor.tui.view import (
     LINE_SORTS,
     FunctionSort,
     LineSort,
+    can_apply,
     display_path,
+    findings_tab_label,
     format_seconds,
     function_rows,
     kind_cycle,
@@ -42,9 +51,12 @@ from tuneadvisor.tui.view import (
     line_rows,
     merged_lines,
     next_in,
+    planned_writes,
 )
 from tuneadvisor.tui.widgets import (
-    FindingsView,
+    AdviceBar,
+    DiffPanel,
+    FindingsPanel,
     FunctionsTable,
     JobScriptView,
     KindSummary,
@@ -55,6 +67,8 @@ from tuneadvisor.tui.widgets import (
 from tuneadvisor.workspace import Workspace
 
 Pane = Literal["functions", "lines"]
+APPLY_WORKER = "apply-outputs"
+FunctionKey = tuple[str, str, int]  # name, file, first line: one function across both stages
 
 
 class LoadingScreen(Screen[None]):
@@ -93,6 +107,46 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(result)
 
 
+class ApplyScreen(ModalScreen[bool]):
+    """Asks before the tuned job script is written; dismissed with True for "yes"."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Write"),
+        Binding("n", "answer(False)", "Cancel"),
+        Binding("escape", "answer(False)", "Cancel", show=False),
+    ]
+
+    def __init__(self, out: Path, writes: Sequence[tuple[Path, str]]) -> None:
+        super().__init__()
+        self.out = out
+        self.writes = tuple(writes)
+
+    def compose(self) -> ComposeResult:
+        listing = Text()
+        for index, (path, what) in enumerate(self.writes):
+            replaces = " (replaces the existing file)" if path.exists() else ""
+            listing.append(("\n" if index else "") + f"• {path}: {what}{replaces}")
+        with Vertical(id="apply-dialog"):
+            yield Static(Text(f"Write tuned job script to {self.out}? (y/n)"), id="apply-question")
+            yield Static(listing, id="apply-writes")
+            yield Label("y: write · n or escape: cancel · the job script itself is not changed",
+                        id="apply-hint")  # fmt: skip
+
+    def on_mount(self) -> None:
+        self.query_one("#apply-dialog").border_title = "Apply"
+
+    def action_answer(self, confirmed: bool) -> None:
+        self.dismiss(confirmed)
+
+
+def _write(advice: Advice, job_path: Path, out: Path) -> list[str] | InputError:
+    """Runs in a thread worker: what write_outputs says, or the InputError it raised."""
+    try:
+        return write_outputs(advice, job_path, out, in_place=False)  # never in place here
+    except InputError as error:
+        return error
+
+
 class MainScreen(Screen[None]):
     """Profile (functions, lines, kinds, notes, parts), Findings and Job script tabs."""
 
@@ -112,6 +166,7 @@ class MainScreen(Screen[None]):
         Binding("s", "sort", "Sort"),
         Binding("f", "kind_filter", "Kind"),
         Binding("escape", "clear_search", "Clear search", show=False),
+        Binding("a", "apply", "Apply"),
         Binding("1", "show_tab('profile')", "Profile", show=False),
         Binding("2", "show_tab('findings')", "Findings", show=False),
         Binding("3", "show_tab('job')", "Job script", show=False),
@@ -121,6 +176,7 @@ class MainScreen(Screen[None]):
         super().__init__()
         self.workspace = workspace
         self.analysis: ProfileAnalysis | None = workspace.analysis
+        self.initial_tab: str | None = None  # kept when a new workspace recomposes the screen
         self.function_sort = FunctionSort.TIME
         self.line_sort = LineSort.LINE
         self.kind: LineKind | None = None
@@ -134,13 +190,21 @@ class MainScreen(Screen[None]):
 
     # -- layout -------------------------------------------------------------------------
 
+    @property
+    def partial(self) -> bool:
+        """The quick first stage: numbers only, source and advice still being read."""
+        return self.workspace.partial
+
     def compose(self) -> ComposeResult:
         initial = "profile" if self.analysis is not None else "job"
         if self.analysis is None and self.workspace.job is None:
             initial = "profile"
+        initial = self.initial_tab or initial
+        workspace = self.workspace
         yield Header()
         with TabbedContent(initial=initial, id="tabs"):
             with TabPane("Profile", id="profile"):
+                yield AdviceBar(id="advice-bar")
                 if self.analysis is None:
                     yield Static("no profile given (tuneadvisor open PROFILE.lprof)", id="empty")
                 else:
@@ -154,15 +218,22 @@ class MainScreen(Screen[None]):
                     yield LinesTable(id="lines")
                     yield NotesPanel(id="notes")
                     yield Input(id="search")
-            with TabPane("Findings", id="findings"), VerticalScroll(id="findings-pane"):
-                yield FindingsView(id="findings-view")
-            with TabPane("Job script", id="job"), VerticalScroll(id="job-pane"):
-                yield JobScriptView(id="job-view")
+            label = findings_tab_label(workspace.advice, workspace.partial)
+            with TabPane(label, id="findings"):
+                yield FindingsPanel(workspace.advice, workspace.partial, id="findings-pane")
+            with TabPane("Job script", id="job"), Horizontal(id="job-split"):
+                with VerticalScroll(id="job-pane"):
+                    yield JobScriptView(id="job-view")
+                yield DiffPanel(id="diff-pane")
         yield Footer()
 
     def on_mount(self) -> None:
         self._highlighter = Highlighter(self.app.theme_variables)
-        self.query_one(FindingsView).show(self.workspace.findings)
+        self._populate()
+
+    def _populate(self) -> None:
+        """Fill the widgets from the workspace (on mount, and when the full one arrives)."""
+        assert self._highlighter is not None
         self.query_one("#findings-pane").border_title = "Findings"
         job = self.workspace.job
         job_pane = self.query_one("#job-pane")
@@ -173,12 +244,57 @@ class MainScreen(Screen[None]):
         else:
             job_pane.border_title = display_path(job.path)
             self.query_one(JobScriptView).show(job.text, self._highlighter)
+        advice = self.workspace.advice
+        self.query_one(DiffPanel).show(advice, self.partial, apply_hint=self._can_apply())
+        self.query_one(AdviceBar).show(advice, self.partial)
         if self.analysis is None:
             return
         self.query_one("#side").border_title = "Time by kind"
         self.query_one(PartsTable).show(self.analysis.parts)
         self.query_one(NotesPanel).show(self.analysis.notes)
         self._refresh_functions()
+
+    async def show_workspace(self, workspace: Workspace) -> None:
+        """Swap in another workspace (the full one after the quick one), keeping the chosen
+        function (by name), the tab, the sorts and searches."""
+        key = self._function_key(self.current_function)
+        same_shape = (workspace.analysis is None) == (self.analysis is None) and (
+            workspace.job is None
+        ) == (self.workspace.job is None)
+        tab = self.query_one(TabbedContent).active
+        self.workspace = workspace
+        self.analysis = workspace.analysis
+        self._sources = {}
+        self.current = self._index_of(key)
+        if self.analysis is None or self.kind not in kind_cycle(self.analysis):
+            self.kind = None  # a kind the new workspace has no lines of
+        if same_shape:
+            self.query_one(TabbedContent).get_tab("findings").label = findings_tab_label(
+                workspace.advice, workspace.partial
+            )
+            await self.query_one(FindingsPanel).show(workspace.advice, workspace.partial)
+            self._populate()
+        else:  # another layout (a profile or job script appeared): build the screen again
+            self.initial_tab = tab
+            await self.recompose()
+            self._populate()
+            self.action_show_tab(tab)
+        self.refresh_bindings()
+
+    @staticmethod
+    def _function_key(function: AnnotatedFunction | None) -> FunctionKey | None:
+        if function is None:
+            return None
+        return (function.name, function.filename, function.first_lineno)
+
+    def _index_of(self, key: FunctionKey | None) -> int | None:
+        if key is None or self.analysis is None:
+            return None
+        functions = self.analysis.functions
+        exact = [i for i, f in enumerate(functions) if self._function_key(f) == key]
+        by_name = [i for i, f in enumerate(functions) if f.name == key[0]]
+        found = exact or by_name
+        return found[0] if found else None
 
     # -- state -> widgets ---------------------------------------------------------------
 
@@ -218,7 +334,8 @@ class MainScreen(Screen[None]):
         else:
             rows = line_rows(function, self.line_sort, self.kind, self.line_query)
             assert self.current is not None
-            table.show(rows, self._highlighted(self.current, function))
+            kinds_known = not self.partial
+            table.show(rows, self._highlighted(self.current, function), kinds_known)
             table.move_to_key(keep)
             table.border_title = (
                 f"{function.qualified} · {display_path(function.filename)}:"
@@ -226,10 +343,11 @@ class MainScreen(Screen[None]):
                 f"sort: {self.line_sort.value} · kind: {kind_label(self.kind)}"
             )
             table.border_subtitle = self._lines_status(function, len(rows))
-            note_text = self._source_note(function)
+            # The quick stage has not looked for the source yet: that is not "not found".
+            note_text = None if self.partial else self._source_note(function)
             note.display = note_text is not None
             note.update(note_text or "")
-        self.query_one(KindSummary).show(function)
+        self.query_one(KindSummary).show(function, kinds_known=not self.partial)
 
     def _lines_status(self, function: AnnotatedFunction, shown: int) -> str:
         parts = []
@@ -318,10 +436,20 @@ class MainScreen(Screen[None]):
     def _on_profile_tab(self) -> bool:
         return self.analysis is not None and self.query_one(TabbedContent).active == "profile"
 
+    def _can_apply(self) -> bool:
+        return self.workspace.job is not None and can_apply(self.workspace.advice)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Profile keys only where there is a profile on screen (the footer follows)."""
-        if action in ("search", "sort", "kind_filter") and self.is_mounted:
+        """Profile keys only where there is a profile on screen, apply only on the Job script
+        tab when there is something to write (the footer follows)."""
+        if not self.is_mounted:
+            return True
+        if action in ("search", "sort"):
             return self._on_profile_tab()
+        if action == "kind_filter":  # no line kinds before the source is read
+            return self._on_profile_tab() and not self.partial
+        if action == "apply":
+            return self._can_apply() and self.query_one(TabbedContent).active == "job"
         return True
 
     @on(TabbedContent.TabActivated)
@@ -376,7 +504,7 @@ class MainScreen(Screen[None]):
             self._refresh_functions()
 
     def action_kind_filter(self) -> None:
-        if not self._on_profile_tab() or self.analysis is None:
+        if not self._on_profile_tab() or self.analysis is None or self.partial:
             return
         self.kind = next_in(kind_cycle(self.analysis), self.kind)
         self._refresh_lines()
@@ -385,8 +513,48 @@ class MainScreen(Screen[None]):
         self.query_one(TabbedContent).active = tab
         # Move focus into the shown pane (a focused widget in a hidden pane would switch
         # the tabs back).
+        if tab == "findings":
+            panel = self.query_one(FindingsPanel)
+            card = panel.first_card()
+            (card or panel).focus()
+            return
         if tab == "profile" and self.analysis is not None:
             target = "#lines" if self.last_table == "lines" else "#functions"
         else:
-            target = f"#{tab}-pane" if tab in ("findings", "job") else "#tabs"
+            target = "#job-pane" if tab == "job" else "#tabs"
         self.query_one(target).focus()
+
+    def action_apply(self) -> None:
+        """Ask, then write the tuned job script beside the job (never over it)."""
+        job = self.workspace.job
+        advice = self.workspace.advice
+        if job is None or advice is None or not can_apply(advice):
+            return
+        job_path = Path(job.path)
+        out = tuned_name(job_path)
+        self.app.push_screen(
+            ApplyScreen(out, planned_writes(advice, out)),
+            callback=partial(self._apply_answered, advice, job_path, out),
+        )
+
+    def _apply_answered(
+        self, advice: Advice, job_path: Path, out: Path, confirmed: bool | None
+    ) -> None:
+        if confirmed:
+            self.run_worker(
+                partial(_write, advice, job_path, out),
+                name=APPLY_WORKER,
+                group="apply",
+                thread=True,
+            )
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.name != APPLY_WORKER or event.state is not WorkerState.SUCCESS:
+            return
+        result = worker.result
+        if isinstance(result, InputError):
+            self.notify(result.one_line(), title="Not written", severity="error",
+                        timeout=15, markup=False)  # fmt: skip
+        elif isinstance(result, list):
+            self.notify("\n".join(result), title="Written", timeout=15, markup=False)

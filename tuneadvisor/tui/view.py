@@ -13,6 +13,9 @@ from enum import Enum
 from pathlib import Path
 from typing import TypeVar
 
+from tuneadvisor.advisor.advice import Advice
+from tuneadvisor.advisor.findings import Evidence, Finding, Suggestion
+from tuneadvisor.advisor.plan import Plan
 from tuneadvisor.profile.analysis import (
     KIND_LABELS,
     AnnotatedFunction,
@@ -26,19 +29,23 @@ T = TypeVar("T")
 
 # The keys, as the help screen lists them (the footer shows the main ones).
 KEY_HELP: tuple[tuple[str, str], ...] = (
-    ("↑ ↓  j k", "move in the focused table"),
+    ("↑ ↓  j k", "move in the focused table; on Findings, j k: next / previous finding"),
     ("enter", "show the function's lines (and focus them)"),
-    ("tab  shift+tab", "next / previous pane"),
+    ("tab  shift+tab", "next / previous pane (or finding)"),
     ("/", "search the focused table: functions by name, lines by source"),
     ("escape", "clear the search; close this help"),
     ("s", "sort the focused table: time / name, or line / time / hits"),
     ("f", "kind filter on lines: all, dataloader, transfer, ..."),
     ("1  2  3", "tabs: Profile, Findings, Job script"),
+    ("a", "on Job script: write the tuned job script beside the job (asks first)"),
     ("?", "this help"),
     ("q", "quit"),
 )
 
 NO_FINDINGS = "no advice yet (advisor not evaluated)"
+# The quick first stage of `open`: numbers only, source and advice still being read.
+READING = "reading source and advice…"
+EVALUATING = "evaluating…"
 
 
 class FunctionSort(Enum):
@@ -205,3 +212,128 @@ def finding_text(finding: object) -> str:
         return str(finding)
     prefix = f"[{getattr(severity, 'value', severity)}] " if severity is not None else ""
     return f"{prefix}{fid}: {title}"
+
+
+# -- advice ---------------------------------------------------------------------------------
+
+
+def findings_tab_label(advice: Advice | None, partial: bool) -> str:
+    """'Findings (2)'; 'Findings (…)' while the advice is being read; 'Findings' without."""
+    if partial:
+        return "Findings (…)"
+    if advice is None:
+        return "Findings"
+    return f"Findings ({len(advice.findings)})"
+
+
+def severity_rank(finding: Finding) -> int:
+    return finding.severity.rank
+
+
+def ordered_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """The report's order: by group (the cause), then the most severe first, then by id."""
+    return sorted(findings, key=lambda f: (f.group, -f.severity.rank, f.id))
+
+
+def grouped_findings(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
+    """(group, its findings) in the report's order."""
+    groups: list[tuple[str, list[Finding]]] = []
+    for finding in ordered_findings(findings):
+        if groups and groups[-1][0] == finding.group:
+            groups[-1][1].append(finding)
+        else:
+            groups.append((finding.group, [finding]))
+    return groups
+
+
+def top_finding(findings: Sequence[Finding]) -> Finding | None:
+    """The finding to show first: the most severe, the earliest of those in report order."""
+    ordered = ordered_findings(findings)
+    return max(ordered, key=lambda f: f.severity.rank) if ordered else None
+
+
+def findings_summary(findings: Sequence[Finding]) -> str:
+    """'2 findings: 1 error, 1 warning' (most severe first); 'no findings'."""
+    if not findings:
+        return "no findings"
+    counts: dict[str, int] = {}
+    for finding in sorted(findings, key=lambda f: -f.severity.rank):
+        counts[finding.severity.value] = counts.get(finding.severity.value, 0) + 1
+    noun = "finding" if len(findings) == 1 else "findings"
+    return f"{len(findings)} {noun}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def format_value(value: object, unit: str = "") -> str:
+    """An evidence value as the text report writes it: '80.1', '1 cores', '0.5 GiB'."""
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return f"{text} {unit}" if unit and unit != "fraction" else text
+
+
+def evidence_text(item: Evidence) -> tuple[str, str]:
+    """(label, 'value unit') of one evidence item."""
+    return item.label, format_value(item.value, item.unit)
+
+
+def suggestion_texts(suggest: Suggestion) -> list[str]:
+    """'--cpus-per-task=4', 'num_workers=3', 'export OMP_NUM_THREADS=4'."""
+    out = [f"--{key}={value}" for key, value in suggest.sbatch.items()]
+    out += [f"{key}={value}" for key, value in suggest.script.items()]
+    out += [f"export {key}={value}" for key, value in suggest.env.items()]
+    return out
+
+
+def rationale_text(rationale: str) -> str:
+    """The rule's rationale as paragraphs to wrap (its own line breaks are only layout)."""
+    paragraphs = [" ".join(p.split()) for p in rationale.strip().split("\n\n")]
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+def plan_rows(plan: Plan) -> list[tuple[str, str, str]]:
+    """(where, change, because): ('job script', '#SBATCH --cpus-per-task=4', 'dataloader-bound')."""
+    rows = [("job script", f"#SBATCH --{k}={c.value}", ", ".join(c.because))
+            for k, c in plan.sbatch.items()]  # fmt: skip
+    rows += [("training", f"{k} = {c.value}", ", ".join(c.because)) for k, c in plan.script.items()]
+    rows += [("environment", f"export {k}={c.value}", ", ".join(c.because))
+             for k, c in plan.env.items()]  # fmt: skip
+    return rows
+
+
+def diff_line_kind(line: str) -> str:
+    """How a unified-diff line is coloured: 'header', 'hunk', 'added', 'removed', 'context'."""
+    if line.startswith(("--- ", "+++ ")):
+        return "header"
+    if line.startswith("@@"):
+        return "hunk"
+    if line.startswith("+"):
+        return "added"
+    if line.startswith("-"):
+        return "removed"
+    return "context"
+
+
+def can_apply(advice: Advice | None) -> bool:
+    """Whether there is something to write: a tuned job script with a diff or a patch."""
+    return (
+        advice is not None
+        and advice.tuned_job is not None
+        and bool(advice.job_diff or advice.script_patch)
+    )
+
+
+def planned_writes(advice: Advice, out: Path) -> list[tuple[Path, str]]:
+    """What `write_outputs(advice, job, out, in_place=False)` writes: (path, what).
+
+    The patch's name follows tuneadvisor.outputs.write_outputs (it returns the real names
+    once written; this is only for the confirmation before)."""
+    changes = [f"--{k}={c.value}" for k, c in advice.plan.sbatch.items()]
+    if not advice.job_diff:
+        what = "the job script, unchanged"
+    elif changes:
+        what = "the tuned job script: " + ", ".join(changes)
+    else:
+        what = "the tuned job script"
+    writes = [(out, what)]
+    if advice.script_patch:
+        name = Path(advice.script_path or "train.py").name
+        writes.append((out.parent / f"{name}.tuneadvisor.patch", f"a patch for {name}"))
+    return writes

@@ -1,0 +1,286 @@
+"""The fact registry holds producers and rules to one vocabulary.
+
+Every fact a producer emits (profile, job script, training-script scan, seff, sacct, GPU and
+host metrics, site file, and gather's usage.* merge) must be registered in
+tuneadvisor/advisor/facts.py with a matching type, on every fixture we have; and every fact
+a shipped rule reads must be produced by some producer, or the rule could never fire.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tuneadvisor.advisor.facts import FACTS, type_matches
+from tuneadvisor.advisor.gather import EvidencePaths, gather
+from tuneadvisor.advisor.job_facts import job_facts
+from tuneadvisor.advisor.profile_facts import profile_facts
+from tuneadvisor.advisor.rules import default_rules_dir, load_rules
+from tuneadvisor.advisor.script_scan import scan_script
+from tuneadvisor.advisor.site import NodeShape, parse_site
+from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
+from tuneadvisor.metrics.nvidia_smi_csv import parse_nvidia_smi_csv
+from tuneadvisor.profile.analysis import analyze
+from tuneadvisor.profile.lprof import load_profiles
+from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.launch import find_launch, option_values
+from tuneadvisor.slurm.sacct import parse_sacct
+from tuneadvisor.slurm.seff import parse_seff
+
+FIXTURES = REPO / "tests" / "fixtures"
+SLURM = FIXTURES / "slurm-22.05"
+NOHEADER_COLUMNS = "timestamp,index,utilization.gpu,memory.used,memory.total,power.draw"
+
+
+def _files(*patterns: str) -> list[Path]:
+    found: list[Path] = []
+    for pattern in patterns:
+        found += sorted(REPO.glob(pattern))
+    assert found, patterns
+    return found
+
+
+# --------------------------------------------------------------------------- producers
+
+
+def profile_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
+    for path in _files(
+        "tests/fixtures/lprof/*.lprof",
+        "tests/fixtures/advice/*/*.lprof",
+        "examples/*/*.lprof",
+    ):
+        finder = SourceFinder(profile_dirs=(path.parent,), cwd=path.parent)
+        yield str(path), profile_facts(analyze(load_profiles([path]), finder))
+
+
+def job_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
+    for path in _files(
+        "tests/fixtures/jobscripts/*.sh",
+        "tests/fixtures/advice/*/job.sbatch",
+        "examples/*/*.sbatch",
+        "slurm/*.sbatch",
+    ):
+        job = JobScript.parse(path.read_bytes(), path)
+        yield str(path), job_facts(job, find_launch(job, path))
+    # Values the fixtures above may not hold.
+    extra = {
+        "mem-per-cpu, gpus-per-task": "#SBATCH --mem-per-cpu=4G\n#SBATCH -c 2\n"
+        "#SBATCH --ntasks=4\n#SBATCH --gpus-per-task=1\nsrun python t.py\n",
+        "gpus over nodes": "#SBATCH --nodes=2\n#SBATCH --gpus=8\n#SBATCH --partition=gpu\n"
+        "#SBATCH --time=1-00:00:00\ntorchrun t.py\n",
+        "invalid": "#SBATCH --cpus-per-task=72.\r\n#SBATCH --mem=8X\r\npython t.py\r\n",
+    }
+    for name, text in extra.items():
+        job = JobScript.parse("#!/bin/bash\n" + text)
+        yield name, job_facts(job, find_launch(job))
+
+
+def scan_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
+    for path in _files(
+        "tests/fixtures/scan_scripts/*.py",
+        "tests/fixtures/training_code/*.py",
+        "tests/fixtures/advice/*/*.py",
+        "tests/fixtures/jobscripts/*.py",
+        "training/*.py",
+        "examples/*/*.py",
+    ):
+        text = path.read_text()
+        yield str(path), scan_script(text).facts()
+        launch = {"--num-workers": "${SLURM_CPUS_PER_TASK}", "--batch-size": "128"}
+        yield f"{path} (launched with options)", scan_script(text, launch).facts()
+        literal = option_values(["--num-workers", "7", "--world-size", "4", "--epochs", "1"])
+        yield f"{path} (literal options)", scan_script(text, literal).facts()
+
+
+def _seff_sections(text: str) -> Iterator[str]:
+    """seff reports inside the recorded transcripts (after a `$ seff` line)."""
+    for match in re.finditer(r"^\$ seff .*\n((?:(?!\$ ).*\n?)*)", text, re.M):
+        yield match.group(1)
+
+
+def _pipe_tables(text: str) -> Iterator[str]:
+    """`sacct -P` tables inside the transcripts: a JobID| header and the rows after it."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("JobID|"):
+            table = [line]
+            for row in lines[index + 1 :]:
+                if "|" not in row:
+                    break
+                table.append(row)
+            yield "\n".join(table) + "\n"
+
+
+def accounting_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
+    reports = 0
+    for path in _files("tests/fixtures/slurm-22.05/*.txt"):
+        text = path.read_text()
+        for number, section in enumerate(_seff_sections(text)):
+            reports += 1
+            yield f"{path} seff #{number}", parse_seff(section).facts()
+        for number, table in enumerate(_pipe_tables(text)):
+            for job in parse_sacct(table):
+                yield f"{path} sacct table #{number} job {job.job_id}", job.facts()
+    assert reports >= 2
+    for job in parse_sacct((SLURM / "05-sacct.json").read_text()):
+        yield f"05-sacct.json job {job.job_id}", job.facts()
+    for path in _files("tests/fixtures/advice/*/seff.txt"):
+        yield str(path), parse_seff(path.read_text()).facts()
+
+
+def metrics_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
+    for path in _files("tests/fixtures/nvidia-smi/*.csv", "tests/fixtures/advice/*/*.csv"):
+        series = parse_nvidia_smi_csv(path.read_text(), NOHEADER_COLUMNS)
+        yield str(path), series.facts()
+    # Host samples, as `watch` records them (psutil), with and without a process tree.
+    host = [
+        HostSample(
+            t=float(t),
+            cpu_pct_per_core=(90.0, 40.0 + t, 10.0, 0.0),
+            mem_used_mib=2048.0 + t,
+            mem_total_mib=16384.0,
+            proc_cpu_pct=120.0 + t,
+            proc_rss_mib=900.0,
+            proc_count=4,
+            main_cpu_pct=95.0,
+            workers=3,
+        )
+        for t in range(5)
+    ]
+    gpu = [GpuSample(t=float(t), index=0, util_pct=50.0, power_w=100.0) for t in range(5)]
+    yield "host + gpu samples", MetricsSeries.from_samples(gpu, host).facts()
+    yield "host only, no tree", MetricsSeries.from_samples((), [HostSample(t=0.0)]).facts()
+
+
+def site_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
+    site = parse_site(
+        '[partitions.gpu]\ncores = 64\nmem = "500G"\ngpus = 8\nmax_cores_per_gpu = 8\n',
+        "site.toml",
+    )
+    node = site.node_for(None)
+    assert node is not None
+    yield "site.toml", node.facts()
+    yield "no gpus", NodeShape(cores=8, gpus=0).facts()
+
+
+def gather_outputs(tmp: Path) -> Iterator[tuple[str, Mapping[str, object]]]:
+    """gather's own facts (usage.*) from each accounting source."""
+    tutorial = FIXTURES / "advice" / "tutorial"
+    site = tmp / "site.toml"
+    site.write_text("[partitions.gpu]\ncores = 64\ngpus = 4\nmax_cores_per_gpu = 16\n")
+    paths = {
+        "seff": EvidencePaths(job=str(tutorial / "job.sbatch"), seff=str(tutorial / "seff.txt")),
+        "sacct": EvidencePaths(
+            job=str(tutorial / "job.sbatch"),
+            sacct=str(SLURM / "05-sacct.json"),
+            site=str(site),
+            metrics=(str(FIXTURES / "nvidia-smi" / "a100-2gpu-one-idle.csv"),),
+        ),
+    }
+    for name, evidence in paths.items():
+        yield f"gather ({name})", gather(evidence, None, env={}).facts
+
+
+def all_outputs(tmp: Path) -> list[tuple[str, Mapping[str, object]]]:
+    producers = (
+        profile_outputs(),
+        job_outputs(),
+        scan_outputs(),
+        accounting_outputs(),
+        metrics_outputs(),
+        site_outputs(),
+        gather_outputs(tmp),
+    )
+    return [output for producer in producers for output in producer]
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Mapping[str, object]]]:
+    return all_outputs(tmp_path_factory.mktemp("registry"))
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def test_every_emitted_fact_is_registered_with_its_type(
+    outputs: list[tuple[str, Mapping[str, object]]],
+) -> None:
+    problems = []
+    for where, facts in outputs:
+        for name, value in facts.items():
+            if name not in FACTS:
+                problems.append(f"{where}: {name} is not registered")
+            elif not type_matches(name, value):
+                problems.append(f"{where}: {name} = {value!r} is not {FACTS[name].type}")
+    assert not problems, "\n".join(sorted(set(problems)))
+
+
+def test_producers_emit_absent_facts_never_none(
+    outputs: list[tuple[str, Mapping[str, object]]],
+) -> None:
+    nones = [
+        f"{where}: {name}" for where, facts in outputs for name, v in facts.items() if v is None
+    ]
+    assert not nones, nones
+
+
+def _read_by_rules() -> dict[str, set[str]]:
+    """fact -> rules that read it (in when, evidence or a suggestion)."""
+    readers: dict[str, set[str]] = {}
+    for rule in load_rules([default_rules_dir()]):
+        expressions = [rule.when, *rule.evidence.values()]
+        expressions += [e for table in rule.suggest.values() for e in table.values()]
+        for expression in expressions:
+            for fact in expression.facts:
+                readers.setdefault(fact, set()).add(rule.id)
+    return readers
+
+
+def test_every_fact_a_shipped_rule_reads_is_produced(
+    outputs: list[tuple[str, Mapping[str, object]]],
+) -> None:
+    produced = {name for _, facts in outputs for name in facts}
+    readers = _read_by_rules()
+    assert readers  # the pack is not empty
+    missing = {fact: sorted(rules) for fact, rules in readers.items() if fact not in produced}
+    assert not missing, missing
+
+
+def test_every_rule_condition_fact_is_produced_with_a_value_that_can_fire(
+    outputs: list[tuple[str, Mapping[str, object]]],
+) -> None:
+    """Booleans the rules test are seen both true and false across the fixtures, so no rule
+    is stuck on a producer that always says the same."""
+    readers = _read_by_rules()
+    seen: dict[str, set[object]] = {}
+    for _, facts in outputs:
+        for name, value in facts.items():
+            seen.setdefault(name, set()).add(value)
+    for fact in readers:
+        if FACTS[fact].type == "bool":
+            assert seen[fact] == {True, False}, (fact, seen[fact])
+
+
+def test_registry_types_and_names_are_well_formed() -> None:
+    for name, spec in FACTS.items():
+        assert spec.name == name
+        assert spec.type in {"int", "float", "bool", "str"}, name
+        assert re.fullmatch(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+", name), name
+        assert spec.description, name
+
+
+def test_type_matches() -> None:
+    assert type_matches("job.cpus_per_task", 4)
+    assert not type_matches("job.cpus_per_task", 4.0)
+    assert not type_matches("job.cpus_per_task", True)
+    assert type_matches("job.mem_mib", 8192)  # an int is a float
+    assert not type_matches("job.mem_mib", "8G")
+    assert type_matches("job.dos_line_breaks", False)
+    assert not type_matches("job.dos_line_breaks", 0)
+    assert type_matches("job.partition", "gpu")
+    assert not type_matches("job.partition", 1)

@@ -1,0 +1,386 @@
+"""What every bundled training script shares: the knobs the advisor turns, progress lines,
+the costly input pipeline, and the distributed set-up for srun, torchrun or one process.
+
+The scripts import this module from their own folder (``python training/X.py``, ``kernprof -l
+training/X.py`` and ``torchrun training/X.py`` all put that folder first on ``sys.path``), so
+copy it along with a script.
+
+Knobs (same flags in every script): ``--num-workers`` (default: ``$SLURM_CPUS_PER_TASK``),
+``--pin-memory``, ``--persistent-workers``, ``--prefetch-factor``, ``--batch-size``, ``--amp``,
+``--max-steps``, ``--data-dir`` and ``--input-cost`` (per-sample decode plus augmentation, so that
+a run can be input-bound on CPUs too).
+
+Progress: one JSON object per line on stdout after ``TUNEADVISOR `` (rank 0 only in DDP):
+``start`` (settings), ``step`` (``step_time_s``, ``samples_per_s``, ``loss``), ``epoch``
+(``test_loss``, ``accuracy``, ``samples_per_s``), ``end``; DDP scripts add ``world_size`` and
+count samples over all ranks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from PIL import Image
+
+PROGRESS_PREFIX = "TUNEADVISOR "
+
+# --input-cost levels: the side, in pixels, of the "full-size photo" each sample is decoded
+# from (0: none), and whether the sample is augmented.
+INPUT_COSTS: dict[str, tuple[int, bool]] = {
+    "none": (0, False),  # the tutorial's ToTensor + Normalize: nearly free
+    "low": (0, True),  # plus the usual augmentation: still cheap
+    "medium": (384, True),  # plus a 384 px JPEG decode (and a warp on MNIST): a few ms/sample
+    "high": (768, True),  # a 768 px photo: ~8 ms/sample, one worker cannot feed a GPU
+}
+
+
+def emit(event: str, **fields: Any) -> None:
+    """One progress record on stdout, flushed so a watcher sees it at once."""
+    print(PROGRESS_PREFIX + json.dumps({"event": event, **fields}), flush=True)
+
+
+class Progress:
+    """Counts optimizer steps across epochs and reports throughput since the last report.
+
+    ``scale`` multiplies this process's samples: the world size in DDP, where every rank
+    trains on its own share and rank 0 reports for all of them.
+    """
+
+    def __init__(self, max_steps: int | None, scale: int = 1, enabled: bool = True) -> None:
+        self.max_steps = max_steps
+        self.scale = scale
+        self.enabled = enabled
+        self.steps = 0
+        self.samples = 0
+        self._last_steps = 0
+        self._last_samples = 0
+        self._last_time = time.perf_counter()
+
+    @property
+    def done(self) -> bool:
+        return self.max_steps is not None and self.steps >= self.max_steps
+
+    def step(self, samples: int) -> None:
+        self.steps += 1
+        self.samples += samples * self.scale
+
+    def restart_clock(self) -> None:
+        """Measure from now: time spent testing is not a training step."""
+        self._last_time = time.perf_counter()
+        self._last_steps, self._last_samples = self.steps, self.samples
+
+    def report(self, epoch: int, loss: float) -> None:
+        now = time.perf_counter()
+        steps = max(1, self.steps - self._last_steps)
+        elapsed = now - self._last_time
+        if self.enabled:
+            emit(
+                "step",
+                epoch=epoch,
+                step=self.steps,
+                step_time_s=round(elapsed / steps, 6),
+                samples_per_s=round((self.samples - self._last_samples) / elapsed, 2)
+                if elapsed > 0
+                else None,
+                loss=round(loss, 6),
+            )
+        self._last_steps, self._last_samples, self._last_time = self.steps, self.samples, now
+
+
+class DecodeLike:
+    """Per-sample work of reading a real photo: JPEG-decode at ``size`` px, resize back.
+
+    Small data sets are stored decoded, so their loader costs nothing; real data sets are
+    compressed photos decoded and resized per sample. To get that cost honestly (it scales with
+    the CPU, not a sleep), the image is upsampled to ``size`` px, JPEG-encoded, decoded and
+    resized back to its own size and mode. The picture survives; the CPU time is spent.
+    """
+
+    def __init__(self, size: int, quality: int = 90) -> None:
+        self.size = size
+        self.quality = quality
+
+    def __call__(self, img: Image.Image) -> Image.Image:
+        mode, dims = img.mode, img.size
+        photo = img.convert("RGB").resize((self.size, self.size), Image.Resampling.BICUBIC)
+        buf = io.BytesIO()
+        photo.save(buf, format="JPEG", quality=self.quality)
+        buf.seek(0)
+        decoded = Image.open(buf).convert(mode)  # Image.open is lazy: convert() decodes
+        return decoded.resize(dims, Image.Resampling.BILINEAR)
+
+
+def parse_input_cost(value: str) -> tuple[str, int, bool]:
+    """``none|low|medium|high``, or a decode size in pixels (augmented, like medium/high)."""
+    if value in INPUT_COSTS:
+        size, augment = INPUT_COSTS[value]
+        return value, size, augment
+    try:
+        size = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected one of {', '.join(INPUT_COSTS)} or a decode size in pixels, got {value!r}"
+        ) from None
+    if size < 0 or size > 4096:
+        raise argparse.ArgumentTypeError(f"decode size must be 0..4096 pixels, got {size}")
+    return value, size, True
+
+
+def default_num_workers() -> int:
+    """Follow the job's cores (SLURM_CPUS_PER_TASK), else 1 as pytorch/examples does on CUDA."""
+    try:
+        return max(0, int(os.environ.get("SLURM_CPUS_PER_TASK", "1")))
+    except ValueError:
+        return 1
+
+
+def positive_int(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def add_knobs(
+    parser: argparse.ArgumentParser, *, batch_size: int, batch_help: str, data_help: str
+) -> None:
+    """The flags every bundled script takes, with the same names and defaults."""
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=batch_size,
+        metavar="N",
+        help=f"{batch_help} (default: {batch_size})",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="stop after N optimizer steps in all (default: run every epoch)",
+    )
+    parser.add_argument(
+        "--max-eval-batches",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="evaluate on at most N test batches (default: the whole test set)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cuda", "cpu"),
+        default="auto",
+        help="auto: cuda if available, else cpu",
+    )
+    parser.add_argument(
+        "--amp",
+        action="store_true",
+        help="mixed precision: float16 with loss scaling on CUDA, bfloat16 on CPU",
+    )
+    parser.add_argument(
+        "--num-workers",
+        type=int,
+        default=default_num_workers(),
+        metavar="N",
+        help="DataLoader worker processes (default: $SLURM_CPUS_PER_TASK, else 1)",
+    )
+    parser.add_argument(
+        "--pin-memory",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="page-locked host batches for faster copies (default: on with CUDA)",
+    )
+    parser.add_argument(
+        "--persistent-workers",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="keep workers alive between epochs (default: off)",
+    )
+    parser.add_argument(
+        "--prefetch-factor",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="batches each worker loads ahead (default: PyTorch's, 2)",
+    )
+    parser.add_argument(
+        "--input-cost",
+        type=parse_input_cost,
+        default=parse_input_cost("none"),
+        metavar="LEVEL",
+        help="per-sample input work: none (the tutorial), low (augmentation), "
+        "medium or high (JPEG decode of a 384/768 px photo, augmentation), "
+        "or a decode size in pixels (default: none)",
+    )
+    parser.add_argument("--data-dir", default="data", metavar="DIR", help=data_help)
+    parser.add_argument("--seed", type=int, default=1, metavar="S", help="random seed (default: 1)")
+    parser.add_argument(
+        "--log-interval",
+        type=positive_int,
+        default=10,
+        metavar="N",
+        help="how many batches to wait before logging training status",
+    )
+
+
+def check_knobs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.num_workers < 0:
+        parser.error("--num-workers must be 0 or more")
+
+
+def loader_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """DataLoader settings shared by the train and test loaders."""
+    kwargs: dict[str, Any] = {
+        "num_workers": args.num_workers,
+        "pin_memory": args.pin_memory,
+    }
+    if args.num_workers > 0:
+        kwargs["persistent_workers"] = args.persistent_workers
+        if args.prefetch_factor is not None:
+            kwargs["prefetch_factor"] = args.prefetch_factor
+    elif args.persistent_workers or args.prefetch_factor is not None:
+        # DataLoader raises on these without workers; a tuning sweep should not die on it.
+        print(
+            "note: --persistent-workers/--prefetch-factor need --num-workers > 0; ignored",
+            file=sys.stderr,
+        )
+    return kwargs
+
+
+def pick_device(args: argparse.Namespace, local_rank: int = 0) -> torch.device | None:
+    """The device to train on (``cuda:LOCAL_RANK`` on GPUs); None when CUDA was asked for
+    and there is none. Also settles ``--pin-memory``'s default."""
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("error: --device cuda but no CUDA device is available", file=sys.stderr)
+        return None
+    use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+    if args.pin_memory is None:
+        args.pin_memory = use_cuda  # pinning only helps host-to-GPU copies
+    if use_cuda:
+        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+        return torch.device("cuda", local_rank % torch.cuda.device_count())
+    return torch.device("cpu")
+
+
+def settings_record(args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
+    """The knobs as the run really used them, for the ``start`` event."""
+    cost_name, decode_px, augment = args.input_cost
+    return {
+        "batch_size": args.batch_size,
+        "max_steps": args.max_steps,
+        "num_workers": args.num_workers,
+        "pin_memory": args.pin_memory,
+        "persistent_workers": common.get("persistent_workers", False),
+        "prefetch_factor": common.get("prefetch_factor"),
+        "amp": args.amp,
+        "input_cost": cost_name,
+        "decode_px": decode_px,
+        "augment": augment,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID"),
+        "pid": os.getpid(),
+    }
+
+
+# --------------------------------------------------------------------------- distributed
+
+
+@dataclass(frozen=True)
+class World:
+    """Who this process is: ``launcher`` is ``single``, ``srun`` or ``torchrun``."""
+
+    launcher: str
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1 or self.launcher != "single"
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def _int_env(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def world_from_env() -> World:
+    """torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE) win; else srun's (SLURM_PROCID,
+    SLURM_LOCALID, SLURM_NTASKS) when the job has more than one task; else one process."""
+    env = os.environ
+    if "RANK" in env and "WORLD_SIZE" in env:
+        return World(
+            "torchrun", _int_env("RANK", 0), _int_env("LOCAL_RANK", 0), _int_env("WORLD_SIZE", 1)
+        )
+    tasks = _int_env("SLURM_NTASKS", _int_env("SLURM_NPROCS", 1))
+    if "SLURM_PROCID" in env and tasks > 1:
+        return World("srun", _int_env("SLURM_PROCID", 0), _int_env("SLURM_LOCALID", 0), tasks)
+    return World("single")
+
+
+def first_host(nodelist: str) -> str | None:
+    """The first host of a Slurm node list (``scontrol show hostnames`` when it is there)."""
+    if not nodelist:
+        return None
+    if shutil.which("scontrol"):
+        try:
+            out = subprocess.run(
+                ["scontrol", "show", "hostnames", nodelist],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout.split()
+            if out:
+                return out[0]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    if "[" not in nodelist:
+        return nodelist.split(",")[0]
+    return None
+
+
+def init_distributed(world: World, device: torch.device) -> None:
+    """Join the process group: NCCL on GPUs, gloo on CPUs. Under srun the rendezvous address
+    is the job's first node and the port follows the job id unless MASTER_ADDR/PORT are set."""
+    if not world.distributed:
+        return
+    if world.launcher == "srun":
+        os.environ.setdefault(
+            "MASTER_ADDR", first_host(os.environ.get("SLURM_JOB_NODELIST", "")) or "127.0.0.1"
+        )
+        os.environ.setdefault("MASTER_PORT", str(10000 + _int_env("SLURM_JOB_ID", 0) % 20000))
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, rank=world.rank, world_size=world.world_size)
+
+
+def finish_distributed(world: World) -> None:
+    if world.distributed and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def all_mean(value: float, world: World, device: torch.device) -> float:
+    """The mean of a number over all ranks (the number itself without DDP)."""
+    if not world.distributed:
+        return value
+    t = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return float(t.item()) / world.world_size

@@ -1,0 +1,317 @@
+"""The live GPU sampler: NVML (nvidia-ml-py) wrapped once, every call guarded.
+
+This is the only module that imports ``pynvml`` (an import-linter contract holds everything
+else to it), and it imports it lazily, on ``NvmlSampler.open()``. Every NVML call goes through
+``_call``: a value, or ``None`` with the reason. No library, no driver, no device, a device lost
+mid-run (``GPU is lost``), a value the device does not offer (``Not Supported``, e.g.
+utilization of a GPU in MIG mode) or a permission error become "no data" with the reason shown,
+never an exception out of this module.
+
+Calls that answered ``Not Supported`` or ``Insufficient Permissions`` once are not repeated (the
+answer does not change while the driver runs); a device that answered ``GPU is lost`` is not
+asked again. PCIe throughput is a sampled counter that NVML measures over ~20 ms inside the call,
+so it is optional (``pcie=False`` for short intervals).
+
+Units at the boundary: memory in bytes, power in mW, PCIe throughput in KB/s; the samples are
+in MiB, W and MiB/s (see ``model``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from tuneadvisor.metrics.model import GpuSample
+from tuneadvisor.metrics.snapshot import GpuProcess
+
+MIB = 1024 * 1024
+
+# The values NVML answers that mean "do not ask again".
+_STICKY = ("Not Supported", "Insufficient Permissions", "Function Not Found")
+_LOST = "GPU is lost"
+
+
+def describe_error(exc: BaseException) -> str:
+    """NVML's own words for its errors ("GPU is lost"), the type name for anything else."""
+    if type(exc).__name__.startswith("NVMLError"):
+        try:
+            return str(exc)
+        except Exception:  # pragma: no cover - str() of a broken error object
+            return type(exc).__name__
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _text(value: object) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+@dataclass
+class _Device:
+    """A device (a whole GPU or a MIG instance) found at open()."""
+
+    handle: object
+    index: int  # the physical GPU's index (a MIG instance has its parent's)
+    uuid: str | None
+    name: str | None
+    pci_bus_id: str | None
+    mig_parent: str | None = None  # parent GPU's uuid for a MIG instance
+    lost: str | None = None
+    skip: dict[str, str] = field(default_factory=dict)  # call -> sticky reason
+
+    @property
+    def key(self) -> str:
+        return self.uuid or f"gpu{self.index}"
+
+
+@dataclass(frozen=True)
+class NvmlReading:
+    """One round: a sample per device, their processes, and what could not be read."""
+
+    gpus: tuple[GpuSample, ...] = ()
+    procs: tuple[GpuProcess, ...] = ()
+    problems: tuple[str, ...] = ()  # "GPU-...: power: Not Supported", "no GPU: ..."
+
+
+def visible_filter(spec: str | None) -> tuple[str, ...] | None:
+    """``CUDA_VISIBLE_DEVICES`` (or Slurm's GPU list) as tokens; None when unset.
+
+    Tokens are indices (``0,1``), GPU or MIG UUIDs or their unique prefixes
+    (``GPU-4cf8db2d``, ``MIG-...``). An empty value hides every GPU, as CUDA does.
+    """
+    if spec is None:
+        return None
+    return tuple(tok.strip() for tok in spec.split(",") if tok.strip())
+
+
+class NvmlSampler:
+    """Open once, sample every interval, close at the end. Never raises NVML errors."""
+
+    def __init__(
+        self,
+        visible: Sequence[str] | None = None,
+        *,
+        pcie: bool = True,
+        import_module: Callable[[str], ModuleType] = importlib.import_module,
+    ) -> None:
+        self._visible = None if visible is None else tuple(visible)
+        self._pcie = pcie
+        self._import = import_module
+        self._nvml: Any = None
+        self._devices: list[_Device] = []
+        self.reason: str | None = "not opened"  # why there is no GPU data at all
+        self.driver: str | None = None
+
+    # ------------------------------------------------------------------ open / close
+
+    def open(self) -> str | None:
+        """Load the library and find the devices; the reason when there is no GPU data."""
+        try:
+            nvml = self._import("pynvml")
+        except ImportError:
+            self.reason = "nvidia-ml-py (pynvml) is not installed"
+            return self.reason
+        try:
+            nvml.nvmlInit()
+        except Exception as exc:
+            self.reason = f"NVML did not start: {describe_error(exc)}"
+            return self.reason
+        self._nvml = nvml
+        self.driver, _ = self._call("driver", nvml.nvmlSystemGetDriverVersion)
+        count, why = self._call("count", nvml.nvmlDeviceGetCount)
+        if count is None:
+            self.reason = f"no GPU count: {why}"
+            return self.reason
+        for index in range(int(count)):
+            self._add_device(index)
+        self._devices = [d for d in self._devices if self._is_visible(d)]
+        if not self._devices:
+            self.reason = "no GPU visible" if count else "no GPU on this node"
+            return self.reason
+        self.reason = None
+        return None
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            self._call("shutdown", self._nvml.nvmlShutdown)
+            self._nvml = None
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return tuple(d.key for d in self._devices)
+
+    def _add_device(self, index: int) -> None:
+        nvml = self._nvml
+        handle, why = self._call("handle", nvml.nvmlDeviceGetHandleByIndex, index)
+        if handle is None:
+            # Counted but not reachable (lost at start, or no permission on its /dev node).
+            self._devices.append(_Device(None, index, None, None, None, lost=why or "no handle"))
+            return
+        uuid, _ = self._call("uuid", nvml.nvmlDeviceGetUUID, handle)
+        name, _ = self._call("name", nvml.nvmlDeviceGetName, handle)
+        pci, _ = self._call("pci", nvml.nvmlDeviceGetPciInfo, handle)
+        bus = _text(pci.busId) if pci is not None else None
+        device = _Device(
+            handle,
+            index,
+            None if uuid is None else _text(uuid),
+            None if name is None else _text(name),
+            bus,
+        )
+        self._devices.append(device)
+        mode, _ = self._call("mig mode", nvml.nvmlDeviceGetMigMode, handle)
+        if not mode or mode[0] != getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1):
+            return
+        slots, _ = self._call("mig count", nvml.nvmlDeviceGetMaxMigDeviceCount, handle)
+        for slot in range(int(slots or 0)):
+            mig, _ = self._call("mig", nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, slot)
+            if mig is None:  # an empty slot answers Not Found
+                continue
+            mig_uuid, _ = self._call("uuid", nvml.nvmlDeviceGetUUID, mig)
+            mig_name, _ = self._call("name", nvml.nvmlDeviceGetName, mig)
+            self._devices.append(
+                _Device(
+                    mig,
+                    index,
+                    None if mig_uuid is None else _text(mig_uuid),
+                    None if mig_name is None else _text(mig_name),
+                    bus,
+                    mig_parent=device.uuid,
+                )
+            )
+
+    def _is_visible(self, device: _Device) -> bool:
+        if self._visible is None:
+            return True
+        for token in self._visible:
+            if token.isdigit():
+                if device.mig_parent is None and int(token) == device.index:
+                    return True
+                if device.mig_parent is not None:
+                    continue
+            elif any(u and u.startswith(token) for u in (device.uuid, device.mig_parent)):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ sampling
+
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> tuple[Any, str | None]:
+        """``fn(*args)``, or None and the reason. The one place NVML errors are caught."""
+        try:
+            return fn(*args), None
+        except Exception as exc:
+            return None, describe_error(exc)
+
+    def _device_call(
+        self, device: _Device, what: str, problems: list[str], fn_name: str, *args: Any
+    ) -> Any:
+        if device.lost is not None or what in device.skip:
+            return None
+        fn = getattr(self._nvml, fn_name, None)
+        if fn is None:
+            device.skip[what] = "not in this nvidia-ml-py"
+            problems.append(f"{device.key}: {what}: not in this nvidia-ml-py")
+            return None
+        value, why = self._call(what, fn, device.handle, *args)
+        if why is None:
+            return value
+        if why == _LOST:
+            device.lost = why
+        elif why in _STICKY:
+            device.skip[what] = why
+        problems.append(f"{device.key}: {what}: {why}")
+        return None
+
+    def sample(self, t: float) -> NvmlReading:
+        """One round over the devices found at ``open()``."""
+        if self._nvml is None:
+            return NvmlReading(problems=(f"no GPU data: {self.reason}",))
+        nvml = self._nvml
+        samples: list[GpuSample] = []
+        procs: list[GpuProcess] = []
+        problems: list[str] = []
+        for device in self._devices:
+            if device.lost is not None:
+                problems.append(f"{device.key}: no data: {device.lost}")
+                samples.append(self._identity(device, t))
+                continue
+            call = self._device_call
+            util = call(device, "utilization", problems, "nvmlDeviceGetUtilizationRates")
+            mem = call(device, "memory", problems, "nvmlDeviceGetMemoryInfo")
+            power = call(device, "power", problems, "nvmlDeviceGetPowerUsage")
+            limit = call(device, "power limit", problems, "nvmlDeviceGetEnforcedPowerLimit")
+            temp = call(
+                device,
+                "temperature",
+                problems,
+                "nvmlDeviceGetTemperature",
+                getattr(nvml, "NVML_TEMPERATURE_GPU", 0),
+            )
+            sm = call(device, "SM clock", problems, "nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_SM)
+            mem_clock = call(
+                device, "memory clock", problems, "nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_MEM
+            )
+            pstate = call(device, "pstate", problems, "nvmlDeviceGetPerformanceState")
+            rx = tx = None
+            if self._pcie:
+                rx = call(
+                    device,
+                    "PCIe rx",
+                    problems,
+                    "nvmlDeviceGetPcieThroughput",
+                    nvml.NVML_PCIE_UTIL_RX_BYTES,
+                )
+                tx = call(
+                    device,
+                    "PCIe tx",
+                    problems,
+                    "nvmlDeviceGetPcieThroughput",
+                    nvml.NVML_PCIE_UTIL_TX_BYTES,
+                )
+            running = call(device, "processes", problems, "nvmlDeviceGetComputeRunningProcesses")
+            if device.lost is not None:  # lost during this round: nothing of it counts
+                samples.append(self._identity(device, t))
+                continue
+            samples.append(
+                GpuSample(
+                    t=t,
+                    index=device.index,
+                    uuid=device.uuid,
+                    name=device.name,
+                    pci_bus_id=device.pci_bus_id,
+                    util_pct=None if util is None else float(util.gpu),
+                    mem_util_pct=None if util is None else float(util.memory),
+                    mem_used_mib=None if mem is None else mem.used / MIB,
+                    mem_total_mib=None if mem is None else mem.total / MIB,
+                    power_w=None if power is None else power / 1000.0,
+                    power_limit_w=None if limit is None else limit / 1000.0,
+                    temp_c=None if temp is None else float(temp),
+                    sm_clock_mhz=None if sm is None else float(sm),
+                    mem_clock_mhz=None if mem_clock is None else float(mem_clock),
+                    pcie_rx_mib_s=None if rx is None else rx / 1024.0,
+                    pcie_tx_mib_s=None if tx is None else tx / 1024.0,
+                    pstate=None if pstate is None else f"P{int(pstate)}",
+                )
+            )
+            for proc in running or ():
+                used = getattr(proc, "usedGpuMemory", None)
+                procs.append(
+                    GpuProcess(
+                        gpu_key=device.key,
+                        pid=int(proc.pid),
+                        used_mib=None if used is None else used / MIB,
+                    )
+                )
+        return NvmlReading(tuple(samples), tuple(procs), tuple(problems))
+
+    @staticmethod
+    def _identity(device: _Device, t: float) -> GpuSample:
+        return GpuSample(
+            t=t,
+            index=device.index,
+            uuid=device.uuid,
+            name=device.name,
+            pci_bus_id=device.pci_bus_id,
+        )

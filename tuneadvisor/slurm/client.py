@@ -1,0 +1,250 @@
+"""Run Slurm's own commands and read what they print.
+
+Every command runs from an argument list (never a shell string), with the caller's
+environment (``env``; tests give a PATH of small fake commands). What Slurm says on failure
+reaches the user verbatim, after what tuneadvisor was doing, as one line (``SlurmError`` is an
+``InputError``: exit status 2). A command missing from PATH is one clear line too.
+
+Accounting lags a job's end by seconds (the record first has no partition, no requested
+memory, or a state still RUNNING): ``finished_accounting`` polls ``sacct`` until the record is
+complete, for at most ``bound_s``, and returns the last read either way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tuneadvisor.errors import InputError
+from tuneadvisor.slurm.sacct import SacctError, SacctJob, parse_sacct_json, parse_sacct_pipe
+from tuneadvisor.slurm.scontrol import JobInfo, NodeInfo, ScontrolError, parse_job, parse_nodes
+from tuneadvisor.slurm.seff import SeffError, SeffReport, parse_seff
+from tuneadvisor.slurm.sinfo import SINFO_FORMAT, PartitionShape, SinfoError, parse_sinfo
+from tuneadvisor.slurm.squeue import QueuedJob, SqueueError, parse_squeue_json
+
+_JOB_ID = re.compile(r"\d+(?:_\d+)?")
+_SUBMITTED = re.compile(r"(\d+)(?:;\S+)?")
+_FORGOTTEN = ("Invalid job id", "No steps running", "does not exist")
+SSTAT_COLUMNS = ("JobID", "NTasks", "AveCPU", "MaxRSS")
+POLL_INTERVAL_S = 0.25
+ACCOUNTING_BOUND_S = 30.0
+
+
+class SlurmError(InputError):
+    """A Slurm command failed (or is missing): what tuneadvisor was doing, then Slurm's words."""
+
+    def __init__(self, doing: str, message: str) -> None:
+        super().__init__(None, f"{doing}: {message}")
+
+
+def check_job_id(text: str) -> str:
+    """``123`` or an array task ``123_4``; anything else is refused before any command runs."""
+    value = text.strip()
+    if not _JOB_ID.fullmatch(value):
+        raise InputError(None, f"--jobid {text!r}: not a Slurm job id (like 1234 or 1234_5)")
+    return value
+
+
+@dataclass
+class SlurmClient:
+    env: Mapping[str, str] | None = None  # default: this process's environment
+    timeout_s: float = 120.0  # per command
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    _found: dict[str, str | None] = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------ running commands
+
+    def _environ(self) -> Mapping[str, str]:
+        return os.environ if self.env is None else self.env
+
+    def which(self, command: str) -> str | None:
+        if command not in self._found:
+            self._found[command] = shutil.which(command, path=self._environ().get("PATH"))
+        return self._found[command]
+
+    def available(self) -> bool:
+        """Slurm's client commands are on PATH (a login node, or the local test cluster)."""
+        return all(self.which(c) for c in ("sbatch", "sacct", "scontrol", "sinfo"))
+
+    def _run(self, doing: str, command: str, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        path = self.which(command)
+        if path is None:
+            raise SlurmError(
+                doing,
+                f"Slurm's {command} is not on PATH (run this on a login node of the cluster, "
+                "or load the Slurm module first)",
+            )
+        try:
+            return subprocess.run(
+                [path, *args],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                env=dict(self._environ()),
+                stdin=subprocess.DEVNULL,
+                timeout=self.timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise SlurmError(doing, f"{command} did not answer within {self.timeout_s:g} s") from None
+        except OSError as exc:
+            raise SlurmError(doing, f"cannot run {path}: {exc.strerror or exc}") from None
+
+    def _output(self, doing: str, command: str, args: Sequence[str]) -> str:
+        """stdout of a command that must succeed; its stderr is the error otherwise."""
+        done = self._run(doing, command, args)
+        if done.returncode != 0:
+            raise SlurmError(doing, _said(done, command))
+        return done.stdout
+
+    # ------------------------------------------------------------------ jobs
+
+    def submit(self, script: Path, *, chdir: str | None = None, options: Sequence[str] = ()) -> str:
+        """``sbatch --parsable [--chdir DIR] [OPTIONS] SCRIPT`` -> the new job's id."""
+        args = ["--parsable", *([f"--chdir={chdir}"] if chdir else []), *options, str(script)]
+        doing = f"submitting {script}"
+        out = self._output(doing, "sbatch", args).strip()
+        match = _SUBMITTED.fullmatch(out.splitlines()[-1].strip() if out else "")
+        if match is None:
+            raise SlurmError(doing, f"sbatch printed no job id: {out!r}")
+        return match.group(1)
+
+    def show_job(self, job_id: str) -> JobInfo | None:
+        """``scontrol show job -o ID``; None once slurmctld has forgotten the job (MinJobAge)."""
+        doing = f"asking slurmctld about job {job_id}"
+        done = self._run(doing, "scontrol", ["show", "job", "-o", job_id])
+        if done.returncode != 0:
+            if any(word in done.stderr for word in _FORGOTTEN):
+                return None
+            raise SlurmError(doing, _said(done, "scontrol"))
+        try:
+            return parse_job(done.stdout)
+        except ScontrolError as exc:
+            raise SlurmError(doing, f"unexpected scontrol output: {exc}") from None
+
+    def batch_script(self, job_id: str) -> str | None:
+        """The script the job ran: from slurmctld while it knows the job, else from
+        accounting (when the site stores scripts: AccountingStoreFlags=job_script)."""
+        done = self._run(
+            f"reading the script of job {job_id}",
+            "scontrol",
+            ["write", "batch_script", job_id, "-"],
+        )
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout  # scontrol exits 0 even when it printed an error instead
+        stored = self._run(f"reading the script of job {job_id}", "sacct", ["-B", "-j", job_id])
+        return _stored_script(stored.stdout) if stored.returncode == 0 else None
+
+    def queue(self, user: str | None = None) -> tuple[QueuedJob, ...]:
+        """``squeue --json``, filtered here (22.05 ignores squeue's filters in JSON mode)."""
+        doing = "reading the queue"
+        try:
+            jobs = parse_squeue_json(self._output(doing, "squeue", ["--json"]))
+        except SqueueError as exc:
+            raise SlurmError(doing, f"unexpected squeue output: {exc}") from None
+        return tuple(j for j in jobs if user is None or j.user == user)
+
+    def accounting(self, job_id: str) -> SacctJob | None:
+        """One read of ``sacct -j ID --json``; None when accounting has no such job (yet)."""
+        doing = f"reading the accounting of job {job_id}"
+        jobs = self._sacct(doing, ["-j", job_id])
+        return next((j for j in jobs if j.job_id == job_id), None)
+
+    def recent_jobs(self, user: str, since: str = "now-7days") -> tuple[SacctJob, ...]:
+        """``sacct --json -u USER -S SINCE``: the user's jobs, oldest first."""
+        return self._sacct(f"reading the accounting of {user}'s jobs", ["-u", user, "-S", since])
+
+    def _sacct(self, doing: str, args: Sequence[str]) -> tuple[SacctJob, ...]:
+        try:
+            return parse_sacct_json(self._output(doing, "sacct", ["--json", *args]))
+        except SacctError as exc:
+            raise SlurmError(doing, f"unexpected sacct output: {exc}") from None
+
+    def finished_accounting(
+        self, job_id: str, bound_s: float = ACCOUNTING_BOUND_S
+    ) -> SacctJob | None:
+        """The job's accounting once complete: at once for a job still queued or running
+        (its numbers are then provisional), else polled until complete or ``bound_s``."""
+        shown = self.show_job(job_id)
+        if shown is not None and shown.active:
+            return self.accounting(job_id)
+        deadline = self.clock() + bound_s
+        while True:
+            job = self.accounting(job_id)
+            if (job is not None and job.complete) or self.clock() >= deadline:
+                return job
+            self.sleep(POLL_INTERVAL_S)
+
+    def wait_finished(self, job_id: str, bound_s: float) -> JobInfo | None:
+        """Poll slurmctld until the job has left the queue and ended (or ``bound_s``)."""
+        deadline = self.clock() + bound_s
+        while True:
+            shown = self.show_job(job_id)
+            if shown is None or not shown.active or self.clock() >= deadline:
+                return shown
+            self.sleep(POLL_INTERVAL_S)
+
+    def step_stats(self, job_id: str) -> SacctJob | None:
+        """``sstat`` of a running job's steps (MaxRSS so far); None when no step runs."""
+        doing = f"reading the running steps of job {job_id}"
+        args = ["-j", job_id, "--allsteps", "-n", "-P", "-o", ",".join(SSTAT_COLUMNS)]
+        done = self._run(doing, "sstat", args)
+        if not done.stdout.strip():
+            if done.returncode != 0 and not any(w in done.stderr for w in _FORGOTTEN):
+                raise SlurmError(doing, _said(done, "sstat"))
+            return None
+        try:
+            jobs = parse_sacct_pipe(done.stdout, columns=SSTAT_COLUMNS)
+        except SacctError as exc:
+            raise SlurmError(doing, f"unexpected sstat output: {exc}") from None
+        return jobs[0] if jobs else None
+
+    def seff(self, job_id: str) -> SeffReport | None:
+        """seff's report; None when seff (a contrib, not always installed) is not on PATH."""
+        if self.which("seff") is None:
+            return None
+        doing = f"reading seff {job_id}"
+        try:
+            return parse_seff(self._output(doing, "seff", [job_id]))
+        except SeffError as exc:
+            raise SlurmError(doing, f"unexpected seff output: {exc}") from None
+
+    # ------------------------------------------------------------------ the cluster
+
+    def partitions(self) -> list[PartitionShape]:
+        doing = "reading the partitions' node shapes"
+        try:
+            return parse_sinfo(self._output(doing, "sinfo", ["-h", "-o", SINFO_FORMAT]))
+        except SinfoError as exc:
+            raise SlurmError(doing, f"unexpected sinfo output: {exc}") from None
+
+    def nodes(self, name: str | None = None) -> list[NodeInfo]:
+        doing = f"reading node {name}" if name else "reading the nodes"
+        args = ["show", "node", "-o", *([name] if name else [])]
+        try:
+            return parse_nodes(self._output(doing, "scontrol", args))
+        except ScontrolError as exc:
+            raise SlurmError(doing, f"unexpected scontrol output: {exc}") from None
+
+
+def _said(done: subprocess.CompletedProcess[str], command: str) -> str:
+    """Slurm's own words: stderr (else stdout), verbatim; the exit status when it said nothing."""
+    words = done.stderr.strip() or done.stdout.strip()
+    return words or f"{command} exited with status {done.returncode}"
+
+
+def _stored_script(text: str) -> str | None:
+    """``sacct -B``: "Batch Script for ID", a line of dashes, the script (or NONE)."""
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines[:3]):
+        if line.startswith("-----"):
+            script = "".join(lines[index + 1 :])
+            return None if script.strip() in ("", "NONE") else script.rstrip("\n") + "\n"
+    return None

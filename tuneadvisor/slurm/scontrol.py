@@ -1,0 +1,179 @@
+"""Parse ``scontrol show job -o`` and ``scontrol show node -o`` (one record per line).
+
+Each record is ``Key=Value`` pairs separated by spaces; a value may itself hold spaces
+(``OS=Linux 6.1 #1 SMP``) or ``=`` (``TRES=cpu=1,mem=200M``), so a new key starts only at a
+space followed by a name and ``=``. Sizes are MiB unless suffixed (``200M``, ``4G``);
+``TimeLimit`` is ``[D-]HH:MM:SS`` or ``UNLIMITED``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tuneadvisor.slurm.sacct import SacctError, parse_size_mib, parse_timelimit, parse_tres
+
+_KEY = re.compile(r"(?:^|\s+)([A-Za-z][A-Za-z0-9_:/]*)=")
+_GRES_GPU = re.compile(r"(?:^|,)(?:gres[:/])?gpu(?::[^:,(]+)?:(\d+)")
+_NO_VALUES = frozenset({"", "(null)", "N/A", "None", "Unknown"})
+
+
+class ScontrolError(ValueError):
+    """The text is not what ``scontrol show ... -o`` prints."""
+
+
+def parse_records(text: str) -> list[dict[str, str]]:
+    """One dict per non-empty line; keys as scontrol spells them (``CPUs/Task``)."""
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        matches = list(_KEY.finditer(line))
+        if not matches or line[: matches[0].start()].strip():
+            raise ScontrolError(f"line {number}: not Key=Value pairs: {line.strip()[:60]!r}")
+        record: dict[str, str] = {}
+        for this, following in zip(matches, [*matches[1:], None], strict=True):
+            end = following.start() if following is not None else len(line)
+            record[this.group(1)] = line[this.end() : end].strip()
+        records.append(record)
+    return records
+
+
+def _value(record: Mapping[str, str], key: str) -> str | None:
+    value = record.get(key)
+    return None if value is None or value in _NO_VALUES else value
+
+
+def _int(record: Mapping[str, str], key: str) -> int | None:
+    value = _value(record, key)
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def _mib(record: Mapping[str, str], key: str) -> float | None:
+    value = _value(record, key)
+    try:
+        return None if value is None else parse_size_mib(value, "M")
+    except SacctError:
+        return None
+
+
+def gpus_in_gres(text: str | None) -> int:
+    """``gpu:1``, ``gpu:a100:4(S:0-1)``, ``gres/gpu:2``, ``gpu:a100:2,gpu:v100:1`` -> count."""
+    if not text or text in _NO_VALUES:
+        return 0
+    return sum(int(m.group(1)) for m in _GRES_GPU.finditer(text.replace("gres:gpu", "gpu")))
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One job as slurmctld knows it (until MinJobAge after its end)."""
+
+    job_id: str
+    name: str | None
+    state: str | None  # COMPLETED, RUNNING, PENDING, TIMEOUT, ...
+    reason: str | None
+    user: str | None
+    partition: str | None
+    time_limit_s: int | None  # None: unlimited or unknown
+    run_time_s: int | None
+    cpus_per_task: int | None
+    num_cpus: int | None
+    num_tasks: int | None
+    num_nodes: int | None
+    mem_per_node_mib: float | None
+    mem_per_cpu_mib: float | None
+    gpus: int  # from TRES (allocated when running or done, else requested)
+    exit_code: str | None
+    command: str | None  # the submitted file, or None for --wrap jobs
+    work_dir: str | None
+    std_out: str | None
+
+    @property
+    def active(self) -> bool:
+        """Still queued or running: accounting is not final."""
+        return self.state in _ACTIVE
+
+
+_ACTIVE = frozenset(
+    {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING"}
+)
+
+
+def _time(record: Mapping[str, str], key: str) -> int | None:
+    value = _value(record, key)
+    try:
+        return None if value is None else parse_timelimit(value)
+    except SacctError:
+        return None
+
+
+def job_info(record: Mapping[str, str]) -> JobInfo:
+    job_id = _value(record, "JobId")
+    if job_id is None:
+        raise ScontrolError("no JobId= in the scontrol record")
+    array_job, task = _value(record, "ArrayJobId"), _value(record, "ArrayTaskId")
+    if array_job and task and task.isdigit():
+        job_id = f"{array_job}_{task}"
+    tres = parse_tres(_value(record, "TRES") or "")
+    gpus = int(tres.get("gres/gpu", 0)) or gpus_in_gres(_value(record, "TresPerNode"))
+    state = _value(record, "JobState")
+    return JobInfo(
+        job_id=job_id,
+        name=_value(record, "JobName"),
+        state=state.split()[0] if state else None,
+        reason=_value(record, "Reason"),
+        user=(_value(record, "UserId") or "").split("(")[0] or None,
+        partition=_value(record, "Partition"),
+        time_limit_s=_time(record, "TimeLimit"),
+        run_time_s=_time(record, "RunTime"),
+        cpus_per_task=_int(record, "CPUs/Task"),
+        num_cpus=_int(record, "NumCPUs"),
+        num_tasks=_int(record, "NumTasks"),
+        num_nodes=_int(record, "NumNodes"),
+        mem_per_node_mib=_mib(record, "MinMemoryNode"),
+        mem_per_cpu_mib=_mib(record, "MinMemoryCPU"),
+        gpus=gpus,
+        exit_code=_value(record, "ExitCode"),
+        command=_value(record, "Command"),
+        work_dir=_value(record, "WorkDir"),
+        std_out=_value(record, "StdOut"),
+    )
+
+
+def parse_job(text: str) -> JobInfo:
+    """The one job of ``scontrol show job -o ID``."""
+    records = parse_records(text)
+    if len(records) != 1:
+        raise ScontrolError(f"expected one job record, got {len(records)}")
+    return job_info(records[0])
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    cpus: int | None
+    mem_mib: float | None  # RealMemory
+    gpus: int
+    partitions: tuple[str, ...]
+    state: str | None
+
+
+def parse_nodes(text: str) -> list[NodeInfo]:
+    """``scontrol show node -o`` (all nodes, or one)."""
+    nodes = []
+    for record in parse_records(text):
+        name = _value(record, "NodeName")
+        if name is None:
+            raise ScontrolError("no NodeName= in the scontrol record")
+        nodes.append(
+            NodeInfo(
+                name=name,
+                cpus=_int(record, "CPUTot"),
+                mem_mib=_mib(record, "RealMemory"),
+                gpus=gpus_in_gres(_value(record, "Gres")),
+                partitions=tuple(p for p in (_value(record, "Partitions") or "").split(",") if p),
+                state=_value(record, "State"),
+            )
+        )
+    return nodes
