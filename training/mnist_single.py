@@ -8,13 +8,15 @@ progress. Profile it as the courses do:
     kernprof -l -o ${SLURM_JOBID}.lprof mnist_single.py --epochs 1
     python -m line_profiler -rmt ${SLURM_JOBID}.lprof
 
-``@profile`` is kernprof's; without kernprof it is a no-op.
+``@profile`` is kernprof's; without kernprof it is a no-op. The knobs, the progress lines and
+the costly input pipeline are shared with the other bundled scripts: ``trainkit.py`` beside
+this file.
 
 Progress goes to stdout, one JSON object per line after the prefix ``TUNEADVISOR ``:
 ``{"event": "start", ...settings}``, ``{"event": "step", "epoch", "step", "step_time_s",
 "samples_per_s", "loss"}`` every ``--log-interval`` batches, ``{"event": "epoch", "epoch",
-"steps", "train_time_s", "test_loss", "accuracy"}`` and ``{"event": "end", "steps",
-"wall_time_s", "samples_per_s"}``. The classic human-readable lines are printed as well.
+"steps", "train_time_s", "samples_per_s", "test_loss", "accuracy"}`` and ``{"event": "end",
+"steps", "wall_time_s", "samples_per_s"}``. The classic human-readable lines are printed as well.
 
 Data: ``--data-dir`` holds ``MNIST/raw/`` (scripts/download_mnist.sh on a login node, or
 synthetic data from scripts/make_mnist_data.py). Compute nodes often have no internet, so

@@ -22,6 +22,7 @@ import argparse
 import io
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -273,6 +274,15 @@ def pick_device(args: argparse.Namespace, local_rank: int = 0) -> torch.device |
     return torch.device("cpu")
 
 
+def _torchvision_version() -> str | None:
+    try:
+        import torchvision
+
+        return str(torchvision.__version__)
+    except ImportError:
+        return None
+
+
 def settings_record(args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
     """The knobs as the run really used them, for the ``start`` event."""
     cost_name, decode_px, augment = args.input_cost
@@ -288,6 +298,9 @@ def settings_record(args: argparse.Namespace, common: dict[str, Any]) -> dict[st
         "decode_px": decode_px,
         "augment": augment,
         "torch": torch.__version__,
+        "torchvision": _torchvision_version(),
+        "python": platform.python_version(),
+        "cuda": torch.version.cuda if torch.cuda.is_available() else None,
         "threads": torch.get_num_threads(),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID"),
         "pid": os.getpid(),
@@ -369,6 +382,25 @@ def init_distributed(world: World, device: torch.device) -> None:
         )
         os.environ.setdefault("MASTER_PORT", str(10000 + _int_env("SLURM_JOB_ID", 0) % 20000))
     backend = "nccl" if device.type == "cuda" else "gloo"
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if world.launcher == "torchrun" and restart is not None:
+        # After an elastic restart the agent's store still holds the dead attempt's
+        # addresses; without a prefix per attempt gloo connects to ports nobody listens on.
+        agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        store = dist.TCPStore(
+            os.environ["MASTER_ADDR"],
+            int(os.environ["MASTER_PORT"]),
+            world.world_size,
+            is_master=not agent and world.rank == 0,
+            multi_tenant=True,
+        )
+        dist.init_process_group(
+            backend,
+            store=dist.PrefixStore(f"tuneadvisor/attempt_{restart}", store),
+            rank=world.rank,
+            world_size=world.world_size,
+        )
+        return
     dist.init_process_group(backend, rank=world.rank, world_size=world.world_size)
 
 

@@ -1,6 +1,6 @@
 """`tuneadvisor apply`: write the job script `report` suggests, atomically, and a patch for
 the training script where it must change. The input is never overwritten unless
---in-place, and then a backup is kept."""
+--in-place, and then a backup is kept. With --submit the tuned script goes to sbatch."""
 
 from __future__ import annotations
 
@@ -8,23 +8,35 @@ import argparse
 import sys
 from pathlib import Path
 
+from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.errors import InputError
-from tuneadvisor.outputs import tuned_name, write_outputs
+from tuneadvisor.outputs import refuse_overwriting_inputs, tuned_name, write_outputs
+from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.workspace import WorkspaceRequest, load_workspace
 
 
 def run_apply(args: argparse.Namespace, request: WorkspaceRequest) -> int:
-    if request.job is None:
-        raise InputError(None, "apply: --job JOBSCRIPT is required (the script to tune)")
+    from_slurm = request.job is None and request.jobid is not None and request.sacct is None
+    if request.job is None and not from_slurm:
+        raise InputError(
+            None, "apply: --job JOBSCRIPT or --jobid ID is required (the script to tune)"
+        )
     if args.in_place and args.output:
         raise InputError(None, "apply: give -o OUT or --in-place, not both")
-    job_path = Path(request.job)
+    if args.in_place and request.job is None:
+        raise InputError(None, "apply: --in-place needs --job JOBSCRIPT (the file to overwrite)")
+    # --jobid alone: the script comes from Slurm; the tuned one is written here.
+    job_path = Path(request.job or f"job-{request.jobid}.sbatch")
     out = job_path if args.in_place else Path(args.output) if args.output else tuned_name(job_path)
     if not args.in_place and out.resolve() == job_path.resolve():
         raise InputError(out, "is the input job script: use --in-place to overwrite it")
     workspace = load_workspace(request)  # everything is read and checked before any write
     advice = workspace.advice
-    assert advice is not None and advice.tuned_job is not None  # a job was given
+    assert advice is not None
+    if advice.tuned_job is None:  # --jobid, and Slurm no longer has the script
+        raise InputError(None, f"apply: no script for job {request.jobid}: give it with --job FILE")
+    named = (*request.profiles, *request.metrics, request.script, request.seff, request.sacct)
+    refuse_overwriting_inputs(advice, out, (*named, request.site))
     for finding in advice.findings:
         print(f"[{finding.severity.value}] {finding.id}: {finding.title}")
     if not advice.findings:
@@ -35,4 +47,19 @@ def run_apply(args: argparse.Namespace, request: WorkspaceRequest) -> int:
         print(line)
     for note in advice.notes:
         print(f"note: {note}")
+    if getattr(args, "submit", False):
+        _submit(advice, out, from_slurm)
     return 0
+
+
+def _submit(advice: Advice, out: Path, from_slurm: bool) -> None:
+    if not advice.job_diff:
+        print("not submitted: the tuned script is the same as the original")
+        return
+    # A script read from Slurm runs where the original ran (its path is set in the job's
+    # working directory); a script file is submitted from here, as `sbatch OUT` would be.
+    original = advice.original_job.path if advice.original_job is not None else None
+    chdir = str(original.parent) if from_slurm and original is not None else None
+    job_id = SlurmClient().submit(out, chdir=chdir)
+    print(f"submitted batch job {job_id}" + (f" (in {chdir})" if chdir else ""))
+    print(f"when it has ended: tuneadvisor report --jobid {job_id}")

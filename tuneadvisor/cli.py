@@ -13,6 +13,7 @@ from tuneadvisor import __version__
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
 
 if TYPE_CHECKING:
+    from tuneadvisor.watch.session import WatchSession
     from tuneadvisor.workspace import WorkspaceRequest
 
 
@@ -35,11 +36,17 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         action="append",
         default=[],
-        help="GPU metrics: an nvidia-smi --query-gpu --format=csv log (repeatable)",
+        help="GPU metrics: an nvidia-smi --query-gpu --format=csv log or a "
+        "`tuneadvisor watch --record` file (repeatable)",
     )
     parser.add_argument("--seff", metavar="FILE", help="saved `seff JOBID` output")
     parser.add_argument("--sacct", metavar="FILE", help="saved `sacct -j JOBID --json` output")
-    parser.add_argument("--jobid", metavar="ID", help="which job of the sacct output to read")
+    parser.add_argument(
+        "--jobid",
+        metavar="ID",
+        help="a Slurm job: its script, accounting, seff and state are read from Slurm "
+        "(with --sacct FILE: which job of the file to read)",
+    )
     parser.add_argument(
         "--site",
         metavar="FILE",
@@ -97,6 +104,54 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="overwrite the job script itself, keeping a backup (JOB.bak)",
     )
+    apply_p.add_argument(
+        "--submit",
+        action="store_true",
+        help="submit the tuned job script with sbatch and print its job id "
+        "(suggestions are kept within the partition's node shape, from sinfo)",
+    )
+    jobs_p = sub.add_parser("jobs", help="your recent Slurm jobs: state, efficiency, top finding")
+    jobs_p.add_argument("--user", help="whose jobs (default: you)")
+    jobs_p.add_argument(
+        "--since", default="now-7days", help="as sacct -S reads it (default: now-7days)"
+    )
+    jobs_p.add_argument("--limit", type=int, default=20, help="newest N jobs (default: 20)")
+    jobs_p.add_argument("--format", choices=("text", "json"), default="text")
+    jobs_p.add_argument(
+        "--rules",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="an extra folder of rule files (repeatable)",
+    )
+
+    watch_p = sub.add_parser(
+        "watch",
+        help="sample a running job live: GPUs, cores, its processes, live findings",
+        description="Sample GPUs (NVML), cores and the training process tree (psutil) live. "
+        "Targets: --pid PID, --job JOBID, -- COMMAND ..., or nothing (the whole node).",
+    )
+    from tuneadvisor.watch.args import add_watch_arguments
+
+    add_watch_arguments(watch_p)
+
+    from tuneadvisor.compare_cli import add_compare_arguments
+    from tuneadvisor.run_cli import add_run_arguments
+    from tuneadvisor.tune_cli import add_tune_arguments
+
+    run_p = sub.add_parser(
+        "run",
+        help="relaunch a bundled training script (here, or with --submit through sbatch)",
+        description="Run a bundled training script with explicit settings or with the advice "
+        "of a report (--from REPORT.json, or the same inputs as `report`). Runs are recorded "
+        "in the runs folder.",
+    )
+    add_run_arguments(run_p)
+    _add_inputs(run_p)
+    compare_p = sub.add_parser("compare", help="runs or profiles side by side, with plots")
+    add_compare_arguments(compare_p)
+    tune_p = sub.add_parser("tune", help="short trials over the knobs; writes the winning job")
+    add_tune_arguments(tune_p)
 
     rules_p = sub.add_parser("rules", help="list, show or check rule files")
     rules_sub = rules_p.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
@@ -132,9 +187,12 @@ def _request(args: argparse.Namespace) -> WorkspaceRequest:
         jobid=args.jobid,
         site=args.site,
         rules=tuple(args.rules),
+        cluster=getattr(args, "submit", False),
     )
     if request.is_empty():
-        raise InputError(None, f"{args.command}: give at least one profile (.lprof) or --job")
+        raise InputError(
+            None, f"{args.command}: give at least one profile (.lprof), --job or --jobid"
+        )
     for root in request.source_roots:
         if not Path(root).is_dir():
             raise InputError(root, "--source-root is not a directory")
@@ -168,7 +226,7 @@ def _cmd_open(args: argparse.Namespace) -> int:
     _check_paths_exist(request)
     from tuneadvisor.tui.app import run_open
 
-    names = ", ".join(request.profiles) or (request.job or "")
+    names = ", ".join(request.profiles) or request.job or f"job {request.jobid or ''}"
     return run_open(
         lambda: load_workspace(request),
         title=f"tuneadvisor: {names}",
@@ -186,6 +244,12 @@ def _check_paths_exist(request: WorkspaceRequest) -> None:
             raise InputError(path, "no such file")
 
 
+def _watch_screen(session: WatchSession, title: str) -> int:
+    from tuneadvisor.tui.watch_app import run_watch_app
+
+    return run_watch_app(session, title=title)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -197,6 +261,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tuneadvisor.apply_cli import run_apply
 
             return run_apply(args, _request(args))
+        if args.command == "jobs":
+            from tuneadvisor.jobs_cli import run_jobs
+
+            return run_jobs(args)
+        if args.command == "watch":
+            from tuneadvisor.watch.cli import run_watch
+
+            return run_watch(args, show=None if args.headless else _watch_screen)
+        if args.command == "run":
+            from tuneadvisor.run_cli import run_run
+
+            has_inputs = args.profiles or args.job or args.jobid or args.seff or args.sacct
+            return run_run(args, _request(args) if has_inputs else None)
+        if args.command == "compare":
+            from tuneadvisor.compare_cli import run_compare
+
+            return run_compare(args)
+        if args.command == "tune":
+            from tuneadvisor.tune_cli import run_tune
+
+            return run_tune(args)
         if args.command == "rules":
             from tuneadvisor.rules_cli import run_rules_command
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.atomic import backup_path, write_atomic
+from tuneadvisor.errors import InputError
 
 
 def tuned_name(job: Path) -> Path:
@@ -13,6 +15,23 @@ def tuned_name(job: Path) -> Path:
     if job.suffix:
         return job.with_name(f"{job.stem}.tuned{job.suffix}")
     return job.with_name(job.name + ".tuned")
+
+
+def script_patch_path(advice: Advice, out: Path) -> Path | None:
+    """Where the training-script patch goes (beside the tuned job); None without a patch."""
+    if not advice.script_patch:
+        return None
+    name = Path(advice.script_path or "train.py").name
+    return out.parent / f"{name}.tuneadvisor.patch"
+
+
+def refuse_overwriting_inputs(advice: Advice, out: Path, inputs: Iterable[str | None]) -> None:
+    """An output that is one of the run's inputs (a profile, the seff file, the training
+    script, ...) would be lost: refuse before anything is written."""
+    named = {Path(p).resolve() for p in (*inputs, advice.script_path) if p}
+    for target in (out, script_patch_path(advice, out)):
+        if target is not None and target.resolve() in named:
+            raise InputError(target, "is an input of this run: write the output elsewhere (-o)")
 
 
 def write_outputs(advice: Advice, job_path: Path, out: Path, in_place: bool) -> list[str]:
@@ -27,9 +46,8 @@ def write_outputs(advice: Advice, job_path: Path, out: Path, in_place: bool) -> 
     if advice.job_diff or not in_place:
         write_atomic(out, advice.tuned_job.render(), mode_from=job_path)
         said.append(f"wrote {out}")
-    if advice.script_patch:
-        name = Path(advice.script_path or "train.py").name
-        patch_path = out.parent / f"{name}.tuneadvisor.patch"
+    patch_path = script_patch_path(advice, out)
+    if patch_path is not None:
         write_atomic(patch_path, advice.script_patch.encode())
         said.append(
             f"wrote {patch_path} (in the training script's folder: "

@@ -39,6 +39,7 @@ class WorkspaceRequest:
     jobid: str | None = None
     site: str | None = None
     rules: tuple[str, ...] = ()
+    cluster: bool = False  # node shapes from the cluster (sinfo) when there is no site file
 
     def evidence(self) -> EvidencePaths:
         return EvidencePaths(
@@ -49,11 +50,12 @@ class WorkspaceRequest:
             sacct=self.sacct,
             jobid=self.jobid,
             site=self.site,
+            cluster=self.cluster,
         )
 
     def is_empty(self) -> bool:
         return not (self.profiles or self.job or self.script or self.metrics or self.seff
-                    or self.sacct)  # fmt: skip
+                    or self.sacct or self.jobid)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,9 @@ def load_workspace(request: WorkspaceRequest, cwd: Path | None = None) -> Worksp
         job = JobScriptText(request.job, read_text_input(request.job, "job script"))
     analysis = analyze_profiles(request, cwd) if request.profiles else None
     advice = advise(gather(request.evidence(), analysis), rules)
+    fetched = advice.original_job
+    if job is None and fetched is not None:  # --jobid: the script Slurm kept for the job
+        job = JobScriptText(str(fetched.path or f"job {request.jobid}"), fetched.render_text())
     return Workspace(analysis=analysis, job=job, advice=advice)
 
 

@@ -1,8 +1,9 @@
 """`tuneadvisor open` for real: the installed binary in a detached tmux session.
 
 Drives the bundled example (what `scripts/demo` opens) through a real terminal: the screen
-must show the function table with train() and the DataLoader line, answer keys (down, `?`,
-escape) and exit on `q` with status 0. Uses a private tmux server (`-L`), never the user's.
+must show the function table with train() and the DataLoader line (once the full workspace
+has replaced the quick, numbers-only one), answer keys (down, `?`, escape, `2` for the
+findings) and exit on `q` with status 0. Uses a private tmux server (`-L`), never the user's.
 """
 
 from __future__ import annotations
@@ -28,6 +29,15 @@ WIDTH, HEIGHT = 160, 45
 WAIT_S = 30.0
 
 
+def _environment() -> dict[str, str]:
+    """The environment for the tmux server, and so for the app: os.environ, passed explicitly.
+
+    Importing readline (pytest does) sets COLUMNS=80 and LINES=24 in the process's C-level
+    environment without touching os.environ; inherited, they would make the app draw at
+    80x24 whatever the pane's size."""
+    return {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+
 class Tmux:
     def __init__(self, socket: str, session: str) -> None:
         self.socket = socket
@@ -40,6 +50,7 @@ class Tmux:
             text=True,
             check=check,
             timeout=30,
+            env=_environment(),
         )
 
     def screen(self) -> str:
@@ -91,7 +102,12 @@ def test_open_shows_the_profile_answers_keys_and_quits(tmux: Tmux, tmp_path: Pat
         "-c", str(REPO), "sh", "-c", command,
     )  # fmt: skip
 
-    screen = tmux.wait_for("the function table", lambda s: "Functions" in s and "train()" in s)
+    tmux.wait_for("the function table", lambda s: "Functions" in s and "train()" in s)
+    # The first screen may be the quick stage (numbers only): wait for the source and advice.
+    screen = tmux.wait_for(
+        "the source and the advice",
+        lambda s: "enumerate(train_loader)" in s and "reading source and advice" not in s,
+    )
     loader_lines = [line for line in screen.splitlines() if "enumerate(train_loader)" in line]
     assert loader_lines, screen
     assert any("DataLoader" in line for line in loader_lines), screen
@@ -101,6 +117,11 @@ def test_open_shows_the_profile_answers_keys_and_quits(tmux: Tmux, tmp_path: Pat
     tmux.wait_for("the help screen", lambda s: "escape closes this help" in s)
     tmux.keys("Escape")
     tmux.wait_for("the help to close", lambda s: "escape closes this help" not in s)
+
+    tmux.keys("2")
+    findings = tmux.wait_for("the findings", lambda s: "warning · dataloader-bound" in s)
+    assert "Findings (1)" in findings, findings
+    assert "--cpus-per-task=4" in findings, findings
 
     tmux.keys("q")
     deadline = time.monotonic() + WAIT_S

@@ -7,24 +7,38 @@ AST classifier changes; the TUI only shows what the analysis says.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import functools
+import io
+import shutil
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ParamSpec
 
+from rich.console import Console
+from rich.text import Text
 from textual.app import App
 from textual.pilot import Pilot
+from textual.widgets import Static
 
+from tuneadvisor.advisor.advice import Advice
+from tuneadvisor.advisor.findings import Evidence, Finding, Severity, Suggestion
+from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.kinds import LineKind
 from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.slurm.jobscript import JobScript
 from tuneadvisor.tui.app import TuneAdvisorApp
 from tuneadvisor.tui.screens import MainScreen
 from tuneadvisor.workspace import JobScriptText, Workspace
 
 SIZE = (120, 36)
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "mnist"
+EXAMPLE_FILES = ("24752610.lprof", "mnist.sbatch", "mnist_classify.py")
 
 P = ParamSpec("P")
 
@@ -190,8 +204,134 @@ def make_app(workspace: Workspace, title: str = "tuneadvisor: 24752610.lprof") -
     return TuneAdvisorApp(load=lambda: workspace, title=title)
 
 
-def app_with(load: Callable[[], Workspace]) -> TuneAdvisorApp:
-    return TuneAdvisorApp(load=load, title="tuneadvisor: test")
+def app_with(
+    load: Callable[[], Workspace], quick: Callable[[], Workspace] | None = None
+) -> TuneAdvisorApp:
+    return TuneAdvisorApp(load=load, title="tuneadvisor: test", quick=quick)
+
+
+# -- advice -------------------------------------------------------------------------------
+
+
+def copy_example(directory: Path) -> Path:
+    """The bundled MNIST example (profile, job script, training script) copied to
+    ``directory``/mnist, so writing next to the job never touches the checkout."""
+    target = directory / "mnist"
+    target.mkdir()
+    for name in EXAMPLE_FILES:
+        shutil.copy2(EXAMPLE / name, target / name)
+    return target
+
+
+def quick_of(workspace: Workspace, directory: Path) -> Workspace:
+    """What the quick first stage gives for ``workspace``'s profile: numbers only (no
+    source looked for, no advice), partial."""
+    assert workspace.analysis is not None
+
+    class NoSource(SourceFinder):
+        def read_lines(self, filename: str) -> tuple[Path, list[str]] | None:
+            return None
+
+    parts = [mnist_profile(str(directory / "train.py"))]
+    analysis = replace(analyze(ProfileSet.of(parts), NoSource()), notes=(), missing_sources=())
+    return Workspace(analysis=analysis, job=workspace.job, partial=True)
+
+
+LOADER_RATIONALE = """
+Most of the training function's time is spent on the line that fetches the next batch: the
+GPU waits while the DataLoader decodes and augments images. Give the loader worker
+processes (num_workers) and the cores they run on (--cpus-per-task).
+"""
+
+SCRIPT_PATCH = """\
+--- a/train.py
++++ b/train.py
+@@ -1,3 +1,4 @@
++import os
+ import torch
+ import torch.nn.functional as F
+"""
+
+
+def sample_findings() -> tuple[Finding, ...]:
+    """Two findings under two causes: a warning first in the rules' order, then an error."""
+    loader = Finding(
+        id="dataloader-bound",
+        title="Training waits for the DataLoader",
+        severity=Severity.WARNING,
+        group="input-pipeline",
+        evidence=(
+            Evidence("DataLoader share of the training function", 84.5, "fraction"),
+            Evidence("threshold (%)", 10),
+            Evidence("cores requested", 1, "cores"),
+        ),
+        suggest=Suggestion(sbatch={"cpus-per-task": 4}, script={"num_workers": 3}),
+        rationale=LOADER_RATIONALE,
+        references=("https://pytorch.org/docs/stable/data.html",),
+        rule_path="rules/dataloader-bound.toml",
+    )
+    mismatch = Finding(
+        id="tasks-gpus-mismatch",
+        title="More tasks than GPUs on the node",
+        severity=Severity.ERROR,
+        group="distributed",
+        evidence=(Evidence("tasks per node", 2), Evidence("GPUs per node", 1)),
+        suggest=Suggestion(env={"NCCL_DEBUG": "INFO"}),
+        rationale="Each rank needs its own GPU.",
+        references=(),
+        rule_path="rules/tasks-gpus-mismatch.toml",
+    )
+    return (loader, mismatch)
+
+
+def sample_advice(
+    findings: tuple[Finding, ...] | None = None, script_patch: str = SCRIPT_PATCH
+) -> Advice:
+    """Advice as the advisor builds it, by hand: fixed text for stable screens."""
+    findings = sample_findings() if findings is None else findings
+    job = JobScript.parse(JOB_SCRIPT, "mnist.sbatch")
+    plan = Plan()
+    diff = ""
+    tuned = job
+    if findings:
+        plan = Plan(
+            sbatch={"cpus-per-task": Change(4, ("dataloader-bound",))},
+            script={"num_workers": Change(3, ("dataloader-bound",))},
+            env={"NCCL_DEBUG": Change("INFO", ("tasks-gpus-mismatch",))},
+        )
+        tuned = job.with_directive("cpus-per-task", "4")
+        diff = "".join(
+            difflib.unified_diff(
+                JOB_SCRIPT.splitlines(keepends=True),
+                tuned.render_text().splitlines(keepends=True),
+                fromfile="a/mnist.sbatch",
+                tofile="b/mnist.sbatch",
+            )
+        )
+    else:
+        script_patch = ""
+    return Advice(
+        findings=findings,
+        skipped=(),
+        plan=plan,
+        facts={},
+        sharpen=(
+            "Slurm accounting of the finished job (--seff or --sacct)",
+            "GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)",
+        ),
+        notes=("set num_workers=3 where the training DataLoader is built",),
+        original_job=job,
+        tuned_job=tuned,
+        job_diff=diff,
+        script_patch=script_patch,
+        script_path="train.py" if script_patch else None,
+    )
+
+
+def advised_workspace(directory: Path, advice: Advice | None = None) -> Workspace:
+    """The hand-made MNIST workspace with advice."""
+    workspace = mnist_workspace(directory)
+    return replace(workspace, advice=sample_advice() if advice is None else advice)
 
 
 async def wait_for(pilot: Pilot[Any], done: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -212,3 +352,16 @@ async def wait_loaded(pilot: Pilot[Any]) -> MainScreen:
     screen = app.screen
     assert isinstance(screen, MainScreen)
     return screen
+
+
+def static_text(widget: Static) -> str:
+    """What a Static shows, as plain text (Rich renderables rendered at 100 columns)."""
+    content = widget.content
+    if isinstance(content, Text):
+        return content.plain
+    if isinstance(content, str):
+        return content
+    console = Console(width=100, file=io.StringIO(), color_system=None)
+    with console.capture() as capture:
+        console.print(content)
+    return capture.get()

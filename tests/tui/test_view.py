@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.tui.helpers import mnist_workspace
+from tests.tui.helpers import JOB_SCRIPT, mnist_workspace, sample_advice, sample_findings
+from tuneadvisor.advisor.findings import Evidence, Suggestion
+from tuneadvisor.outputs import tuned_name, write_outputs
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.kinds import LineKind
 from tuneadvisor.tui.view import (
@@ -13,15 +15,27 @@ from tuneadvisor.tui.view import (
     FunctionSort,
     LineSort,
     bar,
+    can_apply,
+    diff_line_kind,
     display_path,
+    evidence_text,
     finding_text,
+    findings_summary,
+    findings_tab_label,
     format_seconds,
+    format_value,
     function_rows,
+    grouped_findings,
     heat_level,
     kind_cycle,
     line_rows,
     merged_lines,
     next_in,
+    plan_rows,
+    planned_writes,
+    rationale_text,
+    suggestion_texts,
+    top_finding,
 )
 
 
@@ -117,3 +131,74 @@ def test_finding_text_uses_id_and_title_when_present() -> None:
 
     assert finding_text(Finding()) == "[warning] dataloader-bound: The DataLoader is the bottleneck"
     assert finding_text("plain") == "plain"
+
+
+def test_findings_tab_label_counts_or_says_it_is_pending() -> None:
+    advice = sample_advice()
+    assert findings_tab_label(advice, partial=False) == "Findings (2)"
+    assert findings_tab_label(sample_advice(findings=()), partial=False) == "Findings (0)"
+    assert findings_tab_label(None, partial=True) == "Findings (…)"
+    assert findings_tab_label(None, partial=False) == "Findings"
+
+
+def test_findings_grouped_by_cause_and_the_top_one_by_severity() -> None:
+    loader, mismatch = sample_findings()
+    groups = grouped_findings([loader, mismatch])
+    assert [(g, [f.id for f in fs]) for g, fs in groups] == [
+        ("distributed", ["tasks-gpus-mismatch"]),
+        ("input-pipeline", ["dataloader-bound"]),
+    ]
+    assert top_finding([loader, mismatch]) is mismatch  # error before warning
+    assert top_finding([loader]) is loader
+    assert top_finding([]) is None
+    assert findings_summary([loader, mismatch]) == "2 findings: 1 error, 1 warning"
+    assert findings_summary([loader]) == "1 finding: 1 warning"
+    assert findings_summary([]) == "no findings"
+
+
+def test_evidence_and_suggestions_as_the_report_writes_them() -> None:
+    assert evidence_text(Evidence("cores requested", 1, "cores")) == ("cores requested", "1 cores")
+    assert evidence_text(Evidence("share", 80.1, "fraction")) == ("share", "80.1")
+    assert format_value(0.5, "GiB") == "0.5 GiB"
+    suggest = Suggestion(sbatch={"cpus-per-task": 4}, script={"num_workers": 3}, env={"X": 1})
+    assert suggestion_texts(suggest) == ["--cpus-per-task=4", "num_workers=3", "export X=1"]
+    assert rationale_text("  one\ntwo  \n\nthree\n") == "one two\n\nthree"
+
+
+def test_plan_rows_name_the_findings_behind_each_change() -> None:
+    rows = plan_rows(sample_advice().plan)
+    assert rows == [
+        ("job script", "#SBATCH --cpus-per-task=4", "dataloader-bound"),
+        ("training", "num_workers = 3", "dataloader-bound"),
+        ("environment", "export NCCL_DEBUG=INFO", "tasks-gpus-mismatch"),
+    ]
+
+
+def test_diff_lines_by_kind() -> None:
+    kinds = [diff_line_kind(line) for line in sample_advice().job_diff.splitlines()[:6]]
+    assert kinds == ["header", "header", "hunk", "context", "context", "context"]
+    assert diff_line_kind("+#SBATCH --cpus-per-task=4") == "added"
+    assert diff_line_kind("-#SBATCH --cpus-per-task=1") == "removed"
+
+
+def test_what_apply_would_write(tmp_path: Path) -> None:
+    advice = sample_advice()
+    assert can_apply(advice)
+    assert not can_apply(sample_advice(findings=()))
+    assert not can_apply(None)
+    out = tmp_path / "mnist.tuned.sbatch"
+    assert planned_writes(advice, out) == [
+        (out, "the tuned job script: --cpus-per-task=4"),
+        (tmp_path / "train.py.tuneadvisor.patch", "a patch for train.py"),
+    ]
+
+
+def test_what_apply_would_write_is_what_write_outputs_writes(tmp_path: Path) -> None:
+    """The confirmation lists the files before they exist: keep it in step with outputs."""
+    advice = sample_advice()
+    job = tmp_path / "mnist.sbatch"
+    job.write_text(JOB_SCRIPT)
+    out = tuned_name(job)
+    planned = {path for path, _ in planned_writes(advice, out)}
+    write_outputs(advice, job, out, in_place=False)
+    assert {p for p in tmp_path.iterdir() if p != job} == planned

@@ -670,6 +670,20 @@ CASES: dict[str, Case] = {
         fires=set(),
         quiet={"tasks-gpus-mismatch"},
     ),
+    "srun starting one torchrun per node: 1 task and 4 GPUs is right": Case(
+        {
+            "job.sbatch": job_text(
+                "--nodes=2",
+                "--ntasks-per-node=1",
+                "--gres=gpu:4",
+                "--cpus-per-task=16",
+                launch="srun torchrun --nnodes=2 --nproc_per_node=4 train.py",
+            ),
+            "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP),
+        },
+        fires=set(),
+        quiet={"tasks-gpus-mismatch"},
+    ),
     "CRLF job script": Case(
         {
             "job.sbatch": job_text(*GPU_JOB).replace("\n", "\r\n"),
@@ -964,3 +978,33 @@ def test_literal_workers_patch_keeps_future_import_first(
     facts = scan_script(patched).facts()
     assert facts["script.num_workers.source"] == "slurm_env"
     assert facts["script.pin_memory"] is True  # both settings patched, on the right line
+
+
+@pytest.mark.parametrize(
+    ("action", "launch", "tuned_launch"),
+    [
+        ('action="store_true"', "python train.py", "python train.py --pin-memory"),
+        (
+            "action=argparse.BooleanOptionalAction, default=False",
+            "python train.py --no-pin-memory --epochs 2",
+            "python train.py --pin-memory --epochs 2",
+        ),
+        ("action=argparse.BooleanOptionalAction, default=False", "python train.py",
+         "python train.py --pin-memory"),
+    ],
+)  # fmt: skip
+def test_pin_memory_flag_is_passed_as_a_flag(
+    action: str, launch: str, tuned_launch: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store_true flag takes no value: `--pin-memory true` would make argparse exit."""
+    script = train_text("num_workers=3, pin_memory=args.pin_memory").replace(
+        "    args = parser.parse_args()\n",
+        f'    parser.add_argument("--pin-memory", {action})\n    args = parser.parse_args()\n',
+    )
+    write_case(tmp_path, {"job.sbatch": job_text(*GPU_JOB, launch=launch), "train.py": script})
+    code, out, err = cli(capsys, "apply", "--job", str(tmp_path / "job.sbatch"))
+    assert code == 0, err
+    assert "pin-memory-off" in out
+    tuned = (tmp_path / "job.tuned.sbatch").read_text()
+    assert tuned.endswith(f"\n{tuned_launch}\n")
+    assert not list(tmp_path.glob("*.patch"))

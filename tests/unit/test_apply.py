@@ -366,3 +366,39 @@ def test_backup_path_numbers(tmp_path: Path) -> None:
     (tmp_path / "job.sbatch.bak").write_text("")
     (tmp_path / "job.sbatch.bak.1").write_text("")
     assert backup_path(job) == tmp_path / "job.sbatch.bak.2"
+
+
+@pytest.mark.parametrize("victim", ["seff.txt", "train.py"])
+def test_refuses_to_write_over_another_input(
+    victim: str, run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-o naming the seff file, or the training script the launch line runs: both are
+    inputs of the run, and writing there would lose them."""
+    before = listing(run_dir)
+    code, out, err = apply(
+        capsys,
+        "--job",
+        str(run_dir / "job.sbatch"),
+        "--seff",
+        str(run_dir / "seff.txt"),
+        "-o",
+        str(run_dir / victim),
+    )
+    assert_one_line_error(code, out, err, str(run_dir / victim), "input")
+    assert listing(run_dir) == before
+
+
+def test_memory_per_cpu_is_replaced_not_doubled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sbatch refuses --mem next to --mem-per-cpu: the tuned script has only --mem."""
+    job = tmp_path / "job.sbatch"
+    job.write_text(JOB.replace("#SBATCH --mem=8G\n", "#SBATCH --mem-per-cpu=8G\n"))
+    (tmp_path / "seff.txt").write_text(SEFF)
+    code, out, err = apply(capsys, "--job", str(job), "--seff", str(tmp_path / "seff.txt"))
+    assert code == 0, err
+    tuned = JobScript.parse((tmp_path / "job.tuned.sbatch").read_bytes())
+    assert tuned.problems == ()
+    assert tuned.directives()["mem"] == "2G"
+    assert "mem-per-cpu" not in tuned.directives()
+    assert "--mem-per-cpu removed" in out

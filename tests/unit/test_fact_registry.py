@@ -33,7 +33,6 @@ from tuneadvisor.slurm.sacct import parse_sacct
 from tuneadvisor.slurm.seff import parse_seff
 
 FIXTURES = REPO / "tests" / "fixtures"
-SLURM = FIXTURES / "slurm-22.05"
 NOHEADER_COLUMNS = "timestamp,index,utilization.gpu,memory.used,memory.total,power.draw"
 
 
@@ -127,8 +126,9 @@ def accounting_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
             for job in parse_sacct(table):
                 yield f"{path} sacct table #{number} job {job.job_id}", job.facts()
     assert reports >= 2
-    for job in parse_sacct((SLURM / "05-sacct.json").read_text()):
-        yield f"05-sacct.json job {job.job_id}", job.facts()
+    for path in _files("tests/fixtures/slurm-22.05/*sacct*.json"):
+        for job in parse_sacct(path.read_text()):
+            yield f"{path.name} job {job.job_id}", job.facts()
     for path in _files("tests/fixtures/advice/*/seff.txt"):
         yield str(path), parse_seff(path.read_text()).facts()
 
@@ -168,22 +168,49 @@ def site_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
     yield "no gpus", NodeShape(cores=8, gpus=0).facts()
 
 
+# sacct -P of a job the cgroup OOM killer ended (Slurm says OUT_OF_MEMORY).
+OOM_TABLE = """\
+JobID|Elapsed|TotalCPU|MaxRSS|ReqMem|AllocCPUS|State|ExitCode
+31|00:02:10|00:02:01||8G|1|OUT_OF_MEMORY|0:125
+31.batch|00:02:10|00:02:01|8388608K||1|OUT_OF_MEMORY|0:125
+"""
+
+
+def accounting_files() -> Iterator[tuple[str, str, str]]:
+    """(name, option, text) of every accounting input in the fixtures."""
+    for path in _files("tests/fixtures/slurm-22.05/*.txt"):
+        text = path.read_text()
+        for number, section in enumerate(_seff_sections(text)):
+            yield f"{path.name} seff #{number}", "seff", section
+        for number, table in enumerate(_pipe_tables(text)):
+            yield f"{path.name} sacct #{number}", "sacct", table
+    for path in _files("tests/fixtures/slurm-22.05/*sacct*.json"):
+        yield path.name, "sacct", path.read_text()
+    yield "OUT_OF_MEMORY", "sacct", OOM_TABLE
+    for path in _files("tests/fixtures/advice/*/seff.txt"):
+        yield str(path), "seff", path.read_text()
+
+
 def gather_outputs(tmp: Path) -> Iterator[tuple[str, Mapping[str, object]]]:
-    """gather's own facts (usage.*) from each accounting source."""
+    """gather's own facts (usage.*, node.*) with each accounting input, beside a job."""
     tutorial = FIXTURES / "advice" / "tutorial"
     site = tmp / "site.toml"
     site.write_text("[partitions.gpu]\ncores = 64\ngpus = 4\nmax_cores_per_gpu = 16\n")
-    paths = {
-        "seff": EvidencePaths(job=str(tutorial / "job.sbatch"), seff=str(tutorial / "seff.txt")),
-        "sacct": EvidencePaths(
-            job=str(tutorial / "job.sbatch"),
-            sacct=str(SLURM / "05-sacct.json"),
-            site=str(site),
-            metrics=(str(FIXTURES / "nvidia-smi" / "a100-2gpu-one-idle.csv"),),
-        ),
-    }
-    for name, evidence in paths.items():
-        yield f"gather ({name})", gather(evidence, None, env={}).facts
+    metrics = (str(FIXTURES / "nvidia-smi" / "a100-2gpu-one-idle.csv"),)
+    for number, (name, option, text) in enumerate(accounting_files()):
+        path = tmp / f"accounting-{number}.txt"
+        path.write_text(text)
+        ids = [job.job_id for job in parse_sacct(text)] if option == "sacct" else [None]
+        for job_id in ids:
+            evidence = EvidencePaths(
+                job=str(tutorial / "job.sbatch"),
+                seff=str(path) if option == "seff" else None,
+                sacct=str(path) if option == "sacct" else None,
+                jobid=job_id if len(ids) > 1 else None,
+                site=str(site),
+                metrics=metrics,
+            )
+            yield f"gather ({name}, job {job_id})", gather(evidence, None, env={}).facts
 
 
 def all_outputs(tmp: Path) -> list[tuple[str, Mapping[str, object]]]:

@@ -199,8 +199,15 @@ def test_access_denied_is_normal_for_an_unprivileged_sampler(
         " for p in r.procs] + [list(r.problems)]))\n"
     )
     out = subprocess.run(
-        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-        + [sys.executable, "-c", code],
+        [
+            "setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            code,
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -237,7 +244,9 @@ def test_a_job_by_its_environment(procs: list[subprocess.Popen[str]]) -> None:
     assert [(p.pid, p.role, p.rank) for p in reading.procs] == [(proc.pid, ROLE_MAIN, 1)]
 
 
-def test_torchrun_like_launcher_and_ranks(procs: list[subprocess.Popen[str]], tmp_path: Path) -> None:
+def test_torchrun_like_launcher_and_ranks(
+    procs: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
     """A launcher (named torchrun) starting two ranks with RANK set, each with a worker."""
     launcher = tmp_path / "torchrun"
     launcher.write_text(

@@ -3,6 +3,7 @@ config dir; every mistake in it is one line naming the file."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -194,24 +195,42 @@ def test_no_job_uses_the_default_partition(tmp_path: Path) -> None:
 
 
 def test_node_cores_cap_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A small node: 4 tasks of a 16-core node get at most 4 cores each."""
+    """Four tasks on an 8-core node get at most 2 cores each, whatever the rule asks."""
     site = tmp_path / "site.toml"
-    site.write_text("[partitions.small]\ncores = 16\n")
+    site.write_text("[partitions.small]\ncores = 8\n")
     seff = tmp_path / "seff.txt"
     seff.write_text(
-        "Job ID: 7\nState: COMPLETED (exit code 0)\nNodes: 1\nCores per node: 8\n"
-        "CPU Utilized: 00:15:12\nCPU Efficiency: 95.00% of 00:16:00 core-walltime\n"
+        "Job ID: 7\nState: COMPLETED (exit code 0)\nNodes: 1\nCores per node: 4\n"
+        "CPU Utilized: 00:07:36\nCPU Efficiency: 95.00% of 00:08:00 core-walltime\n"
+        "Job Wall-clock time: 00:02:00\n"
+    )
+    job_path = job(tmp_path, "--ntasks-per-node=4", "--cpus-per-task=1")
+    args = ["--job", str(job_path), "--seff", str(seff), "--site", str(site)]
+    code = main(["report", *args, "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    (finding,) = [f for f in doc["findings"] if f["id"] == "under-requested-cores"]
+    assert finding["suggest"]["sbatch"] == {"cpus-per-task": 4}  # max(4, 2 x 1)
+    plan = doc["advice"]["plan"]
+    assert plan["sbatch"]["cpus-per-task"]["value"] == 8 // 4
+    assert plan["script"]["num_workers"]["value"] == 8 // 4 - 1
+    assert any("capped at 2" in note for note in plan["notes"])
+
+
+def test_a_node_smaller_than_its_tasks_still_gets_one_core(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = tmp_path / "site.toml"
+    site.write_text("[partitions.tiny]\ncores = 2\n")
+    seff = tmp_path / "seff.txt"
+    seff.write_text(
+        "Job ID: 8\nState: COMPLETED (exit code 0)\nNodes: 1\nCores per node: 4\n"
+        "CPU Utilized: 00:07:36\nCPU Efficiency: 95.00% of 00:08:00 core-walltime\n"
         "Job Wall-clock time: 00:02:00\n"
     )
     job_path = job(tmp_path, "--ntasks-per-node=4", "--cpus-per-task=2")
-    import json
-
-    code = main(
-        ["report", "--job", str(job_path), "--seff", str(seff), "--site", str(site)]
-        + ["--format", "json"]
-    )
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    plan = json.loads(out)["advice"]["plan"]
-    # 8 cores at 95 %: under-requested-cores fires only for <= 4 cores, so nothing to cap.
-    assert "cpus-per-task" not in plan["sbatch"]
+    args = ["--job", str(job_path), "--seff", str(seff), "--site", str(site)]
+    assert main(["report", *args, "--format", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["advice"]["plan"]
+    assert plan["sbatch"]["cpus-per-task"]["value"] == 1  # 2 cores // 4 tasks, never 0

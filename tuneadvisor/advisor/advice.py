@@ -41,12 +41,22 @@ def _job_diff(before: JobScript, after: JobScript, name: str) -> str:
     )
 
 
+# sbatch takes one of these: writing --mem means dropping the others.
+_MEMORY_OPTIONS = ("mem", "mem-per-cpu", "mem-per-gpu")
+
+
 def _apply_sbatch(job: JobScript, plan: Plan, notes: list[str]) -> JobScript:
     for option, change in plan.sbatch.items():
         try:
             job = job.with_directive(option, str(change.value))
         except ValueError as exc:  # a value sbatch would refuse: say so, keep the rest
             notes.append(f"--{option}={change.value} not written: {exc}")
+            continue
+        if option in _MEMORY_OPTIONS:
+            for other in _MEMORY_OPTIONS:
+                if other != option and job.directive(other) is not None:
+                    job = job.without_directive(other)
+                    notes.append(f"--{other} removed: --{option}={change.value} replaces it")
     return job
 
 
@@ -65,6 +75,7 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
         gathered.launch,
         gathered.script_path,
         gathered.script_text,
+        gathered.scan.options if gathered.scan is not None else None,
     )
     tuned = edits.job
     if tuned is not None:

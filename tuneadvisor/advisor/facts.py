@@ -100,6 +100,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("usage.cpu_efficiency_pct", "float", "%", "CPU time over core-walltime"),
     ("usage.mem_peak_mib", "float", "MiB", "peak memory of the job"),
     ("usage.elapsed_s", "float", "s", "wall-clock time"),
+    ("usage.mem_efficiency_pct", "float", "%", "peak memory over requested memory"),
+    ("usage.killed_for_memory", "bool", "", "OUT_OF_MEMORY, or ended FAILED/CANCELLED over --mem"),
     # GPU metrics (nvidia-smi logs, watch recordings)
     ("gpu.count", "int", "GPUs", "GPUs sampled"),
     ("gpu.samples", "int", "", "samples per GPU"),

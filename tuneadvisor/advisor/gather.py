@@ -13,13 +13,17 @@ from pathlib import Path
 
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.job_facts import job_facts
+from tuneadvisor.advisor.live_job import LiveJob, cluster_node, fetch_job, ran_differently
 from tuneadvisor.advisor.profile_facts import profile_facts
 from tuneadvisor.advisor.script_scan import ScriptScan, scan_script
 from tuneadvisor.advisor.site import load_site
 from tuneadvisor.errors import InputError, read_text_input
 from tuneadvisor.metrics.model import MetricsSeries, merge_series
 from tuneadvisor.metrics.nvidia_smi_csv import NvidiaSmiCsvError, parse_nvidia_smi_csv
+from tuneadvisor.metrics.recording import RecordingError, parse_recording
+from tuneadvisor.metrics.recording import sniff as sniff_recording
 from tuneadvisor.profile.analysis import ProfileAnalysis
+from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.jobscript import JobScript
 from tuneadvisor.slurm.launch import LaunchLine, find_launch
 from tuneadvisor.slurm.sacct import SacctError, parse_sacct, select_job
@@ -37,8 +41,14 @@ class EvidencePaths:
     metrics: tuple[str, ...] = ()
     seff: str | None = None
     sacct: str | None = None
-    jobid: str | None = None
+    jobid: str | None = None  # with --sacct: which job of the file; alone: ask Slurm
     site: str | None = None
+    cluster: bool = False  # node shapes from sinfo when no site file (apply --submit)
+
+    @property
+    def live(self) -> bool:
+        """--jobid without a saved sacct file: Slurm itself is asked about the job."""
+        return self.jobid is not None and self.sacct is None
 
 
 @dataclass(frozen=True)
@@ -80,7 +90,7 @@ def _script(
     return None, None
 
 
-def _usage_facts(facts: dict[str, object]) -> None:
+def usage_facts(facts: dict[str, object]) -> None:
     """usage.* from sacct, else seff: rules read one name whichever the user gave."""
     pairs = {
         "usage.state": ("sacct.state", "seff.state"),
@@ -88,18 +98,33 @@ def _usage_facts(facts: dict[str, object]) -> None:
         "usage.cpu_efficiency_pct": ("sacct.cpu_efficiency_pct", "seff.cpu_efficiency_pct"),
         "usage.mem_peak_mib": ("sacct.mem_peak_mib", "seff.mem_used_mib"),
         "usage.elapsed_s": ("sacct.elapsed_s", "seff.wall_s"),
+        "usage.mem_efficiency_pct": ("sacct.mem_efficiency_pct", "seff.mem_efficiency_pct"),
     }
     for usage, sources in pairs.items():
         for source in sources:
             if source in facts:
                 facts[usage] = facts[source]
                 break
+    state = facts.get("usage.state")
+    if isinstance(state, str):
+        # Slurm says OUT_OF_MEMORY when a cgroup killed the job; JobAcctGatherParams=
+        # OverMemoryKill kills it with SIGKILL instead: FAILED, its peak over the request.
+        over = facts.get("usage.mem_efficiency_pct")
+        facts["usage.killed_for_memory"] = state == "OUT_OF_MEMORY" or (
+            state in ("FAILED", "CANCELLED") and isinstance(over, int | float) and over >= 100
+        )
 
 
 def _metrics(paths: Sequence[str]) -> MetricsSeries | None:
     series = []
     for path in paths:
         text = read_text_input(path, "metrics file")
+        if sniff_recording(text):
+            try:
+                series.append(parse_recording(text).series())
+            except RecordingError as exc:
+                raise InputError(path, f"broken tuneadvisor watch recording: {exc}") from None
+            continue
         try:
             series.append(parse_nvidia_smi_csv(text))
         except NvidiaSmiCsvError as exc:
@@ -137,13 +162,26 @@ def gather(
         facts.update(profile_facts(analysis))
     else:
         sharpen.append("a line_profiler profile (kernprof -l -o $SLURM_JOBID.lprof)")
+    client = SlurmClient(env=env) if paths.live or paths.cluster else None
+    live: LiveJob | None = None
+    if client is not None and paths.jobid is not None and paths.live:
+        live = fetch_job(client, paths.jobid, want_script=paths.job is None)
+        notes += live.notes
     job = launch = None
     if paths.job is not None:
         job = read_job(paths.job)
-        launch = find_launch(job, paths.job)
+    elif live is not None:
+        job = live.script
+    if job is not None:
+        launch = find_launch(job)
         facts.update(job_facts(job, launch))
     else:
         sharpen.append("the job script (--job)")
+    if live is not None:
+        as_run = live.as_run()
+        notes += ran_differently(facts, as_run)
+        facts.update(live.facts())
+        facts.update(as_run)
     script_path, script_text = _script(paths, launch, notes)
     scan = None
     if script_text is not None:
@@ -165,19 +203,23 @@ def gather(
             facts.update(select_job(jobs, paths.jobid).facts())
         except SacctError as exc:
             raise InputError(paths.sacct, f"not sacct output: {exc}") from None
-    if paths.seff is None and paths.sacct is None:
+    if paths.seff is None and paths.sacct is None and live is None:
         sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
-    _usage_facts(facts)
+    usage_facts(facts)
     metrics = _metrics(paths.metrics)
     if metrics is not None:
         facts.update(metrics.facts())
     else:
         sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)")
     site_path = _site_path(paths, env)
+    partition = facts.get("job.partition")
+    node = None
     if site_path is not None:
-        node = load_site(site_path).node_for(facts.get("job.partition"))  # type: ignore[arg-type]
-        if node is not None:
-            facts.update(node.facts())
+        node = load_site(site_path).node_for(partition)  # type: ignore[arg-type]
+    elif client is not None:
+        node = cluster_node(client, partition if isinstance(partition, str) else None, notes)
+    if node is not None:
+        facts.update(node.facts())
     return Gathered(
         facts=_known(facts),
         job=job,

@@ -45,5 +45,17 @@ def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
         where = f"line {first.line}: " if first.line else ""
         facts["job.invalid_directive.first"] = where + first.message
     if launch is not None:
-        facts["job.launcher"] = launch.launchers[0].name if launch.launchers else "python"
+        facts["job.launcher"] = _rank_launcher(launch)
     return facts
+
+
+# Launchers that start the ranks themselves, also when srun runs them (one per node).
+_SPAWNERS = ("torchrun", "python -m torch.distributed.run", "accelerate launch", "deepspeed")
+
+
+def _rank_launcher(launch: LaunchLine) -> str:
+    """Who starts the training processes: `srun torchrun ...` is torchrun's (srun starts one
+    torchrun per task), `srun kernprof ...` is srun's; "python" without a launcher."""
+    names = [launcher.name for launcher in launch.launchers]
+    spawner = next((name for name in reversed(names) if name in _SPAWNERS), None)
+    return spawner or (names[0] if names else "python")

@@ -88,7 +88,7 @@ def _bound_cores(plan: Plan, facts: Facts, notes: list[str]) -> None:
     node_cores = _as_int(facts.get("node.cores"))
     tasks = _as_int(facts.get("job.tasks_per_node")) or 1
     if node_cores:
-        limit = node_cores // tasks
+        limit = max(1, node_cores // tasks)  # never 0: sbatch refuses --cpus-per-task=0
     per_gpu = _as_int(facts.get("node.max_cores_per_gpu"))
     gpus = _as_int(facts.get("job.gpus"))
     if per_gpu and gpus:

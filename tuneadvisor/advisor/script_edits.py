@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuneadvisor.advisor.script_scan import ArgOption
 from tuneadvisor.slurm.jobscript import JobScript
 from tuneadvisor.slurm.launch import LaunchLine
 
@@ -53,13 +54,48 @@ def _edit_launch(job: JobScript, launch: LaunchLine, option: str, value: str) ->
         if match:
             lines[index] = text[: match.start(3)] + value + text[match.end(3) :]
             return JobScript.parse("".join(lines), job.path)
+    return _append(job, launch, lines, f"{option} {value}")
+
+
+def _append(job: JobScript, launch: LaunchLine, lines: list[str], words: str) -> JobScript | None:
+    """``words`` added at the end of the launch line; None when that is not safe."""
     last = lines[launch.end_line - 1]
     body = last.rstrip("\r\n")
     ending = last[len(body) :]
     if _SHELL_UNSAFE.search(body) or "#" in body:
         return None
-    lines[launch.end_line - 1] = f"{body.rstrip()} {option} {value}{ending}"
+    lines[launch.end_line - 1] = f"{body.rstrip()} {words}{ending}"
     return JobScript.parse("".join(lines), job.path)
+
+
+def _flag(action: str | None, option: str, value: bool) -> tuple[str, set[str]] | None:
+    """The word that says ``value`` for a flag option (store_true and friends take no
+    value: ``--pin-memory true`` would stop argparse), and the words it replaces. None when
+    the option is no flag, or its action cannot say ``value``."""
+    name = (action or "").rsplit(".", 1)[-1]
+    negative = "--no-" + option[2:] if option.startswith("--") else option
+    if name == "store_true":
+        return (option, set()) if value else None
+    if name == "store_false":
+        return (option, set()) if not value else None
+    if name == "BooleanOptionalAction":
+        return (option, {negative}) if value else (negative, {option})
+    return None
+
+
+def _set_flag(
+    job: JobScript, launch: LaunchLine, word: str, replaces: set[str]
+) -> JobScript | None:
+    lines = job.render_text().splitlines(keepends=True)
+    for index in range(launch.line - 1, launch.end_line):
+        if re.search(r"(?<!\S)" + re.escape(word) + r"(?!\S)", lines[index]):
+            return job  # already says it
+        for other in replaces:
+            pattern = re.compile(r"(?<!\S)" + re.escape(other) + r"(?!\S)")
+            if pattern.search(lines[index]):
+                lines[index] = pattern.sub(word, lines[index], count=1)
+                return JobScript.parse("".join(lines), job.path)
+    return _append(job, launch, lines, word)
 
 
 def _patch_literal(text: str, line: int, setting: str, new: str) -> str | None:
@@ -121,7 +157,9 @@ def plan_script_edits(
     launch: LaunchLine | None,
     script_path: str | None,
     script_text: str | None,
+    options: Mapping[str, ArgOption] | None = None,
 ) -> ScriptEdits:
+    """``options``: the script's argparse options (by dest), to pass flags as flags."""
     notes: list[str] = []
     patched = script_text
     for setting, value in settings.items():
@@ -131,7 +169,15 @@ def plan_script_edits(
         source = scan_facts.get(f"script.{setting}.source")
         option = scan_facts.get(f"script.{setting}.option")
         if source == "argparse" and isinstance(option, str) and job is not None and launch:
-            edited = _edit_launch(job, launch, option, _shell_value(value))
+            action = next((o.action for o in (options or {}).values() if option in o.flags), None)
+            flag = _flag(action, option, value) if isinstance(value, bool) else None
+            if isinstance(value, bool) and action is not None and flag is None:
+                notes.append(f"set {setting}={value} in the training script: {option} cannot")
+                continue
+            if flag is not None:
+                edited = _set_flag(job, launch, *flag)
+            else:
+                edited = _edit_launch(job, launch, option, _shell_value(value))
             if edited is not None:
                 job = edited
                 continue

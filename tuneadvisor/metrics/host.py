@@ -45,7 +45,17 @@ MIB = 1024 * 1024
 NODE_TOP = 15  # processes listed when watching the whole node
 _LAUNCHERS = frozenset({"torchrun", "srun", "mpirun", "mpiexec", "accelerate", "deepspeed"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "tcsh", "csh", "slurm_script"})
-_ENV_KEYS = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID")
+_ENV_KEYS = (
+    "RANK",
+    "LOCAL_RANK",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_JOB_ID",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_MEM_PER_NODE",
+    "SLURM_JOB_GPUS",
+    "CUDA_VISIBLE_DEVICES",
+)
 
 
 def _base(arg: str) -> str:
@@ -65,6 +75,7 @@ class _Tracked:
     cmdline: tuple[str, ...]
     user: str | None
     env: dict[str, str] | None  # None: not readable
+    comm: str | None  # /proc/PID/comm when first seen: it changes on exec
     denied: list[str] = field(default_factory=list)
     last_t: float | None = None
     last_cpu_s: float | None = None
@@ -102,6 +113,16 @@ class HostSampler:
     def check_roots(self) -> list[int]:
         """The root PIDs that do not exist (the CLI says so and exits 2)."""
         return [pid for pid in self._roots or () if not psutil.pid_exists(pid)]
+
+    def target_env(self) -> dict[str, str] | None:
+        """The Slurm and CUDA variables of the watched process (the first root, else the
+        first process of the job that lets us read them); None when none could be read."""
+        order = list(self._roots or ()) + sorted(self._tracked)
+        for pid in order:
+            tracked = self._tracked.get(pid)
+            if tracked is not None and tracked.env is not None:
+                return dict(tracked.env)
+        return None
 
     def sample(self) -> HostReading:
         t = self._clock()
@@ -205,7 +226,7 @@ class HostSampler:
 
     # ------------------------------------------------------------------ one process
 
-    def _track(self, proc: psutil.Process) -> _Tracked:
+    def _track(self, proc: psutil.Process, comm: str | None) -> _Tracked:
         """First sight: what does not change (name, command line, user, environment)."""
         denied: list[str] = []
         name = ""
@@ -229,13 +250,22 @@ class HostSampler:
             env = {k: full[k] for k in _ENV_KEYS if k in full}
         except psutil.AccessDenied:
             denied.append("environ")
-        return _Tracked(proc, proc.create_time(), name, cmdline, user, env, denied)
+        if comm is not None and not name.startswith(comm):  # psutil cached the old name
+            proc = psutil.Process(proc.pid)
+            name = proc.name()
+            cmdline = tuple(proc.cmdline()) if "cmdline" not in denied else ()
+        return _Tracked(proc, proc.create_time(), name, cmdline, user, env, comm, denied)
 
     def _read(self, proc: psutil.Process, t: float, problems: list[str]) -> ProcSample | None:
         try:
             tracked = self._tracked.get(proc.pid)
-            if tracked is None or tracked.create_time != proc.create_time():
-                tracked = self._tracked[proc.pid] = self._track(proc)
+            comm = _comm(proc.pid)
+            if (
+                tracked is None
+                or tracked.create_time != proc.create_time()
+                or (comm is not None and comm != tracked.comm)  # exec'd: a new program
+            ):
+                tracked = self._tracked[proc.pid] = self._track(proc, comm)
             return self._measure(tracked, t)
         except psutil.ZombieProcess:
             return ProcSample(pid=proc.pid, state=psutil.STATUS_ZOMBIE)
@@ -321,6 +351,15 @@ class HostSampler:
         if tr.name in _SHELLS:
             return ROLE_LAUNCHER, None
         return ROLE_CHILD, None
+
+
+def _comm(pid: int) -> str | None:
+    """The kernel's name of the program (15 characters); None when unreadable or not Linux."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().rstrip("\n")
+    except OSError:
+        return None
 
 
 def _rank(env: dict[str, str] | None) -> int | None:

@@ -18,7 +18,6 @@ in MiB, W and MiB/s (see ``model``).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -42,6 +41,15 @@ def describe_error(exc: BaseException) -> str:
         except Exception:  # pragma: no cover - str() of a broken error object
             return type(exc).__name__
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _import_pynvml(name: str) -> ModuleType:
+    """The one import of nvidia-ml-py in the package (lazy: only when sampling starts)."""
+    assert name == "pynvml"
+    import pynvml
+
+    module: ModuleType = pynvml
+    return module
 
 
 def _text(value: object) -> str:
@@ -94,11 +102,11 @@ class NvmlSampler:
         visible: Sequence[str] | None = None,
         *,
         pcie: bool = True,
-        import_module: Callable[[str], ModuleType] = importlib.import_module,
+        import_module: Callable[[str], ModuleType] | None = None,
     ) -> None:
         self._visible = None if visible is None else tuple(visible)
         self._pcie = pcie
-        self._import = import_module
+        self._import = import_module or _import_pynvml
         self._nvml: Any = None
         self._devices: list[_Device] = []
         self.reason: str | None = "not opened"  # why there is no GPU data at all

@@ -6,7 +6,7 @@ reaches the user verbatim, after what tuneadvisor was doing, as one line (``Slur
 ``InputError``: exit status 2). A command missing from PATH is one clear line too.
 
 Accounting lags a job's end by seconds (the record first has no partition, no requested
-memory, or a state still RUNNING): ``finished_accounting`` polls ``sacct`` until the record is
+memory, or a state still RUNNING): ``poll_accounting`` reads ``sacct`` until the record is
 complete, for at most ``bound_s``, and returns the last read either way.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.sacct import SacctError, SacctJob, parse_sacct_json, parse_sacct_pipe
-from tuneadvisor.slurm.scontrol import JobInfo, NodeInfo, ScontrolError, parse_job, parse_nodes
+from tuneadvisor.slurm.scontrol import JobInfo, ScontrolError, parse_job
 from tuneadvisor.slurm.seff import SeffError, SeffReport, parse_seff
 from tuneadvisor.slurm.sinfo import SINFO_FORMAT, PartitionShape, SinfoError, parse_sinfo
 from tuneadvisor.slurm.squeue import QueuedJob, SqueueError, parse_squeue_json
@@ -73,7 +73,9 @@ class SlurmClient:
         """Slurm's client commands are on PATH (a login node, or the local test cluster)."""
         return all(self.which(c) for c in ("sbatch", "sacct", "scontrol", "sinfo"))
 
-    def _run(self, doing: str, command: str, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    def _run(
+        self, doing: str, command: str, args: Sequence[str]
+    ) -> subprocess.CompletedProcess[str]:
         path = self.which(command)
         if path is None:
             raise SlurmError(
@@ -93,7 +95,9 @@ class SlurmClient:
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            raise SlurmError(doing, f"{command} did not answer within {self.timeout_s:g} s") from None
+            raise SlurmError(
+                doing, f"{command} did not answer within {self.timeout_s:g} s"
+            ) from None
         except OSError as exc:
             raise SlurmError(doing, f"cannot run {path}: {exc.strerror or exc}") from None
 
@@ -167,14 +171,9 @@ class SlurmClient:
         except SacctError as exc:
             raise SlurmError(doing, f"unexpected sacct output: {exc}") from None
 
-    def finished_accounting(
-        self, job_id: str, bound_s: float = ACCOUNTING_BOUND_S
-    ) -> SacctJob | None:
-        """The job's accounting once complete: at once for a job still queued or running
-        (its numbers are then provisional), else polled until complete or ``bound_s``."""
-        shown = self.show_job(job_id)
-        if shown is not None and shown.active:
-            return self.accounting(job_id)
+    def poll_accounting(self, job_id: str, bound_s: float = ACCOUNTING_BOUND_S) -> SacctJob | None:
+        """The record of a job that has ended, read until complete or for ``bound_s`` at
+        most (accounting lags the end by seconds); the last read either way."""
         deadline = self.clock() + bound_s
         while True:
             job = self.accounting(job_id)
@@ -224,14 +223,6 @@ class SlurmClient:
             return parse_sinfo(self._output(doing, "sinfo", ["-h", "-o", SINFO_FORMAT]))
         except SinfoError as exc:
             raise SlurmError(doing, f"unexpected sinfo output: {exc}") from None
-
-    def nodes(self, name: str | None = None) -> list[NodeInfo]:
-        doing = f"reading node {name}" if name else "reading the nodes"
-        args = ["show", "node", "-o", *([name] if name else [])]
-        try:
-            return parse_nodes(self._output(doing, "scontrol", args))
-        except ScontrolError as exc:
-            raise SlurmError(doing, f"unexpected scontrol output: {exc}") from None
 
 
 def _said(done: subprocess.CompletedProcess[str], command: str) -> str:

@@ -694,7 +694,10 @@ def _json_req_mem(
 
 def _json_step(job: _J, position: int, raw: Any) -> SacctStep:
     step = _J.of(raw, f"{job.path}.steps[{position}]")
-    ident = step.obj("step").text("id") or step.obj("step").obj("id").text("step_id") or "?"
+    name = step.obj("step")
+    number = name.data.get("id")  # 22.05: "batch", "extern", or 0, 1, ... for srun steps
+    ident = str(number) if isinstance(number, int) else name.text("id")
+    ident = ident or name.obj("id").text("step_id") or "?"
     usage = step.obj("tres").obj("requested")  # 22.05: usage maxima live under "requested"
     state, _ = _split_state(step.text("state") or "")
     code, signal = _json_exit(step.obj("exit_code"))

@@ -1,4 +1,4 @@
-"""Parse ``scontrol show job -o`` and ``scontrol show node -o`` (one record per line).
+"""Parse ``scontrol show job -o`` (one record per line, as ``show node -o`` and others print).
 
 Each record is ``Key=Value`` pairs separated by spaces; a value may itself hold spaces
 (``OS=Linux 6.1 #1 SMP``) or ``=`` (``TRES=cpu=1,mem=200M``), so a new key starts only at a
@@ -147,33 +147,3 @@ def parse_job(text: str) -> JobInfo:
     if len(records) != 1:
         raise ScontrolError(f"expected one job record, got {len(records)}")
     return job_info(records[0])
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    name: str
-    cpus: int | None
-    mem_mib: float | None  # RealMemory
-    gpus: int
-    partitions: tuple[str, ...]
-    state: str | None
-
-
-def parse_nodes(text: str) -> list[NodeInfo]:
-    """``scontrol show node -o`` (all nodes, or one)."""
-    nodes = []
-    for record in parse_records(text):
-        name = _value(record, "NodeName")
-        if name is None:
-            raise ScontrolError("no NodeName= in the scontrol record")
-        nodes.append(
-            NodeInfo(
-                name=name,
-                cpus=_int(record, "CPUTot"),
-                mem_mib=_mib(record, "RealMemory"),
-                gpus=gpus_in_gres(_value(record, "Gres")),
-                partitions=tuple(p for p in (_value(record, "Partitions") or "").split(",") if p),
-                state=_value(record, "State"),
-            )
-        )
-    return nodes

@@ -31,7 +31,7 @@ from textual.worker import Worker, WorkerState
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.errors import InputError
-from tuneadvisor.outputs import tuned_name, write_outputs
+from tuneadvisor.outputs import refuse_overwriting_inputs, tuned_name, write_outputs
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.kinds import LineKind
 from tuneadvisor.tui.highlight import Highlighter
@@ -139,9 +139,12 @@ class ApplyScreen(ModalScreen[bool]):
         self.dismiss(confirmed)
 
 
-def _write(advice: Advice, job_path: Path, out: Path) -> list[str] | InputError:
+def _write(
+    advice: Advice, job_path: Path, out: Path, inputs: tuple[str, ...]
+) -> list[str] | InputError:
     """Runs in a thread worker: what write_outputs says, or the InputError it raised."""
     try:
+        refuse_overwriting_inputs(advice, out, inputs)
         return write_outputs(advice, job_path, out, in_place=False)  # never in place here
     except InputError as error:
         return error
@@ -541,8 +544,9 @@ class MainScreen(Screen[None]):
         self, advice: Advice, job_path: Path, out: Path, confirmed: bool | None
     ) -> None:
         if confirmed:
+            profiles = self.analysis.origins if self.analysis is not None else ()
             self.run_worker(
-                partial(_write, advice, job_path, out),
+                partial(_write, advice, job_path, out, (str(job_path), *profiles)),
                 name=APPLY_WORKER,
                 group="apply",
                 thread=True,

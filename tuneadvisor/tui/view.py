@@ -16,6 +16,7 @@ from typing import TypeVar
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.findings import Evidence, Finding, Suggestion
 from tuneadvisor.advisor.plan import Plan
+from tuneadvisor.outputs import script_patch_path
 from tuneadvisor.profile.analysis import (
     KIND_LABELS,
     AnnotatedFunction,
@@ -321,10 +322,8 @@ def can_apply(advice: Advice | None) -> bool:
 
 
 def planned_writes(advice: Advice, out: Path) -> list[tuple[Path, str]]:
-    """What `write_outputs(advice, job, out, in_place=False)` writes: (path, what).
-
-    The patch's name follows tuneadvisor.outputs.write_outputs (it returns the real names
-    once written; this is only for the confirmation before)."""
+    """What `write_outputs(advice, job, out, in_place=False)` writes: (path, what), for the
+    confirmation before anything is written."""
     changes = [f"--{k}={c.value}" for k, c in advice.plan.sbatch.items()]
     if not advice.job_diff:
         what = "the job script, unchanged"
@@ -333,7 +332,7 @@ def planned_writes(advice: Advice, out: Path) -> list[tuple[Path, str]]:
     else:
         what = "the tuned job script"
     writes = [(out, what)]
-    if advice.script_patch:
-        name = Path(advice.script_path or "train.py").name
-        writes.append((out.parent / f"{name}.tuneadvisor.patch", f"a patch for {name}"))
+    patch = script_patch_path(advice, out)
+    if patch is not None:
+        writes.append((patch, f"a patch for {Path(advice.script_path or 'train.py').name}"))
     return writes

@@ -262,12 +262,14 @@ class AdviceBar(Static):
         top = top_finding(advice.findings)
         if top is None:
             self.add_class("-clear")
-            self.update(Text("advisor: no findings (2: what would sharpen the advice)"))
+            self.update(Text("advisor: no findings · press 2 for what would sharpen the advice"))
             return
         self.add_class(f"-{top.severity.value}")
         more = len(advice.findings) - 1
         rest = f" · {more} more" if more else ""
-        self.update(Text(f"{top.severity.value} {top.id}: {top.title}{rest} · 2: Findings"))
+        self.update(
+            Text(f"{top.severity.value} {top.id}: {top.title}{rest} · press 2 for findings")
+        )
 
 
 class FindingCard(Static, can_focus=True):

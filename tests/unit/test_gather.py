@@ -1,0 +1,303 @@
+"""Evidence files in, facts out: what each input adds, which inputs are missing, and bad
+files as one line naming them (through `gather` and through the CLI)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tuneadvisor.advisor.facts import FACTS
+from tuneadvisor.advisor.gather import EvidencePaths, Gathered, gather
+from tuneadvisor.cli import main
+from tuneadvisor.errors import InputError
+
+FIXTURES = REPO / "tests" / "fixtures"
+SLURM = FIXTURES / "slurm-22.05"
+TUTORIAL = FIXTURES / "advice" / "tutorial"
+SMI = FIXTURES / "nvidia-smi"
+
+TRAIN = """\
+import argparse
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--num-workers", type=int, default=2)
+args = parser.parse_args()
+loader = DataLoader(dataset, num_workers=args.num_workers, pin_memory=True)
+for data, target in loader:
+    pass
+"""
+
+SEFF = """\
+Job ID: 77
+Cluster: della
+User/Group: alice/users
+State: COMPLETED (exit code 0)
+Cores: 2
+CPU Utilized: 00:30:00
+CPU Efficiency: 75.00% of 00:40:00 core-walltime
+Job Wall-clock time: 00:20:00
+Memory Utilized: 3.00 GB
+Memory Efficiency: 37.50% of 8.00 GB
+"""
+
+
+def write_job(folder: Path, launch: str = "python train.py", *directives: str) -> Path:
+    path = folder / "job.sbatch"
+    lines = ["#!/bin/bash", "#SBATCH --cpus-per-task=2", *directives, "", launch]
+    path.write_text("\n".join(f"#SBATCH {d}" if d.startswith("--") else d for d in lines) + "\n")
+    return path
+
+
+def run(paths: EvidencePaths) -> Gathered:
+    return gather(paths, None, env={})
+
+
+# --------------------------------------------------------------------------- what is read
+
+
+def test_nothing_given_means_no_facts_and_every_input_to_sharpen() -> None:
+    gathered = run(EvidencePaths())
+    assert gathered.facts == {}
+    sharpen = " | ".join(gathered.sharpen)
+    for needle in ("line_profiler", "--job", "--script", "--seff", "--metrics"):
+        assert needle in sharpen
+    assert gathered.job is None and gathered.scan is None and gathered.metrics is None
+
+
+def test_job_finds_the_training_script_on_its_launch_line(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    job = write_job(tmp_path, "srun python train.py --num-workers 5")
+    gathered = run(EvidencePaths(job=str(job)))
+    assert gathered.script_path is not None
+    assert Path(gathered.script_path).resolve() == (tmp_path / "train.py").resolve()
+    facts = gathered.facts
+    assert facts["job.cpus_per_task"] == 2
+    assert facts["job.launcher"] == "srun"
+    # Arguments on the launch line are evidence.
+    assert facts["script.num_workers.source"] == "argparse"
+    assert facts["script.num_workers.passed"] == "5"
+    assert facts["script.num_workers"] == 5
+    assert not any("--job" in s or "--script" in s for s in gathered.sharpen)
+
+
+def test_script_copied_off_the_cluster_is_found_beside_the_job(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    job = write_job(tmp_path, "python /home/alice/project/train.py")
+    gathered = run(EvidencePaths(job=str(job)))
+    assert gathered.script_path == str(tmp_path / "train.py")
+    assert gathered.facts["script.num_workers"] == 2  # the option's default
+
+
+def test_script_that_is_not_here_is_a_note_not_an_error(tmp_path: Path) -> None:
+    job = write_job(tmp_path, "python /home/alice/project/missing.py")
+    gathered = run(EvidencePaths(job=str(job)))
+    assert gathered.script_path is None
+    assert any("/home/alice/project/missing.py" in n and "--script" in n for n in gathered.notes)
+    assert any("--script" in s for s in gathered.sharpen)
+    assert not [name for name in gathered.facts if name.startswith("script.")]
+
+
+def test_script_option_wins_over_the_launch_line(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    other = tmp_path / "other.py"
+    other.write_text(TRAIN.replace("default=2", "default=6"))
+    job = write_job(tmp_path, "python train.py")
+    gathered = run(EvidencePaths(job=str(job), script=str(other)))
+    assert gathered.script_path == str(other)
+    assert gathered.facts["script.num_workers"] == 6
+
+
+def test_script_that_does_not_parse_is_a_note(tmp_path: Path) -> None:
+    broken = tmp_path / "train.py"
+    broken.write_text("def train(:\n")
+    gathered = run(EvidencePaths(script=str(broken)))
+    assert any(str(broken) in n and "does not parse" in n for n in gathered.notes)
+    assert not [name for name in gathered.facts if name.startswith("script.")]
+
+
+def test_seff_gives_usage_facts(tmp_path: Path) -> None:
+    seff = tmp_path / "seff.txt"
+    seff.write_text(SEFF)
+    facts = run(EvidencePaths(seff=str(seff))).facts
+    assert facts["usage.cores"] == 2
+    assert facts["usage.cpu_efficiency_pct"] == 75.0
+    assert facts["usage.mem_peak_mib"] == 3.0 * 1024
+    assert facts["usage.elapsed_s"] == 20 * 60
+    assert facts["usage.state"] == "COMPLETED"
+
+
+def test_sacct_wins_over_seff_for_usage(tmp_path: Path) -> None:
+    seff = tmp_path / "seff.txt"
+    seff.write_text(SEFF)
+    sacct = json.loads((SLURM / "05-sacct.json").read_text())
+    (job,) = sacct["jobs"]
+    facts = run(EvidencePaths(seff=str(seff), sacct=str(SLURM / "05-sacct.json"))).facts
+    assert facts["usage.elapsed_s"] == job["time"]["elapsed"]  # sacct's, not seff's 1200 s
+    assert facts["seff.wall_s"] == 20 * 60  # seff's own facts stay
+    assert facts["usage.state"] == job["state"]["current"]
+
+
+def test_jobid_picks_one_job_of_several(tmp_path: Path) -> None:
+    transcript = (SLURM / "08-failures.txt").read_text().splitlines()
+    table = tmp_path / "sacct.txt"
+    table.write_text("\n".join(ln for ln in transcript if "|" in ln) + "\n")
+    facts = run(EvidencePaths(sacct=str(table), jobid="8")).facts
+    assert facts["usage.state"] == "TIMEOUT"
+    assert facts["sacct.timelimit_s"] == 60
+    with pytest.raises(InputError) as caught:
+        run(EvidencePaths(sacct=str(table)))
+    assert caught.value.path == str(table)
+    assert "say which one" in caught.value.problem
+    with pytest.raises(InputError) as caught:
+        run(EvidencePaths(sacct=str(table), jobid="99"))
+    assert "99" in caught.value.problem
+
+
+def test_metrics_files_are_merged(tmp_path: Path) -> None:
+    one = SMI / "a100-2gpu-one-idle.csv"
+    alone = run(EvidencePaths(metrics=(str(one),)))
+    assert alone.metrics is not None
+    assert alone.facts["gpu.count"] == 2
+    both = run(EvidencePaths(metrics=(str(one), str(SMI / "power-na.csv"))))
+    assert both.facts["gpu.count"] == 3  # two A100s and a GRID vGPU
+    rows = (SMI / "power-na.csv").read_text().splitlines()[1:]
+    assert both.facts["gpu.samples"] == alone.facts["gpu.samples"] + len(rows)
+    assert not any("--metrics" in s for s in both.sharpen)
+
+
+def test_only_registered_facts_reach_the_rules() -> None:
+    tutorial = EvidencePaths(
+        job=str(TUTORIAL / "job.sbatch"),
+        seff=str(TUTORIAL / "seff.txt"),
+        sacct=str(SLURM / "05-sacct.json"),
+        metrics=(str(SMI / "a100-2gpu-one-idle.csv"),),
+    )
+    facts = run(tutorial).facts
+    assert facts
+    assert set(facts) <= set(FACTS)
+
+
+# --------------------------------------------------------------------------- bad inputs
+
+BAD = {
+    "seff": ("--seff", "seff.txt", "Job not found\n", "seff"),
+    "seff with a broken line": (
+        "--seff",
+        "seff.txt",
+        "Job ID: 5\nCPU Efficiency: lots of it\n",
+        "CPU Efficiency",
+    ),
+    "sacct json": ("--sacct", "sacct.json", '{"jobs": [', "sacct"),
+    "sacct nothing": ("--sacct", "sacct.json", "hello\n", "sacct"),
+    "nvidia-smi csv": ("--metrics", "gpu.csv", "this is not a log\nat all\n", "nvidia-smi"),
+    "nvidia-smi header only": (
+        "--metrics",
+        "gpu.csv",
+        "timestamp, index, utilization.gpu [%]\n",
+        "nvidia-smi",
+    ),
+    "site unknown key": ("--site", "site.toml", "[partitions.gpu]\ncpus = 4\n", "cpus"),
+    "job not UTF-8": ("--job", "bad.sbatch", "#!/bin/bash\n\udcff\n", "UTF-8"),
+    "missing seff": ("--seff", "absent.txt", None, "no such file"),
+}
+
+
+def _write_bad(tmp_path: Path, name: str, content: str | None) -> Path:
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    return path
+
+
+@pytest.mark.parametrize("kind", list(BAD))
+def test_bad_input_through_the_cli(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
+    option, name, content, needle = BAD[kind]
+    bad = _write_bad(tmp_path, name, content)
+    args = ["report", "--format", "json", option, str(bad)]
+    if option != "--job":
+        args += ["--job", str(write_job(tmp_path))]
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert str(bad) in lines[0]
+    assert needle in lines[0]
+    assert "Traceback" not in err
+
+
+BROKEN_RULE = """\
+id = "broken"
+title = "A rule with a typo"
+severity = "warning"
+when = "profile.loader_shar >= 0.1"
+rationale = "Nothing."
+"""
+
+
+def test_rules_folder_with_a_broken_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "broken.toml").write_text(BROKEN_RULE)
+    code = main(["report", "--job", str(write_job(tmp_path)), "--rules", str(rules)])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert f"{rules / 'broken.toml'}:4:" in lines[0]  # the `when` line
+    assert "profile.loader_shar" in lines[0]
+
+
+def test_rules_folder_that_does_not_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-rules"
+    code = main(["report", "--job", str(write_job(tmp_path)), "--rules", str(missing)])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and str(missing) in err
+
+
+def test_rules_from_the_environment_are_checked_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "broken.toml").write_text(BROKEN_RULE)
+    monkeypatch.setenv("TUNEADVISOR_RULES", str(rules))
+    code = main(["report", "--job", str(write_job(tmp_path))])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert str(rules / "broken.toml") in err
+
+
+def test_a_corrupt_seff_in_a_real_process_is_one_line(tmp_path: Path) -> None:
+    seff = tmp_path / "seff.txt"
+    seff.write_text("Job ID: 5\nMemory Utilized: a lot\n")
+    job = write_job(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "tuneadvisor", "report", "--job", str(job), "--seff", str(seff)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": str(tmp_path / "cfg")},
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"tuneadvisor: {seff}: ")

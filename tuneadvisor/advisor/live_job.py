@@ -1,0 +1,147 @@
+"""What Slurm itself says about one job (``--jobid`` without a saved ``--sacct`` file), and
+the shape of the cluster's nodes, as evidence for the rules.
+
+- the script the job ran (``scontrol write batch_script``, else the copy in accounting);
+- its accounting once complete (``sacct --json``, polled: it lags the end) and ``seff``;
+- the job as it ran (``scontrol show job``, else accounting): options given to sbatch on
+  the command line win over the script's ``#SBATCH`` lines, so ``job.*`` facts take these;
+- for a running job, the steps' memory so far (``sstat``), as a note: numbers are provisional.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuneadvisor.advisor.site import NodeShape
+from tuneadvisor.errors import InputError
+from tuneadvisor.slurm.client import SlurmClient, SlurmError, check_job_id
+from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.sacct import SacctJob
+from tuneadvisor.slurm.scontrol import JobInfo
+from tuneadvisor.slurm.seff import SeffReport
+from tuneadvisor.slurm.sinfo import default_partition, largest
+
+
+@dataclass(frozen=True)
+class LiveJob:
+    job_id: str
+    shown: JobInfo | None  # None once slurmctld has forgotten the job
+    accounting: SacctJob | None
+    seff: SeffReport | None
+    script: JobScript | None  # only when asked for
+    notes: tuple[str, ...]
+
+    @property
+    def work_dir(self) -> str | None:
+        return self.shown.work_dir if self.shown is not None else None
+
+    def facts(self) -> dict[str, object]:
+        """sacct.* and seff.* facts."""
+        facts: dict[str, object] = {}
+        if self.seff is not None:
+            facts.update(self.seff.facts())
+        if self.accounting is not None:
+            facts.update(self.accounting.facts())
+        return facts
+
+    def as_run(self) -> dict[str, object]:
+        return as_run_facts(self.shown, self.accounting)
+
+
+def as_run_facts(shown: JobInfo | None, acct: SacctJob | None) -> dict[str, object]:
+    """job.* as the job ran: scontrol's view when it still has one, else accounting's."""
+    facts: dict[str, object] = {}
+    if acct is not None:
+        if acct.timelimit_s:
+            facts["job.time_s"] = acct.timelimit_s
+        if acct.partition:
+            facts["job.partition"] = acct.partition
+        if acct.req_mem_mib:
+            facts["job.mem_mib"] = acct.req_mem_mib / (acct.alloc_nodes or 1)
+    if shown is not None:
+        if shown.time_limit_s:
+            facts["job.time_s"] = shown.time_limit_s
+        if shown.partition:
+            facts["job.partition"] = shown.partition
+        if shown.cpus_per_task:
+            facts["job.cpus_per_task"] = shown.cpus_per_task
+        if shown.mem_per_node_mib:
+            facts["job.mem_mib"] = shown.mem_per_node_mib
+        elif shown.mem_per_cpu_mib:
+            facts["job.mem_per_cpu_mib"] = shown.mem_per_cpu_mib
+            facts["job.mem_mib"] = shown.mem_per_cpu_mib * (shown.cpus_per_task or 1)
+    return facts
+
+
+def ran_differently(script: Mapping[str, object], as_run: Mapping[str, object]) -> list[str]:
+    """Notes for options the job ran with that its script does not say (sbatch's command
+    line wins over #SBATCH lines)."""
+    return [
+        f"the job ran with {name.removeprefix('job.')} = {value}, its script says "
+        f"{script[name]}: the advice uses what it ran with"
+        for name, value in as_run.items()
+        if name in script and script[name] != value
+    ]
+
+
+def fetch_job(client: SlurmClient, job_id: str, want_script: bool) -> LiveJob:
+    job_id = check_job_id(job_id)
+    notes: list[str] = []
+    shown = client.show_job(job_id)
+    acct = client.accounting(job_id)
+    seff = None
+    if shown is None and acct is None:
+        raise InputError(None, f"--jobid {job_id}: neither slurmctld nor accounting knows it")
+    if shown is not None and shown.active:
+        notes.append(f"job {job_id} is {shown.state}: its numbers are provisional")
+        notes += _running_note(client, job_id)
+    else:
+        if acct is None or not acct.complete:  # accounting lags the end by seconds
+            acct = client.poll_accounting(job_id)
+        if acct is not None and not acct.complete:
+            notes.append(
+                f"the accounting of job {job_id} is not complete yet ({', '.join(acct.missing)}):"
+                " numbers may still change"
+            )
+        seff = client.seff(job_id)
+    script = _script(client, job_id, shown, notes) if want_script else None
+    return LiveJob(job_id, shown, acct, seff, script, tuple(notes))
+
+
+def _running_note(client: SlurmClient, job_id: str) -> list[str]:
+    steps = client.step_stats(job_id)
+    if steps is None or steps.mem_peak_mib is None:
+        return []
+    return [f"peak memory so far: {steps.mem_peak_mib:.0f} MiB (sstat)"]
+
+
+def _script(
+    client: SlurmClient, job_id: str, shown: JobInfo | None, notes: list[str]
+) -> JobScript | None:
+    text = client.batch_script(job_id)
+    if text is None:
+        notes.append(f"Slurm no longer has the script of job {job_id}: give it with --job FILE")
+        return None
+    # Named as if it sat in the job's working directory: relative paths in the script
+    # resolve there, as they did when the job ran.
+    name = Path(shown.command).name if shown is not None and shown.command else None
+    folder = Path(shown.work_dir) if shown is not None and shown.work_dir else Path.cwd()
+    return JobScript.parse(text, folder / (name or f"job-{job_id}.sbatch"))
+
+
+def cluster_node(client: SlurmClient, partition: str | None, notes: list[str]) -> NodeShape | None:
+    """The biggest node of the partition (default: the cluster's default one), from sinfo;
+    None, with a note, when Slurm does not answer."""
+    try:
+        rows = client.partitions()
+    except SlurmError as exc:
+        notes.append(f"node shape unknown: {exc.one_line()}")
+        return None
+    name = partition or default_partition(rows)
+    row = largest(rows).get(name) if name else None
+    if row is None:
+        notes.append(f"node shape unknown: sinfo lists no partition {name!r}")
+        return None
+    return NodeShape(cores=row.cpus, mem_mib=row.mem_mib, gpus=row.gpus)

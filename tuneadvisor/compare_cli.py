@@ -1,0 +1,64 @@
+"""``tuneadvisor compare RUN_OR_PROFILE ...``: runs, profiles and recordings side by side,
+with terminal plots and, on request, a PNG or SVG file. Only argparse loads at start-up."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "items",
+        nargs="*",
+        metavar="RUN_OR_PROFILE",
+        help="run folders (or their run.json), .lprof profiles, `watch --record` files; "
+        "none: every run in the runs folder",
+    )
+    parser.add_argument(
+        "--runs", metavar="DIR", help="runs folder (default: $TUNEADVISOR_RUNS_DIR or ./runs)"
+    )
+    parser.add_argument(
+        "--plot", metavar="FILE", help="also write the plots to FILE (.png or .svg)"
+    )
+    parser.add_argument("--no-plots", action="store_true", help="tables only in the terminal")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from tuneadvisor.errors import InputError
+    from tuneadvisor.launch.compare import load_item, tables, to_json
+    from tuneadvisor.launch.records import list_runs, runs_dir
+
+    paths: list[str] = list(args.items)
+    if not paths:
+        found = list_runs(runs_dir(args.runs))
+        if not found:
+            raise InputError(runs_dir(args.runs), "no runs to compare (tuneadvisor run first)")
+        paths = [str(r.path.parent) for r in found if r.path is not None]
+    items = [load_item(p) for p in paths]
+    plot_path = None
+    if args.plot:
+        from tuneadvisor.launch.plots import write_plot_file
+
+        plot_path = write_plot_file(items, Path(args.plot))
+    if args.format == "json":
+        out = {"items": to_json(items), "plot": str(plot_path) if plot_path else None}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    console = Console()
+    for table in tables(items):
+        console.print(table)
+    if not args.no_plots:
+        from tuneadvisor.launch.plots import terminal_plots
+
+        text = terminal_plots(items, width=min(console.width, 100), color=console.is_terminal)
+        if text:
+            sys.stdout.write(text + "\n")
+    if plot_path:
+        console.print(f"plots written to {plot_path}", highlight=False)
+    return 0

@@ -1,0 +1,6 @@
+"""Relaunch the bundled training scripts, keep a record of every run, compare runs, tune.
+
+Layer: above ``report``/``workspace`` (it may read a report), below the command-line faces.
+torch is never imported here: the training scripts run as separate processes, with the
+interpreter that has torch (``--python``, ``$TUNEADVISOR_TORCH_PYTHON``, else this one).
+"""

@@ -1,0 +1,95 @@
+"""The bundled training scripts: names, how each is launched, and the data each reads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuneadvisor.errors import InputError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Bundled:
+    name: str
+    script: str  # file name inside the training folder
+    launcher: str  # "python" (one process), "srun" (one process per task), "torchrun"
+    dataset: str  # "mnist" or "cifar100"
+    job: str  # the bundled job script in slurm/
+    summary: str
+
+
+BUNDLED: dict[str, Bundled] = {
+    b.name: b
+    for b in (
+        Bundled("mnist_single", "mnist_single.py", "python", "mnist", "mnist_single.sbatch",
+                "MNIST CNN on one GPU or the CPU (the profiling courses' script)"),
+        Bundled("mnist_ddp", "mnist_ddp.py", "srun", "mnist", "mnist_ddp.sbatch",
+                "MNIST DDP, one process per task started by srun"),
+        Bundled("mnist_torchrun", "mnist_torchrun.py", "torchrun", "mnist", "mnist_torchrun.sbatch",
+                "MNIST DDP under torchrun, snapshots and elastic restart"),
+        Bundled("cifar100_wrn", "cifar100_wrn.py", "srun", "cifar100", "cifar100_wrn.sbatch",
+                "CIFAR-100 wide ResNet, DDP, mixed precision, early stop"),
+    )
+}  # fmt: skip
+
+
+def bundled(name: str) -> Bundled:
+    found = BUNDLED.get(name.removesuffix(".py"))
+    if found is None:
+        raise InputError(None, f"no bundled script {name!r} (known: {', '.join(BUNDLED)})")
+    return found
+
+
+def training_dir() -> Path:
+    """``$TUNEADVISOR_TRAINING_DIR``, else the checkout's ``training/``."""
+    configured = os.environ.get("TUNEADVISOR_TRAINING_DIR")
+    folder = Path(configured) if configured else REPO / "training"
+    if not folder.is_dir():
+        raise InputError(folder, "no bundled training scripts here (set TUNEADVISOR_TRAINING_DIR)")
+    return folder
+
+
+def script_path(spec: Bundled) -> Path:
+    return training_dir() / spec.script
+
+
+def torch_python(explicit: str | None = None) -> str:
+    """The interpreter that runs training: ``--python``, ``$TUNEADVISOR_TORCH_PYTHON``, ours."""
+    return explicit or os.environ.get("TUNEADVISOR_TORCH_PYTHON") or sys.executable
+
+
+# --------------------------------------------------------------------------- data
+
+_GENERATORS = {"mnist": "make_mnist_data.py", "cifar100": "make_cifar100_data.py"}
+
+
+def has_data(dataset: str, root: Path) -> bool:
+    if dataset == "mnist":
+        return (root / "MNIST" / "raw" / "train-images-idx3-ubyte").is_file()
+    return (root / "cifar-100-python" / "train").is_file()
+
+
+def synthetic_data(dataset: str, cache: Path, n_train: int, python: str) -> Path:
+    """A synthetic data set of ``n_train`` training images (a sixth as many test images),
+    made once with the bundled generator and kept under ``cache``."""
+    root = cache / f"{dataset}-synthetic-{n_train}"
+    if has_data(dataset, root):
+        return root
+    generator = REPO / "scripts" / _GENERATORS[dataset]
+    if not generator.is_file():
+        raise InputError(generator, "the synthetic-data generator is missing")
+    n_test = max(64, n_train // 6)
+    done = subprocess.run(
+        [python, str(generator), str(root), "--train", str(n_train), "--test", str(n_test),
+         "--quiet"],
+        capture_output=True, text=True, timeout=1800, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
+        raise InputError(generator, f"could not make synthetic {dataset} data: {last}")
+    return root

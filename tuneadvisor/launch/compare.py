@@ -1,0 +1,211 @@
+"""Runs, profiles and recordings side by side: throughput and speedup, share of time by line
+kind, resources requested and used, loss and accuracy per epoch."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from tuneadvisor.errors import InputError, read_text_input
+from tuneadvisor.launch.records import RECORD_NAME, RunRecord, read_record
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing compared: a run (with its profile and metrics if it has them), a profile or
+    a recording alone."""
+
+    label: str
+    path: str
+    run: RunRecord | None = None
+    kinds: dict[str, float] = field(default_factory=dict)  # line kind -> percent of train()
+    metrics: dict[str, float] = field(default_factory=dict)  # from a watch recording
+
+    @property
+    def samples_per_s(self) -> float | None:
+        return self.run.samples_per_s if self.run else None
+
+
+def _kinds_of(paths: Sequence[Path]) -> dict[str, float]:
+    from tuneadvisor.profile.analysis import analyze
+    from tuneadvisor.profile.lprof import load_profiles
+    from tuneadvisor.profile.source import SourceFinder
+
+    profiles = load_profiles(paths)
+    finder = SourceFinder(profile_dirs=tuple({p.parent for p in paths}), cwd=Path.cwd())
+    analysis = analyze(profiles, finder)
+    return {share.kind.value: share.percent for share in analysis.kinds}
+
+
+def _recording_metrics(path: Path) -> dict[str, float]:
+    from tuneadvisor.metrics.recording import RecordingError, parse_recording
+
+    try:
+        recording = parse_recording(read_text_input(path, "recording"))
+    except RecordingError as exc:
+        raise InputError(path, str(exc)) from None
+    series = recording.series()
+    out: dict[str, float] = {}
+    cpu = [h.proc_cpu_pct for h in series.host if h.proc_cpu_pct is not None]
+    rss = [h.proc_rss_mib for h in series.host if h.proc_rss_mib is not None]
+    gpu = [g.util_pct for g in series.gpu_samples if g.util_pct is not None]
+    if cpu:
+        out["cores_used"] = statistics.mean(cpu) / 100.0
+    if rss:
+        out["max_rss_mib"] = max(rss)
+    if gpu:
+        out["gpu_util_pct"] = statistics.mean(gpu)
+    return out
+
+
+def load_item(path_text: str) -> Item:
+    path = Path(path_text)
+    if path.is_dir() or path.name == RECORD_NAME:
+        run = read_record(path)
+        kinds: dict[str, float] = {}
+        profiles = [p for p in run.profile_paths() if p.is_file()]
+        if profiles:
+            kinds = _kinds_of(profiles)
+        metrics: dict[str, float] = {}
+        base = run.path.parent if run.path else path
+        for name in (run.data.get("paths") or {}).get("metrics", []):
+            if (base / name).is_file():
+                metrics = _recording_metrics(base / name)
+        return Item(run.label, str(path), run, kinds, metrics)
+    if path.suffix == ".lprof" or path.suffix == ".txt":
+        return Item(path.stem, str(path), kinds=_kinds_of([path]))
+    if path.is_file():
+        return Item(path.stem, str(path), metrics=_recording_metrics(path))
+    raise InputError(path, "no such run, profile or recording")
+
+
+def _fmt(value: Any, spec: str = "", none: str = "-") -> str:
+    if value is None:
+        return none
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float) and spec:
+        return format(value, spec)
+    return str(value)
+
+
+def throughput_table(items: Sequence[Item]) -> Table:
+    table = Table(title="Throughput (speedup against the first)", title_justify="left")
+    for name in ("run", "settings", "samples/s", "speedup", "step time", "accuracy", "status"):
+        table.add_column(name, justify="right" if name not in ("run", "settings") else "left")
+    base = items[0].samples_per_s if items else None
+    for item in items:
+        run = item.run
+        rate = item.samples_per_s
+        speedup = f"{rate / base:.2f}x" if rate and base else "-"
+        summary = run.summary if run else {}
+        step = summary.get("step_time_s_median")
+        acc = summary.get("final_accuracy")
+        table.add_row(
+            item.label,
+            run.settings.describe() if run else "(profile/recording)",
+            _fmt(rate, ",.1f"),
+            speedup,
+            f"{1000 * step:.1f} ms" if isinstance(step, int | float) else "-",
+            f"{100 * acc:.1f} %" if isinstance(acc, int | float) else "-",
+            str(run.data.get("status")) if run else "-",
+        )
+    return table
+
+
+def resources_table(items: Sequence[Item]) -> Table:
+    table = Table(title="Resources: requested and used", title_justify="left")
+    for name in ("run", "tasks", "cpus/task", "gpus", "mem", "cores used", "max RSS", "gpu util"):
+        table.add_column(name, justify="left" if name == "run" else "right")
+    for item in items:
+        run = item.run
+        settings = run.settings if run else None
+        res = run.resources if run else {}
+        cores = item.metrics.get("cores_used", res.get("cores_used"))
+        rss = item.metrics.get("max_rss_mib", res.get("max_rss_mib"))
+        gpu = item.metrics.get("gpu_util_pct")
+        table.add_row(
+            item.label,
+            _fmt(settings.ntasks if settings else None),
+            _fmt(settings.cpus_per_task if settings else None),
+            _fmt(settings.gpus if settings else None),
+            _fmt(settings.mem if settings else None),
+            _fmt(cores, ".2f"),
+            f"{rss:,.0f} MiB" if isinstance(rss, int | float) else "-",
+            f"{gpu:.0f} %" if isinstance(gpu, int | float) else "-",
+        )
+    return table
+
+
+def kinds_table(items: Sequence[Item]) -> Table | None:
+    with_kinds = [i for i in items if i.kinds]
+    if not with_kinds:
+        return None
+    kinds = sorted(
+        {k for i in with_kinds for k in i.kinds}, key=lambda k: -with_kinds[0].kinds.get(k, 0)
+    )
+    table = Table(title="Share of profiled time by line kind", title_justify="left")
+    table.add_column("kind")
+    for item in with_kinds:
+        table.add_column(item.label, justify="right")
+    for kind in kinds:
+        table.add_row(kind, *(f"{i.kinds.get(kind, 0.0):.1f} %" for i in with_kinds))
+    return table
+
+
+def epochs_table(items: Sequence[Item]) -> Table | None:
+    runs = [i for i in items if i.run and i.run.epochs]
+    if not runs:
+        return None
+    table = Table(title="Per epoch: train loss / test accuracy", title_justify="left")
+    table.add_column("epoch", justify="right")
+    for item in runs:
+        table.add_column(item.label, justify="right")
+    n = max(len(i.run.epochs) for i in runs if i.run)
+    for index in range(n):
+        cells = []
+        for item in runs:
+            assert item.run is not None
+            epochs = item.run.epochs
+            if index < len(epochs):
+                e = epochs[index]
+                loss = e.get("train_loss")
+                cells.append(f"{_fmt(loss, '.3f')} / {100 * float(e.get('accuracy') or 0):.1f} %")
+            else:
+                cells.append("")
+        table.add_row(str(index + 1), *cells)
+    return table
+
+
+def tables(items: Sequence[Item]) -> list[Table]:
+    out = [throughput_table(items), resources_table(items)]
+    for extra in (kinds_table(items), epochs_table(items)):
+        if extra is not None:
+            out.append(extra)
+    return out
+
+
+def to_json(items: Sequence[Item]) -> list[dict[str, Any]]:
+    base = items[0].samples_per_s if items else None
+    out = []
+    for item in items:
+        rate = item.samples_per_s
+        out.append(
+            {
+                "label": item.label,
+                "path": item.path,
+                "samples_per_s": rate,
+                "speedup": rate / base if rate and base else None,
+                "settings": item.run.settings.to_json() if item.run else None,
+                "summary": dict(item.run.summary) if item.run else None,
+                "resources": dict(item.run.resources) if item.run else None,
+                "kinds": item.kinds,
+                "metrics": item.metrics,
+            }
+        )
+    return out

@@ -1,0 +1,146 @@
+"""From command-line arguments to a run request: the settings flags shared by ``run`` and
+``tune``, a report's advice (``--from REPORT.json`` or the inputs of ``report``), the data set
+and the interpreter. Imports only argparse at module level: the CLI adds these flags at
+start-up."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tuneadvisor.launch.runner import RunRequest
+    from tuneadvisor.launch.settings import Settings
+    from tuneadvisor.workspace import WorkspaceRequest
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    """The allocation and the training knobs (shared by ``run`` and ``tune``)."""
+    alloc = parser.add_argument_group("allocation (emulated here; #SBATCH with --submit)")
+    alloc.add_argument("--cpus-per-task", type=int, metavar="N", help="cores per task")
+    alloc.add_argument("--ntasks", type=int, metavar="N", help="tasks (DDP ranks)")
+    alloc.add_argument("--gpus", type=int, metavar="N", help="GPUs (--gres=gpu:N)")
+    alloc.add_argument("--mem", metavar="SIZE", help="memory per node, as sbatch spells it")
+    alloc.add_argument("--time", metavar="LIMIT", help="time limit, as sbatch spells it")
+    knobs = parser.add_argument_group("training knobs (the bundled scripts' flags)")
+    knobs.add_argument("--num-workers", type=int, metavar="N")
+    knobs.add_argument("--batch-size", type=int, metavar="N")
+    knobs.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=None)
+    knobs.add_argument("--persistent-workers", action=argparse.BooleanOptionalAction, default=None)
+    knobs.add_argument("--prefetch-factor", type=int, metavar="N")
+    knobs.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None)
+    knobs.add_argument("--max-steps", type=int, metavar="N")
+    knobs.add_argument("--epochs", type=int, metavar="N")
+    knobs.add_argument("--input-cost", metavar="LEVEL", help="none, low, medium, high or pixels")
+    knobs.add_argument("--max-eval-batches", type=int, metavar="N")
+    knobs.add_argument("--log-interval", type=int, metavar="N")
+    data = parser.add_argument_group("data and interpreter")
+    data.add_argument("--data-dir", metavar="DIR", help="the data set's folder (default: ./data)")
+    data.add_argument(
+        "--synthetic",
+        type=int,
+        metavar="N",
+        help="make (once) and use a synthetic data set of N training images, kept in the "
+        "runs folder",
+    )
+    data.add_argument(
+        "--python",
+        metavar="PY",
+        help="interpreter with torch (default: $TUNEADVISOR_TORCH_PYTHON, else this one)",
+    )
+    parser.add_argument(
+        "--runs", metavar="DIR", help="runs folder (default: $TUNEADVISOR_RUNS_DIR or ./runs)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_report",
+        metavar="REPORT.json",
+        help="start from this report's advice (`tuneadvisor report --format json`)",
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress bar, one line per epoch"
+    )
+
+
+def settings_from_args(
+    args: argparse.Namespace, report: Mapping[str, Any] | None, source: str | None
+) -> Settings:
+    from dataclasses import replace
+
+    from tuneadvisor.errors import InputError
+    from tuneadvisor.launch.settings import KNOBS, Settings, settings_from_report
+
+    settings = Settings()
+    if report is not None:
+        settings = settings_from_report(settings, report, source or "report")
+    changes: dict[str, Any] = {}
+    for key in ("cpus_per_task", "ntasks", "gpus", "mem", "time"):
+        value = getattr(args, key, None)
+        if value is not None:
+            if isinstance(value, int) and (value < (0 if key == "gpus" else 1)):
+                raise InputError(None, f"--{key.replace('_', '-')} must be at least 1")
+            changes[key] = value
+    knobs = dict(settings.knobs)
+    because = dict(settings.because)
+    for key in KNOBS:
+        value = getattr(args, key, None)
+        if value is not None:
+            knobs[key] = value
+            because.pop(key, None)  # the user's word, not the advice's
+    extra = tuple(getattr(args, "extra", ()) or ())
+    return replace(settings, **changes, knobs=knobs, because=because, extra_args=extra)
+
+
+def _report(args: argparse.Namespace, request: WorkspaceRequest | None) -> tuple[Any, str | None]:
+    from tuneadvisor.launch.settings import load_report
+
+    if args.from_report:
+        return load_report(args.from_report), args.from_report
+    if request is not None:
+        from tuneadvisor.report.json_report import to_json
+        from tuneadvisor.workspace import load_workspace
+
+        return to_json(load_workspace(request)), "the report of " + (
+            ", ".join(request.profiles) or request.job or "the inputs"
+        )
+    return None, None
+
+
+def build_request(
+    args: argparse.Namespace, name: str, request: WorkspaceRequest | None = None
+) -> RunRequest:
+    from tuneadvisor.launch.bundled import bundled, has_data, synthetic_data, torch_python
+    from tuneadvisor.launch.records import runs_dir
+    from tuneadvisor.launch.runner import RunRequest
+
+    spec = bundled(name)
+    report, source = _report(args, request)
+    settings = settings_from_args(args, report, source)
+    python = torch_python(args.python)
+    root = runs_dir(args.runs)
+    if args.synthetic:
+        data_dir = synthetic_data(spec.dataset, root / "data", args.synthetic, python)
+    else:
+        data_dir = Path(args.data_dir or "data")
+        if not has_data(spec.dataset, data_dir):
+            from tuneadvisor.errors import InputError
+
+            gen = "make_mnist_data.py" if spec.dataset == "mnist" else "make_cifar100_data.py"
+            raise InputError(
+                data_dir,
+                f"no {spec.dataset} data here: give --data-dir, --synthetic N, or make it with "
+                f"scripts/{gen} (scripts/download_mnist.sh for the real MNIST)",
+            )
+    return RunRequest(
+        spec=spec,
+        settings=settings,
+        runs_root=root,
+        python=python,
+        data_dir=data_dir.resolve(),
+        label=getattr(args, "label", None),
+        profile=getattr(args, "profile", False),
+        source={"report": source} if source else {},
+        max_restarts=getattr(args, "max_restarts", 0) or 0,
+    )

@@ -1,0 +1,402 @@
+"""Run a bundled script here, inside an emulated allocation, with a progress bar, and leave a
+record; or write its job script and submit it with sbatch."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import resource
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from tuneadvisor import __version__
+from tuneadvisor.errors import InputError
+from tuneadvisor.launch.allocation import Allocation, clean_environ, emulate, pin
+from tuneadvisor.launch.bundled import Bundled, script_path
+from tuneadvisor.launch.records import SCHEMA, Measurements, RunRecord, write_record
+from tuneadvisor.launch.settings import Settings, render_job_script
+
+PREFIX = "TUNEADVISOR "
+
+EventSink = Callable[[Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    spec: Bundled
+    settings: Settings
+    runs_root: Path
+    python: str
+    data_dir: Path
+    label: str | None = None
+    profile: bool = False  # run under kernprof -l
+    source: Mapping[str, Any] = field(default_factory=dict)  # where the settings came from
+    max_restarts: int = 0  # torchrun only
+    cores: Sequence[int] | None = None  # default: this process's affinity
+
+
+@dataclass(frozen=True)
+class Task:
+    argv: list[str]
+    env: dict[str, str]
+    cores: tuple[int, ...]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def new_run_dir(root: Path, name: str) -> tuple[str, Path]:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_id = f"{stamp}-{name}-{secrets.token_hex(2)}"
+    folder = root / run_id
+    folder.mkdir(parents=True, exist_ok=False)
+    return run_id, folder
+
+
+def script_command(
+    req: RunRequest, run_dir: Path, rank: int | None
+) -> tuple[list[str], Path | None]:
+    """``python SCRIPT ARGS`` (under kernprof when profiling) and where its profile goes."""
+    script = script_path(req.spec)
+    args = ["--data-dir", str(req.data_dir), *req.settings.script_args()]
+    if not req.profile:
+        return [req.python, str(script), *args], None
+    out = run_dir / ("profile.lprof" if rank is None else f"profile-rank{rank}.lprof")
+    return [req.python, "-m", "kernprof", "-l", "-q", "-o", str(out), str(script), *args], out
+
+
+def plan_tasks(req: RunRequest, alloc: Allocation, run_dir: Path) -> tuple[list[Task], list[Path]]:
+    base = {**clean_environ(os.environ), **alloc.env, "PYTHONUNBUFFERED": "1"}
+    settings = req.settings
+    profiles: list[Path] = []
+    if req.spec.launcher == "torchrun":  # one agent; it starts the ranks and restarts them
+        args = ["--data-dir", str(req.data_dir), *settings.script_args()]
+        argv = [
+            req.python, "-m", "torch.distributed.run", "--standalone",
+            "--nproc-per-node", str(settings.ntasks), "--max-restarts", str(req.max_restarts),
+            str(script_path(req.spec)), *args,
+        ]  # fmt: skip
+        return [Task(argv, base, alloc.all_cores())], []
+    if req.spec.launcher == "srun" and settings.ntasks > 1:
+        port = str(_free_port())
+        tasks = []
+        for rank in range(settings.ntasks):
+            argv, prof = script_command(req, run_dir, rank)
+            env = {**base, **alloc.task_env(rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+            tasks.append(Task(argv, env, alloc.cores[rank]))
+            if prof:
+                profiles.append(prof)
+        return tasks, profiles
+    argv, prof = script_command(req, run_dir, None)
+    env = {**base, **alloc.task_env(0)}
+    return [Task(argv, env, alloc.cores[0])], [prof] if prof else []
+
+
+class _Reaper:
+    """Watches the tasks: when one fails, the others are stopped (``srun --kill-on-bad-exit``),
+    since the rest of a DDP job would wait for it forever."""
+
+    def __init__(self, procs: list[subprocess.Popen[str]]) -> None:
+        self.procs = procs
+        self.failed: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.2):
+            codes = [p.poll() for p in self.procs]
+            if all(c is not None for c in codes):
+                return
+            bad = [i for i, c in enumerate(codes) if c not in (None, 0)]
+            if bad:
+                self.failed = bad[0]
+                for p in self.procs:
+                    if p.poll() is None:
+                        p.terminate()
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def _children_cpu() -> tuple[float, float]:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+
+
+def _host(alloc: Allocation) -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "cores_used": list(alloc.all_cores()),
+    }
+
+
+def _parse(line: str) -> dict[str, Any] | None:
+    if not line.startswith(PREFIX):
+        return None
+    try:
+        event = json.loads(line[len(PREFIX) :])
+    except json.JSONDecodeError:
+        return None
+    return event if isinstance(event, dict) and "event" in event else None
+
+
+def expected_steps(start: Mapping[str, Any], settings: Settings) -> int | None:
+    """How many steps the run will take, from its start event: the progress bar's length."""
+    if start.get("max_steps"):
+        return int(start["max_steps"])
+    try:
+        per_rank = int(start["batch_size"]) * int(start.get("world_size") or 1)
+        epochs = int(str(start.get("epochs") or settings.knobs.get("epochs") or 1))
+        return epochs * math.ceil(int(start["train_samples"]) / per_rank)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
+def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
+    """Run to the end (or a failure) and write the record; ``on_event`` sees each progress
+    event as it comes (the progress bar)."""
+    spec, settings = req.spec, req.settings
+    run_id, run_dir = new_run_dir(req.runs_root, spec.name)
+    alloc = emulate(settings, name=spec.name, submit_dir=str(Path.cwd()), cores=req.cores)
+    tasks, profiles = plan_tasks(req, alloc, run_dir)
+    notes = [*settings.notes, *alloc.notes]
+    if req.profile and spec.launcher == "torchrun":
+        notes.append("no profile: kernprof does not follow torchrun's workers")
+    started = datetime.now(UTC)
+    cpu0, _ = _children_cpu()
+    t0 = time.perf_counter()
+    measurements = Measurements()
+    log_path = run_dir / "output.log"
+    events_path = run_dir / "events.jsonl"
+    procs: list[subprocess.Popen[str]] = []
+    files: list[IO[str]] = []
+    pinned = True
+    status = "failed"
+    try:
+        for rank, task in enumerate(tasks):
+            err = open(run_dir / f"stderr-rank{rank}.log", "w")  # noqa: SIM115
+            out: IO[str] | int = subprocess.PIPE
+            if rank > 0:
+                out = open(run_dir / f"stdout-rank{rank}.log", "w")  # noqa: SIM115
+                files.append(out)
+            files.append(err)
+            proc = subprocess.Popen(
+                task.argv, stdout=out, stderr=err, env=task.env, text=True, cwd=run_dir,
+                stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+            pinned = pin(proc.pid, task.cores) and pinned
+            procs.append(proc)
+        reaper = _Reaper(procs)
+        assert procs[0].stdout is not None
+        with open(log_path, "w") as log, open(events_path, "w") as events:
+            for line in procs[0].stdout:
+                log.write(line)
+                event = _parse(line.rstrip("\n"))
+                if event is not None:
+                    events.write(json.dumps(event) + "\n")
+                    measurements.add(event)
+                    if on_event is not None:
+                        on_event(event)
+        for proc in procs:
+            proc.wait()
+        reaper.stop()
+        codes = [p.returncode for p in procs]
+        status = "completed" if all(c == 0 for c in codes) else "failed"
+        if reaper.failed is not None:
+            notes.append(f"task {reaper.failed} failed; the other tasks were stopped")
+    except KeyboardInterrupt:
+        status = "interrupted"
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    finally:
+        for f in files:
+            f.close()
+    if not pinned:
+        notes.append("could not set CPU affinity here: the run used every core")
+    wall = time.perf_counter() - t0
+    cpu1, maxrss = _children_cpu()
+    cpu = cpu1 - cpu0
+    start = measurements.start
+    data: dict[str, Any] = {
+        "kind": "tuneadvisor-run",
+        "schema": SCHEMA,
+        "id": run_id,
+        "name": spec.name,
+        "label": req.label,
+        "status": status,
+        "exit_codes": [p.returncode for p in procs],
+        "where": "local",
+        "script": str(script_path(spec)),
+        "launcher": spec.launcher,
+        "settings": settings.to_json(),
+        "source": dict(req.source),
+        "commands": [t.argv for t in tasks],
+        "allocation": alloc.to_json(),
+        "host": _host(alloc),
+        "versions": {
+            "tuneadvisor": __version__,
+            "python": start.get("python"),
+            "torch": start.get("torch"),
+            "torchvision": start.get("torchvision"),
+            "cuda": start.get("cuda"),
+        },
+        "started": started.isoformat(timespec="seconds"),
+        "ended": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_s": round(wall, 3),
+        "start": start,
+        "summary": measurements.summary(),
+        "steps": measurements.steps,
+        "epochs": measurements.epochs,
+        "events": measurements.other,
+        "resources": {
+            "requested_cores": settings.ntasks * settings.cpus_per_task,
+            "cores_allowed": len(alloc.all_cores()),
+            "cpu_s": round(cpu, 3),
+            "cores_used": round(cpu / wall, 3) if wall > 0 else None,
+            "max_rss_mib": round(maxrss, 1),
+        },
+        "paths": {
+            "dir": str(run_dir),
+            "log": log_path.name,
+            "events": events_path.name,
+            "profiles": [p.name for p in profiles if p.exists()],
+            "metrics": [],
+        },
+        "notes": notes,
+    }
+    path = write_record(run_dir, data)
+    return RunRecord(data, path)
+
+
+def stderr_tail(record: RunRecord, lines: int = 15) -> str:
+    """The end of the failing task's stderr, for the error message."""
+    base = Path(record.data["paths"]["dir"])
+    codes = record.data.get("exit_codes") or []
+    rank = next((i for i, c in enumerate(codes) if c not in (0, None)), 0)
+    try:
+        text = (base / f"stderr-rank{rank}.log").read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+# --------------------------------------------------------------------------- sbatch
+
+
+def launch_line(req: RunRequest) -> list[str]:
+    """The job script's command line for this script and these settings."""
+    script = str(script_path(req.spec))
+    args = ["--data-dir", str(req.data_dir.resolve()), *req.settings.script_args()]
+    if req.spec.launcher == "torchrun":
+        return [
+            req.python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+            str(req.settings.ntasks), "--max-restarts", str(req.max_restarts), script, *args,
+        ]  # fmt: skip
+    command = [req.python, script, *args]
+    if req.profile:
+        command = [req.python, "-m", "kernprof", "-l", "-q", "-o", "${SLURM_JOB_ID}.lprof",
+                   script, *args]  # fmt: skip
+    return ["srun", *command] if req.spec.launcher == "srun" else command
+
+
+def write_submission(req: RunRequest) -> tuple[str, Path, Path]:
+    """A run folder with the job script in it: (run id, folder, job script)."""
+    run_id, run_dir = new_run_dir(req.runs_root, req.spec.name)
+    job = run_dir / "job.sbatch"
+    job.write_text(
+        render_job_script(
+            req.settings,
+            name=req.spec.name,
+            launch=launch_line(req),
+            workdir=run_dir.resolve(),
+            output=str(run_dir.resolve() / "slurm-%j.out"),
+        )
+    )
+    return run_id, run_dir, job
+
+
+def submitted_record(
+    req: RunRequest, run_id: str, run_dir: Path, job: Path, job_id: str
+) -> RunRecord:
+    data: dict[str, Any] = {
+        "kind": "tuneadvisor-run",
+        "schema": SCHEMA,
+        "id": run_id,
+        "name": req.spec.name,
+        "label": req.label,
+        "status": "submitted",
+        "where": "slurm",
+        "slurm_job_id": job_id,
+        "script": str(script_path(req.spec)),
+        "launcher": req.spec.launcher,
+        "settings": req.settings.to_json(),
+        "source": dict(req.source),
+        "commands": [launch_line(req)],
+        "versions": {"tuneadvisor": __version__, "python": sys.version.split()[0]},
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "paths": {
+            "dir": str(run_dir),
+            "job": job.name,
+            "log": f"slurm-{job_id}.out",
+            "profiles": [f"{job_id}.lprof"] if req.profile else [],
+            "metrics": [],
+        },
+        "notes": list(req.settings.notes),
+    }
+    path = write_record(run_dir, data)
+    return RunRecord(data, path)
+
+
+def complete_from_output(record: RunRecord, state: str | None) -> RunRecord:
+    """Fill a submitted run's measurements from its job output, once the job has ended."""
+    if record.path is None:
+        raise InputError(None, "the run record has no folder")
+    run_dir = record.path.parent
+    log = run_dir / str(record.data["paths"]["log"])
+    measurements = Measurements()
+    if log.is_file():
+        for line in log.read_text(errors="replace").splitlines():
+            event = _parse(line)
+            if event is not None:
+                measurements.add(event)
+    data = dict(record.data)
+    data.update(
+        status="completed" if state == "COMPLETED" else (state or "unknown").lower(),
+        slurm_state=state,
+        start=measurements.start,
+        summary=measurements.summary(),
+        steps=measurements.steps,
+        epochs=measurements.epochs,
+        events=measurements.other,
+        ended=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    data["versions"] = {
+        **data.get("versions", {}),
+        **{k: measurements.start.get(k) for k in ("torch", "torchvision", "cuda", "python")},
+    }
+    return RunRecord(data, write_record(run_dir, data))

@@ -1,0 +1,236 @@
+"""What a run asks for: the allocation (tasks, cores, GPUs, memory, time) and the knobs of the
+training script, from explicit flags or from a report's advice (``report --format json``).
+
+Later sources win: the bundled defaults, then the report's job directives (what the profiled
+run had), then the report's plan (what the advice changes), then flags given on the command
+line.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tuneadvisor.errors import InputError, read_text_input
+
+# knob name (as the advisor's plan.script spells it) -> the training scripts' flag and kind:
+# "int", "str", "bool" (--flag / --no-flag) or "flag" (--flag when true).
+KNOBS: dict[str, tuple[str, str]] = {
+    "num_workers": ("--num-workers", "int"),
+    "batch_size": ("--batch-size", "int"),
+    "pin_memory": ("--pin-memory", "bool"),
+    "persistent_workers": ("--persistent-workers", "bool"),
+    "prefetch_factor": ("--prefetch-factor", "int"),
+    "amp": ("--amp", "flag"),
+    "max_steps": ("--max-steps", "int"),
+    "epochs": ("--epochs", "int"),
+    "input_cost": ("--input-cost", "str"),
+    "max_eval_batches": ("--max-eval-batches", "int"),
+    "log_interval": ("--log-interval", "int"),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    ntasks: int = 1
+    cpus_per_task: int = 1
+    gpus: int = 0
+    mem: str | None = None
+    time: str | None = None
+    knobs: Mapping[str, object] = field(default_factory=dict)
+    extra_args: tuple[str, ...] = ()
+    because: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # knob -> finding ids
+    notes: tuple[str, ...] = ()
+
+    def with_knobs(self, **knobs: object) -> Settings:
+        return replace(self, knobs={**self.knobs, **knobs})
+
+    def script_args(self) -> list[str]:
+        """The knobs as the training scripts' flags, in a stable order."""
+        args: list[str] = []
+        for name, (flag, kind) in KNOBS.items():
+            if name not in self.knobs or self.knobs[name] is None:
+                continue
+            value = self.knobs[name]
+            if kind == "flag":
+                if value:
+                    args.append(flag)
+            elif kind == "bool":
+                args.append(flag if value else "--no-" + flag.removeprefix("--"))
+            else:
+                args += [flag, str(value)]
+        return [*args, *self.extra_args]
+
+    def describe(self) -> str:
+        """One short line: ``2 cpu, 1 task, workers 1, batch 64``."""
+        parts = [f"{self.cpus_per_task} cpu"]
+        if self.ntasks != 1:
+            parts.append(f"{self.ntasks} tasks")
+        if self.gpus:
+            parts.append(f"{self.gpus} gpu")
+        short = {"num_workers": "workers", "batch_size": "batch", "input_cost": "input"}
+        for name in ("num_workers", "batch_size", "pin_memory", "amp", "input_cost"):
+            value = self.knobs.get(name)
+            if value is None or (name == "amp" and not value):
+                continue
+            label = short.get(name, name.replace("_", " "))
+            parts.append(label if value is True else f"{label} {value}")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ntasks": self.ntasks,
+            "cpus_per_task": self.cpus_per_task,
+            "gpus": self.gpus,
+            "mem": self.mem,
+            "time": self.time,
+            "knobs": dict(self.knobs),
+            "extra_args": list(self.extra_args),
+            "because": {k: list(v) for k, v in self.because.items()},
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Settings:
+        return cls(
+            ntasks=int(data.get("ntasks", 1)),
+            cpus_per_task=int(data.get("cpus_per_task", 1)),
+            gpus=int(data.get("gpus", 0)),
+            mem=data.get("mem"),
+            time=data.get("time"),
+            knobs=dict(data.get("knobs", {})),
+            extra_args=tuple(data.get("extra_args", ())),
+            because={k: tuple(v) for k, v in data.get("because", {}).items()},
+            notes=tuple(data.get("notes", ())),
+        )
+
+
+def _positive(value: object, what: str, source: str) -> int:
+    try:
+        n = int(str(value))
+    except ValueError:
+        raise InputError(source, f"{what} must be a whole number, not {value!r}") from None
+    if n < 0:
+        raise InputError(source, f"{what} must be 0 or more, not {n}")
+    return n
+
+
+def _gpus_of(directives: Mapping[str, Any], source: str) -> int | None:
+    for key in ("gpus", "gpus-per-node", "gpus-per-task"):
+        if key in directives:
+            text = str(directives[key]).rsplit(":", 1)[-1]
+            return _positive(text, f"--{key}", source)
+    gres = directives.get("gres")
+    if gres:
+        for item in str(gres).split(","):
+            parts = item.split(":")
+            if parts[0] == "gpu":
+                return _positive(parts[-1] if len(parts) > 1 else "1", "--gres", source)
+    return None
+
+
+def _apply_sbatch(settings: Settings, table: Mapping[str, Any], source: str) -> Settings:
+    changes: dict[str, Any] = {}
+    if "cpus-per-task" in table:
+        changes["cpus_per_task"] = max(
+            1, _positive(table["cpus-per-task"], "cpus-per-task", source)
+        )
+    for key in ("ntasks", "ntasks-per-node"):
+        if key in table:
+            changes["ntasks"] = max(1, _positive(table[key], key, source))
+    gpus = _gpus_of(table, source)
+    if gpus is not None:
+        changes["gpus"] = gpus
+    if "mem" in table:
+        changes["mem"] = str(table["mem"])
+    if "time" in table:
+        changes["time"] = str(table["time"])
+    return replace(settings, **changes)
+
+
+def _plain(value: object) -> object:
+    """A plan value as a knob: the advisor writes Python literals such as ``True``."""
+    if isinstance(value, str) and value in ("True", "False"):
+        return value == "True"
+    return value
+
+
+def settings_from_report(base: Settings, report: Mapping[str, Any], source: str) -> Settings:
+    """``base`` with the report's job directives, then its plan, applied."""
+    if not isinstance(report, Mapping) or report.get("tool", {}).get("name") != "tuneadvisor":
+        raise InputError(source, "not a report of `tuneadvisor report --format json`")
+    settings = base
+    job = report.get("job") or {}
+    settings = _apply_sbatch(settings, job.get("directives") or {}, source)
+    advice = report.get("advice") or {}
+    plan = advice.get("plan") or {}
+    sbatch = {k: v.get("value") for k, v in (plan.get("sbatch") or {}).items()}
+    settings = _apply_sbatch(settings, sbatch, source)
+    knobs = dict(settings.knobs)
+    because: dict[str, tuple[str, ...]] = dict(settings.because)
+    notes = list(settings.notes)
+    for key, change in (plan.get("script") or {}).items():
+        ids = tuple(change.get("because", ()))
+        if key in KNOBS:
+            knobs[key] = _plain(change.get("value"))
+            because[key] = ids
+        else:
+            notes.append(
+                f"advice {key} = {change.get('value')!r} ({', '.join(ids)}) is not a setting "
+                "of the bundled scripts: they already do it right"
+            )
+    for key, change in (plan.get("sbatch") or {}).items():
+        because["sbatch." + key] = tuple(change.get("because", ()))
+    for key, change in (plan.get("env") or {}).items():
+        notes.append(f"advice: export {key}={change.get('value')} (not applied to local runs)")
+    return replace(settings, knobs=knobs, because=because, notes=tuple(notes))
+
+
+def load_report(path: str) -> dict[str, Any]:
+    text = read_text_input(path, "report")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not JSON (line {exc.lineno}): {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise InputError(path, "not a report of `tuneadvisor report --format json`")
+    return data
+
+
+# --------------------------------------------------------------------------- job scripts
+
+
+def render_job_script(
+    settings: Settings, *, name: str, launch: list[str], workdir: Path, output: str
+) -> str:
+    """A job script that runs ``launch`` with these settings, as the bundled ones are
+    written: directives, OMP_NUM_THREADS from the job, then the launch line."""
+    lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={name}",
+        "#SBATCH --nodes=1",
+        f"#SBATCH --ntasks={settings.ntasks}",
+        f"#SBATCH --cpus-per-task={settings.cpus_per_task}",
+    ]
+    if settings.mem:
+        lines.append(f"#SBATCH --mem={settings.mem}")
+    if settings.gpus:
+        lines.append(f"#SBATCH --gres=gpu:{settings.gpus}")
+    if settings.time:
+        lines.append(f"#SBATCH --time={settings.time}")
+    lines.append(f"#SBATCH --output={output}")
+    lines += [
+        "",
+        "# Written by tuneadvisor from these settings:",
+        f"#   {settings.describe()}",
+        *(f"#   {k}: from {', '.join(v)}" for k, v in settings.because.items() if v),
+        "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}",
+        f"cd {shlex.quote(str(workdir))}",
+        " ".join(shlex.quote(a) if not a.startswith("$") else a for a in launch),
+        "",
+    ]
+    return "\n".join(lines)

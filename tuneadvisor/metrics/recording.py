@@ -1,0 +1,206 @@
+"""``watch --record FILE``: JSON Lines, append-only, one line per sampling round.
+
+Line 1 is the header: ``{"format": "tuneadvisor-watch", "version": 1, ...}`` with the start
+time, host, interval, target and why GPU data is missing if it is. Every other line is one
+round: ``{"t": seconds since start, "gpus": [...], "host": {...}, "procs": [...], ...}``, with
+absent values left out (absent means "no data", as everywhere in ``model``). A process's
+name, command line and user are written on the first line it appears in, not repeated.
+
+Each line is written whole, flushed and fsync'ed before the next round starts, so a crash of
+the sampler loses nothing and a crash of the node loses at most the round being written: a
+last line cut short (no newline, not JSON) is dropped with a note when reading. A broken line
+anywhere else is an error naming the line. Several recordings appended to one file (a header
+line again) read as one, their clocks kept apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import IO, Any
+
+from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
+from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
+
+FORMAT = "tuneadvisor-watch"
+VERSION = 1
+
+_GPU_FIELDS = tuple(f.name for f in fields(GpuSample) if f.name != "t")
+_HOST_FIELDS = tuple(f.name for f in fields(HostSample) if f.name != "t")
+_PROC_STATIC = ("name", "cmdline", "user")
+_PROC_FIELDS = tuple(f.name for f in fields(ProcSample) if f.name not in _PROC_STATIC)
+
+
+class RecordingError(ValueError):
+    """Not a watch recording, or a broken line inside one (the message names the line)."""
+
+
+def sniff(text: str) -> bool:
+    """True when ``text`` starts like a watch recording (for ``--metrics`` auto-detection)."""
+    first = text.lstrip()[:200]
+    return first.startswith("{") and f'"{FORMAT}"' in first
+
+
+def _compact(obj: object, names: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in names:
+        value = getattr(obj, name)
+        if value is None or value == ():
+            continue
+        if isinstance(value, float):
+            value = round(value, 3)
+        elif isinstance(value, tuple):
+            value = [round(v, 1) if isinstance(v, float) else v for v in value]
+        out[name] = value
+    return out
+
+
+class RecordingWriter:
+    """Append rounds to a file; every line is on disk before ``write`` returns."""
+
+    def __init__(self, path: str | os.PathLike[str], header: Mapping[str, object]) -> None:
+        self.path = Path(path)
+        self._file: IO[str] = self.path.open("a", encoding="utf-8")
+        self._t0: float | None = None
+        self._seen: set[tuple[int, str]] = set()
+        head = {
+            "format": FORMAT,
+            "version": VERSION,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "host": socket.gethostname(),
+            **header,
+        }
+        self._line(head)
+
+    def _line(self, obj: Mapping[str, object]) -> None:
+        self._file.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def write(self, snap: Snapshot) -> None:
+        if self._t0 is None:
+            self._t0 = snap.t
+        row: dict[str, object] = {"t": round(snap.t - self._t0, 3)}
+        if snap.gpus:
+            row["gpus"] = [_compact(g, _GPU_FIELDS) for g in snap.gpus]
+        if snap.gpu_procs:
+            row["gpu_procs"] = [_compact(p, ("gpu_key", "pid", "used_mib")) for p in snap.gpu_procs]
+        if snap.host is not None:
+            row["host"] = _compact(snap.host, _HOST_FIELDS)
+        if snap.procs:
+            procs = []
+            for p in snap.procs:
+                entry = _compact(p, _PROC_FIELDS)
+                key = (p.pid, p.cmdline)
+                if key not in self._seen:
+                    self._seen.add(key)
+                    entry.update(_compact(p, _PROC_STATIC))
+                procs.append(entry)
+            row["procs"] = procs
+        if snap.no_data:
+            row["no_data"] = list(snap.no_data)
+        if snap.sampler_cpu_pct is not None:
+            row["sampler_cpu_pct"] = round(snap.sampler_cpu_pct, 2)
+        if snap.mark:
+            row["mark"] = snap.mark
+        self._line(row)
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+
+@dataclass(frozen=True)
+class Recording:
+    headers: tuple[Mapping[str, Any], ...]
+    snapshots: tuple[Snapshot, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def header(self) -> Mapping[str, Any]:
+        return self.headers[0] if self.headers else {}
+
+    def series(self) -> MetricsSeries:
+        return MetricsSeries.from_samples(
+            (g for s in self.snapshots for g in s.gpus),
+            (s.host for s in self.snapshots if s.host is not None),
+            source="recording",
+            notes=self.notes,
+        )
+
+
+def _build(cls: type[Any], data: Mapping[str, Any], **extra: Any) -> Any:
+    known = {f.name for f in fields(cls)}
+    args = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in known}
+    return cls(**args, **extra)
+
+
+def _rows(text: str) -> Iterator[tuple[int, str, bool]]:
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            yield number, line, number == len(lines)  # the last piece has no newline after it
+
+
+def parse_recording(text: str) -> Recording:
+    if not sniff(text):
+        raise RecordingError(f"line 1: not a {FORMAT} recording")
+    headers: list[Mapping[str, Any]] = []
+    snaps: list[Snapshot] = []
+    notes: list[str] = []
+    offset = 0.0  # later recordings appended to the file start after the earlier ones
+    last_t = 0.0
+    static: dict[int, dict[str, Any]] = {}
+    for number, line, unterminated in _rows(text):
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:
+            if unterminated:
+                notes.append(f"line {number}: cut short (the run was killed?); dropped")
+                break
+            raise RecordingError(f"line {number}: not JSON ({exc})") from None
+        if obj.get("format") == FORMAT:
+            if obj.get("version") != VERSION:
+                raise RecordingError(f"line {number}: version {obj.get('version')!r} unknown")
+            headers.append(obj)
+            offset = last_t + (1.0 if snaps else 0.0)
+            static = {}
+            continue
+        try:
+            t = float(obj["t"]) + offset
+            snaps.append(_snapshot(obj, t, static))
+        except (KeyError, TypeError, ValueError) as exc:
+            if unterminated:
+                notes.append(f"line {number}: cut short; dropped")
+                break
+            raise RecordingError(f"line {number}: not a sample ({exc!r})") from None
+        last_t = t
+    return Recording(tuple(headers), tuple(snaps), tuple(notes))
+
+
+def _snapshot(obj: Mapping[str, Any], t: float, static: dict[int, dict[str, Any]]) -> Snapshot:
+    gpus = tuple(_build(GpuSample, g, t=t) for g in obj.get("gpus", ()))
+    host = _build(HostSample, obj["host"], t=t) if "host" in obj else None
+    procs = []
+    for entry in obj.get("procs", ()):
+        pid = int(entry["pid"])
+        if any(k in entry for k in _PROC_STATIC):
+            static[pid] = {k: entry[k] for k in _PROC_STATIC if k in entry}
+        procs.append(_build(ProcSample, {**static.get(pid, {}), **entry}))
+    return Snapshot(
+        t=t,
+        gpus=gpus,
+        gpu_procs=tuple(_build(GpuProcess, p) for p in obj.get("gpu_procs", ())),
+        host=host,
+        procs=tuple(procs),
+        no_data=tuple(obj.get("no_data", ())),
+        sampler_cpu_pct=obj.get("sampler_cpu_pct"),
+        mark=obj.get("mark"),
+    )

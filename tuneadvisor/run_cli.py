@@ -1,0 +1,181 @@
+"""``tuneadvisor run NAME [SETTINGS]``: relaunch a bundled training script with explicit
+settings or with a report's advice, here (emulated allocation) or through sbatch.
+
+Only argparse is imported at start-up; the launch machinery loads when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tuneadvisor.launch.records import RunRecord
+    from tuneadvisor.launch.runner import RunRequest
+    from tuneadvisor.launch.settings import Settings
+    from tuneadvisor.workspace import WorkspaceRequest
+
+EXIT_RUN_FAILED = 1
+BUNDLED_NAMES = "mnist_single, mnist_ddp, mnist_torchrun, cifar100_wrn"
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    from tuneadvisor.launch.requests import add_settings_arguments
+
+    parser.add_argument("name", metavar="NAME", help="bundled script: " + BUNDLED_NAMES)
+    add_settings_arguments(parser)
+    parser.add_argument("--label", help="a name for this run in comparisons")
+    parser.add_argument(
+        "--profile", action="store_true", help="run under kernprof -l (the .lprof is recorded)"
+    )
+    parser.add_argument(
+        "--max-restarts", type=int, default=0, metavar="N", help="torchrun: elastic restarts"
+    )
+    parser.add_argument("--submit", action="store_true", help="submit through sbatch instead")
+    parser.add_argument(
+        "--wait",
+        type=float,
+        metavar="S",
+        help="with --submit: wait up to S seconds for the job, then record its results",
+    )
+    parser.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument for the training script (repeatable)",
+    )
+
+
+class ProgressView:
+    """A rich progress bar fed by the training's progress events (stderr, terminals only);
+    elsewhere one plain line per epoch."""
+
+    def __init__(self, console: Console, label: str, settings: Settings, live: bool) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.console = console
+        self.settings = settings
+        self.live = live
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("steps  {task.fields[rate]} samples/s  loss {task.fields[loss]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+            disable=not live,
+        )
+        self.task = self.progress.add_task(label, total=None, rate="-", loss="-")
+
+    def __enter__(self) -> ProgressView:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        from tuneadvisor.launch.runner import expected_steps
+
+        kind = event.get("event")
+        if kind == "start":
+            self.progress.update(self.task, total=expected_steps(event, self.settings))
+        elif kind == "step":
+            rate = event.get("samples_per_s")
+            self.progress.update(
+                self.task,
+                completed=int(event.get("step", 0)),
+                rate=f"{rate:,.0f}" if isinstance(rate, int | float) else "-",
+                loss=f"{event.get('loss', 0):.4f}",
+            )
+        elif kind == "epoch":
+            accuracy = 100 * float(event.get("accuracy", 0))
+            line = (
+                f"epoch {event.get('epoch')}: accuracy {accuracy:.1f} %"
+                f", test loss {event.get('test_loss')}, {event.get('samples_per_s')} samples/s"
+            )
+            if self.live:
+                self.progress.console.print(line)
+            else:
+                self.console.print(line, highlight=False)
+        elif kind in ("resume", "killed"):
+            self.console.print(f"{kind}: {dict(event)}", highlight=False)
+
+
+def print_record(console: Console, record: RunRecord) -> None:
+    s = record.summary
+    rate = record.samples_per_s
+    console.print(
+        f"[bold]{record.id}[/]: {record.data.get('status')}, "
+        f"{record.settings.describe()}; "
+        + (f"{rate:,.1f} samples/s (median of steps), " if rate else "")
+        + (
+            f"final accuracy {100 * s['final_accuracy']:.1f} %, "
+            if s.get("final_accuracy") is not None
+            else ""
+        )
+        + f"record {record.path}",
+        highlight=False,
+    )
+    for note in record.data.get("notes", []):
+        console.print(f"  note: {note}", highlight=False)
+
+
+def run_run(args: argparse.Namespace, request: WorkspaceRequest | None) -> int:
+    from rich.console import Console
+
+    from tuneadvisor.launch.requests import build_request
+    from tuneadvisor.launch.runner import run_local, stderr_tail
+
+    console = Console(stderr=True)
+    req = build_request(args, args.name, request)
+    for note in req.settings.notes:
+        console.print(f"note: {note}", highlight=False)
+    if args.submit:
+        return _submit(args, req, console)
+    live = not args.no_progress and console.is_terminal
+    label = args.label or f"{req.spec.name} ({req.settings.describe()})"
+    with ProgressView(console, label, req.settings, live) as view:
+        record = run_local(req, on_event=view)
+    print_record(Console(), record)
+    if not record.ok:
+        tail = stderr_tail(record)
+        print(f"tuneadvisor: run {record.id} {record.data.get('status')}", file=sys.stderr)
+        if tail:
+            print(tail, file=sys.stderr)
+        return EXIT_RUN_FAILED
+    return 0
+
+
+def _submit(args: argparse.Namespace, req: RunRequest, console: Console) -> int:
+    from tuneadvisor.launch.runner import complete_from_output, submitted_record, write_submission
+    from tuneadvisor.slurm.client import SlurmClient
+
+    client = SlurmClient()
+    run_id, run_dir, job = write_submission(req)
+    job_id = client.submit(job, chdir=str(run_dir.resolve()))
+    record = submitted_record(req, run_id, run_dir, job, job_id)
+    print(f"Submitted batch job {job_id}; record {record.path}")
+    if args.wait:
+        info = client.wait_finished(job_id, args.wait)
+        state = getattr(info, "state", None) if info is not None else None
+        acct = client.poll_accounting(job_id) if client.which("sacct") else None
+        state = getattr(acct, "state", None) or state
+        record = complete_from_output(record, str(state) if state else None)
+        print_record(Console(), record)
+        return 0 if record.ok else EXIT_RUN_FAILED
+    return 0

@@ -1,0 +1,327 @@
+"""The live screen of ``tuneadvisor watch`` (and the replay of a recording).
+
+The app takes its data source in its constructor: a ``WatchSession`` (or anything with its
+shape: ``run``, ``stop``, ``view``, ``state``, ``mark``, ``interval_s``, ``window_s``,
+``live``). Sampling runs in a daemon thread; the screen polls the session's frozen state on a
+timer and never touches NVML or psutil itself. Pausing freezes the screen, not the sampling
+(the recording keeps every round).
+
+Keys: p pause, + / - zoom the time window, g next GPU, up/down pick a process, m mark a
+moment, q quit.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import ClassVar, Protocol
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable, Footer, Header, Sparkline, Static
+
+from tuneadvisor.metrics.model import GpuSample, Stats
+from tuneadvisor.metrics.snapshot import ROLE_WORKER, ProcSample, Snapshot
+from tuneadvisor.watch.session import LiveState
+
+ZOOMS: tuple[float | None, ...] = (30.0, 60.0, 300.0, 900.0, 3600.0, None)  # None: whole run
+MAX_CORE_LINES = 16
+
+
+class Source(Protocol):
+    interval_s: float
+    window_s: float
+    live: bool
+    stop: threading.Event
+    job: dict[str, object]
+
+    def run(self) -> None: ...
+    def view(self, seconds: float | None) -> list[Snapshot]: ...
+    def state(self) -> LiveState: ...
+    def mark(self, label: str) -> None: ...
+
+
+def _fmt(value: float | None, spec: str = ".0f") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def gpu_line(gpu: GpuSample, selected: bool) -> str:
+    name = gpu.name or gpu.gpu_key
+    util = f"{_fmt(gpu.util_pct)}%"
+    mem = f"{_fmt(gpu.mem_used_mib)}/{_fmt(gpu.mem_total_mib)} MiB"
+    power = f"{_fmt(gpu.power_w)}/{_fmt(gpu.power_limit_w)} W"
+    mark = "▶ " if selected else "  "
+    label = f"GPU {gpu.index}" if gpu.index is not None else gpu.gpu_key
+    return (
+        f"{mark}{label} {name}  util {util}  mem {mem}  {power}  "
+        f"{_fmt(gpu.temp_c)}°C  SM {_fmt(gpu.sm_clock_mhz)} MHz"
+    )
+
+
+def tree_rows(procs: Sequence[ProcSample]) -> list[tuple[int, ProcSample]]:
+    """Processes in tree order with their depth (parents first, children indented)."""
+    pids = {p.pid for p in procs}
+    children: dict[int | None, list[ProcSample]] = {}
+    for p in procs:
+        parent = p.ppid if p.ppid in pids else None
+        children.setdefault(parent, []).append(p)
+    out: list[tuple[int, ProcSample]] = []
+
+    def walk(parent: int | None, depth: int) -> None:
+        for p in sorted(children.get(parent, []), key=lambda q: q.pid):
+            out.append((depth, p))
+            walk(p.pid, depth + 1)
+
+    walk(None, 0)
+    return out
+
+
+class WatchApp(App[int]):
+    CSS_PATH = "watch.tcss"
+    TITLE = "tuneadvisor watch"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("p", "pause", "Pause"),
+        Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+"),
+        Binding("minus", "zoom(1)", "Zoom out", key_display="-"),
+        Binding("g", "next_gpu", "Next GPU"),
+        Binding("m", "mark", "Mark"),
+    ]
+
+    def __init__(self, source: Source, title: str = "tuneadvisor watch") -> None:
+        super().__init__()
+        self.source = source
+        self.title = title
+        self.paused = False
+        self.zoom = ZOOMS.index(60.0)
+        self.gpu_index = 0
+        self.marks = 0
+        self.shown_rounds = -1
+        self._thread: threading.Thread | None = None
+        self._gpu_keys: tuple[str, ...] = ()
+        self._cores = -1
+        self._gpu_widgets: list[tuple[Static, Sparkline]] = []
+        self._core_sparks: list[Sparkline] = []
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="top"):
+            yield Vertical(Static("GPUs", classes="title"), id="gpus")
+            yield Vertical(Static("CPU cores", classes="title"), id="cores")
+        yield Static("", id="status")
+        yield Static("", id="requests")
+        table: DataTable[str] = DataTable(id="procs", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Static("", id="proc-detail")
+        yield Static("Findings: waiting for samples", id="findings")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table: DataTable[str] = self.query_one("#procs", DataTable)
+        table.add_columns("PID", "Role", "CPU %", "RSS MiB", "State", "Thr", "GPU MiB", "Command")
+        if self.source.live:
+            self._thread = threading.Thread(target=self.source.run, daemon=True, name="sampler")
+            self._thread.start()
+        period = max(0.1, min(1.0, self.source.interval_s))
+        self.set_interval(period, self.refresh_view)
+        self.refresh_view()
+
+    def on_unmount(self) -> None:
+        self.source.stop.set()
+
+    # ------------------------------------------------------------------ actions
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        self.refresh_view(force=True)
+
+    def action_zoom(self, step: int) -> None:
+        self.zoom = max(0, min(len(ZOOMS) - 1, self.zoom + step))
+        self.refresh_view(force=True)
+
+    def action_next_gpu(self) -> None:
+        if self._gpu_keys:
+            self.gpu_index = (self.gpu_index + 1) % len(self._gpu_keys)
+            self.refresh_view(force=True)
+
+    def action_mark(self) -> None:
+        self.marks += 1
+        label = f"mark {self.marks}"
+        self.source.mark(label)
+        self.notify(f"{label} recorded at the next sample")
+
+    # ------------------------------------------------------------------ drawing
+
+    @property
+    def zoom_label(self) -> str:
+        seconds = ZOOMS[self.zoom]
+        if seconds is None:
+            return "whole run"
+        return f"last {seconds / 60:g} min" if seconds >= 60 else f"last {seconds:g} s"
+
+    def refresh_view(self, force: bool = False) -> None:
+        state = self.source.state()
+        if self.paused and not force:
+            return
+        if state.rounds == self.shown_rounds and not force:
+            return
+        self.shown_rounds = state.rounds
+        snaps = self.source.view(ZOOMS[self.zoom])
+        self._draw_gpus(snaps)
+        self._draw_cores(snaps)
+        self._draw_status(state, snaps)
+        self._draw_procs(state.latest)
+        self._draw_findings(state)
+
+    def _draw_gpus(self, snaps: Sequence[Snapshot]) -> None:
+        box = self.query_one("#gpus", Vertical)
+        latest = snaps[-1] if snaps else None
+        gpus = latest.gpus if latest else ()
+        keys = tuple(g.gpu_key for g in gpus)
+        if keys != self._gpu_keys:
+            self._gpu_keys = keys
+            self.gpu_index = min(self.gpu_index, max(0, len(keys) - 1))
+            for child in list(box.children)[1:]:
+                child.remove()
+            if not keys:
+                why = next((n for n in (latest.no_data if latest else ()) if "GPU" in n), "")
+                box.mount(Static(f"no GPU data{': ' + why if why else ''}", id="gpu-none"))
+            self._gpu_widgets = []
+            for i, _key in enumerate(keys):
+                pair = (
+                    Static("", id=f"gpu-label-{i}", classes="gpu-label"),
+                    Sparkline([], id=f"gpu-spark-{i}", summary_function=max),
+                )
+                self._gpu_widgets.append(pair)
+                box.mount(*pair)
+        for i, gpu in enumerate(gpus):
+            label, spark = self._gpu_widgets[i]
+            label.update(gpu_line(gpu, selected=i == self.gpu_index))
+            label.set_class(i == self.gpu_index, "selected")
+            values = [g.util_pct or 0.0 for s in snaps for g in s.gpus if g.gpu_key == gpu.gpu_key]
+            spark.data = values or [0.0]
+
+    def _draw_cores(self, snaps: Sequence[Snapshot]) -> None:
+        box = self.query_one("#cores", Vertical)
+        hosts = [s.host for s in snaps if s.host is not None and s.host.cpu_pct_per_core]
+        cores = max((len(h.cpu_pct_per_core) for h in hosts), default=0)
+        shown = min(cores, MAX_CORE_LINES)
+        if cores != self._cores:
+            self._cores = cores
+            for child in list(box.children)[1:]:
+                child.remove()
+            self._core_sparks = [
+                Sparkline([], id=f"core-{i}", summary_function=max) for i in range(shown)
+            ]
+            for i, spark in enumerate(self._core_sparks):
+                label = Static(f"cpu{i:<3}", classes="core-label")
+                box.mount(Horizontal(label, spark, classes="core-row"))
+            if cores > shown:
+                box.mount(Static(f"(first {shown} of {cores} cores)", classes="note"))
+        for i in range(shown):
+            values = [h.cpu_pct_per_core[i] for h in hosts if len(h.cpu_pct_per_core) > i]
+            self._core_sparks[i].data = values or [0.0]
+
+    def _draw_status(self, state: LiveState, snaps: Sequence[Snapshot]) -> None:
+        latest = state.latest
+        own = Stats.of(s.sampler_cpu_pct for s in snaps)
+        flags = ["PAUSED"] if self.paused else []
+        if not self.source.live:
+            flags.append("REPLAY")
+        text = (
+            f"{' '.join(flags)} {self.zoom_label} · {state.rounds} rounds every "
+            f"{self.source.interval_s:g} s · sampler {_fmt(own.mean if own else None, '.1f')} % "
+            f"of a core · window {self.source.window_s:g} s"
+        ).strip()
+        self.query_one("#status", Static).update(text)
+        req = []
+        host = latest.host if latest else None
+        cpus = self.source.job.get("job.cpus_per_task")
+        if host is not None and host.proc_cpu_cores is not None:
+            of = f" of {cpus} requested" if isinstance(cpus, int) else ""
+            req.append(f"cores used {host.proc_cpu_cores:.2f}{of}")
+        rss = Stats.of(s.host.proc_rss_mib for s in snaps if s.host is not None)
+        mem = self.source.job.get("job.mem_mib")
+        if rss is not None:
+            of = f" of {mem:.0f} MiB requested" if isinstance(mem, float) else ""
+            req.append(f"memory peak {rss.max:.0f} MiB{of}")
+        if host is not None and host.workers is not None:
+            req.append(f"{host.workers} DataLoader workers")
+        self.query_one("#requests", Static).update(
+            "Requests vs use: " + " · ".join(req) if req else "Requests vs use: no process tree"
+        )
+
+    def _draw_procs(self, latest: Snapshot | None) -> None:
+        table: DataTable[str] = self.query_one("#procs", DataTable)
+        procs = latest.procs if latest else ()
+        gpu_mem: dict[int, float] = {}
+        for gp in latest.gpu_procs if latest else ():
+            gpu_mem[gp.pid] = gpu_mem.get(gp.pid, 0.0) + (gp.used_mib or 0.0)
+        selected = None
+        if table.row_count and 0 <= table.cursor_row < table.row_count:
+            selected = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
+        table.clear()
+        for depth, p in tree_rows(procs):
+            role = p.role if p.rank is None else f"{p.role} r{p.rank}"
+            table.add_row(
+                str(p.pid),
+                role,
+                _fmt(p.cpu_pct),
+                _fmt(p.rss_mib),
+                p.state or "?",
+                _fmt(None if p.threads is None else float(p.threads)),
+                _fmt(gpu_mem.get(p.pid)),
+                "  " * depth + (p.cmdline or p.name)[:200],
+                key=str(p.pid),
+            )
+        if selected is not None and selected in {str(p.pid) for p in procs}:
+            table.move_cursor(row=table.get_row_index(selected))
+        self._draw_detail(procs)
+
+    def _draw_detail(self, procs: Sequence[ProcSample]) -> None:
+        table: DataTable[str] = self.query_one("#procs", DataTable)
+        detail = self.query_one("#proc-detail", Static)
+        if not table.row_count:
+            detail.update("no processes")
+            return
+        pid = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
+        p = next((q for q in procs if str(q.pid) == pid), None)
+        if p is None:
+            detail.update("")
+            return
+        io = f"read {_fmt(p.read_mib_s, '.1f')} MiB/s, write {_fmt(p.write_mib_s, '.1f')} MiB/s"
+        denied = f" · not readable: {', '.join(p.denied)}" if p.denied else ""
+        workers = sum(1 for q in procs if q.role == ROLE_WORKER and q.ppid == p.pid)
+        kids = f" · {workers} workers" if workers else ""
+        detail.update(f"pid {p.pid} ({p.user or '?'}) {p.cmdline or p.name} · {io}{kids}{denied}")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        latest = self.source.state().latest
+        self._draw_detail(latest.procs if latest else ())
+
+    def _draw_findings(self, state: LiveState) -> None:
+        box = self.query_one("#findings", Static)
+        if not state.findings:
+            box.update(f"Findings: none in the last {self.source.window_s:g} s")
+            return
+        lines = [f"Findings (evidence: the last {self.source.window_s:g} s):"]
+        for live in state.findings:
+            f = live.finding
+            evidence = ", ".join(f"{e.label} {e.value}" for e in f.evidence[:3])
+            lines.append(
+                f"[{f.severity.value}] {f.id}: {f.title} · {evidence} · window "
+                f"{live.window_start:.0f}-{live.window_end:.0f} s ({live.rounds} rounds), "
+                f"since {live.since:.0f} s"
+            )
+        box.update("\n".join(lines))
+
+
+def run_watch_app(source: Source, title: str) -> int:
+    app = WatchApp(source, title=title)
+    app.run()
+    source.stop.set()
+    return app.return_code or 0

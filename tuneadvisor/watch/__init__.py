@@ -1,0 +1,1 @@
+"""`tuneadvisor watch`: live sampling of a training job, recording, and live findings."""

@@ -1,0 +1,31 @@
+"""The arguments of ``tuneadvisor watch`` (argparse only: building the parser stays fast)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--pid", type=int, action="append", metavar="PID",
+                        help="watch this process and all its children (repeatable)")  # fmt: skip
+    target.add_argument("--job", metavar="JOBID", help="watch a Slurm job's processes on this node")
+    parser.add_argument("--interval", type=float, default=1.0, metavar="S",
+                        help="seconds between samples (default 1, at least 0.1)")  # fmt: skip
+    parser.add_argument("--record", metavar="FILE",
+                        help="append every sample to FILE (JSON Lines; read it with "
+                        "report/open --metrics FILE)")  # fmt: skip
+    parser.add_argument("--headless", action="store_true",
+                        help="no screen: sample, then print the summary")  # fmt: skip
+    parser.add_argument("--duration", type=float, metavar="S",
+                        help="stop after S seconds (default: when the watched "
+                        "processes end)")  # fmt: skip
+    parser.add_argument("--window", type=float, default=60.0, metavar="S",
+                        help="evidence window of the live findings (default 60 s)")  # fmt: skip
+    parser.add_argument("--gpus", metavar="LIST",
+                        help="GPUs to sample: indices or UUIDs (default: the target's "
+                        "CUDA_VISIBLE_DEVICES, else all)")  # fmt: skip
+    parser.add_argument("--rules", metavar="DIR", action="append", default=[],
+                        help="an extra folder of rule files (repeatable)")  # fmt: skip
+    parser.add_argument("watch_command", nargs="*", metavar="-- COMMAND",
+                        help="start COMMAND, watch it, and exit with its status")  # fmt: skip

@@ -1,0 +1,234 @@
+"""The sampling loop of ``watch``, and live findings from the same facts and rules as ``report``.
+
+``Sampler`` takes one round (NVML + psutil) and measures its own CPU time. ``WatchSession``
+runs rounds on a fixed schedule in the calling thread (the TUI calls it from a worker thread),
+keeps them in a bounded ``SnapshotStore``, writes them to the recording, and re-evaluates the
+rules over the evidence window (the last ``window_s`` seconds) about once a second. Every
+finding carries its window: start, end, and how many rounds it rests on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tuneadvisor.advisor.engine import evaluate
+from tuneadvisor.advisor.facts import FACTS
+from tuneadvisor.advisor.findings import Finding
+from tuneadvisor.advisor.rules import Rule
+from tuneadvisor.metrics.host import HostSampler
+from tuneadvisor.metrics.nvml import NvmlSampler
+from tuneadvisor.metrics.recording import RecordingWriter
+from tuneadvisor.metrics.ring import SnapshotStore, to_series
+from tuneadvisor.metrics.snapshot import Snapshot
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LiveFinding:
+    finding: Finding
+    window_start: float  # seconds since the watch started
+    window_end: float
+    rounds: int  # snapshots in the window
+    since: float  # when it started firing (without a break)
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What the screen or the summary draws, frozen (built by the sampling thread)."""
+
+    latest: Snapshot | None
+    findings: tuple[LiveFinding, ...]
+    rounds: int
+    started: float
+    facts: Mapping[str, object] = field(default_factory=dict)
+
+
+class Sampler:
+    """One round of every source. ``sample()`` never raises for a missing GPU or process."""
+
+    def __init__(
+        self,
+        host: HostSampler,
+        gpu: NvmlSampler | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.host = host
+        self.gpu = gpu
+        self._clock = clock
+        self._last_cpu: tuple[float, float] | None = None  # (wall, thread CPU)
+        self.gpu_reason: str | None = None if gpu is None else gpu.open()
+        self.roots_alive = True
+
+    def sample(self) -> Snapshot:
+        reading = self.host.sample()
+        self.roots_alive = reading.roots_alive
+        t = reading.host.t if reading.host.t is not None else self._clock()
+        no_data = list(reading.problems)
+        gpus: tuple[object, ...] = ()
+        gpu_procs: tuple[object, ...] = ()
+        if self.gpu is not None:
+            g = self.gpu.sample(t)
+            gpus, gpu_procs = g.gpus, g.procs
+            no_data += list(g.problems)
+        else:
+            no_data.append("no GPU data: GPU sampling is off")
+        wall, cpu = time.monotonic(), time.thread_time()
+        own = None
+        if self._last_cpu is not None and wall > self._last_cpu[0]:
+            own = 100.0 * (cpu - self._last_cpu[1]) / (wall - self._last_cpu[0])
+        self._last_cpu = (wall, cpu)
+        return Snapshot(
+            t=t,
+            gpus=gpus,  # type: ignore[arg-type]
+            gpu_procs=gpu_procs,  # type: ignore[arg-type]
+            host=reading.host,
+            procs=reading.procs,
+            no_data=tuple(no_data),
+            sampler_cpu_pct=own,
+        )
+
+    def close(self) -> None:
+        if self.gpu is not None:
+            self.gpu.close()
+
+
+def live_facts(window: Sequence[Snapshot], job: Mapping[str, object]) -> dict[str, object]:
+    facts: dict[str, object] = dict(to_series(window).facts())
+    facts.update(job)
+    return {k: v for k, v in facts.items() if k in FACTS}
+
+
+def job_facts_from_env(env: Mapping[str, str] | None) -> dict[str, object]:
+    """What Slurm told the job's processes it was given (requests, not use)."""
+    facts: dict[str, object] = {}
+    if not env:
+        return facts
+    cpus = env.get("SLURM_CPUS_PER_TASK")
+    if cpus and cpus.isdigit():
+        facts["job.cpus_per_task"] = int(cpus)
+    mem = env.get("SLURM_MEM_PER_NODE")
+    if mem and mem.isdigit():
+        facts["job.mem_mib"] = float(mem)
+    return facts
+
+
+class WatchSession:
+    """Rounds on a schedule until stopped, the duration is up, or the watched processes end."""
+
+    def __init__(
+        self,
+        sampler: Sampler,
+        rules: Sequence[Rule],
+        *,
+        interval_s: float = 1.0,
+        window_s: float = 60.0,
+        duration_s: float | None = None,
+        recorder: RecordingWriter | None = None,
+        store: SnapshotStore | None = None,
+        job: Mapping[str, object] | None = None,
+        follow_roots: bool = True,
+    ) -> None:
+        self.sampler = sampler
+        self.rules = tuple(rules)
+        self.interval_s = interval_s
+        self.window_s = window_s
+        self.duration_s = duration_s
+        self.recorder = recorder
+        self.store = store or SnapshotStore(recent=max(60, int(2 * window_s / interval_s)))
+        self.job: dict[str, object] = dict(job or {})
+        self.follow_roots = follow_roots
+        self.stop = threading.Event()
+        self.lock = threading.Lock()  # the store is read by the screen's thread
+        self.live = True
+        self.started = time.monotonic()
+        self._firing: dict[str, float] = {}
+        self._findings: tuple[LiveFinding, ...] = ()
+        self._facts: Mapping[str, object] = {}
+        self._last_eval = -1e9
+        self._mark: str | None = None
+        self.ended_because = ""
+
+    def mark(self, label: str) -> None:
+        """Marks the next round (the screen's "mark a moment")."""
+        self._mark = label
+
+    def round(self) -> Snapshot:
+        snap = self.sampler.sample()
+        if self._mark is not None:
+            snap = Snapshot(**{**snap.__dict__, "mark": self._mark})
+            self._mark = None
+        with self.lock:
+            self.store.add(snap)
+        if self.recorder is not None:
+            self.recorder.write(snap)
+        if snap.t - self._last_eval >= max(1.0, self.interval_s) or len(self.store.recent) < 3:
+            self.evaluate()
+            self._last_eval = snap.t
+        return snap
+
+    def evaluate(self) -> None:
+        with self.lock:
+            window = self.store.window(self.window_s)
+        if not window:
+            return
+        facts = live_facts(window, self.job)
+        findings = evaluate(self.rules, facts).findings
+        now = window[-1].t
+        firing = {f.id: self._firing.get(f.id, now) for f in findings}
+        self._firing = firing
+        self._facts = facts
+        self._findings = tuple(
+            LiveFinding(
+                f,
+                window[0].t - self.started,
+                now - self.started,
+                len(window),
+                firing[f.id] - self.started,
+            )
+            for f in findings
+        )
+
+    def view(self, seconds: float | None) -> list[Snapshot]:
+        """A copy, safe from any thread: the last ``seconds`` (None: the whole run)."""
+        with self.lock:
+            if seconds is None:
+                return self.store.timeline()
+            if self.store.recent and self.store.recent[0].t > self.store.recent[-1].t - seconds:
+                # Wider than the recent ring: the downsampled history covers the rest.
+                start = self.store.recent[-1].t - seconds
+                return [s for s in self.store.timeline() if s.t >= start]
+            return self.store.window(seconds)
+
+    def state(self) -> LiveState:
+        latest = self.store.recent[-1] if self.store.recent else None
+        return LiveState(latest, self._findings, self.store.count, self.started, self._facts)
+
+    def run(self, on_round: Callable[[LiveState], None] | None = None) -> None:
+        """Sample until stopped; the schedule does not drift (a late round skips ahead)."""
+        self.started = time.monotonic()
+        n = 0
+        while not self.stop.is_set():
+            self.round()
+            if on_round is not None:
+                on_round(self.state())
+            if self.follow_roots and not self.sampler.roots_alive:
+                self.ended_because = "the watched processes ended"
+                break
+            n += 1
+            next_at = self.started + n * self.interval_s
+            now = time.monotonic()
+            if self.duration_s is not None and next_at - self.started > self.duration_s:
+                self.ended_because = f"{self.duration_s:g} s are up"
+                break
+            if next_at < now:  # overran: skip the missed slots
+                n = int((now - self.started) / self.interval_s) + 1
+                next_at = self.started + n * self.interval_s
+            if self.stop.wait(max(0.0, next_at - time.monotonic())):
+                break
+        if self.stop.is_set() and not self.ended_because:
+            self.ended_because = "stopped"
+        self.evaluate()

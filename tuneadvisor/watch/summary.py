@@ -1,0 +1,120 @@
+"""The plain-text summary ``watch --headless`` prints at the end (and the TUI on quit)."""
+
+from __future__ import annotations
+
+import resource
+from collections.abc import Sequence
+
+from tuneadvisor.metrics.model import MetricsSeries, Stats
+from tuneadvisor.metrics.ring import SnapshotStore, to_series
+from tuneadvisor.metrics.snapshot import ROLE_MAIN, Snapshot
+from tuneadvisor.report.advice_text import finding_lines
+from tuneadvisor.watch.session import LiveFinding, WatchSession
+
+
+def _f(value: float | None, fmt: str = ".0f", unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:{fmt}}{unit}"
+
+
+def _get(stats: Stats | None, which: str) -> float | None:
+    return None if stats is None else float(getattr(stats, which))
+
+
+def _gpu_lines(series: MetricsSeries, no_data: Sequence[str]) -> list[str]:
+    if not series.gpus:
+        why = next((n for n in no_data if n.startswith("no GPU data")), "no GPU data")
+        return [f"GPUs: {why}"]
+    out = []
+    for gpu in series.gpus:
+        util = gpu.stats("util_pct")
+        mem = gpu.stats("mem_used_mib")
+        total = gpu.stats("mem_total_mib")
+        power = gpu.stats("power_w")
+        limit = gpu.stats("power_limit_w")
+        temp = gpu.stats("temp_c")
+        label = f"GPU {gpu.index}" if gpu.index is not None else gpu.key
+        out.append(
+            f"{label} {gpu.name or ''} ({gpu.key}): "
+            f"util mean {_f(_get(util, 'mean'), '.0f', ' %')} p95 {_f(_get(util, 'p95'))} %, "
+            f"memory peak {_f(_get(mem, 'max'))} of {_f(_get(total, 'max'))} MiB, "
+            f"power mean {_f(_get(power, 'mean'))} of {_f(_get(limit, 'max'))} W, "
+            f"temperature max {_f(_get(temp, 'max'))} °C"
+        )
+    return out
+
+
+def _sampler_line(snaps: Sequence[Snapshot], interval_s: float) -> str:
+    own = Stats.of(s.sampler_cpu_pct for s in snaps)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return (
+        f"Sampler: its own thread used {_f(_get(own, 'mean'), '.2f')} % of one core "
+        f"(p95 {_f(_get(own, 'p95'), '.2f')} %) at {interval_s:g} s; "
+        f"the whole watch process {usage.ru_utime + usage.ru_stime:.2f} s CPU, "
+        f"peak RSS {usage.ru_maxrss / 1024:.0f} MiB"
+    )
+
+
+def render_summary(session: WatchSession, target: str, recording: str | None) -> str:
+    store: SnapshotStore = session.store
+    snaps = store.timeline()
+    series = to_series(snaps)
+    latest = store.recent[-1] if store.recent else None
+    duration = (snaps[-1].t - snaps[0].t) if len(snaps) > 1 else 0.0
+    out = [
+        f"tuneadvisor watch: {target}: {store.count} rounds over {duration:.1f} s "
+        f"every {session.interval_s:g} s ({session.ended_because or 'ended'})"
+    ]
+    out += _gpu_lines(series, latest.no_data if latest else ())
+    hosts = [s.host for s in snaps if s.host is not None]
+    if hosts:
+        busy = Stats.of(h.busy_cores for h in hosts)
+        cores = max(len(h.cpu_pct_per_core) for h in hosts)
+        out.append(
+            f"CPU: {cores} cores, busy mean {_f(_get(busy, 'mean'), '.1f')} "
+            f"(p95 {_f(_get(busy, 'p95'), '.1f')}) cores; memory used peak "
+            f"{_f(max((h.mem_used_mib or 0) for h in hosts))} MiB"
+        )
+        tree = Stats.of(h.proc_cpu_cores for h in hosts)
+        rss = Stats.of(h.proc_rss_mib for h in hosts)
+        if tree is not None:
+            procs = latest.procs if latest else ()
+            mains = sum(1 for p in procs if p.role == ROLE_MAIN)
+            workers = max((h.workers or 0) for h in hosts)
+            out.append(
+                f"Processes: {_f(tree.mean, '.2f')} cores mean (p95 {_f(tree.p95, '.2f')}), "
+                f"peak RSS {_f(_get(rss, 'max'))} MiB; {mains} main, up to {workers} "
+                "DataLoader workers"
+            )
+            out += _requests(session, tree, rss)
+    out.append(_sampler_line(snaps, session.interval_s))
+    findings: Sequence[LiveFinding] = session.state().findings
+    if findings:
+        out.append(f"Findings (evidence: the last {session.window_s:g} s):")
+        for live in findings:
+            lines = finding_lines(live.finding)
+            lines.insert(
+                1,
+                f"    window: {live.window_start:.1f}-{live.window_end:.1f} s, "
+                f"{live.rounds} rounds; firing since {live.since:.1f} s",
+            )
+            out += ["  " + line for line in lines]
+    else:
+        out.append(f"Findings: none (evidence: the last {session.window_s:g} s)")
+    marks = [s for s in snaps if s.mark]
+    for snap in marks:
+        out.append(f"Mark at {snap.t - session.started:.1f} s: {snap.mark}")
+    if recording:
+        out.append(f"Recording: {recording} (read it with: tuneadvisor report --metrics FILE)")
+    return "\n".join(out) + "\n"
+
+
+def _requests(session: WatchSession, tree: Stats, rss: Stats | None) -> list[str]:
+    job = session.job
+    parts = []
+    cpus = job.get("job.cpus_per_task")
+    if isinstance(cpus, int):
+        parts.append(f"cores used {tree.mean:.2f} (p95 {tree.p95:.2f}) of {cpus} requested")
+    mem = job.get("job.mem_mib")
+    if isinstance(mem, float) and rss is not None:
+        parts.append(f"memory peak {rss.max:.0f} MiB of {mem:.0f} MiB requested")
+    return [f"Requests vs use: {'; '.join(parts)}"] if parts else []
