@@ -8,13 +8,16 @@ It imports ``tuneadvisor.tui.app``, builds ``TuneAdvisorApp`` as ``tuneadvisor o
 a quick loader, ``load_quick_workspace(WorkspaceRequest(profiles=(path,)))`` (the profile's
 numbers only, for the first screen), and the full one, ``load_workspace(...)`` (source,
 line kinds and advice, swapped in later). It runs the app headless at 160x50 with
-``App.run_test`` and waits until the function table (``DataTable#functions``) has rows *and*
-Textual has processed the resulting refresh (one more ``pilot.pause()``, which returns once
-the message queues are idle, i.e. after the compositor has rendered the update): that is
-the first paint, from the quick stage. ``load_start``/``load_end`` time the loader whose
-result is painted first (the quick one); the full load goes on in the background and is
-not waited for. It then prints one JSON line with ``time.perf_counter`` stamps
-(CLOCK_MONOTONIC on Linux, so the parent can subtract its own pre-spawn stamp) and exits.
+``App.run_test`` and polls (every 5 ms) until the function table (``DataTable#functions``)
+has rows, then waits for the screen's next refresh (``Screen.wait_for_refresh``: its
+``call_after_refresh`` callbacks run once nothing is left to lay out or repaint, i.e. the
+rows are composited): that is the first paint, from the quick stage. (``pilot.pause()``
+is not used: it waits until the whole process is idle, which it is not while the full
+load runs, so it would add up to a second of waiting per call.) ``load_start`` and
+``load_end`` time the loader whose result is painted first (the quick one); the full load
+goes on in the background and is not waited for. It then prints one JSON line with
+``time.perf_counter`` stamps (CLOCK_MONOTONIC on Linux, so the parent can subtract its own
+pre-spawn stamp) and exits.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import sys  # noqa: E402
 from typing import Any  # noqa: E402
 
 POLL_TIMEOUT_S = 30.0
+POLL_S = 0.005
 FUNCTION_TABLE_ID = "functions"  # tuneadvisor/tui/screens.py: MainScreen's FunctionsTable
 
 
@@ -61,17 +65,22 @@ async def _measure(profile: str, expect: str) -> dict[str, Any]:
 
     app = TuneAdvisorApp(load=load, title=f"tuneadvisor: {profile}", quick=quick)
     marks["constructed"] = time.perf_counter()
-    async with app.run_test(size=(160, 50)) as pilot:
+    async with app.run_test(size=(160, 50)):
         marks["running"] = time.perf_counter()
         deadline = time.perf_counter() + POLL_TIMEOUT_S
         rows = 0
+        # Not pilot.pause(): it waits until the *process* is idle (or 1 s), and with staged
+        # loading the full load keeps working in the background, so it would always wait.
         while time.perf_counter() < deadline:
-            await pilot.pause()
+            await asyncio.sleep(POLL_S)
             rows = _function_rows(app)
             if rows or not app.is_running:
                 break
         marks["rows_seen"] = time.perf_counter()
-        await pilot.pause()  # let the refresh that shows those rows be rendered
+        if rows:
+            # The screen runs call_after_refresh callbacks once nothing is left to lay out
+            # or repaint: the rows are composited.
+            await app.screen.wait_for_refresh()
         marks["painted"] = time.perf_counter()
         marks["rows"] = rows
         # Not timed: check the rows really are on screen (a function name is rendered).

@@ -304,6 +304,7 @@ def settings_record(args: argparse.Namespace, common: dict[str, Any]) -> dict[st
         "threads": torch.get_num_threads(),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID"),
         "pid": os.getpid(),
+        "cores": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
     }
 
 

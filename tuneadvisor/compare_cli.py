@@ -50,7 +50,8 @@ def run_compare(args: argparse.Namespace) -> int:
         out = {"items": to_json(items), "plot": str(plot_path) if plot_path else None}
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
-    console = Console()
+    # tables are wide: a pipe or a file gets 120 columns, not rich's 80
+    console = Console() if sys.stdout.isatty() else Console(width=120)
     for table in tables(items):
         console.print(table)
     if not args.no_plots:

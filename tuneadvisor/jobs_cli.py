@@ -42,7 +42,7 @@ def job_row(job: SacctJob, queued: QueuedJob | None, rules: Iterable[Rule]) -> J
     usage_facts(facts)
     findings = evaluate(rules, facts).findings
     state = job.state or "?"
-    if queued is not None and queued.state:  # slurmctld is ahead of accounting
+    if queued is not None and queued.state and queued.active:  # ahead of accounting
         state = queued.state + (f" ({queued.reason})" if queued.reason else "")
     return JobRow(
         job_id=job.job_id,

@@ -42,13 +42,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="with --submit: wait up to S seconds for the job, then record its results",
     )
-    parser.add_argument(
-        "--extra",
-        action="append",
-        default=[],
-        metavar="ARG",
-        help="one more argument for the training script (repeatable)",
-    )
 
 
 class ProgressView:
@@ -130,9 +123,10 @@ def print_record(console: Console, record: RunRecord) -> None:
         )
         + f"record {record.path}",
         highlight=False,
+        soft_wrap=True,
     )
     for note in record.data.get("notes", []):
-        console.print(f"  note: {note}", highlight=False)
+        console.print(f"  note: {note}", highlight=False, soft_wrap=True)
 
 
 def run_run(args: argparse.Namespace, request: WorkspaceRequest | None) -> int:

@@ -84,9 +84,13 @@ def start_cluster() -> dict[str, str]:
             check=False,
         )
         if done.returncode != 0:
-            pytest.fail(f"scripts/slurm-local.sh failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+            pytest.fail(
+                f"scripts/slurm-local.sh failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+            )
     elif not _answers(env):
-        pytest.skip(f"needs the local Slurm cluster (scripts/slurm-local.sh as root on Debian): {why}")
+        pytest.skip(
+            f"needs the local Slurm cluster (scripts/slurm-local.sh as root on Debian): {why}"
+        )
     return env
 
 

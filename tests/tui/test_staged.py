@@ -88,6 +88,11 @@ async def test_quick_screen_first_then_the_full_one_keeping_function_and_tab(
             await pilot.pause()
             assert screen.current_function is not None
             assert screen.current_function.name == "test"
+            lines = screen.query_one(LinesTable)
+            lines.focus()
+            await pilot.press("j", "j", "j")
+            await pilot.pause()
+            assert lines.row_key_at_cursor() == "22"
             await pilot.press("2")
             await pilot.pause()
             assert static_text(screen.query_one("#findings-view", Static)) == EVALUATING
@@ -108,8 +113,9 @@ async def test_quick_screen_first_then_the_full_one_keeping_function_and_tab(
             await pilot.pause()
             assert screen.check_action("kind_filter", ()) is True
             assert "DataLoader 73.5 % of test()" in static_text(screen.query_one(KindSummary))
-            lines = screen.query_one(LinesTable)
             assert getattr(lines.get_row("22")[6], "plain", "") == "DataLoader"
+            assert lines.row_key_at_cursor() == "22"  # the same line, now with its source
+            assert app.focused is lines
             assert slow_full.calls == 1
     finally:
         slow_full.release.set()

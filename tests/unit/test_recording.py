@@ -193,6 +193,7 @@ def test_a_million_rounds_in_bounded_memory() -> None:
         store.add(Snapshot(t=float(i), gpus=one.gpus, host=one.host))
         assert len(store) <= 100 + 64 + 1 or i < 10
     assert store.count == 1_000_000
+    assert store.width > 10_000 and len(store._pending) <= 16  # buckets wide, never held
     assert len(store.recent) == 100 and len(store.history) < 64
     timeline = store.timeline()
     assert timeline[0].t == 0.0 and timeline[-1].t == 999_999.0

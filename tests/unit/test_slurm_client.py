@@ -159,6 +159,13 @@ def test_accounting_poll_is_bounded(fake: FakeSlurm) -> None:
     assert sum(clock.sleeps) == pytest.approx(2.0)
 
 
+def test_exit_code_of_a_failed_job_from_the_pipe_output(fake: FakeSlurm) -> None:
+    # 14-sacct-states.json: job 9 exited 3, but 22.05's JSON says 0 (sacct -P says 3:0)
+    fake.add("sacct", f'case "$*" in *--json*) /bin/cat {STATES} ;; *) echo "3:0" ;; esac\n')
+    job = fake.client().accounting("9")
+    assert job is not None and (job.state, job.exit_code, job.exit_signal) == ("FAILED", 3, 0)
+
+
 def test_unknown_job_in_accounting(fake: FakeSlurm) -> None:
     fake.add("sacct", f"/bin/cat {STATES}\n")
     assert fake.client().accounting("99") is None

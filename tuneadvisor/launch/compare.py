@@ -149,7 +149,8 @@ def kinds_table(items: Sequence[Item]) -> Table | None:
     kinds = sorted(
         {k for i in with_kinds for k in i.kinds}, key=lambda k: -with_kinds[0].kinds.get(k, 0)
     )
-    table = Table(title="Share of profiled time by line kind", title_justify="left")
+    title = "Share of profiled time by line kind"
+    table = Table(title=title, title_justify="left", min_width=len(title))
     table.add_column("kind")
     for item in with_kinds:
         table.add_column(item.label, justify="right")
@@ -162,7 +163,8 @@ def epochs_table(items: Sequence[Item]) -> Table | None:
     runs = [i for i in items if i.run and i.run.epochs]
     if not runs:
         return None
-    table = Table(title="Per epoch: train loss / test accuracy", title_justify="left")
+    title = "Per epoch: train loss / test accuracy"
+    table = Table(title=title, title_justify="left", min_width=len(title))
     table.add_column("epoch", justify="right")
     for item in runs:
         table.add_column(item.label, justify="right")

@@ -36,6 +36,13 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     knobs.add_argument("--input-cost", metavar="LEVEL", help="none, low, medium, high or pixels")
     knobs.add_argument("--max-eval-batches", type=int, metavar="N")
     knobs.add_argument("--log-interval", type=int, metavar="N")
+    knobs.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument for the training script, e.g. --extra=--lr=0.5 (repeatable)",
+    )
     data = parser.add_argument_group("data and interpreter")
     data.add_argument("--data-dir", metavar="DIR", help="the data set's folder (default: ./data)")
     data.add_argument(
@@ -119,7 +126,7 @@ def build_request(
     report, source = _report(args, request)
     settings = settings_from_args(args, report, source)
     python = torch_python(args.python)
-    root = runs_dir(args.runs)
+    root = runs_dir(args.runs).resolve()
     if args.synthetic:
         data_dir = synthetic_data(spec.dataset, root / "data", args.synthetic, python)
     else:

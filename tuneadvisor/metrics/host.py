@@ -196,6 +196,8 @@ class HostSampler:
         if self._job_id is None:
             return everyone, True
         members = [p for p in everyone if self._in_job(p)]
+        live = {p.pid for p in everyone}
+        self._job_cache = {pid: v for pid, v in self._job_cache.items() if pid in live}
         return members, bool(members)
 
     def _in_job(self, proc: psutil.Process) -> bool:

@@ -3,7 +3,7 @@
 ``SnapshotStore`` keeps the last ``recent`` snapshots in a ring. A snapshot that falls out of
 the ring is folded into a downsampled history of at most ``history`` buckets: each bucket
 merges ``width`` consecutive rounds; when the history is full, neighbouring buckets are merged
-pairwise and ``width`` doubles. Memory is therefore bounded by ``recent + history + 1``
+pairwise and ``width`` doubles. Memory is therefore bounded by ``recent + history + 16``
 snapshots whatever the length of the run, and the whole run stays drawable (coarser the
 older it is). Merging averages rates (utilization, power, clocks, CPU) and keeps the peak of
 levels that matter as peaks (memory, temperature, RSS, process and worker counts).
@@ -20,6 +20,7 @@ from typing import Any
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.snapshot import Snapshot
 
+_PENDING_MAX = 16
 _PEAK = frozenset(
     {"mem_used_mib", "mem_total_mib", "temp_c", "proc_rss_mib", "proc_count", "workers"}
 )
@@ -31,44 +32,56 @@ _GPU_NUMERIC = tuple(
 _HOST_NUMERIC = tuple(f.name for f in fields(HostSample) if f.name not in {"t", "cpu_pct_per_core"})
 
 
-def _combine(name: str, values: Sequence[Any]) -> Any:
-    present = [v for v in values if v is not None]
+def _combine(name: str, values: Sequence[Any], weights: Sequence[float]) -> Any:
+    present = [(v, w) for v, w in zip(values, weights, strict=True) if v is not None]
     if not present:
         return None
     if name in _PEAK:
-        return max(present)
-    return statistics.fmean(present)
+        return max(v for v, _ in present)
+    return statistics.fmean([v for v, _ in present], [w for _, w in present])
 
 
-def merge_snapshots(snaps: Sequence[Snapshot]) -> Snapshot:
-    """One snapshot standing for several consecutive ones (at the first one's time)."""
+def merge_snapshots(snaps: Sequence[Snapshot], weights: Sequence[float] | None = None) -> Snapshot:
+    """One snapshot standing for several consecutive ones (at the first one's time);
+    ``weights``: how many rounds each already stands for (1 each by default)."""
     if len(snaps) == 1:
         return snaps[0]
+    weights = [1.0] * len(snaps) if weights is None else list(weights)
     first, last = snaps[0], snaps[-1]
-    by_gpu: dict[str, list[GpuSample]] = {}
-    for snap in snaps:
+    by_gpu: dict[str, list[tuple[GpuSample, float]]] = {}
+    for snap, weight in zip(snaps, weights, strict=True):
         for gpu in snap.gpus:
-            by_gpu.setdefault(gpu.gpu_key, []).append(gpu)
+            by_gpu.setdefault(gpu.gpu_key, []).append((gpu, weight))
     gpus = tuple(
         replace(
-            samples[0],
+            pairs[0][0],
             t=first.t,
-            **{name: _combine(name, [getattr(s, name) for s in samples]) for name in _GPU_NUMERIC},
+            **{
+                name: _combine(name, [getattr(g, name) for g, _ in pairs], [w for _, w in pairs])
+                for name in _GPU_NUMERIC
+            },
         )
-        for samples in by_gpu.values()
+        for pairs in by_gpu.values()
     )
-    hosts = [s.host for s in snaps if s.host is not None]
+    hosts = [(s.host, w) for s, w in zip(snaps, weights, strict=True) if s.host is not None]
     host = None
     if hosts:
-        width = max(len(h.cpu_pct_per_core) for h in hosts)
-        cores = [h.cpu_pct_per_core for h in hosts if len(h.cpu_pct_per_core) == width]
+        width = max(len(h.cpu_pct_per_core) for h, _ in hosts)
+        full = [(h.cpu_pct_per_core, w) for h, w in hosts if len(h.cpu_pct_per_core) == width]
+        cores: tuple[float, ...] = ()
+        if full and width:
+            cores = tuple(
+                statistics.fmean([c[i] for c, _ in full], [w for _, w in full])
+                for i in range(width)
+            )
         host = replace(
-            hosts[0],
+            hosts[0][0],
             t=first.t,
-            cpu_pct_per_core=tuple(statistics.fmean(c) for c in zip(*cores, strict=True))
-            if cores and width
-            else (),
-            **{name: _combine(name, [getattr(h, name) for h in hosts]) for name in _HOST_NUMERIC},
+            cpu_pct_per_core=cores,
+            **{
+                name: _combine(name, [getattr(h, name) for h, _ in hosts], [w for _, w in hosts])
+                for name in _HOST_NUMERIC
+            },
         )
     cpu = [s.sampler_cpu_pct for s in snaps if s.sampler_cpu_pct is not None]
     marks = [s.mark for s in snaps if s.mark]
@@ -94,6 +107,7 @@ class SnapshotStore:
         self.history: list[Snapshot] = []
         self._history_cap = history
         self._pending: list[Snapshot] = []
+        self._weights: list[float] = []  # rounds each pending snapshot stands for
         self.width = 1  # rounds per history bucket
         self.count = 0  # rounds ever added
 
@@ -104,11 +118,17 @@ class SnapshotStore:
         self.recent.append(snap)
 
     def _fold(self, snap: Snapshot) -> None:
+        """Into the bucket being filled; merged as it goes, so it never holds more than
+        ``_PENDING_MAX`` snapshots however wide buckets have become."""
         self._pending.append(snap)
-        if len(self._pending) < self.width:
+        self._weights.append(1.0)
+        if len(self._pending) >= _PENDING_MAX:
+            self._pending = [merge_snapshots(self._pending, self._weights)]
+            self._weights = [sum(self._weights)]
+        if sum(self._weights) < self.width:
             return
-        self.history.append(merge_snapshots(self._pending))
-        self._pending = []
+        self.history.append(merge_snapshots(self._pending, self._weights))
+        self._pending, self._weights = [], []
         if len(self.history) >= self._history_cap:
             pairs = [self.history[i : i + 2] for i in range(0, len(self.history), 2)]
             self.history = [merge_snapshots(p) for p in pairs]
@@ -116,7 +136,7 @@ class SnapshotStore:
 
     def timeline(self) -> list[Snapshot]:
         """The whole run, oldest first: history buckets, then the recent rounds."""
-        pending = [merge_snapshots(self._pending)] if self._pending else []
+        pending = [merge_snapshots(self._pending, self._weights)] if self._pending else []
         return [*self.history, *pending, *self.recent]
 
     def window(self, seconds: float | None) -> list[Snapshot]:

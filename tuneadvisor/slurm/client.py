@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tuneadvisor.errors import InputError
@@ -159,7 +159,14 @@ class SlurmClient:
         """One read of ``sacct -j ID --json``; None when accounting has no such job (yet)."""
         doing = f"reading the accounting of job {job_id}"
         jobs = self._sacct(doing, ["-j", job_id])
-        return next((j for j in jobs if j.job_id == job_id), None)
+        job = next((j for j in jobs if j.job_id == job_id), None)
+        if job is not None and job.state == "FAILED" and not job.exit_code and not job.exit_signal:
+            # 22.05's JSON says exit code 0 for a script that exited 3; sacct -P does not.
+            said = self._output(doing, "sacct", ["-j", job_id, "-X", "-n", "-P", "-o", "ExitCode"])
+            code, _, signal = said.strip().partition(":")
+            if code.isdigit() and signal.isdigit():
+                job = replace(job, exit_code=int(code), exit_signal=int(signal))
+        return job
 
     def recent_jobs(self, user: str, since: str = "now-7days") -> tuple[SacctJob, ...]:
         """``sacct --json -u USER -S SINCE``: the user's jobs, oldest first."""

@@ -50,6 +50,12 @@ def _int(record: Mapping[str, str], key: str) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
+def _minimum(record: Mapping[str, str], key: str) -> int | None:
+    """A count, or the minimum of a range (``NumNodes=1-2`` while pending)."""
+    value = (_value(record, key) or "").split("-")[0]
+    return int(value) if value.isdigit() else None
+
+
 def _mib(record: Mapping[str, str], key: str) -> float | None:
     value = _value(record, key)
     try:
@@ -80,7 +86,7 @@ class JobInfo:
     cpus_per_task: int | None
     num_cpus: int | None
     num_tasks: int | None
-    num_nodes: int | None
+    num_nodes: int | None  # the minimum
     mem_per_node_mib: float | None
     mem_per_cpu_mib: float | None
     gpus: int  # from TRES (allocated when running or done, else requested)
@@ -92,10 +98,10 @@ class JobInfo:
     @property
     def active(self) -> bool:
         """Still queued or running: accounting is not final."""
-        return self.state in _ACTIVE
+        return self.state in ACTIVE_STATES
 
 
-_ACTIVE = frozenset(
+ACTIVE_STATES = frozenset(
     {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING"}
 )
 
@@ -130,7 +136,7 @@ def job_info(record: Mapping[str, str]) -> JobInfo:
         cpus_per_task=_int(record, "CPUs/Task"),
         num_cpus=_int(record, "NumCPUs"),
         num_tasks=_int(record, "NumTasks"),
-        num_nodes=_int(record, "NumNodes"),
+        num_nodes=_minimum(record, "NumNodes"),
         mem_per_node_mib=_mib(record, "MinMemoryNode"),
         mem_per_cpu_mib=_mib(record, "MinMemoryCPU"),
         gpus=gpus,

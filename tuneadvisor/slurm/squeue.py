@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tuneadvisor.slurm.scontrol import ACTIVE_STATES
+
 _NO_VAL32 = 0xFFFFFFFE
 
 
@@ -31,6 +33,11 @@ class QueuedJob:
     time_limit_s: int | None  # None: unlimited
     submit_time: int | None  # epoch seconds
     start_time: int | None
+
+    @property
+    def active(self) -> bool:
+        """Queued or running (squeue also lists jobs that ended minutes ago)."""
+        return self.state in ACTIVE_STATES
 
 
 def _number(value: Any) -> int | None:

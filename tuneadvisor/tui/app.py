@@ -116,12 +116,16 @@ class TuneAdvisorApp(App[None]):
             self.load_error = result
             self.exit(return_code=EXIT_BAD_INPUT)  # a failed quick stage: no full one
         elif isinstance(result, Workspace):
-            await self._show(result)
             if worker.name == QUICK_WORKER:
-                # After the first screen is painted: the full load competes for the GIL.
-                self.call_after_refresh(self._start, LOAD_WORKER, self._load)
+                # The full load starts once the quick screen is painted: it competes with the
+                # first paint for the GIL.
+                await self._show(result, on_shown=partial(self._start, LOAD_WORKER, self._load))
+            else:
+                await self._show(result)
 
-    async def _show(self, workspace: Workspace) -> None:
+    async def _show(
+        self, workspace: Workspace, on_shown: Callable[[], object] | None = None
+    ) -> None:
         self.workspace = workspace
         self.sub_title = _subtitle(workspace)
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
@@ -130,7 +134,7 @@ class TuneAdvisorApp(App[None]):
             return
         while not isinstance(self.screen, LoadingScreen):  # e.g. help opened meanwhile
             await self.pop_screen()
-        await self.switch_screen(MainScreen(workspace))
+        await self.switch_screen(MainScreen(workspace, on_shown=on_shown))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

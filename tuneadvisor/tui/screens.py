@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -175,9 +175,11 @@ class MainScreen(Screen[None]):
         Binding("3", "show_tab('job')", "Job script", show=False),
     ]
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: Workspace, on_shown: Callable[[], object] | None = None) -> None:
+        """``on_shown`` is called once the screen has first been painted."""
         super().__init__()
         self.workspace = workspace
+        self._on_shown = on_shown
         self.analysis: ProfileAnalysis | None = workspace.analysis
         self.initial_tab: str | None = None  # kept when a new workspace recomposes the screen
         self.function_sort = FunctionSort.TIME
@@ -233,9 +235,12 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self._highlighter = Highlighter(self.app.theme_variables)
         self._populate()
+        if self._on_shown is not None:
+            self.call_after_refresh(self._on_shown)
 
-    def _populate(self) -> None:
-        """Fill the widgets from the workspace (on mount, and when the full one arrives)."""
+    def _populate(self, keep_line: bool = False) -> None:
+        """Fill the widgets from the workspace (on mount, and when the full one arrives:
+        then ``keep_line`` keeps the lines table's cursor on the same line)."""
         assert self._highlighter is not None
         self.query_one("#findings-pane").border_title = "Findings"
         job = self.workspace.job
@@ -255,7 +260,7 @@ class MainScreen(Screen[None]):
         self.query_one("#side").border_title = "Time by kind"
         self.query_one(PartsTable).show(self.analysis.parts)
         self.query_one(NotesPanel).show(self.analysis.notes)
-        self._refresh_functions()
+        self._refresh_functions(keep_line=keep_line)
 
     async def show_workspace(self, workspace: Workspace) -> None:
         """Swap in another workspace (the full one after the quick one), keeping the chosen
@@ -276,7 +281,7 @@ class MainScreen(Screen[None]):
                 workspace.advice, workspace.partial
             )
             await self.query_one(FindingsPanel).show(workspace.advice, workspace.partial)
-            self._populate()
+            self._populate(keep_line=True)
         else:  # another layout (a profile or job script appeared): build the screen again
             self.initial_tab = tab
             await self.recompose()
@@ -307,21 +312,23 @@ class MainScreen(Screen[None]):
             return None
         return self.analysis.functions[self.current]
 
-    def _refresh_functions(self) -> None:
+    def _refresh_functions(self, keep_line: bool = False) -> None:
         assert self.analysis is not None
         rows = function_rows(self.analysis.functions, self.function_sort, self.function_query)
         indices = [index for index, _ in rows]
         if self.current not in indices:
             self.current = indices[0] if indices else None
         table = self.query_one(FunctionsTable)
-        table.show(rows, self.current)
+        # Filling the table moves its cursor: that is no choice of the user's.
+        with table.prevent(DataTable.RowHighlighted):
+            table.show(rows, self.current)
         table.border_title = f"Functions · sort: {self.function_sort.value}"
         shown = f"{len(rows)} of {len(self.analysis.functions)}"
         if self.function_query:
             table.border_subtitle = f"/{self.function_query} · {shown}"
         else:
             table.border_subtitle = f"{len(rows)} functions" if rows else "no functions"
-        self._refresh_lines(keep_cursor=False)
+        self._refresh_lines(keep_cursor=keep_line)
 
     def _refresh_lines(self, keep_cursor: bool = True) -> None:
         assert self.analysis is not None

@@ -1,0 +1,123 @@
+"""Settings for a relaunch: flags, a report's advice, the job script written from them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from tuneadvisor.errors import InputError
+from tuneadvisor.launch.allocation import clean_environ, emulate
+from tuneadvisor.launch.requests import add_settings_arguments, settings_from_args
+from tuneadvisor.launch.settings import Settings, render_job_script, settings_from_report
+from tuneadvisor.slurm.jobscript import JobScript
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = json.loads((REPO / "tests" / "golden" / "example-report.json").read_text())
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_settings_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_knobs_become_the_training_scripts_flags() -> None:
+    settings = Settings(
+        knobs={"num_workers": 3, "pin_memory": False, "persistent_workers": True, "amp": True,
+               "batch_size": 128, "input_cost": "high", "prefetch_factor": None},
+        extra_args=("--seed", "7"),
+    )  # fmt: skip
+    assert settings.script_args() == [
+        "--num-workers", "3", "--batch-size", "128", "--no-pin-memory", "--persistent-workers",
+        "--amp", "--input-cost", "high", "--seed", "7",
+    ]  # fmt: skip
+    assert Settings(knobs={"amp": False}).script_args() == []
+
+
+def test_the_tutorial_report_advises_four_cores_and_three_workers() -> None:
+    settings = settings_from_report(Settings(), GOLDEN, "example-report.json")
+    # the job had 1 core and a GPU; the plan raises the cores and the workers
+    assert settings.cpus_per_task == 4 and settings.gpus == 1 and settings.mem == "8G"
+    assert settings.knobs["num_workers"] == 3
+    assert settings.because["num_workers"] == ("dataloader-bound",)
+    assert settings.because["sbatch.cpus-per-task"] == ("dataloader-bound",)
+
+
+def test_flags_win_over_the_advice_and_lose_its_reason() -> None:
+    args = _args("--num-workers", "1", "--cpus-per-task", "2", "--amp")
+    settings = settings_from_args(args, GOLDEN, "example-report.json")
+    assert (settings.cpus_per_task, settings.knobs["num_workers"]) == (2, 1)
+    assert settings.knobs["amp"] is True
+    assert "num_workers" not in settings.because
+
+
+def test_advice_that_is_no_knob_becomes_a_note() -> None:
+    report = {
+        "tool": {"name": "tuneadvisor"},
+        "job": None,
+        "advice": {"plan": {"sbatch": {}, "env": {}, "script": {
+            "sampler": {"value": "DistributedSampler(dataset)",
+                        "because": ["ddp-missing-distributed-sampler"]},
+            "pin_memory": {"value": "True", "because": ["pin-memory-off"]},
+        }}},
+    }  # fmt: skip
+    settings = settings_from_report(Settings(), report, "r.json")
+    assert settings.knobs == {"pin_memory": True}
+    assert any("sampler" in n and "not a setting" in n for n in settings.notes)
+
+
+def test_a_file_that_is_no_report_is_refused() -> None:
+    with pytest.raises(InputError, match="not a report"):
+        settings_from_report(Settings(), {"findings": []}, "x.json")
+
+
+def test_job_script_carries_the_settings_and_parses_back(tmp_path: Path) -> None:
+    settings = Settings(
+        ntasks=2, cpus_per_task=4, gpus=2, mem="16G", time="00:30:00", knobs={"num_workers": 3},
+        because={"num_workers": ("dataloader-bound",)},
+    )  # fmt: skip
+    text = render_job_script(
+        settings, name="mnist_ddp", launch=["srun", "python", "train.py", "--num-workers", "3"],
+        workdir=tmp_path, output="slurm-%j.out",
+    )  # fmt: skip
+    directives = JobScript.parse(text).directives()
+    assert directives["ntasks"] == "2" and directives["cpus-per-task"] == "4"
+    assert directives["gres"] == "gpu:2" and directives["mem"] == "16G"
+    assert "srun python train.py --num-workers 3" in text
+    assert "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}" in text
+
+
+def test_emulated_allocation_gives_each_task_its_own_cores() -> None:
+    settings = Settings(ntasks=2, cpus_per_task=1)
+    alloc = emulate(settings, name="mnist_ddp", submit_dir="/tmp", cores=[0, 1])
+    assert alloc.cores == ((0,), (1,))
+    assert alloc.env["SLURM_NTASKS"] == "2" and alloc.env["SLURM_CPUS_PER_TASK"] == "1"
+    assert alloc.env["SLURM_JOB_ID"] == alloc.env["SLURM_JOBID"]
+    assert alloc.task_env(1)["SLURM_PROCID"] == "1" and not alloc.notes
+
+
+def test_asking_for_more_cores_than_there_are_shares_them_with_a_note() -> None:
+    alloc = emulate(Settings(cpus_per_task=4), name="x", submit_dir="/tmp", cores=[0, 1])
+    assert alloc.cores == ((0, 1),)
+    assert "asked for 4 cores" in alloc.notes[0]
+
+
+def test_the_callers_own_job_variables_do_not_leak_into_a_run() -> None:
+    env = clean_environ({"PATH": "/bin", "SLURM_JOB_ID": "9", "RANK": "3", "MASTER_PORT": "1"})
+    assert env == {"PATH": "/bin"}
+
+
+def test_the_new_commands_load_nothing_heavy_at_start_up() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from tuneadvisor.cli import build_parser; build_parser();"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('rich', 'plotext', 'matplotlib', 'torch', 'textual')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
