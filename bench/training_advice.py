@@ -173,7 +173,7 @@ def main() -> None:
         "Input-bound (`--input-cost high`: a 768 px JPEG decode, affine and elastic warp per "
         "sample):",
         "",
-        f"- baseline, the courses' setting (1 core, `--num-workers ${{SLURM_CPUS_PER_TASK}}` = 1),"
+        f"- baseline, the courses' setting (1 core, `--num-workers ${{SLURM_CPUS_PER_TASK}}` = 1)"
         f": {base_rate:,.1f} samples/s (runs: "
         f"{', '.join(f'{r:,.1f}' for r in base_rates)}); DataLoader line "
         f"{loader:.1f} % of the profiled time"

@@ -3,10 +3,13 @@
 # cluster (munge + MariaDB + slurmdbd + slurmctld + slurmd) on Debian 12 without
 # systemd.  Re-running it is safe: it only installs/starts what is missing and
 # restarts Slurm daemons only when the generated config changed. Concurrent runs
-# (two test sessions) wait for each other on a lock.
+# (two test sessions) wait for each other on a lock, $SLURM_ROOT.lock, which the daemons
+# must not inherit (9>&-): they would hold it for good.
 # From ../shared/reference/slurm-local.sh; changes: the lock, $R made before apt logs
 # into it, job scripts kept in accounting (sacct -B) so a finished job's script can be
 # read after slurmctld forgets the job.
+# Edit it by replacing the file (write a copy, mv it over): a run waiting on the lock
+# reads on from its offset in the file it opened.
 #
 # Env knobs:
 #   SLURM_ROOT=/tmp/tuneadvisor-slurm   everything (config, state, logs, seff) lives here
@@ -211,7 +214,7 @@ if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
   [ -s /etc/munge/munge.key ] || { mungekey --create --force 2>/dev/null || dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 2>/dev/null; }
   chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
   install -d -o munge -g munge -m 0755 /run/munge
-  runuser -u munge -- /usr/sbin/munged --force
+  runuser -u munge -- /usr/sbin/munged --force 9>&-
   wait_for 10 sh -c 'munge -n | unmunge' || die "munged did not start"
   ts "munged started (pid $(cat /run/munge/munged.pid))"
 fi
@@ -241,7 +244,7 @@ EOF
         >"$LOG/mysql-install.log" 2>&1 || die "mariadb-install-db failed, see $LOG/mysql-install.log"
       ts "MariaDB datadir initialised"
     fi
-    setsid /usr/sbin/mariadbd --defaults-file="$ETC/my.cnf" </dev/null >/dev/null 2>&1 &
+    setsid /usr/sbin/mariadbd --defaults-file="$ETC/my.cnf" </dev/null >/dev/null 2>&1 9>&- &
     wait_for 30 "${MY[@]}" -e 'select 1' || die "mariadbd did not start, see $LOG/mysql/mysqld.log"
     ts "mariadbd started (port $DB_PORT)"
   fi
@@ -251,7 +254,7 @@ EOF
                  GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';"
   [ $DBD_CHANGED = 1 ] && stop_pid "$RUN/slurmdbd.pid" slurmdbd
   if ! alive "$RUN/slurmdbd.pid" slurmdbd; then
-    slurmdbd || die "slurmdbd failed, see $LOG/slurmdbd.log"
+    slurmdbd 9>&- || die "slurmdbd failed, see $LOG/slurmdbd.log"
     wait_for 30 sacctmgr -n show cluster || die "slurmdbd not answering, see $LOG/slurmdbd.log"
     ts "slurmdbd started"
   fi
@@ -267,14 +270,14 @@ fi
 # ---------------------------------------------------------------- 6. slurmctld + slurmd
 if [ $CHANGED = 1 ]; then stop_pid "$RUN/slurmd.pid" slurmd; stop_pid "$RUN/slurmctld.pid" slurmctld; fi
 if ! alive "$RUN/slurmctld.pid" slurmctld; then
-  slurmctld -i || die "slurmctld failed, see $LOG/slurmctld.log"
+  slurmctld -i 9>&- || die "slurmctld failed, see $LOG/slurmctld.log"
   wait_for 30 scontrol ping || die "slurmctld not answering, see $LOG/slurmctld.log"
   ts "slurmctld started"
 fi
 SLURMD_T0=0
 if ! alive "$RUN/slurmd.pid" slurmd; then
   SLURMD_T0=$(date +%s)
-  slurmd || die "slurmd failed, see $LOG/slurmd.log"
+  slurmd 9>&- || die "slurmd failed, see $LOG/slurmd.log"
   ts "slurmd started"
 fi
 

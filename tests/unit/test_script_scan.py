@@ -710,3 +710,36 @@ def test_never_raises_on_the_standard_library() -> None:
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     for path in sorted(stdlib.glob("*.py")):
         scan_script(path.read_text(encoding="utf-8", errors="replace")).facts()
+
+
+def test_loader_settings_built_by_a_helper_function_are_followed() -> None:
+    """The bundled script builds its DataLoader settings in `loader_kwargs(args)`."""
+    text = (
+        "import argparse\n"
+        "from torch.utils.data import DataLoader\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--num-workers', type=int, default=1)\n"
+        "def loader_kwargs(args):\n"
+        "    kwargs = {'num_workers': args.num_workers}\n"
+        "    if args.num_workers > 0:\n"
+        "        kwargs['persistent_workers'] = True\n"
+        "    return kwargs\n"
+        "args = p.parse_args()\n"
+        "train_loader = DataLoader(ds, batch_size=64, **loader_kwargs(args))\n"
+    )
+    facts = scan_script(text, {"--num-workers": "2"}).facts()
+    assert facts["script.num_workers.source"] == "argparse"
+    assert facts["script.num_workers.option"] == "--num-workers"
+    assert facts["script.num_workers"] == 2
+
+
+def test_a_helper_with_several_returns_stays_unknown() -> None:
+    text = (
+        "from torch.utils.data import DataLoader\n"
+        "def kw(fast):\n"
+        "    if fast:\n"
+        "        return {'num_workers': 8}\n"
+        "    return {'num_workers': 0}\n"
+        "loader = DataLoader(ds, **kw(True))\n"
+    )
+    assert scan_script(text).facts()["script.num_workers.source"] == "unknown"

@@ -1119,8 +1119,26 @@ class _Resolver:
             return result
         if isinstance(node, ast.IfExp):
             return self._conditional_mapping(node, depth)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            returned = self._returned_by(node.func.id)
+            return self.mapping(returned, depth + 1) if returned is not None else None
         name = dotted_name(node)
         return self._named_mapping(name, node, depth) if name is not None else None
+
+    def _returned_by(self, function: str) -> ast.expr | None:
+        """What a module-level function of this file returns, when it has one return:
+        `**loader_kwargs(args)` building the DataLoader settings in a helper."""
+        for stmt in self.index.tree.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == function:
+                returns = [
+                    node
+                    for node in ast.walk(stmt)
+                    if isinstance(node, ast.Return)
+                    and node.value is not None
+                    and self.index.scope_of(node) is stmt
+                ]
+                return returns[0].value if len(returns) == 1 else None
+        return None
 
     def _dict_display(self, node: ast.Dict, depth: int) -> _KwMap:
         result = _KwMap()
