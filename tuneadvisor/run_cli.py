@@ -156,6 +156,8 @@ def run_run(args: argparse.Namespace, request: WorkspaceRequest | None) -> int:
 
 
 def _submit(args: argparse.Namespace, req: RunRequest, console: Console) -> int:
+    from rich.console import Console
+
     from tuneadvisor.launch.runner import complete_from_output, submitted_record, write_submission
     from tuneadvisor.slurm.client import SlurmClient
 

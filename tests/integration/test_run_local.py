@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -180,13 +179,14 @@ def test_run_submit_writes_the_job_script_and_calls_sbatch(
 @pytest.mark.slurm
 @pytest.mark.slow
 def test_run_submit_on_the_local_slurm(torch_python: str, mnist: Path, tmp_path: Path) -> None:
-    if not (shutil.which("sbatch") and shutil.which("sinfo")):
-        pytest.skip("no Slurm here (scripts/slurm-local.sh starts a local one)")
-    if subprocess.run(["sinfo"], capture_output=True, timeout=30, check=False).returncode:
-        pytest.skip("Slurm's commands are here but no cluster answers")
+    from slurm_cluster import start_cluster
+
+    env = start_cluster()  # skips where no local cluster can run
     proc = _cli(torch_python, tmp_path, "run", "mnist_single", "--data-dir", str(mnist),
                 "--cpus-per-task", "1", "--num-workers", "0", "--max-steps", "3", "--epochs",
-                "1", "--max-eval-batches", "1", "--submit", "--wait", "300")  # fmt: skip
+                "1", "--max-eval-batches", "1", "--submit", "--wait", "300",
+                env={"SLURM_CONF": env["SLURM_CONF"], "PATH": env["PATH"]})  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run = _only_run(tmp_path / "runs")
-    assert run["status"] == "completed" and run["summary"]["steps"] == 3
+    assert run["status"] == "completed" and run["summary"]["steps"] == 3, run
+    assert run["epochs"] and run["versions"]["torch"]

@@ -53,16 +53,22 @@ def test_cpu_job_accounting_matches_seff(cluster: Cluster, tmp_path: Path) -> No
 
 
 def test_report_jobid_reads_the_job_from_slurm(cluster: Cluster, tmp_path: Path) -> None:
-    job_id = cluster.submit(with_burner(tmp_path), "burn.sbatch", burner(seconds=1, mib=10))
+    """The script as Slurm kept it; the options the job ran with (sbatch's command line wins
+    over #SBATCH); elapsed against that --time for over-requested-time."""
+    script = burner(seconds=1, mib=10)
+    job_id = cluster.submit(with_burner(tmp_path), "burn.sbatch", script, "--time=02:00:00")
     cluster.wait(job_id)
     done = cluster.tuneadvisor(tmp_path, "report", "--jobid", job_id, "--format", "json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    # the script slurmctld kept, read as sbatch read it
-    assert report["job"]["directives"]["mem"] == "200M"
+    assert report["job"]["directives"]["time"] == "00:05:00"  # the script slurmctld kept
     assert report["job"]["directives"]["cpus-per-task"] == "1"
-    states = {"job-failed", "job-timed-out", "job-out-of-memory", "job-cancelled"}
-    assert not states & {f["id"] for f in report["findings"]}
+    facts = report["advice"]["facts"]
+    assert facts["job.time_s"] == 7200 and facts["usage.state"] == "COMPLETED"
+    assert any("--time 7200 s where its script says 300 s" in n for n in report["advice"]["notes"])
+    found = {f["id"]: f for f in report["findings"]}
+    assert found["over-requested-time"]["suggest"]["sbatch"] == {"time": "00:15:00"}
+    assert not {"job-failed", "job-timed-out", "job-out-of-memory", "job-cancelled"} & set(found)
 
 
 def test_multitask_srun_steps_match_seff(cluster: Cluster, tmp_path: Path) -> None:

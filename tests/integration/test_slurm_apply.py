@@ -58,7 +58,7 @@ def test_apply_submit_from_a_jobid(cluster: Cluster, tmp_path: Path) -> None:
     ran = tmp_path / "ran"
     ran.mkdir()
     with_burner(ran)
-    script = burner(seconds=10, mib=300).replace("--mem=200M", "--mem=100M")
+    script = burner(seconds=4, mib=300).replace("--mem=200M", "--mem=100M")
     old = cluster.submit(ran, "oom.sbatch", script)
     cluster.wait(old)
     here = tmp_path / "here"

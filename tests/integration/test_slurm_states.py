@@ -60,8 +60,8 @@ def test_timed_out_job_asks_for_more_time(cluster: Cluster, tmp_path: Path) -> N
 
 
 def test_job_killed_for_memory_asks_for_more(cluster: Cluster, tmp_path: Path) -> None:
-    # JobAcctGatherParams=OverMemoryKill samples every second: hold 300 MiB for 10 s
-    job_id = cluster.submit(with_burner(tmp_path), "oom.sbatch", HEADER + "python burn.py 10 300\n")
+    # JobAcctGatherParams=OverMemoryKill samples every second: hold 300 MiB for 4 s
+    job_id = cluster.submit(with_burner(tmp_path), "oom.sbatch", HEADER + "python burn.py 4 300\n")
     job = cluster.wait(job_id)
     assert job.state in ("FAILED", "OUT_OF_MEMORY")  # OverMemoryKill / cgroup
     assert job.mem_peak_mib is not None and job.mem_peak_mib > 100

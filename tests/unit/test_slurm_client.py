@@ -15,6 +15,7 @@ from tuneadvisor.slurm.client import POLL_INTERVAL_S, SlurmClient, SlurmError, c
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm-22.05"
 STATES = FIXTURES / "14-sacct-states.json"
+RECENT = FIXTURES / "16-sacct-recent.txt"
 OOM_SCRIPT = (
     "#!/bin/bash\n#SBATCH --mem=100M\n#SBATCH --time=2\npython3 -c 'x = bytearray(3 << 27)'\n"
 )
@@ -215,10 +216,11 @@ SINFO = (FIXTURES / "12-sinfo.txt").read_text().split("\n", 1)[1]
 @pytest.fixture
 def cluster(fake: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeSlurm:
     """Recorded jobs 2, 3, 4, 9, 10 (14-sacct-states.json), forgotten by slurmctld, their
-    script kept in accounting; the recorded partitions."""
+    script kept in accounting; root's recent jobs (16-sacct-recent.txt); the partitions."""
     fake.add(
         "sacct",
-        f'case "$*" in *-B*) /bin/cat {tmp_path}/stored.txt ;; *) /bin/cat {STATES} ;; esac\n',
+        f'case "$*" in *-B*) /bin/cat {tmp_path}/stored.txt ;; *--json*) /bin/cat {STATES} ;;\n'
+        f'  *" -u "*) /usr/bin/tail -n +2 {RECENT} ;; *ExitCode) echo 3:0 ;; esac\n',
     )
     (tmp_path / "stored.txt").write_text("Batch Script\n" + "-" * 80 + "\n" + OOM_SCRIPT)
     fake.add("scontrol", 'echo "slurm_load_jobs error: Invalid job id specified" >&2\nexit 1\n')
@@ -279,6 +281,33 @@ def test_completed_job_has_no_state_finding(
     assert not ids & {"job-timed-out", "job-out-of-memory", "job-failed", "job-cancelled"}
 
 
+def test_report_jobid_uses_what_the_job_ran_with(
+    cluster: FakeSlurm, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Job 6 of 11-scontrol-show-job.txt, held: sbatch's command line said -c 2,
+    --mem-per-cpu=300M, -t 1-02:00:00, -p gpu; its script says otherwise."""
+    shown = (FIXTURES / "11-scontrol-show-job.txt").read_text().splitlines()[3]
+    assert shown.startswith("JobId=6 ")
+    (cluster.folder / "shown.txt").write_text(shown + "\n")
+    script = "#!/bin/bash\n#SBATCH -c 1\n#SBATCH --mem-per-cpu=100M\n#SBATCH -t 10\nsleep 1\n"
+    (cluster.folder / "script.txt").write_text(script)
+    cluster.add(
+        "scontrol",
+        f'case "$1" in show) /bin/cat {cluster.folder}/shown.txt ;;'
+        f" write) /bin/cat {cluster.folder}/script.txt ;; esac\n",
+    )
+    report = _report(capsys, "--jobid", "6")
+    facts = report["advice"]["facts"]  # type: ignore[index]
+    assert facts["job.cpus_per_task"] == 2 and facts["job.partition"] == "gpu"
+    assert facts["job.time_s"] == 26 * 3600 and facts["job.mem_per_cpu_mib"] == 300
+    notes = report["advice"]["notes"]  # type: ignore[index]
+    assert "job 6 is PENDING: its numbers are provisional" in notes
+    assert any(
+        n.startswith("the job ran with --cpus-per-task 2 where its script says 1") for n in notes
+    )
+    assert report["job"]["directives"]["cpus-per-task"] == "1"  # type: ignore[index]
+
+
 def test_report_jobid_without_slurm(
     fake: FakeSlurm, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -299,18 +328,22 @@ def test_report_unknown_job(cluster: FakeSlurm, capsys: pytest.CaptureFixture[st
 def test_jobs_lists_state_efficiency_and_top_finding(
     cluster: FakeSlurm, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["jobs", "--format", "json"]) == 0
+    assert main(["jobs", "--user", "root", "--format", "json"]) == 0
     rows = {row["job_id"]: row for row in json.loads(capsys.readouterr().out)}
-    assert list(rows) == ["10", "9", "4", "3", "2"]  # newest first
-    assert rows["3"]["state"] == "FAILED" and rows["3"]["top_finding"] == "job-out-of-memory"
-    assert rows["3"]["mem_efficiency_pct"] == pytest.approx(316.14, abs=0.01)
-    assert rows["2"]["top_finding"] == "job-timed-out"
-    assert rows["9"]["top_finding"] == "job-failed"
-    assert main(["jobs", "--limit", "2"]) == 0
+    assert list(rows) == ["40", "36", "34", "29", "25"]  # newest first
+    assert rows["36"]["state"] == "FAILED" and rows["36"]["top_finding"] == "job-out-of-memory"
+    assert rows["36"]["mem_efficiency_pct"] == pytest.approx(321136 / 1024, abs=0.01)
+    assert rows["34"]["top_finding"] == "job-timed-out"
+    assert rows["29"]["top_finding"] == "job-failed"
+    assert rows["40"]["top_finding"] == "job-cancelled"
+    assert rows["25"]["state"] == "COMPLETED" and rows["25"]["top_finding"] is None
+    assert rows["25"]["cpu_efficiency_pct"] == pytest.approx(50.0)  # seff: 5 s of 10 s
+    assert main(["jobs", "--user", "root", "--limit", "2"]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[0].split() == ["JOBID", "NAME", "STATE", "ELAPSED", "CPU", "MEM",
                                             "TOP", "FINDING"]  # fmt: skip
-    assert "job-cancelled" in text and "job-failed" in text and "job-timed-out" not in text
+    assert "job-cancelled" in text and "job-out-of-memory" in text
+    assert "job-timed-out" not in text
 
 
 def _seff_tutorial(folder: Path) -> Path:
@@ -349,7 +382,7 @@ def test_apply_jobid_writes_here_and_submits_where_the_job_ran(
     assert main(["apply", "--jobid", "3", "--submit"]) == 0
     tuned = tmp_path / "job-3.tuned.sbatch"
     assert "#SBATCH --mem=1G\n" in tuned.read_text()
-    assert log.read_text().splitlines() == ["--parsable", f"--chdir={tmp_path}", str(tuned.name)]
+    assert log.read_text().splitlines() == ["--parsable", f"--chdir={tmp_path}", f"./{tuned.name}"]
     assert "submitted batch job 78" in capsys.readouterr().out
 
 

@@ -33,10 +33,6 @@ class LiveJob:
     script: JobScript | None  # only when asked for
     notes: tuple[str, ...]
 
-    @property
-    def work_dir(self) -> str | None:
-        return self.shown.work_dir if self.shown is not None else None
-
     def facts(self) -> dict[str, object]:
         """sacct.* and seff.* facts."""
         facts: dict[str, object] = {}
@@ -75,15 +71,32 @@ def as_run_facts(shown: JobInfo | None, acct: SacctJob | None) -> dict[str, obje
     return facts
 
 
+_OPTIONS = {  # job.* fact -> the sbatch option and unit it comes from
+    "job.time_s": ("--time", " s"),
+    "job.partition": ("--partition", ""),
+    "job.cpus_per_task": ("--cpus-per-task", ""),
+    "job.mem_mib": ("--mem", " MiB"),
+    "job.mem_per_cpu_mib": ("--mem-per-cpu", " MiB"),
+}
+
+
 def ran_differently(script: Mapping[str, object], as_run: Mapping[str, object]) -> list[str]:
     """Notes for options the job ran with that its script does not say (sbatch's command
     line wins over #SBATCH lines)."""
-    return [
-        f"the job ran with {name.removeprefix('job.')} = {value}, its script says "
-        f"{script[name]}: the advice uses what it ran with"
-        for name, value in as_run.items()
-        if name in script and script[name] != value
-    ]
+    notes = []
+    for name, value in as_run.items():
+        if name in script and script[name] != value:
+            option, unit = _OPTIONS[name]
+            notes.append(
+                f"the job ran with {option} {_text(value)}{unit} where its script says "
+                f"{_text(script[name])}{unit} (sbatch's command line wins): the advice uses "
+                "what it ran with"
+            )
+    return notes
+
+
+def _text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
 def fetch_job(client: SlurmClient, job_id: str, want_script: bool) -> LiveJob:
@@ -96,7 +109,8 @@ def fetch_job(client: SlurmClient, job_id: str, want_script: bool) -> LiveJob:
         raise InputError(None, f"--jobid {job_id}: neither slurmctld nor accounting knows it")
     if shown is not None and shown.active:
         notes.append(f"job {job_id} is {shown.state}: its numbers are provisional")
-        notes += _running_note(client, job_id)
+        if shown.state == "RUNNING":
+            notes += _running_note(client, job_id)
     else:
         if acct is None or not acct.complete:  # accounting lags the end by seconds
             acct = client.poll_accounting(job_id)
@@ -111,7 +125,11 @@ def fetch_job(client: SlurmClient, job_id: str, want_script: bool) -> LiveJob:
 
 
 def _running_note(client: SlurmClient, job_id: str) -> list[str]:
-    steps = client.step_stats(job_id)
+    """Memory so far, from sstat (a nicety: no note when sstat cannot say)."""
+    try:
+        steps = client.step_stats(job_id)
+    except SlurmError:
+        return []
     if steps is None or steps.mem_peak_mib is None:
         return []
     return [f"peak memory so far: {steps.mem_peak_mib:.0f} MiB (sstat)"]

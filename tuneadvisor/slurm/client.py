@@ -32,6 +32,9 @@ _JOB_ID = re.compile(r"\d+(?:_\d+)?")
 _SUBMITTED = re.compile(r"(\d+)(?:;\S+)?")
 _FORGOTTEN = ("Invalid job id", "No steps running", "does not exist")
 SSTAT_COLUMNS = ("JobID", "NTasks", "AveCPU", "MaxRSS")
+RECENT_COLUMNS = ("JobID", "JobName", "User", "Partition", "State", "ExitCode", "ElapsedRaw",
+                  "TimelimitRaw", "TotalCPU", "AllocCPUS", "ReqCPUS", "AllocTRES", "ReqMem",
+                  "MaxRSS", "NTasks", "End")  # fmt: skip
 POLL_INTERVAL_S = 0.25
 ACCOUNTING_BOUND_S = 30.0
 
@@ -68,10 +71,6 @@ class SlurmClient:
         if command not in self._found:
             self._found[command] = shutil.which(command, path=self._environ().get("PATH"))
         return self._found[command]
-
-    def available(self) -> bool:
-        """Slurm's client commands are on PATH (a login node, or the local test cluster)."""
-        return all(self.which(c) for c in ("sbatch", "sacct", "scontrol", "sinfo"))
 
     def _run(
         self, doing: str, command: str, args: Sequence[str]
@@ -112,7 +111,8 @@ class SlurmClient:
 
     def submit(self, script: Path, *, chdir: str | None = None, options: Sequence[str] = ()) -> str:
         """``sbatch --parsable [--chdir DIR] [OPTIONS] SCRIPT`` -> the new job's id."""
-        args = ["--parsable", *([f"--chdir={chdir}"] if chdir else []), *options, str(script)]
+        name = str(script) if script.is_absolute() else f"./{script}"  # never read as an option
+        args = ["--parsable", *([f"--chdir={chdir}"] if chdir else []), *options, name]
         doing = f"submitting {script}"
         out = self._output(doing, "sbatch", args).strip()
         match = _SUBMITTED.fullmatch(out.splitlines()[-1].strip() if out else "")
@@ -169,8 +169,14 @@ class SlurmClient:
         return job
 
     def recent_jobs(self, user: str, since: str = "now-7days") -> tuple[SacctJob, ...]:
-        """``sacct --json -u USER -S SINCE``: the user's jobs, oldest first."""
-        return self._sacct(f"reading the accounting of {user}'s jobs", ["-u", user, "-S", since])
+        """``sacct -P -u USER -S SINCE``: the user's jobs, oldest first. Not --json: 22.05
+        ignores -u there, and on a busy cluster that is everyone's jobs."""
+        doing = f"reading the accounting of {user}'s jobs"
+        args = ["-P", "-u", user, "-S", since, "-o", ",".join(RECENT_COLUMNS)]
+        try:
+            return parse_sacct_pipe(self._output(doing, "sacct", args))
+        except SacctError as exc:
+            raise SlurmError(doing, f"unexpected sacct output: {exc}") from None
 
     def _sacct(self, doing: str, args: Sequence[str]) -> tuple[SacctJob, ...]:
         try:
