@@ -69,7 +69,7 @@ async def test_findings_of_the_example_with_evidence_and_suggestions(tmp_path: P
         assert text.startswith("Training waits for the DataLoader\n")
         assert "\nDataLoader share of the training function: 80.1\n" in text
         assert "\ncores requested: 1 cores\n" in text
-        assert "\nsuggest  --cpus-per-task=4  num_workers=3\n" in text
+        assert "\nsuggest  --cpus-per-task=4  num_workers=4\n" in text
         # The rationale is one paragraph for the widget to wrap, not the rule file's lines.
         assert "fetches the next batch: the GPU waits while the DataLoader decodes" in text
         assert "see https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html" in text
@@ -79,7 +79,7 @@ async def test_findings_of_the_example_with_evidence_and_suggestions(tmp_path: P
         assert static_text(screen.query_one("#findings-view", Static)) == "1 finding: 1 warning"
         plan = static_text(screen.query_one("#plan", Static))
         assert "#SBATCH --cpus-per-task=4  because dataloader-bound" in plan
-        assert "num_workers = 3" in plan
+        assert "num_workers = 4" in plan
         # The launch line passes --num-workers, so the change goes there: no manual note.
         assert not screen.query("#advice-notes")
         sharpen = screen.query_one("#sharpen", Static)

@@ -194,7 +194,8 @@ def test_tutorial_report_lists_the_four_findings_with_values(
     }
     loader = found["dataloader-bound"]
     assert loader["suggest"]["sbatch"] == {"cpus-per-task": want_cores}
-    assert loader["suggest"]["script"] == {"num_workers": want_cores - 1}
+    # 84.5 % on the DataLoader: the main process mostly waits, so every core gets a worker.
+    assert loader["suggest"]["script"] == {"num_workers": want_cores}
     assert loader["evidence"]["DataLoader share of the training function"] == 84.5
     cores_f = found["under-requested-cores"]
     assert cores_f["suggest"]["sbatch"] == {"cpus-per-task": want_cores}
@@ -215,7 +216,7 @@ def test_tutorial_report_lists_the_four_findings_with_values(
         "under-requested-cores",
     }
     assert plan["sbatch"]["mem"]["value"] == want_mem
-    assert plan["script"]["num_workers"]["value"] == want_cores - 1
+    assert plan["script"]["num_workers"]["value"] == want_cores
 
     # The profile part: the DataLoader line as line_profiler prints it.
     (func,) = doc["profile"]["functions"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.findings import Finding, Skipped
 from tuneadvisor.advisor.gather import Gathered
-from tuneadvisor.advisor.plan import Plan, make_plan
+from tuneadvisor.advisor.plan import Plan, make_plan, workers_for
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.advisor.script_edits import plan_script_edits
 from tuneadvisor.slurm.jobscript import JobScript
@@ -76,6 +76,7 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
         gathered.script_path,
         gathered.script_text,
         gathered.scan.options if gathered.scan is not None else None,
+        reserve_main_core=workers_for(2, gathered.facts) == 1,
     )
     tuned = edits.job
     if tuned is not None:

@@ -19,6 +19,18 @@ from tuneadvisor.slurm.options import parse_memory, parse_time
 
 # Memory headroom over the observed peak, as jobstats suggests.
 MEM_HEADROOM = 1.2
+# Above this DataLoader share the main process mostly waits for batches: it needs no core of
+# its own, and every core goes to a worker. Below it one core stays with the main process.
+# (rules/dataloader-bound.toml's main_waits_share says the same.) Measured on the bundled
+# input-bound MNIST run: 2 workers on 2 cores beat 1 worker on 2 cores (bench/RESULTS.md).
+MAIN_WAITS_SHARE = 0.5
+
+
+def workers_for(cores: int, facts: Facts) -> int:
+    """DataLoader workers per rank for ``cores`` cores per task."""
+    share = facts.get("profile.loader_share")
+    waits = isinstance(share, int | float) and share >= MAIN_WAITS_SHARE
+    return max(1, cores if waits else cores - 1)
 
 
 @dataclass(frozen=True)
@@ -99,9 +111,12 @@ def _bound_cores(plan: Plan, facts: Facts, notes: list[str]) -> None:
         plan.sbatch["cpus-per-task"] = Change(limit, change.because)
         cores = limit
     if "num_workers" in plan.script:
-        workers = max(1, cores - 1)
+        workers = workers_for(cores, facts)
         if plan.script["num_workers"].value != workers:
-            notes.append(f"num_workers {workers}: one core of {cores} stays with the main process")
+            reserved = "one core stays" if workers < cores else "no core is kept"
+            notes.append(
+                f"num_workers {workers} for {cores} cores: {reserved} for the main process"
+            )
         plan.script["num_workers"] = Change(workers, plan.script["num_workers"].because)
 
 

@@ -30,10 +30,11 @@ class ScriptEdits:
     notes: tuple[str, ...]
 
 
-def _python_value(setting: str, value: object) -> str:
+def _python_value(setting: str, value: object, reserve_main_core: bool) -> str:
     if setting == "num_workers":
-        # Follow the allocation instead of a number: one core stays with the main process.
-        return 'max(1, int(os.environ.get("SLURM_CPUS_PER_TASK", "1")) - 1)'
+        # Follow the allocation instead of a number (as the plan couples them).
+        cores = 'int(os.environ.get("SLURM_CPUS_PER_TASK", "1"))'
+        return f"max(1, {cores} - 1)" if reserve_main_core else cores
     return repr(value)
 
 
@@ -158,6 +159,7 @@ def plan_script_edits(
     script_path: str | None,
     script_text: str | None,
     options: Mapping[str, ArgOption] | None = None,
+    reserve_main_core: bool = True,
 ) -> ScriptEdits:
     """``options``: the script's argparse options (by dest), to pass flags as flags."""
     notes: list[str] = []
@@ -188,7 +190,9 @@ def plan_script_edits(
             continue
         line = scan_facts.get(f"script.{setting}.line") or scan_facts.get("script.dataloader.line")
         if source == "literal" and patched is not None and isinstance(line, int):
-            new = _patch_literal(patched, line, setting, _python_value(setting, value))
+            new = _patch_literal(
+                patched, line, setting, _python_value(setting, value, reserve_main_core)
+            )
             if new is not None:
                 patched = new
                 continue
