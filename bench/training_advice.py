@@ -222,7 +222,10 @@ def main() -> None:
         text = head + section + tail
     else:
         text = text.rstrip("\n") + "\n\n" + section
-    args.out.write_text(text, encoding="utf-8")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from results_index import refresh as refresh_index
+
+    args.out.write_text(refresh_index(text), encoding="utf-8")
     for row in rows:
         print(" | ".join(row))
     print(f"wrote {args.out} ({elapsed:.0f} s); work in {work}")

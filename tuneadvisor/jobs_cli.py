@@ -1,7 +1,7 @@
 """`tuneadvisor jobs`: your recent Slurm jobs with state, efficiency and top finding, to pick
 one to look at (`tuneadvisor report --jobid ID`, `open --jobid ID`).
 
-One ``sacct --json`` read covers them all, and ``squeue --json`` says why queued jobs wait.
+One ``sacct -P`` read covers them all, and ``squeue --json`` says why queued jobs wait.
 Findings come from the accounting alone (no job script is fetched): job states, cores and
 memory used against what was asked, elapsed time against the limit.
 """
@@ -22,6 +22,7 @@ from tuneadvisor.advisor.rules import Rule, load_rules, rule_dirs
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.sacct import SacctJob
+from tuneadvisor.slurm.scontrol import ACTIVE_STATES
 from tuneadvisor.slurm.squeue import QueuedJob
 
 
@@ -95,9 +96,11 @@ def run_jobs(args: argparse.Namespace) -> int:
     rules = load_rules(rule_dirs(args.rules))
     client = SlurmClient()
     user = args.user or getpass.getuser()
-    jobs = client.recent_jobs(user, args.since)
-    queued = {q.job_id: q for q in client.queue(user)}
-    newest = sorted(jobs, key=_job_order, reverse=True)[: args.limit]
+    newest = sorted(client.recent_jobs(user, args.since), key=_job_order, reverse=True)
+    newest = newest[: args.limit]
+    queued = {}
+    if any(job.state in ACTIVE_STATES for job in newest):  # squeue --json lists every job
+        queued = {q.job_id: q for q in client.queue(user)}
     rows = [job_row(job, queued.get(job.job_id), rules) for job in newest]
     if args.format == "json":
         print(json.dumps([asdict(r) for r in rows], indent=2))

@@ -8,6 +8,7 @@ other tests' jobs share it, so waits are bounded generously but never timed.
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import subprocess
@@ -91,7 +92,22 @@ def start_cluster() -> dict[str, str]:
         pytest.skip(
             f"needs the local Slurm cluster (scripts/slurm-local.sh as root on Debian): {why}"
         )
+    elif not _associated(env):
+        pytest.skip(
+            f"the local Slurm cluster has no account for {getpass.getuser()}: start it with "
+            f"ACCT_USERS={getpass.getuser()} bash scripts/slurm-local.sh"
+        )
     return env
+
+
+def _associated(env: dict[str, str]) -> bool:
+    """This user may submit (root always can; others need an association in accounting)."""
+    user = getpass.getuser()
+    done = subprocess.run(
+        ["sacctmgr", "-n", "-P", "show", "assoc", f"user={user}", "format=user"],
+        env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return os.geteuid() == 0 or user in done.stdout.split()
 
 
 @dataclass

@@ -346,6 +346,18 @@ def test_jobs_lists_state_efficiency_and_top_finding(
     assert "job-timed-out" not in text
 
 
+def test_jobs_takes_the_state_of_active_jobs_from_the_queue(
+    cluster: FakeSlurm, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # accounting still says PENDING; squeue (03-squeue.json) has job 1 RUNNING
+    pending = "JobID|JobName|User|State|ElapsedRaw\n1|t|root|PENDING|0\n"
+    (cluster.folder / "pending.txt").write_text(pending)
+    cluster.add("sacct", f"/bin/cat {cluster.folder}/pending.txt\n")
+    assert main(["jobs", "--user", "root", "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert (row["job_id"], row["state"]) == ("1", "RUNNING")
+
+
 def _seff_tutorial(folder: Path) -> Path:
     """One core busy, 316 MB of 8 GB: more cores (capped by the node), less memory."""
     path = folder / "seff.txt"

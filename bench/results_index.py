@@ -1,0 +1,130 @@
+"""The index at the top of bench/RESULTS.md: one rerun command per section, with the date and
+the load average of the run that wrote it.
+
+RESULTS.md is written by several scripts, each owning one part: ``bash bench/run.sh`` (the
+profile-viewer targets 1-3d) writes the head of the file, and ``watch_bench.py``,
+``slurm_bench.py`` and ``training_advice.py`` each replace only the text between their own
+``<!-- NAME:begin -->`` / ``<!-- NAME:end -->`` markers. The index sits between
+``<!-- index:begin -->`` / ``<!-- index:end -->`` and is rebuilt from the file itself (each
+part's "Recorded ... by `COMMAND`" line and its load average), so any script may refresh it:
+``refresh(text)`` returns the text with a fresh index.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+INDEX_BEGIN = "<!-- index:begin -->"
+INDEX_END = "<!-- index:end -->"
+MARKER_RE = re.compile(r"<!-- ([a-z0-9-]+):begin -->")
+
+
+@dataclass(frozen=True)
+class Part:
+    marker: str | None  # None: the head of the file, written by bench/run.sh
+    what: str
+    default_cmd: str
+    needs: str = ""
+
+
+PARTS = (
+    Part(None, "profile viewer, targets 1-3d", "bash bench/run.sh"),
+    Part(
+        "training-bench",
+        "relaunch / grid / `tune`, T1-T3 (issue 6)",
+        ".venv/bin/python bench/training_advice.py --steps 12 --repeats 2",
+    ),
+    Part(
+        "watch-bench",
+        "`tuneadvisor watch`, W1-W4 (issue 5)",
+        ".venv/bin/python bench/watch_bench.py --duration 30",
+        "tmux",
+    ),
+    Part(
+        "slurm-bench",
+        "local Slurm cluster, S1-S3 (issue 4)",
+        ".venv/bin/python bench/slurm_bench.py --rounds 2",
+        "the local cluster (`scripts/slurm-local.sh`); `--cold` is root-only and disruptive",
+    ),
+)
+
+RECORDED_RE = re.compile(r"Recorded (\d{4}-\d\d-\d\d \d\d:\d\d) UTC by `([^`]+)`")
+LOAD_RE = re.compile(r"[Ll]oad average ([\d.]+) at the start, ([\d.]+) at the end")
+HEAD_LOAD_RE = re.compile(r"\| load average at (start|end) \| ([\d.]+)")
+
+
+def split_sections(text: str) -> tuple[str, str]:
+    """(head, the marked sections and anything after them). The head is run.sh's part."""
+    for m in MARKER_RE.finditer(text):
+        if m.group(1) != "index":
+            return text[: m.start()], text[m.start() :]
+    return text, ""
+
+
+def _section(text: str, marker: str | None) -> str | None:
+    if marker is None:
+        return split_sections(text)[0]
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    if begin not in text or end not in text:
+        return None
+    return text.split(begin, 1)[1].split(end, 1)[0]
+
+
+def _row(text: str, part: Part) -> str:
+    body = _section(text, part.marker)
+    cmd, when, load = part.default_cmd, "not recorded yet", "-"
+    if body is not None:
+        if part.marker is None:
+            body = body.split(INDEX_END, 1)[-1]
+        rec = RECORDED_RE.search(body)
+        if rec:
+            when, cmd = rec.group(1), rec.group(2)
+        if part.marker is None:
+            loads = dict(HEAD_LOAD_RE.findall(body))
+            if loads:
+                load = f"{loads.get('start', '?')} → {loads.get('end', '?')}"
+        else:
+            m = LOAD_RE.search(body)
+            if m:
+                load = f"{m.group(1)} → {m.group(2)}"
+    needs = f" (needs {part.needs})" if part.needs else ""
+    return f"| {part.what} | `{cmd}`{needs} | {when} | {load} |"
+
+
+def render_index(text: str) -> str:
+    return "\n".join(
+        [
+            INDEX_BEGIN,
+            "## How to rerun",
+            "",
+            "Each part of this file is written by its own command, which replaces only that part "
+            "(run them one at a time: they compete for the same cores). From the repository "
+            "root:",
+            "",
+            "| Part | Rerun with | Last recorded (UTC) | 1-min load average, start → end |",
+            "|---|---|---|---|",
+            *(_row(text, part) for part in PARTS),
+            "",
+            f"The machine ({os.cpu_count()} CPUs here) is shared with other work: a load "
+            "average near or above the CPU count means the timings of that run are inflated "
+            "(each part gives its own details). This index is rebuilt whenever "
+            "`bench/run.sh` or `bench/training_advice.py` writes this file; each part's own "
+            '"Recorded" line is the authority.',
+            INDEX_END,
+        ]
+    )
+
+
+def refresh(text: str) -> str:
+    """``text`` with its index rebuilt (inserted after the first heading if absent)."""
+    index = render_index(text)
+    if INDEX_BEGIN in text and INDEX_END in text:
+        before, rest = text.split(INDEX_BEGIN, 1)
+        after = rest.split(INDEX_END, 1)[1]
+        return before + index + after
+    lines = text.split("\n", 1)
+    if lines[0].startswith("# "):
+        return lines[0] + "\n\n" + index + "\n" + (lines[1] if len(lines) > 1 else "")
+    return index + "\n\n" + text
