@@ -190,6 +190,13 @@ def main() -> None:
         f"{ratio:.2f}x the baseline",
         f"- grid best: cpus {best_key[0]}, workers {best_key[1]}: {best_rate:,.1f} samples/s; the"
         f" advice reaches {100 * reach:.0f} % of it",
+        f"- consistency check: the advised setting's own grid point (cpus {advised[0]}, workers "
+        f"{advised[1]}) gave {grid[advised][0]:,.1f} samples/s in the same rounds, "
+        f"{100 * grid[advised][0] / best_rate:.0f} % of the grid best; the relaunch and that "
+        "point run the same setting, so a large gap between them is noise from the shared "
+        "machine, not the advice"
+        if advised in grid
+        else f"- the advised setting (cpus {advised[0]}, workers {advised[1]}) is not in the grid",
         "",
         "| --cpus-per-task | --num-workers | samples/s (median) | runs |",
         "|---|---|---|---|",
