@@ -5,14 +5,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.engine import evaluate
+from tuneadvisor.advisor.engine import Evaluation, evaluate
 from tuneadvisor.advisor.findings import Finding, Skipped
 from tuneadvisor.advisor.gather import Gathered
 from tuneadvisor.advisor.plan import Plan, make_plan, workers_for
 from tuneadvisor.advisor.rules import Rule
-from tuneadvisor.advisor.script_edits import plan_script_edits
-from tuneadvisor.slurm.jobscript import JobScript
+
+if TYPE_CHECKING:
+    from tuneadvisor.slurm.jobscript import JobScript
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,25 @@ def _apply_sbatch(job: JobScript, plan: Plan, notes: list[str]) -> JobScript:
     return job
 
 
+def _advice_without_files(
+    gathered: Gathered, evaluation: Evaluation, plan: Plan, notes: list[str]
+) -> Advice:
+    """Advice with nothing to edit: no job script and no training script were read."""
+    return Advice(
+        findings=evaluation.findings,
+        skipped=evaluation.skipped,
+        plan=plan,
+        facts=gathered.facts,
+        sharpen=gathered.sharpen,
+        notes=tuple(notes),
+        original_job=None,
+        tuned_job=None,
+        job_diff="",
+        script_patch="",
+        script_path=None,
+    )
+
+
 def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     evaluation = evaluate(rules, gathered.facts)
     plan = make_plan(evaluation.findings, gathered.facts)
@@ -68,6 +89,11 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     job = gathered.job
     # Launch-line edits first: the launch line's numbers are the input's, and a directive
     # added to the header would move it.
+    if job is None and gathered.script_text is None:
+        return _advice_without_files(gathered, evaluation, plan, notes)
+    from tuneadvisor.advisor.script_edits import plan_script_edits
+    from tuneadvisor.slurm.jobscript import JobScript
+
     edits = plan_script_edits(
         {key: change.value for key, change in plan.script.items()},
         scan_facts,

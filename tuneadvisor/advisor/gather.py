@@ -10,24 +10,22 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.facts import FACTS
-from tuneadvisor.advisor.job_facts import job_facts
-from tuneadvisor.advisor.live_job import LiveJob, cluster_node, fetch_job, ran_differently
 from tuneadvisor.advisor.profile_facts import profile_facts
-from tuneadvisor.advisor.script_scan import ScriptScan, scan_script
-from tuneadvisor.advisor.site import load_site
 from tuneadvisor.errors import InputError, read_text_input
-from tuneadvisor.metrics.model import MetricsSeries, merge_series
-from tuneadvisor.metrics.nvidia_smi_csv import NvidiaSmiCsvError, parse_nvidia_smi_csv
-from tuneadvisor.metrics.recording import RecordingError, parse_recording
-from tuneadvisor.metrics.recording import sniff as sniff_recording
 from tuneadvisor.profile.analysis import ProfileAnalysis
-from tuneadvisor.slurm.client import SlurmClient
-from tuneadvisor.slurm.jobscript import JobScript
-from tuneadvisor.slurm.launch import LaunchLine, find_launch
-from tuneadvisor.slurm.sacct import SacctError, parse_sacct, select_job
-from tuneadvisor.slurm.seff import SeffError, parse_seff
+
+# Each input's parser is imported where that input is read: `report PROFILE` alone stays as
+# quick to start as line_profiler's own viewer (bench target 2).
+if TYPE_CHECKING:
+    from tuneadvisor.advisor.live_job import LiveJob
+    from tuneadvisor.advisor.script_scan import ScriptScan
+    from tuneadvisor.metrics.model import MetricsSeries
+    from tuneadvisor.slurm.client import SlurmClient
+    from tuneadvisor.slurm.jobscript import JobScript
+    from tuneadvisor.slurm.launch import LaunchLine
 
 SITE_ENV = "TUNEADVISOR_SITE"
 
@@ -65,6 +63,8 @@ class Gathered:
 
 
 def read_job(path: str) -> JobScript:
+    from tuneadvisor.slurm.jobscript import JobScript
+
     text = read_text_input(path, "job script")
     return JobScript.parse(text, path)
 
@@ -116,6 +116,13 @@ def usage_facts(facts: dict[str, object]) -> None:
 
 
 def _metrics(paths: Sequence[str]) -> MetricsSeries | None:
+    if not paths:
+        return None
+    from tuneadvisor.metrics.model import merge_series
+    from tuneadvisor.metrics.nvidia_smi_csv import NvidiaSmiCsvError, parse_nvidia_smi_csv
+    from tuneadvisor.metrics.recording import RecordingError, parse_recording
+    from tuneadvisor.metrics.recording import sniff as sniff_recording
+
     series = []
     for path in paths:
         text = read_text_input(path, "metrics file")
@@ -162,9 +169,15 @@ def gather(
         facts.update(profile_facts(analysis))
     else:
         sharpen.append("a line_profiler profile (kernprof -l -o $SLURM_JOBID.lprof)")
-    client = SlurmClient(env=env) if paths.live or paths.cluster else None
+    client: SlurmClient | None = None
+    if paths.live or paths.cluster:
+        from tuneadvisor.slurm.client import SlurmClient
+
+        client = SlurmClient(env=env)
     live: LiveJob | None = None
     if client is not None and paths.jobid is not None and paths.live:
+        from tuneadvisor.advisor.live_job import fetch_job
+
         live = fetch_job(client, paths.jobid, want_script=paths.job is None)
         notes += live.notes
     job = launch = None
@@ -173,11 +186,16 @@ def gather(
     elif live is not None:
         job = live.script
     if job is not None:
+        from tuneadvisor.advisor.job_facts import job_facts
+        from tuneadvisor.slurm.launch import find_launch
+
         launch = find_launch(job)
         facts.update(job_facts(job, launch))
     else:
         sharpen.append("the job script (--job)")
     if live is not None:
+        from tuneadvisor.advisor.live_job import ran_differently
+
         as_run = live.as_run()
         notes += ran_differently(facts, as_run)
         facts.update(live.facts())
@@ -185,6 +203,8 @@ def gather(
     script_path, script_text = _script(paths, launch, notes)
     scan = None
     if script_text is not None:
+        from tuneadvisor.advisor.script_scan import scan_script
+
         launch_args = launch.options if launch is not None else None
         scan = scan_script(script_text, launch_args)
         if scan.parse_error:
@@ -193,11 +213,15 @@ def gather(
     else:
         sharpen.append("the training script (--script, or a job script that runs it)")
     if paths.seff is not None:
+        from tuneadvisor.slurm.seff import SeffError, parse_seff
+
         try:
             facts.update(parse_seff(read_text_input(paths.seff, "seff output")).facts())
         except SeffError as exc:
             raise InputError(paths.seff, f"not seff output: {exc}") from None
     if paths.sacct is not None:
+        from tuneadvisor.slurm.sacct import SacctError, parse_sacct, select_job
+
         try:
             jobs = parse_sacct(read_text_input(paths.sacct, "sacct output"))
             facts.update(select_job(jobs, paths.jobid).facts())
@@ -215,8 +239,12 @@ def gather(
     partition = facts.get("job.partition")
     node = None
     if site_path is not None:
+        from tuneadvisor.advisor.site import load_site
+
         node = load_site(site_path).node_for(partition)  # type: ignore[arg-type]
     elif client is not None:
+        from tuneadvisor.advisor.live_job import cluster_node
+
         node = cluster_node(client, partition if isinstance(partition, str) else None, notes)
     if node is not None:
         facts.update(node.facts())

@@ -13,10 +13,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.script_scan import ArgOption
 from tuneadvisor.slurm.jobscript import JobScript
 from tuneadvisor.slurm.launch import LaunchLine
+
+if TYPE_CHECKING:
+    from tuneadvisor.advisor.script_scan import ArgOption
 
 # DataLoader settings the advisor changes, and how a value reads in Python source.
 LOADER_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, cast
 
+from tuneadvisor.advisor.script_fact_rows import FACT_ROWS
 from tuneadvisor.pyast import dotted_name
 
 Scalar: TypeAlias = int | float | bool | str | None
@@ -61,81 +62,6 @@ _SOURCE_RANK = {
 
 # Every fact `ScriptScan.facts()` can emit: (name, type, unit, description), the row format
 # of `tuneadvisor.advisor.facts`. Values of the wrong type are dropped, never emitted.
-FACT_ROWS: tuple[tuple[str, str, str, str], ...] = (
-    ("script.dataloaders", "int", "", "DataLoader constructions"),
-    ("script.dataloader.line", "int", "", "line of the training DataLoader call"),
-    ("script.dataloader.name", "str", "", "what the training DataLoader is assigned to"),
-    ("script.num_workers", "int", "workers", "num_workers of the training DataLoader"),
-    (
-        "script.num_workers.source",
-        "str",
-        "",
-        "literal, slurm_env, env, cpu_count, argparse, default, call, variable, unknown",
-    ),
-    ("script.num_workers.line", "int", "", "line of the num_workers value"),
-    ("script.num_workers.option", "str", "", "the argparse option that sets it"),
-    ("script.num_workers.expr", "str", "", "the expression the value comes from"),
-    ("script.num_workers.env", "str", "", "the environment variable it reads"),
-    ("script.num_workers.env_default", "int", "workers", "its fallback when the variable is unset"),
-    ("script.num_workers.cpu_call", "str", "", "the CPU-count call it uses"),
-    ("script.num_workers.conditional", "bool", "", "set only on some paths (if use_cuda: ...)"),
-    ("script.num_workers.derived", "bool", "", "computed from its source (min, -1, ...)"),
-    ("script.num_workers.default", "int", "workers", "the argparse option's default"),
-    ("script.num_workers.default_source", "str", "", "where the option's default comes from"),
-    ("script.num_workers.passed", "str", "", "what the job's launch line passes for the option"),
-    ("script.num_workers.passed_source", "str", "", "literal, slurm_env or env"),
-    ("script.pin_memory", "bool", "", "pin_memory of the training DataLoader"),
-    ("script.pin_memory.source", "str", "", "where pin_memory comes from"),
-    ("script.pin_memory.line", "int", "", "line of the pin_memory value"),
-    ("script.pin_memory.option", "str", "", "the argparse option that sets it"),
-    ("script.persistent_workers", "bool", "", "persistent_workers"),
-    ("script.persistent_workers.source", "str", "", "where persistent_workers comes from"),
-    ("script.prefetch_factor", "int", "batches", "prefetch_factor"),
-    ("script.prefetch_factor.source", "str", "", "where prefetch_factor comes from"),
-    ("script.batch_size", "int", "samples", "batch_size of the training DataLoader"),
-    ("script.batch_size.source", "str", "", "where batch_size comes from"),
-    ("script.batch_size.option", "str", "", "the argparse option that sets it"),
-    ("script.sampler", "str", "", "the sampler class given to the training DataLoader"),
-    ("script.sampler.source", "str", "", "where the sampler comes from"),
-    ("script.ddp", "bool", "", "the model is wrapped in DistributedDataParallel (or FSDP)"),
-    ("script.ddp.line", "int", "", "first DDP wrap or init_process_group line"),
-    ("script.ddp.init", "bool", "", "init_process_group is called"),
-    ("script.ddp.backend", "str", "", "init_process_group's backend"),
-    ("script.ddp.distributed_sampler", "bool", "", "a DistributedSampler feeds the loader"),
-    ("script.ddp.set_epoch", "bool", "", "sampler.set_epoch is called"),
-    ("script.ddp.spawn", "bool", "", "ranks are started by torch.multiprocessing.spawn"),
-    ("script.ddp.slurm_env", "bool", "", "ranks are read from SLURM_PROCID/NTASKS/LOCALID"),
-    ("script.ddp.torchrun_env", "bool", "", "ranks are read from RANK/WORLD_SIZE/LOCAL_RANK"),
-    ("script.world_size", "int", "ranks", "the world size, when the script fixes it"),
-    ("script.world_size.literal", "int", "ranks", "a hard-coded world size"),
-    ("script.world_size.source", "str", "", "where the world size comes from"),
-    ("script.world_size.env", "str", "", "the environment variable it reads"),
-    ("script.world_size.line", "int", "", "line of the world size value"),
-    ("script.rank.source", "str", "", "where the global rank comes from"),
-    ("script.rank.env", "str", "", "the environment variable it reads"),
-    ("script.local_rank.source", "str", "", "where the local rank comes from"),
-    ("script.local_rank.env", "str", "", "the environment variable it reads"),
-    ("script.nprocs", "int", "processes", "processes per node the script starts or expects"),
-    ("script.nprocs.literal", "int", "processes", "a hard-coded process count"),
-    ("script.nprocs.source", "str", "", "where the process count comes from"),
-    ("script.amp", "bool", "", "mixed precision is used"),
-    ("script.amp.deprecated", "bool", "", "torch.cuda.amp spellings are used"),
-    ("script.amp.deprecated.line", "int", "", "first deprecated AMP spelling"),
-    ("script.amp.deprecated.count", "int", "", "deprecated AMP spellings (imports and calls)"),
-    ("script.amp.grad_scaler", "bool", "", "a GradScaler is constructed"),
-    ("script.amp.dtype", "str", "", "bf16 or fp16, of the first autocast"),
-    ("script.loader_loops", "int", "", "loops over a DataLoader"),
-    ("script.sync_in_loop.count", "int", "", "host syncs inside the step loop"),
-    ("script.sync_in_loop.unguarded", "int", "", "of those, run every step"),
-    ("script.sync_in_loop.guarded", "int", "", "of those, run every N steps"),
-    ("script.sync_in_loop.line", "int", "", "first unguarded sync line (else first sync)"),
-    ("script.sync_in_loop.kinds", "str", "", "kinds of sync, comma separated"),
-    ("script.cudnn_benchmark", "bool", "", "torch.backends.cudnn.benchmark"),
-    ("script.torch_threads", "int", "threads", "torch.set_num_threads(...)"),
-    ("script.torch_threads.source", "str", "", "where the thread count comes from"),
-    ("script.omp_num_threads", "int", "threads", "OMP_NUM_THREADS set by the script"),
-    ("script.omp_num_threads.source", "str", "", "where that value comes from"),
-)
 _FACT_TYPES: Mapping[str, str] = {row[0]: row[1] for row in FACT_ROWS}
 
 _MAX_DEPTH = 12  # how many assignments/expressions deep a value is followed
