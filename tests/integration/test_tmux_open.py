@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.integration.tmux_session import WAIT_S, Tmux
 
 pytestmark = pytest.mark.tmux
 
@@ -26,53 +27,6 @@ BINARY = REPO / ".venv" / "bin" / "tuneadvisor"
 PROFILE = "examples/mnist/24752610.lprof"
 JOB = "examples/mnist/mnist.sbatch"
 WIDTH, HEIGHT = 160, 45
-WAIT_S = 30.0
-
-
-def _environment() -> dict[str, str]:
-    """The environment for the tmux server, and so for the app: os.environ, passed explicitly.
-
-    Importing readline (pytest does) sets COLUMNS=80 and LINES=24 in the process's C-level
-    environment without touching os.environ; inherited, they would make the app draw at
-    80x24 whatever the pane's size."""
-    return {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-
-
-class Tmux:
-    def __init__(self, socket: str, session: str) -> None:
-        self.socket = socket
-        self.session = session
-
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["tmux", "-L", self.socket, *args],
-            capture_output=True,
-            text=True,
-            check=check,
-            timeout=30,
-            env=_environment(),
-        )
-
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p", "-t", self.session).stdout
-
-    def keys(self, *keys: str) -> None:
-        self.run("send-keys", "-t", self.session, *keys)
-
-    def alive(self) -> bool:
-        return self.run("has-session", "-t", self.session, check=False).returncode == 0
-
-    def wait_for(self, what: str, done: Callable[[str], bool]) -> str:
-        deadline = time.monotonic() + WAIT_S
-        screen = ""
-        while time.monotonic() < deadline:
-            if not self.alive():
-                raise AssertionError(f"tuneadvisor exited while waiting for {what}:\n{screen}")
-            screen = self.screen()
-            if done(screen):
-                return screen
-            time.sleep(0.2)
-        raise AssertionError(f"timed out after {WAIT_S} s waiting for {what}; screen:\n{screen}")
 
 
 @pytest.fixture

@@ -11,10 +11,12 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.integration.tmux_session import WAIT_S, Tmux
 
 pytestmark = pytest.mark.tmux
 
@@ -23,46 +25,13 @@ BINARY = REPO / ".venv" / "bin" / "tuneadvisor"
 LOADER = REPO / "tests" / "fixtures" / "watch" / "loader.py"
 FAKE = REPO / "tests" / "fixtures" / "nvml" / "fake"
 A100 = REPO / "tests" / "fixtures" / "nvml" / "a100-2gpu.json"
-WAIT_S = 30.0  # a deadline so a broken run ends, not a speed check
-
-
-class Tmux:
-    def __init__(self, socket: str) -> None:
-        self.socket = socket
-
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["tmux", "-L", self.socket, *args],
-            capture_output=True,
-            text=True,
-            check=check,
-            timeout=30,
-        )
-
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p", "-t", "watch").stdout
-
-    def alive(self) -> bool:
-        return self.run("has-session", "-t", "watch", check=False).returncode == 0
-
-    def wait_for(self, what: str, done: Callable[[str], bool]) -> str:
-        deadline = time.monotonic() + WAIT_S
-        screen = ""
-        while time.monotonic() < deadline:
-            if not self.alive():
-                raise AssertionError(f"watch exited while waiting for {what}:\n{screen}")
-            screen = self.screen()
-            if done(screen):
-                return screen
-            time.sleep(0.2)
-        raise AssertionError(f"never saw {what}; screen:\n{screen}")
 
 
 @pytest.fixture
 def tmux() -> Iterator[Tmux]:
     if shutil.which("tmux") is None or not BINARY.exists():
         pytest.skip("needs tmux and the installed binary")
-    server = Tmux(f"tuneadvisor-watch-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    server = Tmux(f"tuneadvisor-watch-{os.getpid()}-{uuid.uuid4().hex[:8]}", "watch")
     try:
         yield server
     finally:
