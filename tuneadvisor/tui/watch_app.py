@@ -20,6 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Header, Sparkline, Static
 
 from tuneadvisor.metrics.model import GpuSample, Stats
@@ -171,11 +172,14 @@ class WatchApp(App[int]):
             return
         self.shown_rounds = state.rounds
         snaps = self.source.view(ZOOMS[self.zoom])
-        self._draw_gpus(snaps)
-        self._draw_cores(snaps)
-        self._draw_status(state, snaps)
-        self._draw_procs(state.latest)
-        self._draw_findings(state)
+        try:
+            self._draw_gpus(snaps)
+            self._draw_cores(snaps)
+            self._draw_status(state, snaps)
+            self._draw_procs(state.latest)
+            self._draw_findings(state)
+        except NoMatches:
+            return  # the timer fired while the app closes and its widgets are being removed
 
     def _draw_gpus(self, snaps: Sequence[Snapshot]) -> None:
         box = self.query_one("#gpus", Vertical)
