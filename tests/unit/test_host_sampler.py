@@ -175,8 +175,9 @@ def test_a_process_of_another_user(procs: list[subprocess.Popen[str]]) -> None:
     other = spawn("sleep", "600", user=NOBODY)
     procs.append(other)
     sampler = HostSampler([other.pid])
-    reading = until(sampler.sample, lambda r: bool(r.procs) and r.procs[0].user == "nobody", "")
-    assert reading.procs[0].name == "sleep"
+    # setpriv drops to nobody before it execs sleep: wait for the exec, then check both.
+    reading = until(sampler.sample, lambda r: bool(r.procs) and r.procs[0].name == "sleep", "")
+    assert reading.procs[0].user == "nobody"
 
 
 def test_access_denied_is_normal_for_an_unprivileged_sampler(
