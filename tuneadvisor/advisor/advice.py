@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.engine import Evaluation, evaluate
+from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.findings import Finding, Skipped
 from tuneadvisor.advisor.gather import Gathered
 from tuneadvisor.advisor.plan import Plan, make_plan, workers_for
@@ -62,42 +62,20 @@ def _apply_sbatch(job: JobScript, plan: Plan, notes: list[str]) -> JobScript:
     return job
 
 
-def _advice_without_files(
-    gathered: Gathered, evaluation: Evaluation, plan: Plan, notes: list[str]
-) -> Advice:
-    """Advice with nothing to edit: no job script and no training script were read."""
-    return Advice(
-        findings=evaluation.findings,
-        skipped=evaluation.skipped,
-        plan=plan,
-        facts=gathered.facts,
-        sharpen=gathered.sharpen,
-        notes=tuple(notes),
-        original_job=None,
-        tuned_job=None,
-        job_diff="",
-        script_patch="",
-        script_path=None,
-    )
-
-
-def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
-    evaluation = evaluate(rules, gathered.facts)
-    plan = make_plan(evaluation.findings, gathered.facts)
-    notes = list(gathered.notes) + list(plan.notes)
-    scan_facts = gathered.scan.facts() if gathered.scan is not None else {}
-    job = gathered.job
-    # Launch-line edits first: the launch line's numbers are the input's, and a directive
-    # added to the header would move it.
-    if job is None and gathered.script_text is None:
-        return _advice_without_files(gathered, evaluation, plan, notes)
+def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobScript | None, str]:
+    """The tuned job script and the training-script patch; (None, "") when neither file
+    was read, without importing the editors (`report PROFILE` stays quick to start)."""
+    if gathered.job is None and gathered.script_text is None:
+        return None, ""
     from tuneadvisor.advisor.script_edits import plan_script_edits
     from tuneadvisor.slurm.jobscript import JobScript
 
+    # Launch-line edits first: the launch line's numbers are the input's, and a directive
+    # added to the header would move it.
     edits = plan_script_edits(
         {key: change.value for key, change in plan.script.items()},
-        scan_facts,
-        job,
+        gathered.scan.facts() if gathered.scan is not None else {},
+        gathered.job,
         gathered.launch,
         gathered.script_path,
         gathered.script_text,
@@ -111,6 +89,15 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     if tuned is not None and gathered.facts.get("job.dos_line_breaks") is True:
         # sbatch refuses CRLF scripts: the tuned one is written with LF line ends.
         tuned = JobScript.parse(tuned.render_text().replace("\r\n", "\n"), tuned.path)
+    return tuned, edits.patch
+
+
+def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
+    evaluation = evaluate(rules, gathered.facts)
+    plan = make_plan(evaluation.findings, gathered.facts)
+    notes = list(gathered.notes) + list(plan.notes)
+    job = gathered.job
+    tuned, patch = _edit_files(gathered, plan, notes)
     diff = ""
     if job is not None and tuned is not None:
         diff = _job_diff(job, tuned, str(job.path or "job.sbatch"))
@@ -124,6 +111,6 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
         original_job=job,
         tuned_job=tuned,
         job_diff=diff,
-        script_patch=edits.patch,
+        script_patch=patch,
         script_path=gathered.script_path,
     )
