@@ -736,6 +736,33 @@ CASES: dict[str, Case] = {
         quiet={"gpu-idle", "low-gpu-util"},
         extra_args=("--metrics", "gpu.csv"),
     ),
+    "one of two GPUs never used (recorded nvidia-smi log)": Case(
+        {
+            "job.sbatch": job_text("--job-name=x", "--gres=gpu:2"),
+            "gpu.csv": (REPO / "tests/fixtures/nvidia-smi/a100-2gpu-one-idle.csv").read_text(),
+        },
+        fires={"some-gpus-idle"},
+        quiet={"gpu-idle"},
+        extra_args=("--metrics", "gpu.csv"),
+    ),
+    "two GPUs, both busy": Case(
+        {
+            "job.sbatch": job_text("--job-name=x", "--gres=gpu:2"),
+            "gpu.csv": nvidia_smi_csv([90] * 12, gpus=2),
+        },
+        fires=set(),
+        quiet={"gpu-idle", "low-gpu-util", "some-gpus-idle"},
+        extra_args=("--metrics", "gpu.csv"),
+    ),
+    "two GPUs, both idle: gpu-idle alone": Case(
+        {
+            "job.sbatch": job_text("--job-name=x", "--gres=gpu:2"),
+            "gpu.csv": nvidia_smi_csv(IDLE_UTILS, gpus=2),
+        },
+        fires={"gpu-idle"},
+        quiet={"some-gpus-idle"},
+        extra_args=("--metrics", "gpu.csv"),
+    ),
     "too few GPU samples to judge": Case(
         {"job.sbatch": job_text(*GPU_JOB), "gpu.csv": nvidia_smi_csv([0, 1, 0])},
         fires=set(),

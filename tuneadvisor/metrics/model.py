@@ -11,8 +11,8 @@ in degrees C, clocks in MHz, PCIe throughput in MiB/s.
 
 Facts (absent when no sample carries the value):
 
-- ``gpu.count`` GPUs seen; ``gpu.samples`` sample rows over all GPUs (the count behind the
-  pooled statistics); ``gpu.duration_s`` first to last timestamp; ``gpu.interval_s`` median
+- ``gpu.count`` GPUs seen; ``gpu.samples`` samples per GPU (the fewest any GPU has: rules
+  ask for enough evidence about every GPU, and rows over four GPUs are not four times as much); ``gpu.duration_s`` first to last timestamp; ``gpu.interval_s`` median
   gap between a GPU's consecutive samples.
 - ``gpu.util.mean|p50|p95|max`` (%), pooled over all GPUs; ``gpu.idle_share`` (0-1) share of
   samples with utilization under ``IDLE_UTIL_PCT``; ``gpu.util.min_gpu_mean`` (%) mean of the
@@ -291,7 +291,10 @@ def _put(facts: Facts, name: str, value: float | None) -> None:
 
 
 def _gpu_facts(series: MetricsSeries) -> Facts:
-    facts: Facts = {"gpu.count": len(series.gpus), "gpu.samples": len(series.gpu_samples)}
+    facts: Facts = {
+        "gpu.count": len(series.gpus),
+        "gpu.samples": min(len(gpu.samples) for gpu in series.gpus),
+    }
     _put(facts, "gpu.duration_s", series.gpu_duration_s)
     gaps = [gap for gpu in series.gpus for gap in gpu.intervals_s()]
     _put(facts, "gpu.interval_s", statistics.median(gaps) if gaps else None)
