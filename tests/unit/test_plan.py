@@ -60,3 +60,16 @@ def test_larger_memory_wins_between_findings() -> None:
 def test_no_change_when_the_job_already_has_it() -> None:
     plan = make_plan([finding("x", {"cpus-per-task": 4})], {"job.cpus_per_task": 4})
     assert plan.is_empty()
+
+
+def test_time_capped_at_the_partition_limit() -> None:
+    # job-timed-out asks for twice what ran; sbatch would refuse more than MaxTime.
+    plan = make_plan([finding("job-timed-out", {"time": "2-00:00:00"})], {"node.max_time_s": 86400})
+    assert plan.sbatch["time"].value == "1-00:00:00"
+    assert any("partition's limit 1-00:00:00" in note for note in plan.notes)
+
+
+def test_time_within_the_limit_is_kept() -> None:
+    plan = make_plan([finding("job-timed-out", {"time": "04:00:00"})], {"node.max_time_s": 86400})
+    assert plan.sbatch["time"].value == "04:00:00"
+    assert not plan.notes

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.gather import EvidencePaths, gather
+from tuneadvisor.advisor.plan import make_plan
+from tuneadvisor.advisor.rules import load_rules, rule_dirs
 from tuneadvisor.advisor.site import NodeShape, load_site, parse_site
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
@@ -51,6 +54,18 @@ def test_partitions_and_facts() -> None:
     assert cpu.facts() == {"node.cores": 128, "node.mem_mib": 1000.0 * 1024, "node.gpus": 0}
 
 
+def test_time_limit_becomes_a_fact_and_caps_a_timed_out_job() -> None:
+    site = parse_site('[partitions.short]\ncores = 8\nmax_time = "04:00:00"\n', "site.toml")
+    assert site.partitions["short"].facts()["node.max_time_s"] == 4 * 3600
+    assert parse_site('[partitions.x]\nmax_time = "UNLIMITED"\n', "s").partitions["x"].facts() == {}
+    # A job that timed out after its 3 h: job-timed-out asks for 2 x 3 h, the limit says 4 h.
+    facts = {"usage.state": "TIMEOUT", "usage.elapsed_s": 3 * 3600.0, "job.time_s": 3 * 3600}
+    found = evaluate(load_rules(rule_dirs([])), facts).findings
+    assert [f.id for f in found] == ["job-timed-out"]
+    plan = make_plan(found, {**facts, **site.partitions["short"].facts()})
+    assert plan.sbatch["time"].value == "04:00:00"
+
+
 def test_node_for_partition_and_default() -> None:
     site = parse_site(SITE, "site.toml")
     assert site.node_for("cpu") == site.partitions["cpu"]
@@ -86,6 +101,7 @@ BAD = {
     "boolean gpus": ("[partitions.gpu]\ngpus = true\n", "partitions.gpu.gpus"),
     "string cores per gpu": ("[partitions.gpu]\nmax_cores_per_gpu = '8'\n", "max_cores_per_gpu"),
     "bad size": ("[partitions.gpu]\nmem = 'lots'\n", "partitions.gpu.mem"),
+    "bad time limit": ("[partitions.gpu]\nmax_time = '2 days'\n", "partitions.gpu.max_time"),
     "partition not a table": ("[partitions]\ngpu = 3\n", "partitions.gpu must be a table"),
     "partitions not a table": ("partitions = 3\n", "partitions must be a table"),
     "default not a boolean": ("[partitions.gpu]\ndefault = 'yes'\n", "default"),

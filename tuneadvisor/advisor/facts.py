@@ -142,6 +142,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("node.mem_mib", "float", "MiB", "memory per node"),
     ("node.gpus", "int", "GPUs", "GPUs per node"),
     ("node.max_cores_per_gpu", "int", "cores", "site limit of cores per GPU"),
+    ("node.max_time_s", "int", "s", "the partition's time limit (MaxTime)"),
     # training script, from its AST: the scanner declares what it emits
     *SCRIPT_FACT_ROWS,
 )

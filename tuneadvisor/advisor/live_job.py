@@ -162,4 +162,4 @@ def cluster_node(client: SlurmClient, partition: str | None, notes: list[str]) -
     if row is None:
         notes.append(f"node shape unknown: sinfo lists no partition {name!r}")
         return None
-    return NodeShape(cores=row.cpus, mem_mib=row.mem_mib, gpus=row.gpus)
+    return NodeShape(cores=row.cpus, mem_mib=row.mem_mib, gpus=row.gpus, max_time_s=row.max_time_s)

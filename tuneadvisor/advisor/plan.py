@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tuneadvisor.advisor.expressions import mem_text
+from tuneadvisor.advisor.expressions import mem_text, time_text
 from tuneadvisor.advisor.facts import Facts
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.slurm.options import parse_memory, parse_time
@@ -140,6 +140,24 @@ def _bound_memory(plan: Plan, facts: Facts, notes: list[str]) -> None:
         plan.sbatch["mem"] = Change(mem_text(node_mem), change.because)
 
 
+def _bound_time(plan: Plan, facts: Facts, notes: list[str]) -> None:
+    """sbatch refuses a --time over the partition's MaxTime: suggest the limit instead."""
+    change = plan.sbatch.get("time")
+    limit = _as_int(facts.get("node.max_time_s"))
+    if change is None or not limit:
+        return
+    try:
+        seconds = parse_time(str(change.value)).seconds
+    except ValueError:
+        return
+    if seconds is not None and seconds > limit:
+        notes.append(
+            f"--time {change.value} capped at the partition's limit {time_text(limit)}; "
+            "checkpoints let a longer run continue in the next job"
+        )
+        plan.sbatch["time"] = Change(time_text(limit), change.because)
+
+
 def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
     findings = list(findings)
     plan = Plan(
@@ -150,6 +168,7 @@ def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
     notes: list[str] = []
     _bound_cores(plan, facts, notes)
     _bound_memory(plan, facts, notes)
+    _bound_time(plan, facts, notes)
     # Values equal to what the job already has are no change at all.
     current = facts.get("job.cpus_per_task")
     if "cpus-per-task" in plan.sbatch and plan.sbatch["cpus-per-task"].value == current:

@@ -6,6 +6,7 @@ cores = 64            # per node
 mem = "500G"          # per node, as sbatch spells sizes
 gpus = 8              # per node
 max_cores_per_gpu = 8 # a site limit, when there is one
+max_time = "2-00:00:00"  # the partition's MaxTime, as sbatch spells --time
 default = true        # the partition jobs land in without --partition
 ```
 """
@@ -17,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tuneadvisor.errors import InputError, read_text_input
-from tuneadvisor.slurm.options import parse_memory
+from tuneadvisor.slurm.options import parse_memory, parse_time
 
-PARTITION_KEYS = frozenset({"cores", "mem", "gpus", "max_cores_per_gpu", "default"})
+PARTITION_KEYS = frozenset({"cores", "mem", "gpus", "max_cores_per_gpu", "max_time", "default"})
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class NodeShape:
     mem_mib: int | None = None
     gpus: int | None = None
     max_cores_per_gpu: int | None = None
+    max_time_s: int | None = None  # the partition's time limit; None: none known
 
     def facts(self) -> dict[str, object]:
         facts: dict[str, object] = {}
@@ -39,6 +41,8 @@ class NodeShape:
             facts["node.gpus"] = self.gpus
         if self.max_cores_per_gpu:
             facts["node.max_cores_per_gpu"] = self.max_cores_per_gpu
+        if self.max_time_s:
+            facts["node.max_time_s"] = self.max_time_s
         return facts
 
 
@@ -87,6 +91,14 @@ def parse_site(text: str, path: str) -> Site:
                 mem_mib = parse_memory(str(mem))
             except ValueError:
                 raise InputError(path, f"{where}.mem: not a size sbatch reads: {mem!r}") from None
+        max_time_s = None
+        if "max_time" in table:
+            try:
+                max_time_s = parse_time(str(table["max_time"])).seconds
+            except ValueError:
+                raise InputError(
+                    path, f"{where}.max_time: not a time sbatch reads: {table['max_time']!r}"
+                ) from None
         partitions[name] = NodeShape(
             cores=_positive_int(path, f"{where}.cores", table["cores"])
             if "cores" in table
@@ -98,6 +110,7 @@ def parse_site(text: str, path: str) -> Site:
             )
             if "max_cores_per_gpu" in table
             else None,
+            max_time_s=max_time_s,
         )
         is_default = table.get("default", False)
         if not isinstance(is_default, bool):
