@@ -1036,3 +1036,14 @@ def test_pin_memory_flag_is_passed_as_a_flag(
     tuned = (tmp_path / "job.tuned.sbatch").read_text()
     assert tuned.endswith(f"\n{tuned_launch}\n")
     assert not list(tmp_path.glob("*.patch"))
+
+
+def test_an_unreadable_cpus_per_task_is_not_taken_for_one_core(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "job.sbatch").write_text(job_text("--cpus-per-task=72.", "--gres=gpu:1"))
+    (tmp_path / "train.py").write_text(train_text("num_workers=0"))
+    doc = report(capsys, "--job", str(tmp_path / "job.sbatch"))
+    assert "job.cpus_per_task" not in doc["advice"]["facts"]
+    assert "cpus-per-task" not in doc["advice"]["plan"]["sbatch"]  # no "2 cores" from a guess
+    assert "invalid-directive" in findings(doc)

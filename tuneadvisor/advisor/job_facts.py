@@ -11,7 +11,12 @@ from tuneadvisor.slurm.options import gpu_count
 
 def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
     req = job.request()
-    facts: dict[str, object] = {"job.cpus_per_task": req.cpus_per_task or 1}
+    facts: dict[str, object] = {}
+    invalid_options = {p.option for p in job.problems if p.id == "invalid-directive"}
+    # sbatch refuses an unreadable --cpus-per-task; "1" would be a guess that rules then
+    # double ("2 cores") while the user meant 72. Absent: invalid-directive says what to fix.
+    if "cpus-per-task" not in invalid_options:
+        facts["job.cpus_per_task"] = req.cpus_per_task or 1
     if req.mem_mib:  # 0 means "all of the node": no number to compare with
         facts["job.mem_mib"] = float(req.mem_mib)
     if req.mem_per_cpu_mib:
