@@ -302,3 +302,14 @@ def test_a_corrupt_seff_in_a_real_process_is_one_line(tmp_path: Path) -> None:
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"tuneadvisor: {seff}: ")
+
+
+def test_a_running_job_gives_no_usage_but_its_state(tmp_path: Path) -> None:
+    # Real `seff` of a job 4 s into a 30 s sleep on the local cluster (0 MB used so far).
+    seff = Path(__file__).parents[1] / "fixtures/slurm-22.05/seff-running-local.txt"
+    gathered = run(EvidencePaths(seff=str(seff)))
+    assert gathered.facts["usage.state"] == "RUNNING"
+    assert gathered.facts["seff.final"] is False
+    partial = ("usage.mem_peak_mib", "usage.cpu_efficiency_pct", "usage.elapsed_s", "usage.cores")
+    assert not [name for name in partial if name in gathered.facts]
+    assert any("running" in note and "partial" in note for note in gathered.notes)

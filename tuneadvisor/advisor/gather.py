@@ -90,8 +90,17 @@ def _script(
     return None, None
 
 
-def usage_facts(facts: dict[str, object]) -> None:
-    """usage.* from sacct, else seff: rules read one name whichever the user gave."""
+# States of a job that has not ended: its usage numbers so far are partial.
+_UNFINISHED = frozenset({"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "CONFIGURING",
+                         "COMPLETING", "RESIZING", "STOPPED", "SIGNALING", "STAGE_OUT"})  # fmt: skip
+
+
+def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> None:
+    """usage.* from sacct, else seff: rules read one name whichever the user gave.
+
+    Only ``usage.state`` while the job runs: a peak so far would make over-requested-memory
+    cut --mem below what the rest of the run needs, and efficiency so far is not the job's.
+    """
     pairs = {
         "usage.state": ("sacct.state", "seff.state"),
         "usage.cores": ("sacct.alloc_cpus", "seff.cores"),
@@ -106,6 +115,16 @@ def usage_facts(facts: dict[str, object]) -> None:
                 facts[usage] = facts[source]
                 break
     state = facts.get("usage.state")
+    if state in _UNFINISHED or facts.get("seff.final") is False:
+        for usage in pairs:
+            if usage != "usage.state":
+                facts.pop(usage, None)
+        if notes is not None:
+            notes.append(
+                f"the job is {str(state).lower()}: its accounting is partial, so no advice "
+                "rests on it yet (run again once it has ended)"
+            )
+        return
     if isinstance(state, str):
         # Slurm says OUT_OF_MEMORY when a cgroup killed the job; JobAcctGatherParams=
         # OverMemoryKill kills it with SIGKILL instead: FAILED, its peak over the request.
@@ -229,7 +248,7 @@ def gather(
             raise InputError(paths.sacct, f"not sacct output: {exc}") from None
     if paths.seff is None and paths.sacct is None and live is None:
         sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
-    usage_facts(facts)
+    usage_facts(facts, notes)
     metrics = _metrics(paths.metrics)
     if metrics is not None:
         facts.update(metrics.facts())
