@@ -91,8 +91,10 @@ def _script(
 
 
 # States of a job that has not ended: its usage numbers so far are partial.
-_UNFINISHED = frozenset({"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "CONFIGURING",
-                         "COMPLETING", "RESIZING", "STOPPED", "SIGNALING", "STAGE_OUT"})  # fmt: skip
+_UNFINISHED = frozenset(
+    {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "CONFIGURING", "COMPLETING", "RESIZING",
+     "STOPPED", "SIGNALING", "STAGE_OUT"}
+)  # fmt: skip
 
 
 def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> None:

@@ -12,8 +12,9 @@ in degrees C, clocks in MHz, PCIe throughput in MiB/s.
 Facts (absent when no sample carries the value):
 
 - ``gpu.count`` GPUs seen; ``gpu.samples`` samples per GPU (the fewest any GPU has: rules
-  ask for enough evidence about every GPU, and rows over four GPUs are not four times as much); ``gpu.duration_s`` first to last timestamp; ``gpu.interval_s`` median
-  gap between a GPU's consecutive samples.
+  ask for enough evidence about every GPU, and rows over four GPUs are not four times as
+  much); ``gpu.duration_s`` first to last timestamp; ``gpu.interval_s`` median gap between a
+  GPU's consecutive samples.
 - ``gpu.util.mean|p50|p95|max`` (%), pooled over all GPUs; ``gpu.idle_share`` (0-1) share of
   samples with utilization under ``IDLE_UTIL_PCT``; ``gpu.util.min_gpu_mean`` (%) mean of the
   least busy GPU; ``gpu.idle_count`` GPUs whose mean utilization is under ``IDLE_UTIL_PCT``.
