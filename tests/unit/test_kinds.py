@@ -676,3 +676,38 @@ def test_damaged_real_scripts_never_raise(name: str, seed: int, cuts: int) -> No
             lines.insert(i, lines[i].strip())
     kinds = classify_source("\n".join(lines))
     assert all(1 <= n <= len(lines) + 1 for n in kinds)
+
+
+def _every_python_file_here() -> list[Path]:
+    root = Path(__file__).parents[2]
+    folders = ("tests/fixtures", "training", "examples", "bench")
+    return sorted(p for folder in folders for p in (root / folder).rglob("*.py"))
+
+
+def test_stopping_after_a_round_that_read_only_final_values_changes_no_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The early exit of the roles fixpoint is an optimisation only: with every round run,
+    every line of every script in the repository gets the same kind."""
+    from tuneadvisor.profile import kinds
+
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in _every_python_file_here()]
+    assert len(texts) > 20
+    fast = [classify_source(t) for t in texts]
+    monkeypatch.setattr(kinds._Roles, "_EARLY_EXIT", False)
+    assert [classify_source(t) for t in texts] == fast
+
+
+def test_a_role_that_flows_backwards_needs_the_second_round() -> None:
+    # `it = batches` is bound before the module-level line below makes `batches` a
+    # DataLoader: only a second round carries that to `it`.
+    code = textwrap.dedent("""\
+        def train():
+            it = batches
+            for x, y in it:
+                out = x.sum()
+
+        batches = DataLoader(ds, batch_size=4)
+    """)
+    kinds = classify_source(code)
+    assert kinds[3] == "dataloader"

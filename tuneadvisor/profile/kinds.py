@@ -515,6 +515,7 @@ class _Roles:
     """Roles of the file's names, found by letting bindings flow until nothing changes."""
 
     _ROUNDS = 6
+    _EARLY_EXIT = True  # tests turn it off to check that it changes no answer
 
     def __init__(self, statements: _Statements) -> None:
         self.statements = statements
@@ -525,13 +526,20 @@ class _Roles:
         self._patterns: dict[str, int] = {}
         self._constructors: dict[int, int] = {}
         self._memo: dict[int, int] | None = None
+        self._read: set[object] | None = None  # (scope, name) and dotted names read so far
+        self._stale = False  # something read this round changed after it was read
         bindings = self._collect(statements)
         for _ in range(self._ROUNDS):
+            # A round whose reads all came before any change of what they read saw final
+            # values: running it again would change nothing, so that round is not needed.
+            self._read = set()
+            self._stale = not self._EARLY_EXIT
             changed = False
             for binding in bindings:
                 changed |= self._apply(binding)
-            if not changed:
+            if not changed or not self._stale:
                 break
+        self._read = None
         self._memo = {}  # roles are final from here on
 
     # collecting ----------------------------------------------------------------------
@@ -634,8 +642,12 @@ class _Roles:
         if isinstance(target, ast.Name):
             table = self.names[scope]
             old = table.get(target.id, 0)
+            if old | roles == old:
+                return False
             table[target.id] = old | roles
-            return old | roles != old
+            if self._read is not None and (scope, target.id) in self._read:
+                self._stale = True
+            return True
         if isinstance(target, ast.Starred):
             return self._assign(target.value, roles, scope)
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -647,8 +659,12 @@ class _Roles:
         if dotted is None:
             return False
         old = self.attrs.get(dotted, 0)
+        if old | roles == old:
+            return False
         self.attrs[dotted] = old | roles
-        return old | roles != old
+        if self._read is not None and dotted in self._read:
+            self._stale = True
+        return True
 
     def _assign_unpacked(self, target: ast.Tuple | ast.List, value: ast.expr, scope: int) -> bool:
         sources = _parallel_sources(target, value)
@@ -680,6 +696,8 @@ class _Roles:
         while s >= 0:
             table = self.names[s]
             if name in table:
+                if self._read is not None:
+                    self._read.add((s, name))
                 roles = table[name]
                 return roles if roles & _CALLABLE else roles | self.pattern(name)
             s = self.statements.parent[s]
@@ -752,6 +770,8 @@ class _Roles:
         dotted = dotted_name(expr)
         roles = self.pattern(expr.attr)
         if dotted is not None:
+            if self._read is not None:
+                self._read.add(dotted)
             roles |= self.attrs.get(dotted, 0)
         base = self.of(expr.value, scope, depth)
         if base & _MODEL and expr.attr in ("module", "_orig_mod"):
