@@ -13,6 +13,7 @@ from tuneadvisor import __version__
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
 
 if TYPE_CHECKING:
+    from tuneadvisor.watch.replay import ReplaySession
     from tuneadvisor.watch.session import WatchSession
     from tuneadvisor.workspace import WorkspaceRequest
 
@@ -78,8 +79,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tuneadvisor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    open_p = sub.add_parser("open", help="open profiles and the job in the terminal UI")
+    open_p = sub.add_parser(
+        "open",
+        help="open profiles and the job in the terminal UI (or replay a watch recording)",
+        description="Open profiles, the job and its metrics in the terminal UI. Given only a "
+        "`tuneadvisor watch --record` file (open REC.jsonl), replay it on the watch screen.",
+    )
     _add_inputs(open_p)
+    open_p.add_argument(
+        "--speed",
+        type=float,
+        default=10.0,
+        metavar="X",
+        help="replay speed of a watch recording, times the recorded pace (default 10; "
+        "] and [ change it on the screen)",
+    )
 
     report_p = sub.add_parser("report", help="print the analysis (text, markdown or JSON)")
     _add_inputs(report_p)
@@ -222,6 +236,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_open(args: argparse.Namespace) -> int:
     from tuneadvisor.workspace import load_quick_workspace, load_workspace
 
+    replay = _replay_target(args)
+    if replay is not None:
+        return _open_replay(args, replay)
     request = _request(args)
     _check_paths_exist(request)
     from tuneadvisor.tui.app import run_open
@@ -234,6 +251,46 @@ def _cmd_open(args: argparse.Namespace) -> int:
     )
 
 
+def _is_recording(path: str) -> bool:
+    """Sniffs the first bytes: a `watch --record` file, whatever its name."""
+    from pathlib import Path
+
+    from tuneadvisor.metrics.recording import sniff
+
+    if not Path(path).is_file():  # (a FIFO would block the read)
+        return False
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(4096)
+    except OSError:
+        return False  # reported as the input it was given as, further on
+    return sniff(head.decode("utf-8", errors="replace"))
+
+
+def _replay_target(args: argparse.Namespace) -> str | None:
+    """The recording to replay when it is the only input (positional or --metrics); with a
+    profile or a job as well, positional recordings join --metrics for the main screen."""
+    recordings = [p for p in args.profiles if _is_recording(p)]
+    args.profiles = [p for p in args.profiles if p not in recordings]
+    args.metrics = [*recordings, *args.metrics]
+    others = (args.profiles, args.job, args.jobid, args.script, args.seff, args.sacct)
+    if any(others) or len(args.metrics) != 1 or not _is_recording(args.metrics[0]):
+        if len(recordings) > 1 and not any(others):
+            raise InputError(None, "open: one watch recording at a time to replay it")
+        return None
+    return str(args.metrics[0])
+
+
+def _open_replay(args: argparse.Namespace, path: str) -> int:
+    from tuneadvisor.advisor.rules import load_rules, rule_dirs
+    from tuneadvisor.watch.replay import load_replay
+
+    if not 0 < args.speed < float("inf"):
+        raise InputError(None, f"--speed {args.speed:g}: must be a positive number")
+    session = load_replay(path, load_rules(rule_dirs(args.rules)), speed=args.speed)
+    return _watch_screen(session, f"tuneadvisor open: {path} (replay)")
+
+
 def _check_paths_exist(request: WorkspaceRequest) -> None:
     """Fail before the screen opens for the commonest mistake: a path that is not there."""
     from pathlib import Path
@@ -244,7 +301,7 @@ def _check_paths_exist(request: WorkspaceRequest) -> None:
             raise InputError(path, "no such file")
 
 
-def _watch_screen(session: WatchSession, title: str) -> int:
+def _watch_screen(session: WatchSession | ReplaySession, title: str) -> int:
     from tuneadvisor.tui.watch_app import run_watch_app
 
     return run_watch_app(session, title=title)

@@ -11,6 +11,10 @@ the sampler loses nothing and a crash of the node loses at most the round being 
 last line cut short (no newline, not JSON) is dropped with a note when reading. A broken line
 anywhere else is an error naming the line. Several recordings appended to one file (a header
 line again) read as one, their clocks kept apart.
+
+A multi-node watch (``watch --job`` across nodes) records its merged rounds: each process and
+GPU process carries its ``node``, and GPU ids are prefixed with it (``node1:GPU-...``).
+Files without nodes read as before, and older readers skip the field.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ _GPU_FIELDS = tuple(f.name for f in fields(GpuSample) if f.name != "t")
 _HOST_FIELDS = tuple(f.name for f in fields(HostSample) if f.name != "t")
 _PROC_STATIC = ("name", "cmdline", "user")
 _PROC_FIELDS = tuple(f.name for f in fields(ProcSample) if f.name not in _PROC_STATIC)
+_GPU_PROC_FIELDS = tuple(f.name for f in fields(GpuProcess))
 
 
 class RecordingError(ValueError):
@@ -61,13 +66,27 @@ def _compact(obj: object, names: tuple[str, ...]) -> dict[str, Any]:
 
 
 class RecordingWriter:
-    """Append rounds to a file; every line is on disk before ``write`` returns."""
+    """Append rounds to a file; every line is on disk before ``write`` returns.
 
-    def __init__(self, path: str | os.PathLike[str], header: Mapping[str, object]) -> None:
-        self.path = Path(path)
-        self._file: IO[str] = self.path.open("a", encoding="utf-8")
+    ``stream``: write to this open text stream instead (``watch --stream``: stdout, read by
+    the ``srun`` of a multi-node watch), flushed each line; a pipe is not fsync'ed."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        header: Mapping[str, object],
+        *,
+        stream: IO[str] | None = None,
+    ) -> None:
+        self.path = None if path is None else Path(path)
+        self._owned = stream is None
+        if stream is None:
+            if self.path is None:
+                raise ValueError("a path or a stream")
+            stream = self.path.open("a", encoding="utf-8")
+        self._file: IO[str] = stream
         self._t0: float | None = None
-        self._seen: set[tuple[int, str]] = set()
+        self._seen: set[tuple[str | None, int, str]] = set()
         head = {
             "format": FORMAT,
             "version": VERSION,
@@ -80,7 +99,8 @@ class RecordingWriter:
     def _line(self, obj: Mapping[str, object]) -> None:
         self._file.write(json.dumps(obj, separators=(",", ":")) + "\n")
         self._file.flush()
-        os.fsync(self._file.fileno())
+        if self._owned:
+            os.fsync(self._file.fileno())
 
     def write(self, snap: Snapshot) -> None:
         if self._t0 is None:
@@ -89,14 +109,14 @@ class RecordingWriter:
         if snap.gpus:
             row["gpus"] = [_compact(g, _GPU_FIELDS) for g in snap.gpus]
         if snap.gpu_procs:
-            row["gpu_procs"] = [_compact(p, ("gpu_key", "pid", "used_mib")) for p in snap.gpu_procs]
+            row["gpu_procs"] = [_compact(p, _GPU_PROC_FIELDS) for p in snap.gpu_procs]
         if snap.host is not None:
             row["host"] = _compact(snap.host, _HOST_FIELDS)
         if snap.procs:
             procs = []
             for p in snap.procs:
                 entry = _compact(p, _PROC_FIELDS)
-                key = (p.pid, p.cmdline)
+                key = (p.node, p.pid, p.cmdline)  # pids of two nodes may be equal
                 if key not in self._seen:
                     self._seen.add(key)
                     entry.update(_compact(p, _PROC_STATIC))
@@ -111,7 +131,7 @@ class RecordingWriter:
         self._line(row)
 
     def close(self) -> None:
-        if not self._file.closed:
+        if self._owned and not self._file.closed:
             self._file.close()
 
 
@@ -120,6 +140,7 @@ class Recording:
     headers: tuple[Mapping[str, Any], ...]
     snapshots: tuple[Snapshot, ...]
     notes: tuple[str, ...] = ()
+    starts: tuple[int, ...] = ()  # where each header's rounds begin in ``snapshots``
 
     @property
     def header(self) -> Mapping[str, Any]:
@@ -151,11 +172,12 @@ def parse_recording(text: str) -> Recording:
     if not sniff(text):
         raise RecordingError(f"line 1: not a {FORMAT} recording")
     headers: list[Mapping[str, Any]] = []
+    starts: list[int] = []
     snaps: list[Snapshot] = []
     notes: list[str] = []
     offset = 0.0  # later recordings appended to the file start after the earlier ones
     last_t = 0.0
-    static: dict[int, dict[str, Any]] = {}
+    static: _Static = {}
     for number, line, unterminated in _rows(text):
         try:
             obj = json.loads(line)
@@ -170,6 +192,7 @@ def parse_recording(text: str) -> Recording:
             if obj.get("version") != VERSION:
                 raise RecordingError(f"line {number}: version {obj.get('version')!r} unknown")
             headers.append(obj)
+            starts.append(len(snaps))
             offset = last_t + (1.0 if snaps else 0.0)
             static = {}
             continue
@@ -182,18 +205,43 @@ def parse_recording(text: str) -> Recording:
                 break
             raise RecordingError(f"line {number}: not a sample ({exc!r})") from None
         last_t = t
-    return Recording(tuple(headers), tuple(snaps), tuple(notes))
+    return Recording(tuple(headers), tuple(snaps), tuple(notes), tuple(starts))
 
 
-def _snapshot(obj: Mapping[str, Any], t: float, static: dict[int, dict[str, Any]]) -> Snapshot:
+_Static = dict[tuple[str | None, int], dict[str, Any]]  # (node, pid) -> name, cmdline, user
+
+
+class RowReader:
+    """One recording read line by line as it is written (a ``watch --stream`` of another
+    node): ``feed`` each parsed line; the header is kept, each round comes back."""
+
+    def __init__(self) -> None:
+        self.header: Mapping[str, Any] | None = None
+        self._static: _Static = {}
+
+    def feed(self, obj: Mapping[str, Any]) -> Snapshot | None:
+        """The round of this line (its ``t`` as written), or None for a header line.
+        Raises ``RecordingError`` for a line that is neither."""
+        if obj.get("format") == FORMAT:
+            if obj.get("version") != VERSION:
+                raise RecordingError(f"version {obj.get('version')!r} unknown")
+            self.header, self._static = obj, {}
+            return None
+        try:
+            return _snapshot(obj, float(obj["t"]), self._static)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RecordingError(f"not a sample ({exc!r})") from None
+
+
+def _snapshot(obj: Mapping[str, Any], t: float, static: _Static) -> Snapshot:
     gpus = tuple(_build(GpuSample, g, t=t) for g in obj.get("gpus", ()))
     host = _build(HostSample, obj["host"], t=t) if "host" in obj else None
     procs = []
     for entry in obj.get("procs", ()):
-        pid = int(entry["pid"])
+        key = (entry.get("node"), int(entry["pid"]))
         if any(k in entry for k in _PROC_STATIC):
-            static[pid] = {k: entry[k] for k in _PROC_STATIC if k in entry}
-        procs.append(_build(ProcSample, {**static.get(pid, {}), **entry}))
+            static[key] = {k: entry[k] for k in _PROC_STATIC if k in entry}
+        procs.append(_build(ProcSample, {**static.get(key, {}), **entry}))
     return Snapshot(
         t=t,
         gpus=gpus,

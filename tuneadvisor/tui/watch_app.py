@@ -1,13 +1,14 @@
-"""The live screen of ``tuneadvisor watch`` (and the replay of a recording).
+"""The live screen of ``tuneadvisor watch``, and the replay of a recording (``open REC``).
 
-The app takes its data source in its constructor: a ``WatchSession`` (or anything with its
-shape: ``run``, ``stop``, ``view``, ``state``, ``mark``, ``interval_s``, ``window_s``,
-``live``). Sampling runs in a daemon thread; the screen polls the session's frozen state on a
-timer and never touches NVML or psutil itself. Pausing freezes the screen, not the sampling
-(the recording keeps every round).
+The app takes its data source in its constructor: a ``WatchSession`` or a ``ReplaySession``
+(or anything with their shape: ``run``, ``stop``, ``view``, ``state``, ``mark``,
+``interval_s``, ``window_s``, ``live``). ``run`` samples (or plays the recording) in a daemon
+thread; the screen polls the session's frozen state on a timer and never touches NVML or
+psutil itself. Live, pausing freezes the screen, not the sampling (the recording keeps every
+round); in a replay it pauses the playback.
 
 Keys: p pause, + / - zoom the time window, g next GPU, up/down pick a process, m mark a
-moment, q quit.
+moment (live), ] / [ faster / slower, e end, r restart (replay), q quit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import threading
 from collections.abc import Sequence
 from typing import ClassVar, Protocol
 
+from rich.markup import escape
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -25,10 +28,13 @@ from textual.widgets import DataTable, Footer, Header, Sparkline, Static
 
 from tuneadvisor.metrics.model import GpuSample, Stats
 from tuneadvisor.metrics.snapshot import ROLE_WORKER, ProcSample, Snapshot
+from tuneadvisor.watch.replay import Playback, ReplaySession
 from tuneadvisor.watch.session import LiveState
 
 ZOOMS: tuple[float | None, ...] = (30.0, 60.0, 300.0, 900.0, 3600.0, None)  # None: whole run
 MAX_CORE_LINES = 16
+MAX_MARKS = 6  # the newest ones, on one line
+REPLAY_ACTIONS = frozenset({"faster", "slower", "to_end", "restart"})
 
 
 class Source(Protocol):
@@ -89,11 +95,16 @@ class WatchApp(App[int]):
         Binding("minus", "zoom(1)", "Zoom out", key_display="-"),
         Binding("g", "next_gpu", "Next GPU"),
         Binding("m", "mark", "Mark"),
+        Binding("right_square_bracket", "faster", "Faster", key_display="]"),
+        Binding("left_square_bracket", "slower", "Slower", key_display="["),
+        Binding("e", "to_end", "End"),
+        Binding("r", "restart", "Restart"),
     ]
 
     def __init__(self, source: Source, title: str = "tuneadvisor watch") -> None:
         super().__init__()
         self.source = source
+        self.replay = source if isinstance(source, ReplaySession) else None
         self.title = title
         self.paused = False
         self.zoom = ZOOMS.index(60.0)
@@ -105,6 +116,7 @@ class WatchApp(App[int]):
         self._cores = -1
         self._gpu_widgets: list[tuple[Static, Sparkline]] = []
         self._core_sparks: list[Sparkline] = []
+        self._shown_playback: Playback | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -115,6 +127,7 @@ class WatchApp(App[int]):
             yield Vertical(Static("CPU cores", classes="title"), id="cores")
         yield Static("", id="status")
         yield Static("", id="requests")
+        yield Static("", id="marks")
         table: DataTable[str] = DataTable(id="procs", cursor_type="row", zebra_stripes=True)
         yield table
         yield Static("", id="proc-detail")
@@ -124,21 +137,52 @@ class WatchApp(App[int]):
     def on_mount(self) -> None:
         table: DataTable[str] = self.query_one("#procs", DataTable)
         table.add_columns("PID", "Role", "CPU %", "RSS MiB", "State", "Thr", "GPU MiB", "Command")
-        if self.source.live:
-            self._thread = threading.Thread(target=self.source.run, daemon=True, name="sampler")
-            self._thread.start()
-        period = max(0.1, min(1.0, self.source.interval_s))
+        name = "sampler" if self.replay is None else "replay"
+        self._thread = threading.Thread(target=self.source.run, daemon=True, name=name)
+        self._thread.start()
+        # A replay plays rounds faster than they were taken: draw often enough to follow.
+        period = 0.2 if self.replay else max(0.1, min(1.0, self.source.interval_s))
         self.set_interval(period, self.refresh_view)
         self.refresh_view()
+        for note in self.replay.notes if self.replay else ():
+            self.notify(note, title="recording", severity="warning")  # e.g. a last line cut
 
     def on_unmount(self) -> None:
         self.source.stop.set()
 
     # ------------------------------------------------------------------ actions
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Playback keys only in a replay; marking only live (a recording has its marks)."""
+        if action in REPLAY_ACTIONS:
+            return self.replay is not None
+        if action == "mark":
+            return self.replay is None
+        return True
+
     def action_pause(self) -> None:
         self.paused = not self.paused
+        if self.replay is not None:
+            self.replay.set_paused(self.paused)
         self.refresh_view(force=True)
+
+    def action_faster(self) -> None:
+        if self.replay is not None:
+            self.replay.faster()
+            self.refresh_view(force=True)
+
+    def action_slower(self) -> None:
+        if self.replay is not None:
+            self.replay.slower()
+            self.refresh_view(force=True)
+
+    def action_to_end(self) -> None:
+        if self.replay is not None:
+            self.replay.to_end()
+
+    def action_restart(self) -> None:
+        if self.replay is not None:
+            self.replay.restart()
 
     def action_zoom(self, step: int) -> None:
         self.zoom = max(0, min(len(ZOOMS) - 1, self.zoom + step))
@@ -165,17 +209,24 @@ class WatchApp(App[int]):
         return f"last {seconds / 60:g} min" if seconds >= 60 else f"last {seconds:g} s"
 
     def refresh_view(self, force: bool = False) -> None:
+        # Playback first: once it says "ended", the state read after it has the last findings.
+        playback = self.replay.playback() if self.replay else None
         state = self.source.state()
-        if self.paused and not force:
+        if self.paused and self.replay is None and not force:
+            return  # live: pausing freezes the screen (a paused replay stops moving by itself)
+        if state.rounds == self.shown_rounds and playback == self._shown_playback and not force:
             return
-        if state.rounds == self.shown_rounds and not force:
-            return
+        was_ended = self._shown_playback is not None and self._shown_playback.ended
+        if playback is not None and playback.ended and not was_ended:
+            self.zoom = len(ZOOMS) - 1  # the end of a replay: the whole run
         self.shown_rounds = state.rounds
+        self._shown_playback = playback
         snaps = self.source.view(ZOOMS[self.zoom])
         try:
             self._draw_gpus(snaps)
             self._draw_cores(snaps)
-            self._draw_status(state, snaps)
+            self._draw_status(state, snaps, playback)
+            self._draw_marks(state, snaps)
             self._draw_procs(state.latest)
             self._draw_findings(state)
         except NoMatches:
@@ -193,7 +244,8 @@ class WatchApp(App[int]):
                 child.remove()
             if not keys:
                 why = next((n for n in (latest.no_data if latest else ()) if "GPU" in n), "")
-                box.mount(Static(f"no GPU data{': ' + why if why else ''}", id="gpu-none"))
+                note = Text(f"no GPU data{': ' + why if why else ''}")
+                box.mount(Static(note, id="gpu-none"))
             self._gpu_widgets = []
             for i, _key in enumerate(keys):
                 pair = (
@@ -230,12 +282,14 @@ class WatchApp(App[int]):
             values = [h.cpu_pct_per_core[i] for h in hosts if len(h.cpu_pct_per_core) > i]
             self._core_sparks[i].data = values or [0.0]
 
-    def _draw_status(self, state: LiveState, snaps: Sequence[Snapshot]) -> None:
+    def _draw_status(
+        self, state: LiveState, snaps: Sequence[Snapshot], playback: Playback | None
+    ) -> None:
         latest = state.latest
         own = Stats.of(s.sampler_cpu_pct for s in snaps)
         flags = ["PAUSED"] if self.paused else []
-        if not self.source.live:
-            flags.append("REPLAY")
+        if playback is not None:
+            flags.append(f"REPLAY {replay_position(playback)} ·")
         text = (
             f"{' '.join(flags)} {self.zoom_label} · {state.rounds} rounds every "
             f"{self.source.interval_s:g} s · sampler {_fmt(own.mean if own else None, '.1f')} % "
@@ -259,6 +313,16 @@ class WatchApp(App[int]):
             "Requests vs use: " + " · ".join(req) if req else "Requests vs use: no process tree"
         )
 
+    def _draw_marks(self, state: LiveState, snaps: Sequence[Snapshot]) -> None:
+        box = self.query_one("#marks", Static)
+        marks = [s for s in snaps if s.mark]
+        box.display = bool(marks)
+        if marks:
+            shown = marks[-MAX_MARKS:]
+            more = f"({len(marks) - len(shown)} earlier) " if len(marks) > len(shown) else ""
+            marks_text = " · ".join(f"{s.t - state.started:.1f} s {s.mark}" for s in shown)
+            box.update(Text(f"Marks: {more}{marks_text}"))  # labels are text, not markup
+
     def _draw_procs(self, latest: Snapshot | None) -> None:
         table: DataTable[str] = self.query_one("#procs", DataTable)
         procs = latest.procs if latest else ()
@@ -279,7 +343,7 @@ class WatchApp(App[int]):
                 p.state or "?",
                 _fmt(None if p.threads is None else float(p.threads)),
                 _fmt(gpu_mem.get(p.pid)),
-                "  " * depth + (p.cmdline or p.name)[:200],
+                escape("  " * depth + (p.cmdline or p.name)[:200]),  # "[node] ..." is no markup
                 key=str(p.pid),
             )
         if selected is not None and selected in {str(p.pid) for p in procs}:
@@ -301,7 +365,10 @@ class WatchApp(App[int]):
         denied = f" · not readable: {', '.join(p.denied)}" if p.denied else ""
         workers = sum(1 for q in procs if q.role == ROLE_WORKER and q.ppid == p.pid)
         kids = f" · {workers} workers" if workers else ""
-        detail.update(f"pid {p.pid} ({p.user or '?'}) {p.cmdline or p.name} · {io}{kids}{denied}")
+        # Text, not markup: a command line may hold brackets.
+        detail.update(
+            Text(f"pid {p.pid} ({p.user or '?'}) {p.cmdline or p.name} · {io}{kids}{denied}")
+        )
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         latest = self.source.state().latest
@@ -321,7 +388,20 @@ class WatchApp(App[int]):
                 f"{live.window_start:.0f}-{live.window_end:.0f} s ({live.rounds} rounds), "
                 f"since {live.since:.0f} s"
             )
-        box.update("\n".join(lines))
+        box.update(Text("\n".join(lines)))  # not markup: "[warning]" is shown as it is
+
+
+def replay_position(playback: Playback) -> str:
+    """``t=12.3 s of 60.0 s, x10`` (``end of recording`` once it is all played)."""
+    part = ""
+    if playback.parts > 1:  # several watches appended to one file: which one, of what
+        part = f"recording {playback.part} of {playback.parts} ({playback.target}), "
+    where = (
+        f"end of recording, {playback.duration:.1f} s"
+        if playback.ended
+        else f"t={playback.t:.1f} s of {playback.duration:.1f} s"
+    )
+    return f"{part}{where}, x{playback.speed:g}"
 
 
 def run_watch_app(source: Source, title: str) -> int:

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.facts import FACTS
@@ -45,6 +46,15 @@ class LiveState:
     rounds: int
     started: float
     facts: Mapping[str, object] = field(default_factory=dict)
+
+
+class RoundSampler(Protocol):
+    """What ``WatchSession`` samples: ``Sampler`` here, or the merged rounds of several
+    nodes (``tuneadvisor.watch.remote.RemoteSamplers``)."""
+
+    roots_alive: bool
+
+    def sample(self) -> Snapshot: ...
 
 
 class Sampler:
@@ -116,59 +126,51 @@ def job_facts_from_env(env: Mapping[str, str] | None) -> dict[str, object]:
     return facts
 
 
-class WatchSession:
-    """Rounds on a schedule until stopped, the duration is up, or the watched processes end."""
+class SnapshotSession:
+    """A bounded store of rounds and the live findings over its evidence window: what the
+    screen and the summary read. Fed by the sampler (``WatchSession``) or by a recording
+    (``tuneadvisor.watch.replay.ReplaySession``), so both evaluate the rules the same way."""
+
+    live = True
 
     def __init__(
         self,
-        sampler: Sampler,
         rules: Sequence[Rule],
         *,
-        interval_s: float = 1.0,
-        window_s: float = 60.0,
-        duration_s: float | None = None,
-        recorder: RecordingWriter | None = None,
+        interval_s: float,
+        window_s: float,
         store: SnapshotStore | None = None,
         job: Mapping[str, object] | None = None,
-        follow_roots: bool = True,
     ) -> None:
-        self.sampler = sampler
         self.rules = tuple(rules)
         self.interval_s = interval_s
         self.window_s = window_s
-        self.duration_s = duration_s
-        self.recorder = recorder
-        self.store = store or SnapshotStore(recent=max(60, int(2 * window_s / interval_s)))
+        self.store = store or self.new_store()
         self.job: dict[str, object] = dict(job or {})
-        self.follow_roots = follow_roots
         self.stop = threading.Event()
         self.lock = threading.Lock()  # the store is read by the screen's thread
-        self.live = True
         self.started = time.monotonic()
+        self.clear_findings()
+
+    def new_store(self) -> SnapshotStore:
+        return SnapshotStore(recent=max(60, int(2 * self.window_s / self.interval_s)))
+
+    def clear_findings(self) -> None:
         self._firing: dict[str, float] = {}
         self._findings: tuple[LiveFinding, ...] = ()
         self._facts: Mapping[str, object] = {}
         self._last_eval = -1e9
-        self._mark: str | None = None
-        self.ended_because = ""
 
-    def mark(self, label: str) -> None:
-        """Marks the next round (the screen's "mark a moment")."""
-        self._mark = label
-
-    def round(self) -> Snapshot:
-        snap = self.sampler.sample()
-        if self._mark is not None:
-            snap = Snapshot(**{**snap.__dict__, "mark": self._mark})
-            self._mark = None
+    def add(self, snap: Snapshot) -> None:
+        """Keep a round; re-evaluate when due (about once a second of the run's clock)."""
         with self.lock:
             self.store.add(snap)
-        if self.recorder is not None:
-            self.recorder.write(snap)
-        if snap.t - self._last_eval >= max(1.0, self.interval_s) or len(self.store.recent) < 3:
+        # Half a round of slack: rounds come on a schedule, so "a second since" would hinge on
+        # ms of jitter (and on the ms a recording keeps: a replay must evaluate the same rounds).
+        due = max(1.0, self.interval_s) - self.interval_s / 2
+        if snap.t - self._last_eval >= due or len(self.store.recent) < 3:
             self.evaluate()
             self._last_eval = snap.t
-        return snap
 
     def evaluate(self) -> None:
         with self.lock:
@@ -206,6 +208,45 @@ class WatchSession:
     def state(self) -> LiveState:
         latest = self.store.recent[-1] if self.store.recent else None
         return LiveState(latest, self._findings, self.store.count, self.started, self._facts)
+
+
+class WatchSession(SnapshotSession):
+    """Rounds on a schedule until stopped, the duration is up, or the watched processes end."""
+
+    def __init__(
+        self,
+        sampler: RoundSampler,
+        rules: Sequence[Rule],
+        *,
+        interval_s: float = 1.0,
+        window_s: float = 60.0,
+        duration_s: float | None = None,
+        recorder: RecordingWriter | None = None,
+        store: SnapshotStore | None = None,
+        job: Mapping[str, object] | None = None,
+        follow_roots: bool = True,
+    ) -> None:
+        super().__init__(rules, interval_s=interval_s, window_s=window_s, store=store, job=job)
+        self.sampler = sampler
+        self.duration_s = duration_s
+        self.recorder = recorder
+        self.follow_roots = follow_roots
+        self._mark: str | None = None
+        self.ended_because = ""
+
+    def mark(self, label: str) -> None:
+        """Marks the next round (the screen's "mark a moment")."""
+        self._mark = label
+
+    def round(self) -> Snapshot:
+        snap = self.sampler.sample()
+        if self._mark is not None:
+            snap = Snapshot(**{**snap.__dict__, "mark": self._mark})
+            self._mark = None
+        if self.recorder is not None:  # on disk first: a crash in the rules loses no round
+            self.recorder.write(snap)
+        self.add(snap)
+        return snap
 
     def run(self, on_round: Callable[[LiveState], None] | None = None) -> None:
         """Sample until stopped; the schedule does not drift (a late round skips ahead)."""
