@@ -30,7 +30,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(parser)
     parser.add_argument("--label", help="a name for this run in comparisons")
     parser.add_argument(
-        "--profile", action="store_true", help="run under kernprof -l (the .lprof is recorded)"
+        "--profile",
+        action="store_true",
+        help="run under kernprof -l (one .lprof per rank; all are recorded)",
+    )
+    parser.add_argument(
+        "--no-watch",
+        dest="watch",
+        action="store_false",
+        help="do not sample the run with `tuneadvisor watch` (no metrics.jsonl)",
     )
     parser.add_argument(
         "--max-restarts", type=int, default=0, metavar="N", help="torchrun: elastic restarts"
@@ -125,6 +133,25 @@ def print_record(console: Console, record: RunRecord) -> None:
         highlight=False,
         soft_wrap=True,
     )
+    used = record.resources.get("sampled") or {}
+    if used.get("cores_used") is not None:
+        settings = record.settings
+        console.print(
+            f"  used: {used['cores_used']:.2f} cores on average"
+            + (f" (p95 {used['cores_used_p95']:.2f})" if "cores_used_p95" in used else "")
+            + f" of {settings.ntasks * settings.cpus_per_task} asked"
+            + (f", peak RSS {used['max_rss_mib']:,.0f} MiB" if "max_rss_mib" in used else "")
+            + (f", GPU {used['gpu_util_pct']:.0f} %" if "gpu_util_pct" in used else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
+    profiles = [str(p) for p in record.profile_paths() if p.is_file()]
+    if len(profiles) > 1:
+        console.print(
+            f"  profiles (one per rank): tuneadvisor report {' '.join(profiles)}",
+            highlight=False,
+            soft_wrap=True,
+        )
     for note in record.data.get("notes", []):
         console.print(f"  note: {note}", highlight=False, soft_wrap=True)
 
@@ -158,7 +185,7 @@ def run_run(args: argparse.Namespace, request: WorkspaceRequest | None) -> int:
 def _submit(args: argparse.Namespace, req: RunRequest, console: Console) -> int:
     from rich.console import Console
 
-    from tuneadvisor.launch.runner import complete_from_output, submitted_record, write_submission
+    from tuneadvisor.launch.submit import complete_from_output, submitted_record, write_submission
     from tuneadvisor.slurm.client import SlurmClient
 
     client = SlurmClient()

@@ -42,8 +42,9 @@ def run_tune(args: argparse.Namespace) -> int:
 
     from tuneadvisor.errors import InputError
     from tuneadvisor.launch.requests import build_request
-    from tuneadvisor.launch.runner import launch_line, new_run_dir
+    from tuneadvisor.launch.runner import new_run_dir
     from tuneadvisor.launch.settings import render_job_script
+    from tuneadvisor.launch.submit import launch_line
     from tuneadvisor.launch.tune import (
         Trial,
         TuneOptions,

@@ -1,5 +1,6 @@
 """`tuneadvisor run`, `compare` and `tune` end to end: real training processes in an
-emulated allocation, their records, and a submission through a stand-in sbatch."""
+emulated allocation with `tuneadvisor watch` beside them, their records and profiles (one per
+torchrun rank), and submissions through a stand-in sbatch and the local Slurm."""
 
 from __future__ import annotations
 
@@ -69,10 +70,16 @@ def test_run_records_a_profiled_run_inside_its_allocation(
     assert run["summary"]["samples_per_s"] > 0 and run["resources"]["cpu_s"] > 0
     folder = tmp_path / "runs" / run["id"]
     assert run["paths"]["profiles"] == ["profile.lprof"] and (folder / "profile.lprof").is_file()
+    # watch sampled the training tree beside it, into the run's metrics.jsonl
+    assert run["paths"]["metrics"] == ["metrics.jsonl"], run["notes"]
+    sampled = run["resources"]["sampled"]
+    assert sampled["samples"] >= 1 and sampled["max_rss_mib"] > 50, sampled
+    assert (folder / "metrics.jsonl").read_text().startswith('{"format":"tuneadvisor-watch"')
     # compare reads the profile through the run: its train() is mostly the DataLoader line's
     cmp = _cli(torch_python, tmp_path, "compare", str(folder), "--no-plots")
     assert cmp.returncode == 0, cmp.stderr
     assert "Share of profiled time by line kind" in cmp.stdout and "dataloader" in cmp.stdout
+    assert f"{sampled['samples']:.0f} rounds" in cmp.stdout  # resources from the recording
 
 
 def test_run_from_a_report_applies_its_advice(
@@ -91,9 +98,11 @@ def test_run_from_a_report_applies_its_advice(
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
     proc = _cli(torch_python, tmp_path, "run", "mnist_single", "--data-dir", str(mnist),
-                "--from", str(path), *QUICK)  # fmt: skip
+                "--from", str(path), "--no-watch", *QUICK)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     run = _only_run(tmp_path / "runs")
+    assert run["paths"]["metrics"] == [] and not run["resources"]["sampled"]
+    assert not (tmp_path / "runs" / run["id"] / "metrics.jsonl").exists()
     assert run["settings"]["cpus_per_task"] == 2
     assert run["settings"]["because"]["num_workers"] == ["dataloader-bound"]
     assert run["start"]["num_workers"] == 1 and run["source"]["report"] == str(path)
@@ -114,6 +123,10 @@ def test_run_ddp_emulates_srun_with_one_core_per_task(
     if len({c for task in cores for c in task}) == 2:  # two cores here: one each
         assert cores[0] != cores[1]
     assert run["summary"]["samples"] == 3 * 16 * 2
+    # one watch over both tasks' trees
+    assert run["paths"]["metrics"] == ["metrics.jsonl"], run["notes"]
+    watched = (tmp_path / "runs" / run["id"] / "watch.log").read_text()
+    assert "pid " + ", ".join(str(p) for p in run["task_pids"]) in watched
 
 
 def test_a_failing_run_is_recorded_and_says_why(torch_python: str, tmp_path: Path) -> None:
@@ -174,6 +187,9 @@ def test_run_submit_writes_the_job_script_and_calls_sbatch(
     text = job.read_text()
     assert "#SBATCH --ntasks=2" in text and "#SBATCH --cpus-per-task=3" in text
     assert "\nsrun " in text and "--num-workers 2" in text
+    # tuneadvisor watch records the job's processes (srun's tasks are not srun's children)
+    assert '-m tuneadvisor watch --headless --interval 1 --job "$SLURM_JOB_ID"' in text
+    assert run["paths"]["metrics"] == ["metrics-4242.jsonl"]
 
 
 @pytest.mark.slurm
@@ -190,3 +206,29 @@ def test_run_submit_on_the_local_slurm(torch_python: str, mnist: Path, tmp_path:
     run = _only_run(tmp_path / "runs")
     assert run["status"] == "completed" and run["summary"]["steps"] == 3, run
     assert run["epochs"] and run["versions"]["torch"]
+    # the job's own tuneadvisor watch wrote the recording the record points at
+    (name,) = run["paths"]["metrics"]
+    assert name == f"metrics-{run['slurm_job_id']}.jsonl"
+    assert (Path(run["paths"]["dir"]) / name).is_file()
+    assert run["resources"]["sampled"]["samples"] >= 1, run["resources"]
+
+
+@pytest.mark.slow
+def test_run_torchrun_profiles_every_rank(torch_python: str, mnist: Path, tmp_path: Path) -> None:
+    proc = _cli(torch_python, tmp_path, "run", "mnist_torchrun", "--data-dir", str(mnist),
+                "--ntasks", "2", "--cpus-per-task", "1", "--num-workers", "0", "--profile",
+                "--no-watch", *QUICK)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run = _only_run(tmp_path / "runs")
+    assert run["start"]["launcher"] == "torchrun" and run["start"]["world_size"] == 2
+    assert run["paths"]["profiles"] == ["profile-rank0.lprof", "profile-rank1.lprof"]
+    folder = Path(run["paths"]["dir"])
+    profiles = [str(folder / name) for name in run["paths"]["profiles"]]
+    report = _cli(torch_python, tmp_path, "report", *profiles, "--format", "json")
+    assert report.returncode == 0, report.stderr
+    data = json.loads(report.stdout)
+    (train,) = [f for f in data["profile"]["functions"] if f["name"] == "Trainer.train"]
+    loader = [line for line in train["lines"] if line["kind"] == "dataloader"]
+    assert len(loader) == 1 and "enumerate(self.train_loader)" in loader[0]["source"]
+    # both ranks' hits, merged: 3 steps each (--max-steps leaves the loop before its end)
+    assert loader[0]["hits"] == 2 * 3

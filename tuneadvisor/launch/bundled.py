@@ -1,4 +1,9 @@
-"""The bundled training scripts: names, how each is launched, and the data each reads."""
+"""The bundled training scripts: names, how each is launched, and the data each reads.
+
+They ship inside the package (``tuneadvisor/bundled/``: in a checkout, symlinks to the
+top-level ``training/``, ``slurm/`` and the ``scripts/make_*_data.py`` generators; in a
+wheel, copies), so ``run`` works from an installed wheel as from a checkout.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from pathlib import Path
 
 from tuneadvisor.errors import InputError
 
-REPO = Path(__file__).resolve().parents[2]
+BUNDLED_DIR = Path(__file__).resolve().parents[1] / "bundled"
 
 
 @dataclass(frozen=True)
@@ -46,9 +51,10 @@ def bundled(name: str) -> Bundled:
 
 
 def training_dir() -> Path:
-    """``$TUNEADVISOR_TRAINING_DIR``, else the checkout's ``training/``."""
+    """``$TUNEADVISOR_TRAINING_DIR``, else the scripts shipped with the package."""
     configured = os.environ.get("TUNEADVISOR_TRAINING_DIR")
-    folder = Path(configured) if configured else REPO / "training"
+    # resolved: in a checkout the records and profiles then name training/, not the symlink
+    folder = Path(configured) if configured else (BUNDLED_DIR / "training").resolve()
     if not folder.is_dir():
         raise InputError(folder, "no bundled training scripts here (set TUNEADVISOR_TRAINING_DIR)")
     return folder
@@ -56,6 +62,11 @@ def training_dir() -> Path:
 
 def script_path(spec: Bundled) -> Path:
     return training_dir() / spec.script
+
+
+def job_script_path(spec: Bundled) -> Path:
+    """The bundled job script (to copy and adapt; ``run --submit`` writes its own)."""
+    return BUNDLED_DIR / "slurm" / spec.job
 
 
 def torch_python(explicit: str | None = None) -> str:
@@ -66,6 +77,11 @@ def torch_python(explicit: str | None = None) -> str:
 # --------------------------------------------------------------------------- data
 
 _GENERATORS = {"mnist": "make_mnist_data.py", "cifar100": "make_cifar100_data.py"}
+
+
+def generator_path(dataset: str) -> Path:
+    """The synthetic-data generator of a data set (``scripts/`` in a checkout)."""
+    return BUNDLED_DIR / _GENERATORS[dataset]
 
 
 def has_data(dataset: str, root: Path) -> bool:
@@ -80,7 +96,7 @@ def synthetic_data(dataset: str, cache: Path, n_train: int, python: str) -> Path
     root = cache / f"{dataset}-synthetic-{n_train}"
     if has_data(dataset, root):
         return root
-    generator = REPO / "scripts" / _GENERATORS[dataset]
+    generator = generator_path(dataset)
     if not generator.is_file():
         raise InputError(generator, "the synthetic-data generator is missing")
     n_test = max(64, n_train // 6)

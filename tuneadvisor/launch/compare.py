@@ -3,7 +3,6 @@ kind, resources requested and used, loss and accuracy per epoch."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,8 +10,10 @@ from typing import Any
 
 from rich.table import Table
 
-from tuneadvisor.errors import InputError, read_text_input
+from tuneadvisor.errors import InputError
 from tuneadvisor.launch.records import RECORD_NAME, RunRecord, read_record
+from tuneadvisor.launch.usage import read_usage
+from tuneadvisor.slurm.options import parse_memory_mib
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class Item:
     path: str
     run: RunRecord | None = None
     kinds: dict[str, float] = field(default_factory=dict)  # line kind -> percent of train()
-    metrics: dict[str, float] = field(default_factory=dict)  # from a watch recording
+    metrics: dict[str, float] = field(default_factory=dict)  # launch/usage.py: watch's samples
 
     @property
     def samples_per_s(self) -> float | None:
@@ -42,27 +43,6 @@ def _kinds_of(paths: Sequence[Path]) -> dict[str, float]:
     return {share.kind.value: share.percent for share in analysis.kinds}
 
 
-def _recording_metrics(path: Path) -> dict[str, float]:
-    from tuneadvisor.metrics.recording import RecordingError, parse_recording
-
-    try:
-        recording = parse_recording(read_text_input(path, "recording"))
-    except RecordingError as exc:
-        raise InputError(path, str(exc)) from None
-    series = recording.series()
-    out: dict[str, float] = {}
-    cpu = [h.proc_cpu_pct for h in series.host if h.proc_cpu_pct is not None]
-    rss = [h.proc_rss_mib for h in series.host if h.proc_rss_mib is not None]
-    gpu = [g.util_pct for g in series.gpu_samples if g.util_pct is not None]
-    if cpu:
-        out["cores_used"] = statistics.mean(cpu) / 100.0
-    if rss:
-        out["max_rss_mib"] = max(rss)
-    if gpu:
-        out["gpu_util_pct"] = statistics.mean(gpu)
-    return out
-
-
 def load_item(path_text: str) -> Item:
     path = Path(path_text)
     if path.is_dir() or path.name == RECORD_NAME:
@@ -71,16 +51,15 @@ def load_item(path_text: str) -> Item:
         profiles = [p for p in run.profile_paths() if p.is_file()]
         if profiles:
             kinds = _kinds_of(profiles)
-        metrics: dict[str, float] = {}
-        base = run.path.parent if run.path else path
-        for name in (run.data.get("paths") or {}).get("metrics", []):
-            if (base / name).is_file():
-                metrics = _recording_metrics(base / name)
+        # the recordings themselves where they are (a submitted job writes its own later),
+        # else what the run recorded from them
+        recordings = [p for p in run.metrics_paths() if p.is_file()]
+        metrics = read_usage(recordings) if recordings else dict(run.resources.get("sampled") or {})
         return Item(run.label, str(path), run, kinds, metrics)
     if path.suffix == ".lprof" or path.suffix == ".txt":
         return Item(path.stem, str(path), kinds=_kinds_of([path]))
     if path.is_file():
-        return Item(path.stem, str(path), metrics=_recording_metrics(path))
+        return Item(path.stem, str(path), metrics=read_usage([path]))
     raise InputError(path, "no such run, profile or recording")
 
 
@@ -118,26 +97,46 @@ def throughput_table(items: Sequence[Item]) -> Table:
     return table
 
 
+def _share(used: float | None, asked: float | None) -> str:
+    return f" ({100 * used / asked:.0f} %)" if used is not None and asked else ""
+
+
 def resources_table(items: Sequence[Item]) -> Table:
-    table = Table(title="Resources: requested and used", title_justify="left")
-    for name in ("run", "tasks", "cpus/task", "gpus", "mem", "cores used", "max RSS", "gpu util"):
+    """Cores and memory asked for against what the run used: ``watch``'s samples of the
+    training tree where the run has them, else its CPU time over its wall time."""
+    table = Table(
+        title="Resources: requested and used",
+        title_justify="left",
+        caption="used: sampled by tuneadvisor watch (mean / p95 of the training tree) where "
+        "recorded, else CPU time / wall time",
+        caption_justify="left",
+    )
+    for name in ("run", "tasks", "cores asked", "cores used", "mem asked", "peak RSS", "gpus",
+                 "gpu util", "sampled"):  # fmt: skip
         table.add_column(name, justify="left" if name == "run" else "right")
     for item in items:
         run = item.run
         settings = run.settings if run else None
         res = run.resources if run else {}
-        cores = item.metrics.get("cores_used", res.get("cores_used"))
+        sampled = "cores_used" in item.metrics
+        asked = settings.ntasks * settings.cpus_per_task if settings else None
+        mean = item.metrics.get("cores_used", res.get("cores_used"))
+        p95 = item.metrics.get("cores_used_p95")
+        cores = _fmt(mean, ".2f") + (f" / {p95:.2f}" if p95 is not None else "")
         rss = item.metrics.get("max_rss_mib", res.get("max_rss_mib"))
+        mem_mib = parse_memory_mib(settings.mem) if settings and settings.mem else None
         gpu = item.metrics.get("gpu_util_pct")
+        samples = item.metrics.get("samples")
         table.add_row(
             item.label,
             _fmt(settings.ntasks if settings else None),
-            _fmt(settings.cpus_per_task if settings else None),
-            _fmt(settings.gpus if settings else None),
+            _fmt(asked),
+            cores + _share(mean, asked),
             _fmt(settings.mem if settings else None),
-            _fmt(cores, ".2f"),
-            f"{rss:,.0f} MiB" if isinstance(rss, int | float) else "-",
+            (f"{rss:,.0f} MiB" if isinstance(rss, int | float) else "-") + _share(rss, mem_mib),
+            _fmt(settings.gpus if settings else None),
             f"{gpu:.0f} %" if isinstance(gpu, int | float) else "-",
+            f"{samples:.0f} rounds" if sampled and samples else "no",
         )
     return table
 

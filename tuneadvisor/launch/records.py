@@ -23,10 +23,22 @@ from tuneadvisor.launch.settings import Settings
 SCHEMA = 1
 RECORD_NAME = "run.json"
 DEFAULT_RUNS_DIR = "runs"
+PREFIX = "TUNEADVISOR "  # the training scripts' progress lines: PREFIX + one JSON object
 
 
 def runs_dir(explicit: str | None) -> Path:
     return Path(explicit or os.environ.get("TUNEADVISOR_RUNS_DIR") or DEFAULT_RUNS_DIR)
+
+
+def parse_event(line: str) -> dict[str, Any] | None:
+    """A progress event from one line of training output; None for any other line."""
+    if not line.startswith(PREFIX):
+        return None
+    try:
+        event = json.loads(line[len(PREFIX) :])
+    except json.JSONDecodeError:
+        return None
+    return event if isinstance(event, dict) and "event" in event else None
 
 
 @dataclass
@@ -119,8 +131,16 @@ class RunRecord:
         return self.data.get("status") == "completed"
 
     def profile_paths(self) -> list[Path]:
+        return self._paths("profiles")
+
+    def metrics_paths(self) -> list[Path]:
+        """The ``watch --record`` files sampled beside the run (they may not exist yet:
+        a submitted job writes its own)."""
+        return self._paths("metrics")
+
+    def _paths(self, key: str) -> list[Path]:
         base = self.path.parent if self.path else Path()
-        return [base / p for p in (self.data.get("paths") or {}).get("profiles", [])]
+        return [base / p for p in (self.data.get("paths") or {}).get(key, [])]
 
 
 def write_record(run_dir: Path, data: Mapping[str, Any]) -> Path:

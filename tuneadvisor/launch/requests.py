@@ -118,7 +118,13 @@ def _report(args: argparse.Namespace, request: WorkspaceRequest | None) -> tuple
 def build_request(
     args: argparse.Namespace, name: str, request: WorkspaceRequest | None = None
 ) -> RunRequest:
-    from tuneadvisor.launch.bundled import bundled, has_data, synthetic_data, torch_python
+    from tuneadvisor.launch.bundled import (
+        bundled,
+        generator_path,
+        has_data,
+        synthetic_data,
+        torch_python,
+    )
     from tuneadvisor.launch.records import runs_dir
     from tuneadvisor.launch.runner import RunRequest
 
@@ -134,11 +140,10 @@ def build_request(
         if not has_data(spec.dataset, data_dir):
             from tuneadvisor.errors import InputError
 
-            gen = "make_mnist_data.py" if spec.dataset == "mnist" else "make_cifar100_data.py"
             raise InputError(
                 data_dir,
                 f"no {spec.dataset} data here: give --data-dir, --synthetic N, or make it with "
-                f"scripts/{gen} (scripts/download_mnist.sh for the real MNIST)",
+                f"python {generator_path(spec.dataset)} DIR",
             )
     return RunRequest(
         spec=spec,
@@ -148,6 +153,7 @@ def build_request(
         data_dir=data_dir.resolve(),
         label=getattr(args, "label", None),
         profile=getattr(args, "profile", False),
+        watch=getattr(args, "watch", True),
         source={"report": source} if source else {},
         max_restarts=getattr(args, "max_restarts", 0) or 0,
     )

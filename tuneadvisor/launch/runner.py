@@ -1,5 +1,5 @@
-"""Run a bundled script here, inside an emulated allocation, with a progress bar, and leave a
-record; or write its job script and submit it with sbatch."""
+"""Run a bundled script here, inside an emulated allocation, with ``tuneadvisor watch``
+sampling it and a progress bar, and leave a record (``submit`` has the sbatch way)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import os
 import platform
 import resource
 import secrets
+import shlex
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuneadvisor import __version__
-from tuneadvisor.errors import InputError
 from tuneadvisor.launch.allocation import Allocation, clean_environ, emulate, pin
 from tuneadvisor.launch.bundled import Bundled, script_path
-from tuneadvisor.launch.records import SCHEMA, Measurements, RunRecord, write_record
-from tuneadvisor.launch.settings import Settings, render_job_script
-
-PREFIX = "TUNEADVISOR "
+from tuneadvisor.launch.records import SCHEMA, Measurements, RunRecord, parse_event, write_record
+from tuneadvisor.launch.settings import Settings
+from tuneadvisor.launch.usage import recorded_usage
+from tuneadvisor.launch.watcher import Watcher
 
 EventSink = Callable[[Mapping[str, Any]], None]
 
@@ -41,6 +40,7 @@ class RunRequest:
     data_dir: Path
     label: str | None = None
     profile: bool = False  # run under kernprof -l
+    watch: bool = True  # sample the training with `tuneadvisor watch` into metrics.jsonl
     source: Mapping[str, Any] = field(default_factory=dict)  # where the settings came from
     max_restarts: int = 0  # torchrun only
     cores: Sequence[int] | None = None  # default: this process's affinity
@@ -79,18 +79,40 @@ def script_command(
     return [req.python, "-m", "kernprof", "-l", "-q", "-o", str(out), str(script), *args], out
 
 
+def torchrun_command(req: RunRequest, profile_name: str | None) -> list[str]:
+    """``torchrun`` (as ``python -m torch.distributed.run``) on this node and the script,
+    with the knobs as its arguments. Profiled, every rank runs kernprof itself: torchrun
+    starts ``sh`` per rank (``--no-python``), which names the profile after the rank's
+    ``$RANK`` (each rank its own file; kernprof around torchrun would only see the agent)."""
+    py = req.python
+    script = str(script_path(req.spec))
+    args = ["--data-dir", str(req.data_dir.resolve()), *req.settings.script_args()]
+    head = [
+        py, "-m", "torch.distributed.run", "--standalone",
+        "--nproc-per-node", str(req.settings.ntasks), "--max-restarts", str(req.max_restarts),
+    ]  # fmt: skip
+    if profile_name is None:
+        return [*head, script, *args]
+    kernprof = f"exec {shlex.quote(py)} -m kernprof -l -q -o {profile_name}"
+    inner = f'{kernprof} {shlex.quote(script)} "$@"'
+    return [*head, "--no-python", "sh", "-c", inner, "sh", *args]
+
+
+def rank_profile_name(run_dir: Path) -> str:
+    """The kernprof output for each torchrun rank, as ``sh`` expands it."""
+    return f'{shlex.quote(str(run_dir.resolve()))}/profile-rank"$RANK".lprof'
+
+
 def plan_tasks(req: RunRequest, alloc: Allocation, run_dir: Path) -> tuple[list[Task], list[Path]]:
     base = {**clean_environ(os.environ), **alloc.env, "PYTHONUNBUFFERED": "1"}
     settings = req.settings
     profiles: list[Path] = []
     if req.spec.launcher == "torchrun":  # one agent; it starts the ranks and restarts them
-        args = ["--data-dir", str(req.data_dir), *settings.script_args()]
-        argv = [
-            req.python, "-m", "torch.distributed.run", "--standalone",
-            "--nproc-per-node", str(settings.ntasks), "--max-restarts", str(req.max_restarts),
-            str(script_path(req.spec)), *args,
-        ]  # fmt: skip
-        return [Task(argv, base, alloc.all_cores())], []
+        name = rank_profile_name(run_dir) if req.profile else None
+        argv = torchrun_command(req, name)
+        if req.profile:
+            profiles = [run_dir / f"profile-rank{r}.lprof" for r in range(settings.ntasks)]
+        return [Task(argv, base, alloc.all_cores())], profiles
     if req.spec.launcher == "srun" and settings.ntasks > 1:
         port = str(_free_port())
         tasks = []
@@ -149,16 +171,6 @@ def _host(alloc: Allocation) -> dict[str, Any]:
     }
 
 
-def _parse(line: str) -> dict[str, Any] | None:
-    if not line.startswith(PREFIX):
-        return None
-    try:
-        event = json.loads(line[len(PREFIX) :])
-    except json.JSONDecodeError:
-        return None
-    return event if isinstance(event, dict) and "event" in event else None
-
-
 def expected_steps(start: Mapping[str, Any], settings: Settings) -> int | None:
     """How many steps the run will take, from its start event: the progress bar's length."""
     if start.get("max_steps"):
@@ -179,8 +191,8 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
     alloc = emulate(settings, name=spec.name, submit_dir=str(Path.cwd()), cores=req.cores)
     tasks, profiles = plan_tasks(req, alloc, run_dir)
     notes = [*settings.notes, *alloc.notes]
-    if req.profile and spec.launcher == "torchrun":
-        notes.append("no profile: kernprof does not follow torchrun's workers")
+    if req.profile and spec.launcher == "torchrun" and req.max_restarts:
+        notes.append("profiles: a restarted rank rewrites its profile (the last attempt's)")
     started = datetime.now(UTC)
     cpu0, _ = _children_cpu()
     t0 = time.perf_counter()
@@ -189,6 +201,7 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
     events_path = run_dir / "events.jsonl"
     procs: list[subprocess.Popen[str]] = []
     files: list[IO[str]] = []
+    watcher: Watcher | None = None
     pinned = True
     status = "failed"
     try:
@@ -205,12 +218,14 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
             )  # fmt: skip
             pinned = pin(proc.pid, task.cores) and pinned
             procs.append(proc)
+        if req.watch:
+            watcher = Watcher(run_dir, [p.pid for p in procs], clean_environ(os.environ))
         reaper = _Reaper(procs)
         assert procs[0].stdout is not None
         with open(log_path, "w") as log, open(events_path, "w") as events:
             for line in procs[0].stdout:
                 log.write(line)
-                event = _parse(line.rstrip("\n"))
+                event = parse_event(line.rstrip("\n"))
                 if event is not None:
                     events.write(json.dumps(event) + "\n")
                     measurements.add(event)
@@ -234,13 +249,24 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
             except subprocess.TimeoutExpired:
                 proc.kill()
     finally:
+        wall = time.perf_counter() - t0
+        cpu1, maxrss = _children_cpu()  # before the watcher is reaped: its CPU is not ours
         for f in files:
             f.close()
+        if watcher is not None:
+            watcher.stop()
     if not pinned:
         notes.append("could not set CPU affinity here: the run used every core")
-    wall = time.perf_counter() - t0
-    cpu1, maxrss = _children_cpu()
     cpu = cpu1 - cpu0
+    metrics: list[str] = []
+    sampled: dict[str, float] = {}
+    if watcher is not None:
+        sampled = recorded_usage([watcher.record])
+        if sampled:
+            metrics.append(watcher.record.name)
+        else:
+            why = watcher.error or watcher.last_words() or "no output"
+            notes.append(f"tuneadvisor watch recorded nothing ({why})")
     start = measurements.start
     data: dict[str, Any] = {
         "kind": "tuneadvisor-run",
@@ -250,6 +276,7 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
         "label": req.label,
         "status": status,
         "exit_codes": [p.returncode for p in procs],
+        "task_pids": [p.pid for p in procs],  # what watch followed (its watch.log names them)
         "where": "local",
         "script": str(script_path(spec)),
         "launcher": spec.launcher,
@@ -279,13 +306,14 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
             "cpu_s": round(cpu, 3),
             "cores_used": round(cpu / wall, 3) if wall > 0 else None,
             "max_rss_mib": round(maxrss, 1),
+            "sampled": sampled,  # by watch: the training tree, see launch/usage.py
         },
         "paths": {
             "dir": str(run_dir),
             "log": log_path.name,
             "events": events_path.name,
             "profiles": [p.name for p in profiles if p.exists()],
-            "metrics": [],
+            "metrics": metrics,
         },
         "notes": notes,
     }
@@ -303,100 +331,3 @@ def stderr_tail(record: RunRecord, lines: int = 15) -> str:
     except OSError:
         return ""
     return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
-# --------------------------------------------------------------------------- sbatch
-
-
-def launch_line(req: RunRequest) -> list[str]:
-    """The job script's command line for this script and these settings."""
-    script = str(script_path(req.spec))
-    args = ["--data-dir", str(req.data_dir.resolve()), *req.settings.script_args()]
-    if req.spec.launcher == "torchrun":
-        return [
-            req.python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-            str(req.settings.ntasks), "--max-restarts", str(req.max_restarts), script, *args,
-        ]  # fmt: skip
-    command = [req.python, script, *args]
-    if req.profile:
-        command = [req.python, "-m", "kernprof", "-l", "-q", "-o", "${SLURM_JOB_ID}.lprof",
-                   script, *args]  # fmt: skip
-    return ["srun", *command] if req.spec.launcher == "srun" else command
-
-
-def write_submission(req: RunRequest) -> tuple[str, Path, Path]:
-    """A run folder with the job script in it: (run id, folder, job script)."""
-    run_id, run_dir = new_run_dir(req.runs_root, req.spec.name)
-    job = run_dir / "job.sbatch"
-    job.write_text(
-        render_job_script(
-            req.settings,
-            name=req.spec.name,
-            launch=launch_line(req),
-            workdir=run_dir.resolve(),
-            output=str(run_dir.resolve() / "slurm-%j.out"),
-        )
-    )
-    return run_id, run_dir, job
-
-
-def submitted_record(
-    req: RunRequest, run_id: str, run_dir: Path, job: Path, job_id: str
-) -> RunRecord:
-    data: dict[str, Any] = {
-        "kind": "tuneadvisor-run",
-        "schema": SCHEMA,
-        "id": run_id,
-        "name": req.spec.name,
-        "label": req.label,
-        "status": "submitted",
-        "where": "slurm",
-        "slurm_job_id": job_id,
-        "script": str(script_path(req.spec)),
-        "launcher": req.spec.launcher,
-        "settings": req.settings.to_json(),
-        "source": dict(req.source),
-        "commands": [launch_line(req)],
-        "versions": {"tuneadvisor": __version__, "python": sys.version.split()[0]},
-        "started": datetime.now(UTC).isoformat(timespec="seconds"),
-        "paths": {
-            "dir": str(run_dir),
-            "job": job.name,
-            "log": f"slurm-{job_id}.out",
-            "profiles": [f"{job_id}.lprof"] if req.profile else [],
-            "metrics": [],
-        },
-        "notes": list(req.settings.notes),
-    }
-    path = write_record(run_dir, data)
-    return RunRecord(data, path)
-
-
-def complete_from_output(record: RunRecord, state: str | None) -> RunRecord:
-    """Fill a submitted run's measurements from its job output, once the job has ended."""
-    if record.path is None:
-        raise InputError(None, "the run record has no folder")
-    run_dir = record.path.parent
-    log = run_dir / str(record.data["paths"]["log"])
-    measurements = Measurements()
-    if log.is_file():
-        for line in log.read_text(errors="replace").splitlines():
-            event = _parse(line)
-            if event is not None:
-                measurements.add(event)
-    data = dict(record.data)
-    data.update(
-        status="completed" if state == "COMPLETED" else (state or "unknown").lower(),
-        slurm_state=state,
-        start=measurements.start,
-        summary=measurements.summary(),
-        steps=measurements.steps,
-        epochs=measurements.epochs,
-        events=measurements.other,
-        ended=datetime.now(UTC).isoformat(timespec="seconds"),
-    )
-    data["versions"] = {
-        **data.get("versions", {}),
-        **{k: measurements.start.get(k) for k in ("torch", "torchvision", "cuda", "python")},
-    }
-    return RunRecord(data, write_record(run_dir, data))

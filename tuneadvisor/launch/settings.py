@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -205,10 +205,17 @@ def load_report(path: str) -> dict[str, Any]:
 
 
 def render_job_script(
-    settings: Settings, *, name: str, launch: list[str], workdir: Path, output: str
+    settings: Settings,
+    *,
+    name: str,
+    launch: list[str],
+    workdir: Path,
+    output: str,
+    watch: Sequence[str] | None = None,
 ) -> str:
     """A job script that runs ``launch`` with these settings, as the bundled ones are
-    written: directives, OMP_NUM_THREADS from the job, then the launch line."""
+    written: directives, OMP_NUM_THREADS from the job, then the launch line. With ``watch``
+    (how to start tuneadvisor), ``tuneadvisor watch`` records the training beside it."""
     lines = [
         "#!/bin/bash",
         f"#SBATCH --job-name={name}",
@@ -223,6 +230,7 @@ def render_job_script(
     if settings.time:
         lines.append(f"#SBATCH --time={settings.time}")
     lines.append(f"#SBATCH --output={output}")
+    command = " ".join(shlex.quote(a) if not a.startswith("$") else a for a in launch)
     lines += [
         "",
         "# Written by tuneadvisor from these settings:",
@@ -230,7 +238,32 @@ def render_job_script(
         *(f"#   {k}: from {', '.join(v)}" for k, v in settings.because.items() if v),
         "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}",
         f"cd {shlex.quote(str(workdir))}",
-        " ".join(shlex.quote(a) if not a.startswith("$") else a for a in launch),
+        *(_watched(command, watch, srun=launch[:1] == ["srun"]) if watch else [command]),
         "",
     ]
     return "\n".join(lines)
+
+
+METRICS_FILE = '"metrics-${SLURM_JOB_ID}.jsonl"'
+
+
+def _watched(command: str, watch: Sequence[str], *, srun: bool) -> list[str]:
+    """The launch line in the background and ``tuneadvisor watch`` recording it. The launch
+    line comes first so that it stays the job's first command (``report --job`` reads it).
+    srun's tasks are children of slurmstepd, not of srun: then the job's processes are
+    watched, else the training's own tree."""
+    target = '--job "$SLURM_JOB_ID"' if srun else '--pid "$train_pid"'
+    tool = " ".join(shlex.quote(a) for a in watch)
+    return [
+        f"{command} &",
+        "train_pid=$!",
+        "# tuneadvisor watch samples the training beside it (report/compare read the file)",
+        f"{tool} watch --headless --interval 1 {target} --record {METRICS_FILE} \\",
+        '  > "watch-${SLURM_JOB_ID}.log" 2>&1 &',
+        "watch_pid=$!",
+        'wait "$train_pid"',
+        "status=$?",
+        'kill -TERM "$watch_pid" 2>/dev/null',
+        'wait "$watch_pid"',
+        'exit "$status"',
+    ]

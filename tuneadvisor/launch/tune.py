@@ -148,9 +148,10 @@ class Tuner:
         ok = True
         t0 = self.clock()
         for _ in range(self.options.repeats):
+            # no sampler beside a trial: its start-up would land in the measured steps
             req = replace(
                 self.request, settings=self._trial_settings(settings), profile=False,
-                label=f"tune {stage}: {settings.describe()}",
+                watch=False, label=f"tune {stage}: {settings.describe()}",
             )  # fmt: skip
             record = run_local(req)
             runs.append(record.id)

@@ -1,0 +1,168 @@
+"""What runs beside the training and what each rank profiles: the watch lines of a submitted
+job script, the per-rank kernprof under torchrun and srun, and the usage read back from a
+`watch --record` file into run records and `compare`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from tuneadvisor.launch.allocation import emulate
+from tuneadvisor.launch.bundled import bundled
+from tuneadvisor.launch.compare import load_item, resources_table, to_json
+from tuneadvisor.launch.runner import RunRequest, plan_tasks
+from tuneadvisor.launch.settings import Settings, render_job_script
+from tuneadvisor.launch.submit import launch_line, profile_names, submitted_record
+from tuneadvisor.launch.usage import read_usage, recorded_usage
+from tuneadvisor.slurm.launch import find_launch
+
+
+def _request(tmp_path: Path, name: str, settings: Settings, **kw: Any) -> RunRequest:
+    return RunRequest(bundled(name), settings, tmp_path, "/opt/py/bin/python", tmp_path, **kw)
+
+
+def _recording(path: Path, cores: list[float], rss: list[float], util: float | None) -> Path:
+    rows: list[dict[str, Any]] = [{"format": "tuneadvisor-watch", "version": 1}]
+    for t, (c, r) in enumerate(zip(cores, rss, strict=True)):
+        row: dict[str, Any] = {"t": t, "host": {"proc_cpu_pct": 100 * c, "proc_rss_mib": r}}
+        if util is not None:
+            row["gpus"] = [{"index": 0, "util_pct": util, "mem_used_mib": 2000.0}]
+        rows.append(row)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+# --------------------------------------------------------------------------- job scripts
+
+
+@pytest.mark.parametrize(("name", "target"), [("mnist_single", '--pid "$train_pid"'),
+                                              ("mnist_ddp", '--job "$SLURM_JOB_ID"')])  # fmt: skip
+def test_a_submitted_job_records_watch_beside_the_training(
+    tmp_path: Path, name: str, target: str
+) -> None:
+    req = _request(tmp_path, name, Settings(ntasks=2 if name == "mnist_ddp" else 1))
+    text = render_job_script(
+        req.settings, name=name, launch=launch_line(req), workdir=tmp_path,
+        output="slurm-%j.out", watch=["/opt/ta/bin/python", "-m", "tuneadvisor"],
+    )  # fmt: skip
+    assert "/opt/ta/bin/python -m tuneadvisor watch --headless --interval 1 " + target in text
+    assert '--record "metrics-${SLURM_JOB_ID}.jsonl"' in text and 'exit "$status"' in text
+    # the training stays the job's first command: report --job still reads its options
+    found = find_launch(text)
+    assert found is not None and found.script is not None
+    assert found.script.endswith(f"{name}.py") and "--data-dir" in found.options
+    assert subprocess.run(["bash", "-n"], input=text, text=True, check=False).returncode == 0
+
+
+def test_without_watch_the_job_is_the_launch_line_alone(tmp_path: Path) -> None:
+    req = _request(tmp_path, "mnist_single", Settings())
+    text = render_job_script(req.settings, name="x", launch=launch_line(req), workdir=tmp_path,
+                             output="o")  # fmt: skip
+    assert "tuneadvisor watch" not in text and "train_pid" not in text
+
+
+def test_the_submitted_record_points_at_the_jobs_recording_and_rank_profiles(
+    tmp_path: Path,
+) -> None:
+    req = _request(tmp_path, "mnist_ddp", Settings(ntasks=2), profile=True)
+    record = submitted_record(req, "r1", tmp_path, tmp_path / "job.sbatch", "4242")
+    assert record.data["paths"]["metrics"] == ["metrics-4242.jsonl"]
+    assert record.data["paths"]["profiles"] == ["4242_0.lprof", "4242_1.lprof"]
+    quiet = _request(tmp_path, "mnist_single", Settings(), profile=True, watch=False)
+    assert profile_names(quiet, "7") == ["7.lprof"]
+    assert (
+        submitted_record(quiet, "r2", tmp_path, tmp_path / "j", "7").data["paths"]["metrics"] == []
+    )
+
+
+def test_srun_ranks_each_name_their_profile_in_their_own_shell(tmp_path: Path) -> None:
+    line = launch_line(_request(tmp_path, "mnist_ddp", Settings(ntasks=2), profile=True))
+    assert line[:3] == ["srun", "sh", "-c"]
+    assert '"${SLURM_JOB_ID}_${SLURM_PROCID}.lprof"' in line[3] and line[3].endswith('"$@"')
+    assert line[4] == "sh" and line[5:7] == ["--data-dir", str(tmp_path.resolve())]
+
+
+# --------------------------------------------------------------------------- torchrun
+
+
+def test_torchrun_ranks_each_run_kernprof_with_their_own_profile(tmp_path: Path) -> None:
+    settings = Settings(ntasks=2, knobs={"num_workers": 0})
+    req = _request(tmp_path, "mnist_torchrun", settings, profile=True)
+    alloc = emulate(settings, name="t", submit_dir=str(tmp_path), cores=[0, 1])
+    (task,), profiles = plan_tasks(req, alloc, tmp_path)
+    argv = task.argv
+    assert argv[1:3] == ["-m", "torch.distributed.run"] and "--no-python" in argv
+    cut = argv.index("--no-python")
+    assert argv[cut + 1 : cut + 3] == ["sh", "-c"] and argv[cut + 4] == "sh"
+    assert argv[cut + 5 :] == ["--data-dir", str(tmp_path.resolve()), "--num-workers", "0"]
+    assert profiles == [tmp_path / "profile-rank0.lprof", tmp_path / "profile-rank1.lprof"]
+    # what each rank's sh runs, with RANK as torchrun sets it
+    inner = argv[cut + 3].replace("exec ", "printf '%s\\n' ", 1)
+    out = subprocess.run(["sh", "-c", inner, "sh", "--a", "1 2"], env={"RANK": "1"},
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    words = out.splitlines()
+    assert words[:6] == ["/opt/py/bin/python", "-m", "kernprof", "-l", "-q", "-o"]
+    assert words[6] == f"{tmp_path.resolve()}/profile-rank1.lprof"
+    assert words[7].endswith("training/mnist_torchrun.py") and words[8:] == ["--a", "1 2"]
+
+
+def test_an_unprofiled_torchrun_runs_the_script_itself(tmp_path: Path) -> None:
+    settings = Settings(ntasks=2)
+    req = _request(tmp_path, "mnist_torchrun", settings)
+    alloc = emulate(settings, name="t", submit_dir=str(tmp_path), cores=[0, 1])
+    (task,), profiles = plan_tasks(req, alloc, tmp_path)
+    assert "--no-python" not in task.argv and profiles == []
+    assert task.argv[task.argv.index("0") + 1].endswith("mnist_torchrun.py")
+
+
+# --------------------------------------------------------------------------- usage
+
+
+def test_usage_comes_from_the_recording_through_the_metrics_facts(tmp_path: Path) -> None:
+    path = _recording(tmp_path / "m.jsonl", [0.5, 1.5, 1.0, 1.0], [500, 900, 800, 700], 40.0)
+    usage = read_usage([path])
+    assert usage["cores_used"] == 1.0 and usage["max_rss_mib"] == 900.0
+    assert 1.0 < usage["cores_used_p95"] <= 1.5 and usage["samples"] == 4
+    assert usage["gpu_util_pct"] == 40.0 and usage["gpus"] == 1
+    assert recorded_usage([tmp_path / "missing.jsonl"]) == {}
+    (tmp_path / "bad.jsonl").write_text("not a recording\n")
+    assert recorded_usage([tmp_path / "bad.jsonl"]) == {}
+
+
+def _run(folder: Path, name: str, metrics: list[str], resources: dict[str, Any]) -> Path:
+    run = folder / name
+    run.mkdir(parents=True)
+    data = {
+        "kind": "tuneadvisor-run", "schema": 1, "id": name, "label": name,
+        "status": "completed", "summary": {"samples_per_s_median": 100.0},
+        "settings": Settings(cpus_per_task=2, mem="2G").to_json(), "resources": resources,
+        "paths": {"profiles": [], "metrics": metrics},
+    }  # fmt: skip
+    (run / "run.json").write_text(json.dumps(data))
+    return run
+
+
+def test_compare_shows_cores_and_memory_used_against_requested(tmp_path: Path) -> None:
+    sampled = _run(tmp_path, "sampled", ["metrics.jsonl"], {"cores_used": 1.9})
+    _recording(sampled / "metrics.jsonl", [1.0, 1.0, 1.0, 1.0], [512, 1024, 1024, 900], None)
+    plain = _run(tmp_path, "plain", [], {"cores_used": 1.9, "max_rss_mib": 300.0})
+    # a submitted job's recording not written yet: the record's own numbers, no error
+    pending = _run(tmp_path, "pending", ["metrics-9.jsonl"],
+                   {"sampled": {"cores_used": 0.5, "samples": 3}})  # fmt: skip
+    items = [load_item(str(p)) for p in (sampled, plain, pending)]
+    console = Console(width=160, record=True)
+    console.print(resources_table(items))
+    rows = {line.split("│")[1].strip(): line for line in console.export_text().splitlines()
+            if line.startswith("│")}  # fmt: skip
+    assert "1.00 / 1.00 (50 %)" in rows["sampled"] and "1,024 MiB (50 %)" in rows["sampled"]
+    assert "4 rounds" in rows["sampled"]
+    assert "1.90 (95 %)" in rows["plain"] and "300 MiB (15 %)" in rows["plain"]
+    assert " no " in rows["plain"]
+    assert "0.50 (25 %)" in rows["pending"] and "3 rounds" in rows["pending"]
+    out = to_json(items)
+    assert out[0]["metrics"]["cores_used_p95"] == 1.0 and out[1]["metrics"] == {}

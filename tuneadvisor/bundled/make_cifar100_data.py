@@ -1,0 +1,1 @@
+../../scripts/make_cifar100_data.py

@@ -1,0 +1,1 @@
+../../scripts/make_mnist_data.py
