@@ -37,6 +37,7 @@ class ProcSample:
     read_mib_s: float | None = None
     write_mib_s: float | None = None
     denied: tuple[str, ...] = ()  # what AccessDenied kept from us
+    node: str | None = None  # set when a watch merges several nodes (pids repeat across them)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +47,7 @@ class GpuProcess:
     gpu_key: str
     pid: int
     used_mib: float | None = None
+    node: str | None = None  # as ProcSample.node
 
 
 @dataclass(frozen=True, kw_only=True)

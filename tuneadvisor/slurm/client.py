@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.slurm.listpids import ListpidsError, StepPid, parse_listpids
+from tuneadvisor.slurm.placement import Placement, parse_hostnames, parse_placement, simple_names
 from tuneadvisor.slurm.sacct import SacctError, SacctJob, parse_sacct_json, parse_sacct_pipe
 from tuneadvisor.slurm.scontrol import JobInfo, ScontrolError, parse_job
 from tuneadvisor.slurm.seff import SeffError, SeffReport, parse_seff
@@ -31,6 +33,7 @@ from tuneadvisor.slurm.squeue import QueuedJob, SqueueError, parse_squeue_json
 _JOB_ID = re.compile(r"\d+(?:_\d+)?")
 _SUBMITTED = re.compile(r"(\d+)(?:;\S+)?")
 _FORGOTTEN = ("Invalid job id", "No steps running", "does not exist")
+_NO_STEPS_HERE = ("There are no steps", "does not exist", "Invalid job id")
 SSTAT_COLUMNS = ("JobID", "NTasks", "AveCPU", "MaxRSS")
 RECENT_COLUMNS = ("JobID", "JobName", "User", "Partition", "State", "ExitCode", "ElapsedRaw",
                   "TimelimitRaw", "TotalCPU", "AllocCPUS", "ReqCPUS", "AllocTRES", "ReqMem",
@@ -132,6 +135,80 @@ class SlurmClient:
             return parse_job(done.stdout)
         except ScontrolError as exc:
             raise SlurmError(doing, f"unexpected scontrol output: {exc}") from None
+
+    def placement(self, job_id: str) -> Placement | None:
+        """``scontrol show job -o ID`` with the node list; None when slurmctld does not know
+        the job (never submitted, or ended more than MinJobAge ago)."""
+        doing = f"asking slurmctld about job {job_id}"
+        done = self._run(doing, "scontrol", ["show", "job", "-o", job_id])
+        if done.returncode != 0:
+            if any(word in done.stderr for word in _FORGOTTEN):
+                return None
+            raise SlurmError(doing, _said(done, "scontrol"))
+        try:
+            return parse_placement(done.stdout)
+        except ScontrolError as exc:
+            raise SlurmError(doing, f"unexpected scontrol output: {exc}") from None
+
+    def hostnames(self, node_list: str) -> tuple[str, ...]:
+        """A compressed host list expanded (``gpu[01-02]`` -> gpu01, gpu02) by Slurm."""
+        names = simple_names(node_list)
+        if names is not None:
+            return names
+        doing = f"expanding the node list {node_list}"
+        return parse_hostnames(self._output(doing, "scontrol", ["show", "hostnames", node_list]))
+
+    def job_pids(self, job_id: str) -> tuple[StepPid, ...]:
+        """``scontrol listpids ID``: the job's processes on this node (from its slurmstepds,
+        no slurmctld call); empty when the job has no step here."""
+        doing = f"listing the processes of job {job_id} on this node"
+        done = self._run(doing, "scontrol", ["listpids", job_id])
+        if done.returncode != 0:
+            if any(word in done.stderr for word in _NO_STEPS_HERE):
+                return ()
+            raise SlurmError(doing, _said(done, "scontrol"))
+        try:
+            return parse_listpids(done.stdout)
+        except ListpidsError as exc:
+            raise SlurmError(doing, f"unexpected scontrol output: {exc}") from None
+
+    def overlap_step(
+        self, job_id: str, nodes: int, command: Sequence[str]
+    ) -> subprocess.Popen[str]:
+        """``srun --overlap --jobid ID --nodes=N --ntasks-per-node=1 --label COMMAND``: one
+        task on each node of a running job, beside its steps (sharing their CPUs, memory and
+        GPUs). Its stdout and stderr are pipes; every line starts with ``TASK: `` (--label,
+        and a line longer than 1024 bytes arrives in labelled pieces). Its own session, so a
+        Ctrl-C on the terminal does not reach srun: the caller ends it (``terminate``)."""
+        doing = f"starting a sampler on the nodes of job {job_id}"
+        path = self.which("srun")
+        if path is None:
+            raise SlurmError(doing, "Slurm's srun is not on PATH")
+        args = [
+            path,
+            "--overlap",
+            f"--jobid={job_id}",
+            f"--nodes={nodes}",
+            f"--ntasks={nodes}",
+            "--ntasks-per-node=1",
+            "--label",
+            "--mpi=none",  # no PMI set-up for a sampler
+            "--quiet",
+            *command,
+        ]
+        try:
+            return subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                env=dict(self._environ()),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise SlurmError(doing, f"cannot run {path}: {exc.strerror or exc}") from None
 
     def batch_script(self, job_id: str) -> str | None:
         """The script the job ran: from slurmctld while it knows the job, else from

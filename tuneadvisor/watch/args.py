@@ -9,7 +9,15 @@ def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--pid", type=int, action="append", metavar="PID",
                         help="watch this process and all its children (repeatable)")  # fmt: skip
-    target.add_argument("--job", metavar="JOBID", help="watch a Slurm job's processes on this node")
+    target.add_argument("--job", metavar="JOBID",
+                        help="watch a running Slurm job: here when it runs on this node "
+                        "alone, else on each of its nodes through srun --overlap")  # fmt: skip
+    nodes = parser.add_mutually_exclusive_group()
+    nodes.add_argument("--this-node", action="store_true",
+                       help="with --job: only its processes on this node, no srun")  # fmt: skip
+    nodes.add_argument("--all-nodes", action="store_true",
+                       help="with --job: a sampler on every node of the job through srun "
+                       "--overlap, even when it runs on this node alone")  # fmt: skip
     parser.add_argument("--interval", type=float, default=1.0, metavar="S",
                         help="seconds between samples (default 1, at least 0.1)")  # fmt: skip
     parser.add_argument("--record", metavar="FILE",
@@ -17,6 +25,8 @@ def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
                         "report/open --metrics FILE)")  # fmt: skip
     parser.add_argument("--headless", action="store_true",
                         help="no screen: sample, then print the summary")  # fmt: skip
+    # The samplers of a multi-node watch: recording lines on stdout, read through srun.
+    parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--duration", type=float, metavar="S",
                         help="stop after S seconds (default: when the watched "
                         "processes end)")  # fmt: skip

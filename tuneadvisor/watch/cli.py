@@ -3,22 +3,36 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
-from tuneadvisor.advisor.rules import load_rules, rule_dirs
+from tuneadvisor.advisor.rules import Rule, load_rules, rule_dirs
 from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.host import HostSampler
 from tuneadvisor.metrics.nvml import NvmlSampler, visible_filter
 from tuneadvisor.metrics.recording import RecordingWriter
+from tuneadvisor.slurm.client import SlurmClient
+from tuneadvisor.watch.job_target import (
+    JobPlan,
+    SlurmPids,
+    Where,
+    plan_job,
+    slurm_lister,
+    still_running,
+    this_node,
+)
+from tuneadvisor.watch.merge import MergedSession
+from tuneadvisor.watch.remote import RemoteSamplers
 from tuneadvisor.watch.session import Sampler, WatchSession, job_facts_from_env
 
 MIN_INTERVAL_S = 0.1
 PCIE_MIN_INTERVAL_S = 0.5  # NVML measures PCIe throughput over ~20 ms per call and device
+SLURM_TIMEOUT_S = 20.0  # a Slurm command asked mid-watch must not stall the rounds for long
 
 
 @dataclass
@@ -27,11 +41,15 @@ class _Target:
     roots: list[int] | None
     job_id: str | None
     child: subprocess.Popen[bytes] | None = None
+    plan: JobPlan | None = None
 
 
 def _target(args: argparse.Namespace) -> _Target:
     if args.watch_command and (args.pid or args.job):
         raise InputError(None, "watch: give --pid, --job or -- COMMAND, not several")
+    if (args.this_node or args.all_nodes) and not args.job:
+        flag = "--this-node" if args.this_node else "--all-nodes"
+        raise InputError(None, f"watch: {flag} goes with --job JOBID")
     if args.watch_command:
         try:
             child = subprocess.Popen(args.watch_command)
@@ -47,7 +65,9 @@ def _target(args: argparse.Namespace) -> _Target:
     if args.job:
         if not args.job.replace("_", "").isdigit():
             raise InputError(None, f"--job {args.job}: not a Slurm job id")
-        return _Target(f"job {args.job} on this node", None, args.job)
+        where: Where = "here" if args.this_node else "all" if args.all_nodes else "auto"
+        plan = plan_job(args.job, SlurmClient(timeout_s=SLURM_TIMEOUT_S), where)
+        return _Target(plan.label, None, args.job, plan=plan)
     return _Target("the whole node", None, None)
 
 
@@ -58,13 +78,73 @@ def _validate(args: argparse.Namespace, screen: bool) -> None:
         raise InputError(None, f"--duration {args.duration:g}: must be positive")
     if args.window <= 0:
         raise InputError(None, f"--window {args.window:g}: must be positive")
-    if screen and not args.headless and not sys.stdout.isatty():
+    if args.stream and args.record:
+        raise InputError(None, "watch: --stream writes the rounds to stdout; not with --record")
+    if screen and not (args.headless or args.stream) and not sys.stdout.isatty():
         raise InputError(None, "watch: stdout is not a terminal; use --headless")
 
 
-def build_session(args: argparse.Namespace, target: _Target) -> tuple[WatchSession, Sampler]:
-    rules = load_rules(rule_dirs(args.rules))
-    host = HostSampler(target.roots, job_id=target.job_id)
+def _recorder(
+    args: argparse.Namespace, header: dict[str, object], close: Callable[[], None]
+) -> RecordingWriter | None:
+    """--record FILE, or the --stream on stdout of a node's sampler."""
+    if args.stream:
+        return RecordingWriter(None, {**header, "node": this_node()}, stream=sys.stdout)
+    if not args.record:
+        return None
+    try:
+        return RecordingWriter(args.record, header)
+    except OSError as exc:
+        close()
+        raise InputError(args.record, f"cannot write: {exc.strerror or exc}") from None
+
+
+def _host_sampler(target: _Target) -> HostSampler:
+    plan = target.plan
+    if plan is not None and plan.how == "slurm":
+        client = SlurmClient(timeout_s=SLURM_TIMEOUT_S)
+        return SlurmPids(slurm_lister(client, plan.job_id), still_running(client, plan.job_id))
+    return HostSampler(target.roots, job_id=target.job_id)
+
+
+def _merged_session(
+    args: argparse.Namespace, plan: JobPlan, rules: Sequence[Rule]
+) -> tuple[WatchSession, RemoteSamplers]:
+    """One sampler per node of the job (srun --overlap), their rounds merged."""
+    command = [sys.executable, "-m", "tuneadvisor", "watch", "--job", plan.job_id, "--this-node",
+               "--headless", "--stream", "--interval", repr(args.interval)]  # fmt: skip
+    if args.gpus is not None:
+        command += ["--gpus", args.gpus]
+    client = SlurmClient(timeout_s=SLURM_TIMEOUT_S)
+    remote = RemoteSamplers(client.overlap_step(plan.job_id, len(plan.nodes), command),
+                            plan.nodes, args.interval)  # fmt: skip
+    remote.wait_started()
+    header: dict[str, object] = {
+        "interval_s": args.interval,
+        "target": plan.label,
+        "nodes": list(remote.nodes),
+        "gpu_no_data": remote.gpu_reason,
+    }
+    session = MergedSession(
+        remote,
+        rules,
+        interval_s=args.interval,
+        window_s=args.window,
+        duration_s=args.duration,
+        recorder=_recorder(args, header, remote.close),
+        job=plan.facts,
+    )
+    return session, remote
+
+
+def build_session(
+    args: argparse.Namespace, target: _Target
+) -> tuple[WatchSession, Sampler | RemoteSamplers]:
+    # A node's sampler of a multi-node watch sends rounds; the rules run where they merge.
+    rules = () if args.stream else load_rules(rule_dirs(args.rules))
+    if target.plan is not None and target.plan.how == "srun":
+        return _merged_session(args, target.plan, rules)
+    host = _host_sampler(target)
     missing = host.check_roots()
     if missing:
         raise InputError(None, f"--pid {missing[0]}: no such process")
@@ -75,21 +155,17 @@ def build_session(args: argparse.Namespace, target: _Target) -> tuple[WatchSessi
         spec = env.get("CUDA_VISIBLE_DEVICES")
     gpu = NvmlSampler(visible_filter(spec), pcie=args.interval >= PCIE_MIN_INTERVAL_S)
     sampler = Sampler(host, gpu)
-    recorder = None
-    if args.record:
-        try:
-            recorder = RecordingWriter(
-                args.record,
-                {
-                    "interval_s": args.interval,
-                    "target": target.label,
-                    "gpu_no_data": sampler.gpu_reason,
-                    "driver": gpu.driver,
-                },
-            )
-        except OSError as exc:
-            sampler.close()
-            raise InputError(args.record, f"cannot write: {exc.strerror or exc}") from None
+    header: dict[str, object] = {
+        "interval_s": args.interval,
+        "target": target.label,
+        "gpu_no_data": sampler.gpu_reason,
+        "driver": gpu.driver,
+    }
+    recorder = _recorder(args, header, sampler.close)
+    job = job_facts_from_env(env)
+    plan = target.plan
+    if plan is not None:
+        job.update(plan.facts)  # slurmctld's word over the environment's
     session = WatchSession(
         sampler,
         rules,
@@ -97,8 +173,9 @@ def build_session(args: argparse.Namespace, target: _Target) -> tuple[WatchSessi
         window_s=args.window,
         duration_s=args.duration,
         recorder=recorder,
-        job=job_facts_from_env(env),
-        follow_roots=target.roots is not None,
+        job=job,
+        # --job through Slurm ends with the job; matched by environment, it never did
+        follow_roots=target.roots is not None or (plan is not None and plan.how == "slurm"),
     )
     return session, sampler
 
@@ -131,6 +208,8 @@ def run_watch(args: argparse.Namespace, show: Show | None = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
+        if args.stream:
+            return _stream(session)
         if args.headless or show is None:
             from tuneadvisor.watch.summary import render_summary
 
@@ -148,3 +227,14 @@ def run_watch(args: argparse.Namespace, show: Show | None = None) -> int:
         sampler.close()
         if session.recorder is not None:
             session.recorder.close()
+
+
+def _stream(session: WatchSession) -> int:
+    """A node's sampler: rounds on stdout until the job's processes here end, or srun
+    ends the step (SIGTERM), or the reader is gone (a closed pipe)."""
+    try:
+        session.run()
+    except (BrokenPipeError, KeyboardInterrupt):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+    return 0

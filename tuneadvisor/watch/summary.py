@@ -7,8 +7,10 @@ from collections.abc import Sequence
 
 from tuneadvisor.metrics.model import MetricsSeries, Stats
 from tuneadvisor.metrics.ring import SnapshotStore, to_series
-from tuneadvisor.metrics.snapshot import ROLE_MAIN, Snapshot
+from tuneadvisor.metrics.snapshot import ROLE_MAIN, ROLE_WORKER, Snapshot
 from tuneadvisor.report.advice_text import finding_lines
+from tuneadvisor.watch.merge import node_of
+from tuneadvisor.watch.remote import RemoteSamplers
 from tuneadvisor.watch.session import LiveFinding, WatchSession
 
 
@@ -22,7 +24,7 @@ def _get(stats: Stats | None, which: str) -> float | None:
 
 def _gpu_lines(series: MetricsSeries, no_data: Sequence[str]) -> list[str]:
     if not series.gpus:
-        why = next((n for n in no_data if n.startswith("no GPU data")), "no GPU data")
+        why = next((n for n in no_data if "no GPU data" in n), "no GPU data")  # "node: no ..."
         return [f"GPUs: {why}"]
     out = []
     for gpu in series.gpus:
@@ -43,11 +45,12 @@ def _gpu_lines(series: MetricsSeries, no_data: Sequence[str]) -> list[str]:
     return out
 
 
-def _sampler_line(snaps: Sequence[Snapshot], interval_s: float) -> str:
+def _sampler_line(snaps: Sequence[Snapshot], interval_s: float, merged: bool) -> str:
     own = Stats.of(s.sampler_cpu_pct for s in snaps)
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    whose = "the busiest node's sampler thread" if merged else "its own thread"
     return (
-        f"Sampler: its own thread used {_f(_get(own, 'mean'), '.2f')} % of one core "
+        f"Sampler: {whose} used {_f(_get(own, 'mean'), '.2f')} % of one core "
         f"(p95 {_f(_get(own, 'p95'), '.2f')} %) at {interval_s:g} s; "
         f"the whole watch process {usage.ru_utime + usage.ru_stime:.2f} s CPU, "
         f"peak RSS {usage.ru_maxrss / 1024:.0f} MiB"
@@ -85,8 +88,13 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
                 f"peak RSS {_f(_get(rss, 'max'))} MiB; {mains} main, up to {workers} "
                 "DataLoader workers"
             )
-            out += _requests(session, tree, rss)
-    out.append(_sampler_line(snaps, session.interval_s))
+            if len(_nodes(snaps)) <= 1:  # requests are per node: see the node lines
+                out += _requests(session, tree, rss)
+    nodes = _nodes(snaps)
+    out += _node_lines(snaps, series, nodes)
+    out.append(_sampler_line(snaps, session.interval_s, bool(nodes)))
+    if isinstance(session.sampler, RemoteSamplers):
+        out += [f"Said on a node: {line}" for line in session.sampler.messages]
     findings: Sequence[LiveFinding] = session.state().findings
     if findings:
         out.append(f"Findings (evidence: the last {session.window_s:g} s):")
@@ -106,6 +114,50 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
     if recording:
         out.append(f"Recording: {recording} (read it with: tuneadvisor report --metrics FILE)")
     return "\n".join(out) + "\n"
+
+
+def _nodes(snaps: Sequence[Snapshot]) -> list[str]:
+    """The nodes of a multi-node watch, in order of appearance (none for one node)."""
+    seen: dict[str, None] = {}
+    for snap in snaps:
+        for p in snap.procs:
+            if p.node is not None:
+                seen.setdefault(p.node)
+        for g in snap.gpus:
+            node = node_of(g)
+            if node is not None:
+                seen.setdefault(node)
+    return list(seen)
+
+
+def _node_lines(snaps: Sequence[Snapshot], series: MetricsSeries, nodes: list[str]) -> list[str]:
+    """A multi-node watch: each node's process tree and GPUs."""
+    out = []
+    latest = snaps[-1].procs if snaps else ()
+    for node in nodes:
+        mine = [[p for p in s.procs if p.node == node] for s in snaps]
+        cores = Stats.of(
+            sum(p.cpu_pct for p in procs if p.cpu_pct is not None) / 100.0
+            for procs in mine
+            if any(p.cpu_pct is not None for p in procs)
+        )
+        rss = max((sum(p.rss_mib or 0.0 for p in procs) for procs in mine), default=0.0)
+        now = [p for p in latest if p.node == node]
+        mains = sum(1 for p in now if p.role == ROLE_MAIN)
+        workers = sum(1 for p in now if p.role == ROLE_WORKER)
+        gpus = [g for g in series.gpus if g.key.startswith(f"{node}:")]
+        util = Stats.of(x for g in gpus for x in g.values("util_pct"))
+        gpu_text = (
+            f"{len(gpus)} GPUs, util mean {_f(_get(util, 'mean'), '.0f', ' %')}"
+            if gpus
+            else "no GPU data"
+        )
+        out.append(
+            f"Node {node}: {len(now)} processes ({mains} main, {workers} DataLoader workers), "
+            f"{_f(_get(cores, 'mean'), '.2f')} cores mean (p95 {_f(_get(cores, 'p95'), '.2f')}), "
+            f"peak RSS {rss:.0f} MiB; {gpu_text}"
+        )
+    return out
 
 
 def _requests(session: WatchSession, tree: Stats, rss: Stats | None) -> list[str]:
