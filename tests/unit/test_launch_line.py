@@ -200,3 +200,61 @@ def test_a_job_script_object_brings_its_path(project: Path) -> None:
     assert found is not None and found.script_path == project / "train.py"
     moved = find_launch(JobScript.read(path), chdir="src")
     assert moved is not None and moved.script_path == project / "train.py"  # falls back
+
+
+@pytest.mark.parametrize(
+    ("body", "launchers", "script", "args"),
+    [
+        (
+            'srun bash -c \'exec kernprof -l -o "${SLURM_JOB_ID}_${SLURM_PROCID}.lprof" '
+            "X.py --num-workers $((SLURM_CPUS_PER_TASK - 1))'\n",
+            ["srun", "kernprof"],
+            "X.py",
+            ["--num-workers", "$((SLURM_CPUS_PER_TASK - 1))"],
+        ),
+        ("sh -c 'cd /tmp; python X.py --lr 1'\n", [], "X.py", ["--lr", "1"]),
+        (
+            "torchrun --standalone --nproc-per-node=2 --no-python bash -c "
+            "'exec kernprof -l -o ${RANK}.lprof X.py --epochs 2'\n",
+            ["torchrun", "kernprof"],
+            "X.py",
+            ["--epochs", "2"],
+        ),
+        ('"${watch[@]}" srun python X.py -v\n', ["srun"], "X.py", ["-v"]),
+        ("$PROFILER python X.py\n", [], "X.py", []),
+        (
+            "tuneadvisor watch --headless --record m.jsonl -- python X.py --b 2\n",
+            [],
+            "X.py",
+            ["--b", "2"],
+        ),
+    ],
+)
+def test_commands_inside_shell_strings_and_wrappers(
+    body: str, launchers: list[str], script: str, args: list[str]
+) -> None:
+    found = launch(body)
+    assert names(found) == launchers
+    assert found.script == script
+    assert list(found.args) == args
+
+
+def test_bash_without_a_command_string_is_not_training() -> None:
+    assert find_launch("#!/bin/bash\nbash setup.sh\nsh -c 'echo hi'\n") is None
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", ["mnist_single", "mnist_ddp", "mnist_torchrun", "cifar100_wrn"])
+def test_bundled_job_scripts_name_their_training_script(
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # `sbatch slurm/X.sbatch` from the project: `training/X.py` is relative to the project,
+    # the job script's parent, wherever `report` is run from.
+    monkeypatch.chdir(tmp_path)
+    job = REPO_ROOT / "slurm" / f"{name}.sbatch"
+    found = find_launch(job.read_text(), job)
+    assert found is not None
+    assert found.script == f"training/{name}.py"
+    assert found.script_path == REPO_ROOT / "training" / f"{name}.py"

@@ -4,7 +4,9 @@ Recognised, alone or nested (``srun kernprof ... python X.py``): ``python``/``py
 with interpreter options, ``python -m torch.distributed.run|launch``, ``torchrun``,
 ``accelerate launch``, ``deepspeed``, ``kernprof``, ``python -m cProfile``, ``srun`` and
 ``mpirun``/``mpiexec`` with their options, ``apptainer``/``singularity exec IMAGE``,
-``conda run``, ``uv run``, ``env``/``time``/``exec``/``nohup`` prefixes,
+``conda run``, ``uv run``, ``env``/``time``/``exec``/``nohup`` prefixes, ``bash -c 'STRING'``
+(the string read as commands), ``torchrun --no-python PROGRAM``, ``tuneadvisor watch ... --``,
+a leading ``$WRAPPER``/``"${wrapper[@]}"`` word,
 ``VAR=value`` assignments before the command, ``\\`` line continuations, several commands
 on a line (``;``, ``&&``, ``|``) and redirections.
 
@@ -33,6 +35,8 @@ _NUMBER = re.compile(r"-[0-9.]")
 _REDIRECT = re.compile(r"[0-9]*(?:>>|>&|<&|<>|&>>|&>|>\||>|<)")
 _OPERATORS = ("&&", "||", ";;", ";", "|&", "|", "&", "(", ")")
 _PREFIXES = {"then", "do", "else", "{", "!", "time", "exec", "nohup", "command", "builtin"}
+_SHELLS = {"bash", "sh", "dash", "zsh", "ksh"}
+_EXPANSION = re.compile(r'"?\$(?:\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)"?')  # a parameter, whole
 _SUBMIT_DIR = re.compile(r'"?\$\{?SLURM_SUBMIT_DIR\}?"?')
 
 
@@ -449,6 +453,13 @@ def _analyse(words: list[str], found: _Found) -> _Found | None:
     if not words:
         return None
     program, rest = os.path.basename(words[0]), words[1:]
+    if _EXPANSION.fullmatch(words[0]):
+        # `"${watch[@]}" srun ...`, `$PROFILER python x.py`: a wrapper the script set up.
+        return _analyse(rest, found)
+    if program in _SHELLS and "-c" in rest[:-1]:
+        return _shell_string(rest[rest.index("-c") + 1], found)
+    if program == "tuneadvisor" and rest[:1] == ["watch"] and "--" in rest:
+        return _analyse(rest[rest.index("--") + 1 :], found)  # watch -- COMMAND
     if program in _PREFIXES:
         return _analyse(_skip_flags(rest) if program == "time" else rest, found)
     if program == "env":
@@ -466,6 +477,18 @@ def _analyse(words: list[str], found: _Found) -> _Found | None:
     if _PYTHON.fullmatch(program):
         found.python = words[0]
         return _python(rest, found)
+    return None
+
+
+def _shell_string(command: str, found: _Found) -> _Found | None:
+    """``bash -c 'exec kernprof -l -o "$RANK.lprof" x.py --lr 1'``: the string's commands,
+    read like the script's own (the first that runs training counts)."""
+    if len(command) > 1 and command[0] == command[-1] and command[0] in "'\"":
+        command = command[1:-1]  # still quoted when it holds a $(...)
+    for words in _commands(_lex(command)):
+        result = _analyse(words, _Found(dict(found.env), list(found.launchers)))
+        if result is not None:
+            return result
     return None
 
 
@@ -499,6 +522,8 @@ def _runner(name: str, spec: _Spec, words: list[str], found: _Found) -> _Found |
     if any(option in spec.module_flags for option in options):
         found.module, found.args = rest[0], tuple(rest[1:])
         return found
+    if any(option in ("--no-python", "--no_python") for option in options):
+        return _analyse(rest, found)  # `torchrun --no-python bash -c '...'`: a program
     if _PYTHON.fullmatch(os.path.basename(rest[0])) and rest[1:]:
         return _analyse(rest, found)  # e.g. `deepspeed --no_python python x.py`
     found.script, found.args = rest[0], tuple(rest[1:])
@@ -550,7 +575,10 @@ def _resolve(script: str, context: _Context) -> Path | None:
     if "$" in script or "`" in script:
         return None
     path = Path(os.path.expanduser(script))
-    bases = [base for base in (context.cwd, context.job_dir) if base is not None]
+    # sbatch starts in the directory it was run from: here, that is most likely the current
+    # one, or the job script's parent (`sbatch slurm/job.sbatch` from the project).
+    parent = context.job_dir.parent if context.job_dir is not None else None
+    bases = [b for b in (context.cwd, context.job_dir, Path.cwd(), parent) if b is not None]
     candidates = [path] if path.is_absolute() else [base / path for base in bases]
     return next((c for c in candidates if c.is_file()), None)
 
