@@ -218,6 +218,34 @@ def test_tree_rows_indent_children_under_parents() -> None:
     assert [(d, p.pid) for d, p in tree_rows(procs)] == [(0, 100), (1, 101)]
 
 
+def test_tree_rows_keep_nodes_apart_when_pids_repeat() -> None:
+    # A merged watch of two nodes: both run pid 100 with its worker 101.
+    procs = [
+        ProcSample(pid=pid, ppid=ppid, node=node)
+        for node in ("node2", "node1")
+        for pid, ppid in ((101, 100), (100, 1))
+    ]
+    rows = [(d, p.node, p.pid) for d, p in tree_rows(procs)]
+    assert rows == [
+        (0, "node1", 100), (1, "node1", 101), (0, "node2", 100), (1, "node2", 101)
+    ]  # fmt: skip
+
+
+@async_test
+async def test_a_merged_watch_with_repeated_pids_draws_every_process() -> None:
+    s, sampler = session()
+    app = WatchApp(s)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_rounds(app, pilot, ROUNDS)
+        sampler.gate.set()
+        latest = s.state().latest
+        assert latest is not None
+        merged = tuple(replace(p, node=node) for node in ("a", "b") for p in latest.procs)
+        app._draw_procs(replace(latest, procs=merged))  # two nodes, same pids
+        table: DataTable[str] = app.query_one("#procs", DataTable)
+        assert table.row_count == len(merged)
+
+
 def test_textual_only_loaded_for_the_screen() -> None:
     code = (
         "import sys\n"

@@ -390,3 +390,28 @@ def test_a_last_line_cut_short_is_replayed_without_it_and_said(tmp_path: Path) -
 
     asyncio.run(scenario())
     assert session.state().rounds == len(parse_recording(FIXTURE.read_text()).snapshots) - 1
+
+
+def test_the_jobs_requests_travel_in_the_recording(tmp_path: Path) -> None:
+    """A watched process that Slurm gave 2 cores and 4 GiB: the replay compares use with
+    those requests as the live screen did."""
+    path = tmp_path / "watch.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env |= {"SLURM_CPUS_PER_TASK": "2", "SLURM_MEM_PER_NODE": "4096"}
+    loader = subprocess.Popen(
+        [sys.executable, str(WATCH / "loader.py"), "fork", "1", "busy"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert loader.stdout is not None and loader.stdout.readline().strip() == "ready"
+        result = run_tuneadvisor(
+            "watch", "--headless", "--pid", str(loader.pid), "--interval", "0.2",
+            "--duration", "1", "--window", "7", "--record", str(path),
+        )  # fmt: skip
+    finally:
+        loader.kill()
+        loader.wait()
+    assert result.returncode == 0, result.stderr
+    session = replay(path)
+    assert session.job == {"job.cpus_per_task": 2, "job.mem_mib": 4096.0}
+    assert session.window_s == 7.0

@@ -27,7 +27,7 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Header, Sparkline, Static
 
 from tuneadvisor.metrics.model import GpuSample, Stats
-from tuneadvisor.metrics.snapshot import ROLE_WORKER, ProcSample, Snapshot
+from tuneadvisor.metrics.snapshot import ROLE_WORKER, GpuProcess, ProcSample, Snapshot
 from tuneadvisor.watch.replay import Playback, ReplaySession
 from tuneadvisor.watch.session import LiveState
 
@@ -67,19 +67,25 @@ def gpu_line(gpu: GpuSample, selected: bool) -> str:
     )
 
 
+def proc_key(p: ProcSample | GpuProcess) -> str:
+    """A process's row key: pids repeat across nodes, so a merged watch keys by both."""
+    return f"{p.node}:{p.pid}" if p.node else str(p.pid)
+
+
 def tree_rows(procs: Sequence[ProcSample]) -> list[tuple[int, ProcSample]]:
-    """Processes in tree order with their depth (parents first, children indented)."""
-    pids = {p.pid for p in procs}
-    children: dict[int | None, list[ProcSample]] = {}
+    """Processes in tree order with their depth (parents first, children indented); a
+    parent is looked up on the process's own node."""
+    keys = {(p.node, p.pid) for p in procs}
+    children: dict[tuple[str | None, int] | None, list[ProcSample]] = {}
     for p in procs:
-        parent = p.ppid if p.ppid in pids else None
+        parent = (p.node, p.ppid) if p.ppid is not None and (p.node, p.ppid) in keys else None
         children.setdefault(parent, []).append(p)
     out: list[tuple[int, ProcSample]] = []
 
-    def walk(parent: int | None, depth: int) -> None:
-        for p in sorted(children.get(parent, []), key=lambda q: q.pid):
+    def walk(parent: tuple[str | None, int] | None, depth: int) -> None:
+        for p in sorted(children.get(parent, []), key=lambda q: (q.node or "", q.pid)):
             out.append((depth, p))
-            walk(p.pid, depth + 1)
+            walk((p.node, p.pid), depth + 1)
 
     walk(None, 0)
     return out
@@ -326,9 +332,9 @@ class WatchApp(App[int]):
     def _draw_procs(self, latest: Snapshot | None) -> None:
         table: DataTable[str] = self.query_one("#procs", DataTable)
         procs = latest.procs if latest else ()
-        gpu_mem: dict[int, float] = {}
+        gpu_mem: dict[str, float] = {}
         for gp in latest.gpu_procs if latest else ():
-            gpu_mem[gp.pid] = gpu_mem.get(gp.pid, 0.0) + (gp.used_mib or 0.0)
+            gpu_mem[proc_key(gp)] = gpu_mem.get(proc_key(gp), 0.0) + (gp.used_mib or 0.0)
         selected = None
         if table.row_count and 0 <= table.cursor_row < table.row_count:
             selected = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
@@ -342,11 +348,11 @@ class WatchApp(App[int]):
                 _fmt(p.rss_mib),
                 p.state or "?",
                 _fmt(None if p.threads is None else float(p.threads)),
-                _fmt(gpu_mem.get(p.pid)),
+                _fmt(gpu_mem.get(proc_key(p))),
                 escape("  " * depth + (p.cmdline or p.name)[:200]),  # "[node] ..." is no markup
-                key=str(p.pid),
+                key=proc_key(p),
             )
-        if selected is not None and selected in {str(p.pid) for p in procs}:
+        if selected is not None and selected in {proc_key(p) for p in procs}:
             table.move_cursor(row=table.get_row_index(selected))
         self._draw_detail(procs)
 
@@ -356,14 +362,16 @@ class WatchApp(App[int]):
         if not table.row_count:
             detail.update("no processes")
             return
-        pid = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
-        p = next((q for q in procs if str(q.pid) == pid), None)
+        key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
+        p = next((q for q in procs if proc_key(q) == key), None)
         if p is None:
             detail.update("")
             return
         io = f"read {_fmt(p.read_mib_s, '.1f')} MiB/s, write {_fmt(p.write_mib_s, '.1f')} MiB/s"
         denied = f" · not readable: {', '.join(p.denied)}" if p.denied else ""
-        workers = sum(1 for q in procs if q.role == ROLE_WORKER and q.ppid == p.pid)
+        workers = sum(
+            1 for q in procs if q.role == ROLE_WORKER and q.ppid == p.pid and q.node == p.node
+        )
         kids = f" · {workers} workers" if workers else ""
         # Text, not markup: a command line may hold brackets.
         detail.update(

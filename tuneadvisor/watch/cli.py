@@ -121,9 +121,11 @@ def _merged_session(
     remote.wait_started()
     header: dict[str, object] = {
         "interval_s": args.interval,
+        "window_s": args.window,
         "target": plan.label,
         "nodes": list(remote.nodes),
         "gpu_no_data": remote.gpu_reason,
+        "job": dict(plan.facts),  # what a replay compares use with
     }
     session = MergedSession(
         remote,
@@ -155,17 +157,19 @@ def build_session(
         spec = env.get("CUDA_VISIBLE_DEVICES")
     gpu = NvmlSampler(visible_filter(spec), pcie=args.interval >= PCIE_MIN_INTERVAL_S)
     sampler = Sampler(host, gpu)
-    header: dict[str, object] = {
-        "interval_s": args.interval,
-        "target": target.label,
-        "gpu_no_data": sampler.gpu_reason,
-        "driver": gpu.driver,
-    }
-    recorder = _recorder(args, header, sampler.close)
     job = job_facts_from_env(env)
     plan = target.plan
     if plan is not None:
         job.update(plan.facts)  # slurmctld's word over the environment's
+    header: dict[str, object] = {
+        "interval_s": args.interval,
+        "window_s": args.window,
+        "target": target.label,
+        "gpu_no_data": sampler.gpu_reason,
+        "driver": gpu.driver,
+        "job": job,  # what a replay compares use with
+    }
+    recorder = _recorder(args, header, sampler.close)
     session = WatchSession(
         sampler,
         rules,

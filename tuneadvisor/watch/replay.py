@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.errors import InputError, read_text_input
 from tuneadvisor.metrics.recording import Recording, RecordingError, parse_recording
@@ -52,6 +53,14 @@ class Part:
     def window_s(self) -> float:
         value = self.header.get("window_s")
         return float(value) if isinstance(value, int | float) and value > 0 else DEFAULT_WINDOW_S
+
+    @property
+    def job(self) -> dict[str, object]:
+        """The job's requests the watch knew (``job.*`` facts); older headers have none."""
+        value = self.header.get("job")
+        if not isinstance(value, dict):
+            return {}
+        return {k: v for k, v in value.items() if k.startswith("job.") and k in FACTS}
 
     @property
     def duration_s(self) -> float:
@@ -103,7 +112,7 @@ class ReplaySession(SnapshotSession):
         if not self.parts:
             raise ValueError("the recording has no rounds")
         first = self.parts[0]
-        super().__init__(rules, interval_s=first.interval_s, window_s=first.window_s)
+        super().__init__(rules, interval_s=first.interval_s, window_s=first.window_s, job=first.job)
         self.notes = recording.notes
         self.speed = speed
         self.paused = False
@@ -209,6 +218,7 @@ class ReplaySession(SnapshotSession):
         part = self.parts[index]
         with self._control:
             self.interval_s, self.window_s = part.interval_s, part.window_s
+            self.job = part.job
             store = self.new_store()
             with self.lock:
                 self.store = store

@@ -121,7 +121,7 @@ def job_facts_from_env(env: Mapping[str, str] | None) -> dict[str, object]:
     if cpus and cpus.isdigit():
         facts["job.cpus_per_task"] = int(cpus)
     mem = env.get("SLURM_MEM_PER_NODE")
-    if mem and mem.isdigit():
+    if mem and mem.isdigit() and int(mem) > 0:  # --mem=0 is "all of the node", not 0 MiB
         facts["job.mem_mib"] = float(mem)
     return facts
 
