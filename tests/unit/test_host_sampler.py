@@ -6,8 +6,10 @@ No timed assertions: tests wait (with a generous deadline) for a state, never fo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -51,6 +53,11 @@ def procs() -> Iterator[list[subprocess.Popen[str]]]:
     started: list[subprocess.Popen[str]] = []
     yield started
     for p in started:
+        if getattr(p, "graceful", False) and p.poll() is None and p.stdin is not None:
+            with contextlib.suppress(OSError):  # end of input: it ends its own children
+                p.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(10)
         if p.poll() is None:
             p.kill()
         p.wait(10)
@@ -97,13 +104,17 @@ def test_a_cpu_burner_is_busy_and_a_sleeper_is_not(procs: list[subprocess.Popen[
     sleeper = spawn("sleep", "600")
     procs += [burner, sleeper]
     sampler = HostSampler([burner.pid, sleeper.pid])
+    # Waits for the burner to get a core: on a loaded machine it may wait a few rounds.
     reading = until(
         sampler.sample,
-        lambda r: all(p.cpu_pct is not None for p in r.procs) and len(r.procs) == 2,
-        "both measured",
+        lambda r: (
+            len(r.procs) == 2
+            and all(p.cpu_pct is not None for p in r.procs)
+            and any(p.pid == burner.pid and (p.cpu_pct or 0) > 1.0 for p in r.procs)
+        ),
+        "both measured, the burner busy",
     )
     cpu = {p.pid: p.cpu_pct for p in reading.procs}
-    assert cpu[burner.pid] is not None and cpu[burner.pid] > 1.0
     assert cpu[sleeper.pid] == 0.0
     assert len(reading.host.cpu_pct_per_core) == os.cpu_count()
     assert reading.host.busy_cores is not None and reading.host.busy_cores > 0
@@ -274,3 +285,294 @@ def test_torchrun_like_launcher_and_ranks(
         (ROLE_WORKER, None),
         (ROLE_WORKER, None),
     ]
+
+
+# ---------------------------------------------------------------------- caching (issue 5)
+#
+# The sampler keeps what it read about a process (command line, user, environment, role) and
+# the membership of the tree across rounds. These tests change the tree under it, with real
+# processes: a pid reused by a new process (forced with /proc/sys/kernel/ns_last_pid, as
+# root), an exec, a member that ends while its child lives on, and new children.
+
+NS_LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
+SPAWNER = (  # the watched root: starts and kills children when told (optionally at a pid)
+    "import os, shlex, subprocess, sys\n"
+    "kids = {}\n"
+    "print('ready', flush=True)\n"
+    "for line in sys.stdin:\n"
+    "    cmd, *args = shlex.split(line)\n"
+    "    if cmd == 'spawn':\n"
+    "        if int(args[0]) > 0:\n"
+    f"            with open({str(NS_LAST_PID)!r}, 'w') as f: f.write(str(int(args[0]) - 1))\n"
+    "        p = subprocess.Popen(args[1:], stdin=subprocess.DEVNULL, start_new_session=True)\n"
+    "        kids[p.pid] = p\n"
+    "        print(p.pid, flush=True)\n"
+    "    elif cmd == 'kill':\n"
+    "        p = kids.pop(int(args[0])); os.killpg(p.pid, 9); p.wait()\n"  # with its children
+    "        print('ok', flush=True)\n"
+    "for p in kids.values(): os.killpg(p.pid, 9); p.wait()\n"
+)
+SLEEPER_PY = [sys.executable, "-c", "import time; time.sleep(600)"]
+
+
+def needs_pid_control() -> None:
+    if os.geteuid() != 0 or not os.access(NS_LAST_PID, os.W_OK):
+        pytest.skip("needs root to choose the next pid (/proc/sys/kernel/ns_last_pid)")
+
+
+def spawner(procs: list[subprocess.Popen[str]]) -> subprocess.Popen[str]:
+    proc = spawn(sys.executable, "-c", SPAWNER)
+    proc.graceful = True  # type: ignore[attr-defined]
+    procs.append(proc)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def ask(proc: subprocess.Popen[str], line: str) -> str:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+    return proc.stdout.readline().strip()
+
+
+def psutil_tree(root: int) -> set[int]:
+    """What psutil says the tree is (the old way, one full walk): the oracle."""
+    import psutil
+
+    return {root} | {p.pid for p in psutil.Process(root).children(recursive=True)}
+
+
+def test_a_reused_pid_does_not_inherit_the_old_process(
+    procs: list[subprocess.Popen[str]],
+) -> None:
+    """A member (Python: role main) ends and a new program (sleep: role child) gets its pid
+    before the next round: the new one is read afresh, and its CPU share is not computed
+    from the old process's CPU time."""
+    needs_pid_control()
+    root = spawner(procs)
+    sampler = HostSampler([root.pid])
+    for _ in range(10):
+        old = int(ask(root, "spawn 0 " + shlex.join(SLEEPER_PY)))
+        reading = until(
+            sampler.sample,
+            lambda r, old=old: any(p.pid == old and p.cpu_pct is not None for p in r.procs),
+            "the Python child measured",
+        )
+        before = next(p for p in reading.procs if p.pid == old)
+        assert before.role == ROLE_MAIN and "time.sleep(600)" in before.cmdline
+        assert ask(root, f"kill {old}") == "ok"
+        new = int(ask(root, f"spawn {old} sleep 600"))
+        if new == old:
+            break
+        ask(root, f"kill {new}")  # another process took the pid first: try again
+    else:
+        pytest.skip("could not get the same pid twice (a busy machine)")
+    # Found in this round or the next (when nothing else took a pid meanwhile, only the
+    # member's start time tells: it is dropped for a round and the tree walked again).
+    reading = until(sampler.sample, lambda r: new in {p.pid for p in r.procs}, "the new one")
+    after = next(p for p in reading.procs if p.pid == new)
+    assert (after.name, after.cmdline, after.role) == ("sleep", "sleep 600", "child")
+    assert after.cpu_pct is None  # a new process: first sight
+    assert {p.pid for p in sampler.sample().procs} == psutil_tree(root.pid)
+
+
+def test_a_pid_freed_outside_the_tree_and_reused_inside_it_is_found(
+    procs: list[subprocess.Popen[str]],
+) -> None:
+    """The /proc listing is the same before and after (the pid was listed already); only
+    the kernel's last pid tells that it was handed out again. Found without a full walk."""
+    needs_pid_control()
+    root = spawner(procs)
+    sampler = HostSampler([root.pid])
+    for _ in range(10):
+        outsider = spawn("sleep", "600")
+        subprocess.run(["true"], check=True)  # as on a live node, the kernel's pid cursor
+        # moves on; writing ns_last_pid below moves it back, which reads as a wrap-around
+        until(sampler.sample, lambda r: len(r.procs) == 1, "the root alone")
+        walks = sampler.walks
+        outsider.kill()
+        outsider.wait()
+        new = int(ask(root, f"spawn {outsider.pid} sleep 600"))
+        if new == outsider.pid:
+            break
+        ask(root, f"kill {new}")
+    else:
+        pytest.skip("could not get the same pid twice (a busy machine)")
+    reading = sampler.sample()
+    assert {p.pid for p in reading.procs} == {root.pid, new} == psutil_tree(root.pid)
+    assert sampler.walks == walks  # incremental: the new child's parent is a member
+
+
+def test_a_job_process_pid_reused_by_another_process_leaves_the_job(
+    procs: list[subprocess.Popen[str]],
+) -> None:
+    needs_pid_control()
+    env = {**os.environ, "SLURM_JOB_ID": "4343434"}
+    sampler = HostSampler(job_id="4343434")
+    for _ in range(10):
+        job = subprocess.Popen(SLEEPER_PY, env=env)
+        procs.append(job)  # type: ignore[arg-type]
+        # Measured twice: it lived longer than one clock tick, the start time's unit (a new
+        # process on the same pid in the same tick could not be told apart, by psutil either).
+        until(
+            sampler.sample,
+            lambda r, j=job: [(p.pid, p.cpu_pct is not None) for p in r.procs] == [(j.pid, True)],
+            "the job measured",
+        )
+        job.kill()
+        job.wait()
+        NS_LAST_PID.write_text(str(job.pid - 1))
+        other = subprocess.Popen(SLEEPER_PY)  # no SLURM_JOB_ID: not the job's
+        procs.append(other)  # type: ignore[arg-type]
+        if other.pid == job.pid:
+            break
+        other.kill()
+    else:
+        pytest.skip("could not get the same pid twice (a busy machine)")
+    assert sampler.sample().procs == ()
+
+
+def test_an_exec_reads_the_new_program_and_keeps_measuring(
+    procs: list[subprocess.Popen[str]],
+) -> None:
+    code = "import os, sys; sys.stdin.readline(); os.execvp('sleep', ['sleep', '600'])"
+    proc = spawn(sys.executable, "-c", code)
+    procs.append(proc)
+    sampler = HostSampler([proc.pid])
+    first = until(
+        sampler.sample,
+        lambda r: len(r.procs) == 1 and r.procs[0].cpu_pct is not None,
+        "the Python process measured",
+    )
+    assert first.procs[0].role == ROLE_MAIN
+    assert proc.stdin is not None
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    after = until(sampler.sample, lambda r: r.procs[0].name == "sleep", "the exec").procs[0]
+    assert (after.cmdline, after.role) == ("sleep 600", "child")
+    assert after.cpu_pct is not None  # the same process: its CPU time goes on
+
+
+def test_the_tree_is_walked_again_only_when_it_changes(
+    procs: list[subprocess.Popen[str]],
+) -> None:
+    """Steady state: no full walk of the process table, even while other processes come and
+    go on the node; a new child is found from its parent; a member that ends while its own
+    child lives on makes one walk (the child moves to another parent: out of the tree), and
+    every round agrees with psutil's own full walk."""
+    if os.geteuid() != 0:
+        pytest.skip("the reaper's children are killed by pid")
+    # A reaper above the watched root adopts the orphan (so nothing leaks to pid 1).
+    reaper_code = (
+        "import ctypes, os, subprocess, sys\n"
+        "ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)\n"  # PR_SET_CHILD_SUBREAPER
+        "subprocess.Popen(sys.argv[1:])\n"
+        "while True:\n"
+        "    try: os.wait()\n"
+        "    except ChildProcessError: break\n"
+    )
+    reaper = spawn(sys.executable, "-c", reaper_code, sys.executable, "-c", SPAWNER)
+    reaper.graceful = True  # type: ignore[attr-defined]
+    procs.append(reaper)
+    assert reaper.stdout is not None and reaper.stdout.readline().strip() == "ready"
+    import psutil
+
+    (root_proc,) = psutil.Process(reaper.pid).children()
+    root = root_proc.pid
+    sampler = HostSampler([root])
+
+    def check() -> set[int]:
+        pids = {p.pid for p in sampler.sample().procs}
+        assert pids == psutil_tree(root)
+        return pids
+
+    check()
+    check()
+    assert sampler.walks == 1
+    churn = [spawn("true") for _ in range(3)]  # the node changes, the tree does not
+    for p in churn:
+        p.wait()
+    check()
+    assert sampler.walks == 1
+    middle = int(ask(reaper, "spawn 0 sh -c 'sleep 600 & wait'"))
+    grandchild = until(lambda: psutil.Process(middle).children(), lambda c: len(c) == 1, "sleep")[
+        0
+    ].pid
+    assert until(check, lambda pids: grandchild in pids, "the new grandchild") >= {
+        middle,
+        grandchild,
+    }
+    assert sampler.walks == 1
+    try:
+        os.kill(middle, 9)  # not reaped yet: a zombie; its child goes to the reaper
+        until(lambda: psutil.Process(grandchild).ppid(), lambda pp: pp == reaper.pid, "")
+        pids = check()
+        assert middle in pids and grandchild not in pids
+        zombie = next(p for p in sampler.sample().procs if p.pid == middle)
+        assert zombie.state == "zombie"
+        walks = sampler.walks
+        assert walks == 2
+        check()
+        assert sampler.walks == walks  # a zombie that stays is no reason to walk again
+        assert ask(reaper, f"kill {middle}") == "ok"  # reaped: gone
+        assert check() == {root}
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(grandchild, 9)
+
+
+def test_values_agree_with_psutil(procs: list[subprocess.Popen[str]]) -> None:
+    """What the sampler reads from /proc itself is what psutil reports for the same process
+    (a sleeping process: nothing changes between the two readings)."""
+    import psutil
+
+    from tuneadvisor.metrics import host
+
+    sleeper = spawn(*SLEEPER_PY)
+    procs.append(sleeper)
+    until(lambda: psutil.Process(sleeper.pid).status(), lambda s: s == "sleeping", "asleep")
+    sampler = HostSampler([sleeper.pid])
+    reading = until(sampler.sample, lambda r: r.procs[0].cpu_pct is not None, "measured")
+    (got,) = reading.procs
+    p = psutil.Process(sleeper.pid)
+    assert got.name == p.name() and got.cmdline == " ".join(p.cmdline())
+    assert got.user == p.username() and got.ppid == p.ppid() and got.state == p.status()
+    assert got.threads == p.num_threads()
+    assert got.rss_mib == p.memory_info().rss / host.MIB
+    assert reading.host.mem_total_mib == psutil.virtual_memory().total / host.MIB
+    assert len(reading.host.cpu_pct_per_core) == psutil.cpu_count()
+    assert host._STATES.get("S") == psutil.STATUS_SLEEPING
+    assert host._STATES.get("Z") == psutil.STATUS_ZOMBIE == host.ZOMBIE
+    ours, theirs = host._proc_stat(sleeper.pid), host._psutil_stat(sleeper.pid)
+    assert ours is not None and theirs is not None
+    assert ours.image[0] == theirs.image[0] == p.name()
+    same = {"start": 0.0, "rss": 0, "image": ("", 0, 0)}
+    assert ours._replace(**same) == theirs._replace(**same)
+    assert host._proc_rss(sleeper.pid) == theirs.rss == p.memory_info().rss
+    cpu = p.cpu_times()
+    assert ours.cpu_s == cpu.user + cpu.system
+
+
+def test_the_psutil_readers_give_the_same_tree(
+    procs: list[subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where there is no /proc, every value comes from psutil: the same roles and values."""
+    from tuneadvisor.metrics import host
+
+    monkeypatch.setattr(host, "_PROCFS", False)
+    monkeypatch.setattr(host, "_stat", host._psutil_stat)
+    monkeypatch.setattr(host, "_io", host._psutil_io)
+    monkeypatch.setattr(host, "_pids", host._psutil_pids)
+    monkeypatch.setattr(host, "_last_pid", host._no_last_pid)
+    main = loader(procs, "spawn", 2, "idle")
+    sampler = HostSampler([main.pid])
+    reading = until(
+        sampler.sample,
+        lambda r: roles(r).count(ROLE_WORKER) == 2 and all(p.cpu_pct is not None for p in r.procs),
+        "1 main + 2 workers measured",
+    )
+    assert {p.pid for p in reading.procs} == psutil_tree(main.pid)
+    assert ROLE_MAIN in roles(reading) and ROLE_HELPER in roles(reading)
+    assert len(reading.host.cpu_pct_per_core) == os.cpu_count()
+    for p in reading.procs:
+        assert p.rss_mib and p.threads and p.read_mib_s is not None and p.denied == ()

@@ -1,18 +1,33 @@
-"""The host sampler (psutil): per-core CPU, memory, and the watched process tree.
+"""The host sampler: per-core CPU, memory, and the watched process tree.
 
 Targets: one or more root PIDs and all their descendants (``--pid``, ``-- COMMAND``); the
 processes of a Slurm job on this node (``--job``: the job's cgroup ``/job_ID/`` or, failing
 that, ``SLURM_JOB_ID`` in the process environment); or nothing (the whole node: the busiest
 processes are listed, the tree totals are left absent).
 
-Processes come and go: one that exits between listing and reading is dropped for that round
-(``NoSuchProcess``), a zombie is shown as such with no values, and a value the OS will not give
-(``AccessDenied``: another user's ``/proc/PID/io`` or environment) is None with the field named
-in ``denied``. None of these is an error.
+Processes come and go: one that exits between listing and reading is dropped for that round,
+a zombie is shown as such with no values, and a value the OS will not give (another user's
+``/proc/PID/io`` or environment) is None with the field named in ``denied``. None of these
+is an error.
 
-CPU percentages are computed here from ``cpu_times`` differences between rounds (100 = one
-core busy), so no psutil module state is shared and the first round of a process is None
-rather than psutil's meaningless 0.0.
+Cost (issue 5: at most 5 % of one core at a 0.1 s interval). On Linux a round reads
+``/proc`` directly: per process ``/proc/PID/stat`` (state, parent, CPU times, threads, start
+time), ``/proc/PID/statm`` (RSS, exactly as psutil gives it) and ``/proc/PID/io``; for the
+node ``/proc/stat``, ``/proc/meminfo``, ``/proc/loadavg`` and the ``/proc`` listing. What
+does not change while a process runs one program (name, command line, user, the Slurm/CUDA
+environment) is read once, with psutil, and kept with the process's identity: its pid *and*
+start time, so a pid the kernel reuses for a new process never inherits the old one's command
+line, role or CPU time; an ``exec`` (a new program image in ``stat``) reads them again. The
+tree is not walked every round (psutil's ``children(recursive=True)`` reads every
+``/proc/PID/stat`` on the node): only pids that are new in the listing, or that the kernel
+handed out since the last round (the last pid in ``/proc/loadavg``: a pid reused between two
+rounds is among them), are looked at; the process table is walked again only when a member
+ended (its children move to another parent) or its pid names another process. Elsewhere (no
+``/proc``) the same values come from psutil.
+
+CPU percentages are computed here from CPU-time differences between rounds (100 = one core
+busy), so no psutil module state is shared and the first round of a process is None rather
+than psutil's meaningless 0.0.
 
 Roles: ``worker`` is a child of a Python process that is a ``multiprocessing`` child of it
 (fork keeps the parent's command line; spawn and forkserver run ``spawn_main``), which is how
@@ -25,9 +40,11 @@ tracker or forkserver, or slurmstepd.
 from __future__ import annotations
 
 import os
+import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import psutil
 
@@ -56,6 +73,221 @@ _ENV_KEYS = (
     "SLURM_JOB_GPUS",
     "CUDA_VISIBLE_DEVICES",
 )
+ZOMBIE = "zombie"  # psutil.STATUS_ZOMBIE
+_STATES = {  # the state letter of /proc/PID/stat, named as psutil's status() names it
+    "R": "running",
+    "S": "sleeping",
+    "D": "disk-sleep",
+    "T": "stopped",
+    "t": "tracing-stop",
+    "Z": "zombie",
+    "X": "dead",
+    "x": "dead",
+    "K": "wake-kill",
+    "W": "waking",
+    "I": "idle",
+    "P": "parked",
+}
+
+
+def _procfs_ok() -> bool:
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            return sys.platform.startswith("linux") and f.read().startswith(b"%d " % os.getpid())
+    except OSError:
+        return False
+
+
+_PROCFS = _procfs_ok()
+_TICKS = float(os.sysconf("SC_CLK_TCK")) if _PROCFS else 100.0
+_PAGE = os.sysconf("SC_PAGE_SIZE") if _PROCFS else 4096
+# /proc/PID/io exists only with task I/O accounting; /proc/loadavg's last pid only helps when
+# /proc shows our own pid namespace.
+_HAS_IO = _PROCFS and os.path.exists("/proc/self/io")
+_SAME_PIDNS = _PROCFS and os.readlink("/proc/self") == str(os.getpid())
+
+
+class _Stat(NamedTuple):
+    """One reading of a process: what changes from round to round, plus its identity."""
+
+    image: tuple[str, int, int]  # changes on exec: the program name, where its argv lies
+    state: str  # psutil's status names
+    ppid: int
+    cpu_s: float  # user + system
+    threads: int
+    start: float  # with the pid, which process this is (start time; units of the source)
+    rss: int | None  # bytes; None: read from /proc/PID/statm when measured
+
+
+class _Gone(Exception):
+    """The process ended while we read it."""
+
+
+# ---------------------------------------------------------------------- readers: /proc
+
+
+def _read(path: str, size: int = 8192) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
+def _proc_stat(pid: int) -> _Stat | None:
+    """None: no such process. PermissionError: not ours to read (hidepid)."""
+    try:
+        data = _read(f"/proc/{pid}/stat")
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    rpar = data.rfind(b")")  # the name may hold spaces and parentheses
+    f = data[rpar + 2 :].split()
+    if len(f) < 22:
+        return None
+    comm = data[data.find(b"(") + 1 : rpar].decode("utf-8", "replace")
+    # An exec keeps the pid, the start time and often the name (python starting python);
+    # arg_start and arg_end (fields 48-49: 0 unless we may ptrace it) move with every exec
+    # (the new stack is randomized, and its length follows the command line).
+    return _Stat(
+        (comm, int(f[45]), int(f[46])) if len(f) > 46 else (comm, 0, 0),
+        _STATES.get(f[0].decode(), "?"),
+        int(f[1]),
+        (int(f[11]) + int(f[12])) / _TICKS,
+        int(f[17]),
+        float(f[19]),
+        None,  # stat's RSS is a per-CPU estimate on recent kernels; statm's is exact
+    )
+
+
+def _proc_rss(pid: int) -> int:
+    """Resident memory in bytes, as psutil's memory_info().rss (/proc/PID/statm)."""
+    try:
+        return int(_read(f"/proc/{pid}/statm", 256).split()[1]) * _PAGE
+    except (FileNotFoundError, ProcessLookupError):
+        raise _Gone from None
+
+
+def _proc_io(pid: int) -> tuple[int, int] | None:
+    """(read_bytes, write_bytes); None: no I/O accounting here. PermissionError: not ours."""
+    if not _HAS_IO:
+        return None
+    try:
+        words = _read(f"/proc/{pid}/io", 1024).split()
+    except (FileNotFoundError, ProcessLookupError):
+        raise _Gone from None
+    fields = dict(zip(words[::2], words[1::2], strict=False))
+    try:
+        return int(fields[b"read_bytes:"]), int(fields[b"write_bytes:"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _proc_pids() -> set[int]:
+    return {int(name) for name in os.listdir("/proc") if name.isdigit()}
+
+
+def _proc_last_pid() -> int | None:
+    """The pid the kernel handed out last (a process's or a thread's)."""
+    if not _SAME_PIDNS:
+        return None
+    try:
+        return int(_read("/proc/loadavg", 256).split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _proc_cores() -> list[tuple[float, float]]:
+    out = []
+    with open("/proc/stat", "rb") as f:
+        for line in f:  # the cpu lines come first; the rest (interrupts) can be long
+            if not line.startswith(b"cpu"):
+                break
+            if line.startswith(b"cpu "):
+                continue
+            values = [int(v) for v in line.split()[1:11]]  # the 10 fields psutil knows
+            idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+            total = sum(values)
+            out.append((float(total - idle), float(total)))
+    return out
+
+
+def _proc_memory() -> tuple[float, float] | None:
+    """(used, total) in bytes as psutil computes them (total - MemAvailable)."""
+    fields: dict[bytes, int] = {}
+    with open("/proc/meminfo", "rb") as f:
+        for line in f:
+            if line.startswith((b"MemTotal:", b"MemAvailable:")):
+                key, value = line.split()[:2]
+                fields[key] = int(value) * 1024
+                if len(fields) == 2:
+                    break
+    if len(fields) < 2:
+        return None  # an old kernel without MemAvailable: psutil estimates it
+    total, avail = fields[b"MemTotal:"], fields[b"MemAvailable:"]
+    return float(total - avail), float(total)
+
+
+# ---------------------------------------------------------------------- readers: psutil
+
+
+def _psutil_stat(pid: int) -> _Stat | None:
+    try:
+        p = psutil.Process(pid)
+        with p.oneshot():
+            cpu = p.cpu_times()
+            return _Stat(
+                (p.name(), 0, 0),
+                p.status(),
+                p.ppid(),
+                cpu.user + cpu.system,
+                p.num_threads(),
+                p.create_time(),
+                p.memory_info().rss,
+            )
+    except psutil.ZombieProcess:
+        return _Stat(("", 0, 0), ZOMBIE, 0, 0.0, 0, 0.0, 0)
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.AccessDenied:
+        raise PermissionError(pid) from None
+
+
+def _psutil_io(pid: int) -> tuple[int, int] | None:
+    try:
+        c = psutil.Process(pid).io_counters()
+    except AttributeError:  # not on this platform
+        raise PermissionError(pid) from None
+    except psutil.NoSuchProcess:
+        raise _Gone from None
+    except psutil.AccessDenied:
+        raise PermissionError(pid) from None
+    return int(c.read_bytes), int(c.write_bytes)
+
+
+def _psutil_cores() -> list[tuple[float, float]]:
+    out = []
+    for ct in psutil.cpu_times(percpu=True):
+        total = sum(ct)
+        idle = ct.idle + getattr(ct, "iowait", 0.0)
+        out.append((total - idle, total))
+    return out
+
+
+def _psutil_pids() -> set[int]:
+    return set(psutil.pids())
+
+
+def _no_last_pid() -> int | None:
+    return None
+
+
+if _PROCFS:
+    _stat, _io, _pids, _last_pid = _proc_stat, _proc_io, _proc_pids, _proc_last_pid
+else:  # pragma: no cover - not Linux
+    _stat, _io, _pids, _last_pid = _psutil_stat, _psutil_io, _psutil_pids, _no_last_pid
+
+
+# ---------------------------------------------------------------------- per process state
 
 
 def _base(arg: str) -> str:
@@ -67,19 +299,35 @@ def _is_python(cmdline: Sequence[str], name: str) -> bool:
     return first.startswith("python") or name.startswith("python")
 
 
-@dataclass
-class _Tracked:
-    proc: psutil.Process
-    create_time: float
+@dataclass(frozen=True)
+class _Static:
+    """What does not change while a process runs one program; read once (psutil)."""
+
     name: str
     cmdline: tuple[str, ...]
+    text: str  # the command line joined with spaces
     user: str | None
     env: dict[str, str] | None  # None: not readable
-    comm: str | None  # /proc/PID/comm when first seen: it changes on exec
-    denied: list[str] = field(default_factory=list)
+    denied: tuple[str, ...]
+
+    @property
+    def python(self) -> bool:
+        return _is_python(self.cmdline, self.name)
+
+
+@dataclass(eq=False)
+class _Tracked:
+    """One process (pid + start time) across rounds."""
+
+    start: float
+    image: tuple[str, int, int]
+    static: _Static | None = None
     last_t: float | None = None
     last_cpu_s: float | None = None
     last_io: tuple[int, int] | None = None
+    role: tuple[str, int | None] | None = None  # cached with what it was decided from:
+    role_ppid: int | None = None
+    role_parent: _Static | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +336,18 @@ class HostReading:
     procs: tuple[ProcSample, ...]
     problems: tuple[str, ...] = ()
     roots_alive: bool = True
+
+
+@dataclass
+class _Row:
+    pid: int
+    st: _Stat
+    tr: _Tracked
+    rss: int
+    cpu_pct: float | None
+    read_mib_s: float | None
+    write_mib_s: float | None
+    io_denied: bool
 
 
 class HostSampler:
@@ -100,12 +360,18 @@ class HostSampler:
         job_id: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._roots = None if roots is None else tuple(roots)
+        self._roots = None if roots is None else tuple(dict.fromkeys(roots))
         self._job_id = job_id
         self._clock = clock
         self._tracked: dict[int, _Tracked] = {}
         self._last_cores: list[tuple[float, float]] | None = None  # (busy, total) per core
         self._job_cache: dict[int, tuple[float, bool]] = {}  # pid -> (start time, member)
+        self._members: dict[int, float] | None = None  # the tree: pid -> start time
+        self._walk_zombies: set[int] = set()  # members that were zombies at the last walk
+        self._root_start: dict[int, float] = {}  # a root's identity when first seen
+        self._listing: set[int] | None = None  # the pids of the last round's /proc listing
+        self._listed_last_pid: int | None = None
+        self.walks = 0  # full walks of the process table (tests and the bench read it)
         self.whole_node = roots is None and job_id is None
 
     # ------------------------------------------------------------------ public
@@ -120,48 +386,67 @@ class HostSampler:
         order = list(self._roots or ()) + sorted(self._tracked)
         for pid in order:
             tracked = self._tracked.get(pid)
-            if tracked is not None and tracked.env is not None:
-                return dict(tracked.env)
+            static = tracked.static if tracked is not None else None
+            if static is not None and static.env is not None:
+                return dict(static.env)
         return None
 
     def sample(self) -> HostReading:
         t = self._clock()
         problems: list[str] = []
         cores = self._per_core()
-        vm = psutil.virtual_memory()
-        members, roots_alive = self._members(problems)
-        procs: list[ProcSample] = []
-        seen: set[int] = set()
-        for proc in members:
-            sample = self._read(proc, t, problems)
-            if sample is not None:
-                procs.append(sample)
-                seen.add(sample.pid)
-        for pid in set(self._tracked) - seen:
+        used, total = self._memory()
+        stats: dict[int, _Stat | None] = {}  # read this round (None: gone)
+        fresh, listing = self._changed()
+        alive = True
+        denied_roots: list[int] = []
+        if self._roots is not None:
+            members: Collection[int] = self._tree(listing, fresh, stats, denied_roots)
+        elif self._job_id is not None:
+            members = self._job(listing, fresh, stats)
+            alive = bool(members)
+        else:
+            members = sorted(listing)
+        got = {pid: self._measure(pid, t, stats, problems) for pid in members}
+        if self._roots is not None and self._members is None:
+            # What was measured shows the tree changed (a member ended, or its pid names
+            # another process): walk it now, from what this round read already.
+            members = self._members = self._walk(listing, stats, denied_roots)
+            got = {
+                pid: got[pid] if got.get(pid) is not None else self._measure(pid, t, stats, [])
+                for pid in members
+            }
+        rows = [r for r in got.values() if isinstance(r, _Row)]
+        out = [r for r in got.values() if isinstance(r, ProcSample)]
+        for pid in [pid for pid in self._tracked if not isinstance(got.get(pid), _Row)]:
             del self._tracked[pid]  # exited (or left the tree)
-        procs = self._with_roles(procs)
+        shown = rows
         if self.whole_node:
-            procs.sort(key=lambda p: -(p.cpu_pct or 0.0))
-            procs = procs[:NODE_TOP]
+            rows.sort(key=lambda r: -(r.cpu_pct or 0.0))
+            shown = rows[:NODE_TOP]
+        out.extend(self._finish(shown, rows))
+        if self.whole_node:
+            out.sort(key=lambda p: -(p.cpu_pct or 0.0))
+            out = out[:NODE_TOP]
+        if self._roots is not None:
+            for pid in dict.fromkeys(denied_roots):
+                problems.append(f"pid {pid}: access denied listing its children")
+            roots = set(self._roots)
+            alive = bool(denied_roots) or any(p.pid in roots and p.state != ZOMBIE for p in out)
         host = HostSample(
             t=t,
             cpu_pct_per_core=cores,
-            mem_used_mib=(vm.total - vm.available) / MIB,
-            mem_total_mib=vm.total / MIB,
+            mem_used_mib=used / MIB,
+            mem_total_mib=total / MIB,
         )
         if not self.whole_node:
-            host = tree_totals(host, procs)
-        return HostReading(host, tuple(procs), tuple(problems), roots_alive)
+            host = tree_totals(host, out)
+        return HostReading(host, tuple(out), tuple(problems), alive)
 
     # ------------------------------------------------------------------ node
 
     def _per_core(self) -> tuple[float, ...]:
-        times = psutil.cpu_times(percpu=True)
-        now = []
-        for ct in times:
-            total = sum(ct)
-            idle = ct.idle + getattr(ct, "iowait", 0.0)
-            now.append((total - idle, total))
+        now = _proc_cores() if _PROCFS else _psutil_cores()
         last, self._last_cores = self._last_cores, now
         if last is None or len(last) != len(now):
             return ()
@@ -171,52 +456,153 @@ class HostSampler:
             pct.append(0.0 if span <= 0 else max(0.0, min(100.0, 100.0 * (busy1 - busy0) / span)))
         return tuple(pct)
 
+    def _memory(self) -> tuple[float, float]:
+        got = _proc_memory() if _PROCFS else None
+        if got is None:
+            vm = psutil.virtual_memory()
+            return float(vm.total - vm.available), float(vm.total)
+        return got
+
     # ------------------------------------------------------------------ membership
 
-    def _members(self, problems: list[str]) -> tuple[list[psutil.Process], bool]:
-        if self._roots is not None:
-            out: list[psutil.Process] = []
-            alive = False
-            for pid in self._roots:
-                try:
-                    root = psutil.Process(pid)
-                    if root.status() == psutil.STATUS_ZOMBIE:
-                        out.append(root)
-                        continue
-                    alive = True
-                    out.append(root)
-                    out.extend(root.children(recursive=True))
-                except psutil.NoSuchProcess:
-                    continue
-                except psutil.AccessDenied:
-                    problems.append(f"pid {pid}: access denied listing its children")
-                    alive = True
-            return out, alive
-        everyone = list(psutil.process_iter())
-        if self._job_id is None:
-            return everyone, True
-        members = [p for p in everyone if self._in_job(p)]
-        live = {p.pid for p in everyone}
-        self._job_cache = {pid: v for pid, v in self._job_cache.items() if pid in live}
-        return members, bool(members)
+    def _changed(self) -> tuple[set[int], set[int]]:
+        """(fresh, listing): the pids now listed, and those among them that are new since the
+        last round or may have been handed to a new process since (the kernel hands out pids
+        in a cycle: a reused pid lies between the last round's last pid and this round's)."""
+        last = _last_pid()  # before the listing: a pid handed out in between is seen next time
+        listing = _pids()
+        prev, prev_last = self._listing, self._listed_last_pid
+        self._listing, self._listed_last_pid = listing, last
+        if prev is None or last is None or prev_last is None:
+            return set(listing), listing
+        fresh = listing - prev
+        if last != prev_last:
+            if prev_last < last:
+                fresh.update(p for p in listing if prev_last < p <= last)
+            else:  # wrapped around pid_max
+                fresh.update(p for p in listing if p > prev_last or p <= last)
+        return fresh, listing
 
-    def _in_job(self, proc: psutil.Process) -> bool:
-        """Decided once per process (pid and start time): the job of a process never changes."""
-        try:
-            key = (proc.pid, float(proc.create_time()))
-        except psutil.Error:
-            return False
-        known = self._job_cache.get(key[0])
-        if known is not None and known[0] == key[1]:
-            return known[1]
-        member = self._cgroup_has_job(proc.pid)
-        if not member:
+    def _stat_of(self, pid: int, stats: dict[int, _Stat | None]) -> _Stat | None:
+        if pid not in stats:
+            stats[pid] = _stat(pid)
+        return stats[pid]
+
+    def _tree(
+        self,
+        listing: set[int],
+        fresh: set[int],
+        stats: dict[int, _Stat | None],
+        denied_roots: list[int],
+    ) -> list[int]:
+        members = self._members
+        if members is not None and any(pid not in listing for pid in members):
+            members = None  # one ended: its children now belong to another parent
+        if members is not None:
+            for pid in fresh.intersection(members):
+                try:
+                    st = self._stat_of(pid, stats)
+                except PermissionError:
+                    st = None
+                if st is None or st.start != members[pid]:
+                    members = None  # a member's pid now names another process
+                    break
+        if members is None:
+            members = self._walk(listing, stats, denied_roots)
+        else:
+            pending = [pid for pid in fresh if pid not in members]
+            while pending:  # new children of members (and their children, in any order)
+                rest = []
+                for pid in pending:
+                    try:
+                        st = self._stat_of(pid, stats)
+                    except PermissionError:
+                        continue
+                    if st is None:
+                        continue
+                    if st.ppid in members:
+                        members[pid] = st.start
+                    else:
+                        rest.append(pid)
+                if len(rest) == len(pending):
+                    break
+                pending = rest
+            for pid in self._roots or ():
+                if pid in listing and pid not in members:
+                    try:
+                        self._stat_of(pid, stats)
+                    except PermissionError:
+                        denied_roots.append(pid)
+        self._members = members
+        return list(members)
+
+    def _walk(
+        self, listing: set[int], stats: dict[int, _Stat | None], denied_roots: list[int]
+    ) -> dict[int, float]:
+        """The whole process table once: every root and all its descendants."""
+        self.walks += 1
+        children: dict[int, list[int]] = {}
+        for pid in listing:
             try:
-                member = proc.environ().get("SLURM_JOB_ID") == self._job_id
-            except (psutil.Error, OSError):
-                member = False
-        self._job_cache[key[0]] = (key[1], bool(member))
-        return bool(member)
+                st = self._stat_of(pid, stats)
+            except PermissionError:
+                continue
+            if st is not None:
+                children.setdefault(st.ppid, []).append(pid)
+        members: dict[int, float] = {}
+        self._walk_zombies = set()
+        for root in self._roots or ():
+            try:
+                st = self._stat_of(root, stats)
+            except PermissionError:
+                if root in listing:
+                    denied_roots.append(root)
+                continue
+            if st is None or st.start != self._root_start.setdefault(root, st.start):
+                continue  # ended (its pid may name another process by now)
+            members[root] = st.start
+            if st.state == ZOMBIE:
+                self._walk_zombies.add(root)
+                continue
+            stack = [root]
+            while stack:
+                for child in sorted(children.get(stack.pop(), ())):
+                    child_st = stats[child]
+                    if child not in members and child_st is not None:
+                        members[child] = child_st.start
+                        stack.append(child)
+                        if child_st.state == ZOMBIE:
+                            self._walk_zombies.add(child)
+        return members
+
+    def _job(self, listing: set[int], fresh: set[int], stats: dict[int, _Stat | None]) -> list[int]:
+        """Membership is decided once per process (pid and start time): its job never
+        changes."""
+        cache = self._job_cache
+        for pid in [pid for pid in cache if pid not in listing]:
+            del cache[pid]
+        for pid in listing:
+            known = cache.get(pid)
+            if known is not None and pid not in fresh:
+                continue
+            try:
+                st = self._stat_of(pid, stats)
+            except PermissionError:
+                continue
+            if st is None:
+                cache.pop(pid, None)
+            elif known is None or known[0] != st.start:
+                cache[pid] = (st.start, self._in_job(pid))
+        return [pid for pid, (_, member) in cache.items() if member]
+
+    def _in_job(self, pid: int) -> bool:
+        if self._cgroup_has_job(pid):
+            return True
+        try:
+            env: dict[str, str] = psutil.Process(pid).environ()
+        except (psutil.Error, OSError):
+            return False
+        return env.get("SLURM_JOB_ID") == self._job_id
 
     def _cgroup_has_job(self, pid: int) -> bool:
         try:
@@ -228,140 +614,165 @@ class HostSampler:
 
     # ------------------------------------------------------------------ one process
 
-    def _track(self, proc: psutil.Process, comm: str | None) -> _Tracked:
-        """First sight: what does not change (name, command line, user, environment)."""
+    def _measure(
+        self, pid: int, t: float, stats: dict[int, _Stat | None], problems: list[str]
+    ) -> _Row | ProcSample | None:
+        """One process's changing values: a row, a sample without values (zombie, denied),
+        or None (it ended)."""
+        try:
+            st = self._stat_of(pid, stats)
+        except PermissionError:
+            problems.append(f"pid {pid}: access denied")
+            return ProcSample(pid=pid, denied=("all",))
+        if st is None:
+            return None
+        expected = self._members.get(pid) if self._members is not None else None
+        if expected is not None and expected != st.start:
+            self._members = None  # its pid names another process now: walk the tree again
+            return None
+        job = self._job_cache.get(pid) if self._job_id is not None else None
+        if job is not None and job[0] != st.start:  # reused: is the new process the job's?
+            self._job_cache[pid] = (st.start, self._in_job(pid))
+            if not self._job_cache[pid][1]:
+                return None
+        if st.state == ZOMBIE:
+            if expected is not None and pid not in self._walk_zombies:
+                self._members = None  # it just ended: its children moved to another parent
+            return ProcSample(pid=pid, state=ZOMBIE)
+        tr = self._tracked.get(pid)
+        if tr is None or tr.start != st.start:  # a new process (perhaps on a reused pid)
+            tr = self._tracked[pid] = _Tracked(st.start, st.image)
+        elif tr.image != st.image:  # exec'd: the same CPU counters, a new command line
+            tr.image, tr.static, tr.role = st.image, None, None
+        io_denied = False
+        io: tuple[int, int] | None
+        try:
+            rss = st.rss if st.rss is not None else _proc_rss(pid)
+            try:
+                io = _io(pid)
+            except PermissionError:
+                io, io_denied = None, True
+        except _Gone:
+            stats[pid] = None
+            return None
+        cpu_pct = read_rate = write_rate = None
+        if tr.last_t is not None and t > tr.last_t and tr.last_cpu_s is not None:
+            span = t - tr.last_t
+            cpu_pct = max(0.0, 100.0 * (st.cpu_s - tr.last_cpu_s) / span)
+            if io is not None and tr.last_io is not None:
+                read_rate = max(0, io[0] - tr.last_io[0]) / MIB / span
+                write_rate = max(0, io[1] - tr.last_io[1]) / MIB / span
+        tr.last_t, tr.last_cpu_s, tr.last_io = t, st.cpu_s, io
+        return _Row(pid, st, tr, rss, cpu_pct, read_rate, write_rate, io_denied)
+
+    def _load_static(self, row: _Row) -> bool:
+        """Name, command line, user and environment, once per process; False: it ended."""
+        tr = row.tr
+        if tr.static is not None:
+            return True
         denied: list[str] = []
         name = ""
         cmdline: tuple[str, ...] = ()
         user: str | None = None
         env: dict[str, str] | None = None
         try:
-            name = proc.name()
-        except psutil.AccessDenied:
-            denied.append("name")
-        try:
-            cmdline = tuple(proc.cmdline())
-        except psutil.AccessDenied:
-            denied.append("cmdline")
-        try:
-            user = proc.username()
-        except (psutil.AccessDenied, KeyError):
-            user = None
-        try:
-            full = proc.environ()
-            env = {k: full[k] for k in _ENV_KEYS if k in full}
-        except psutil.AccessDenied:
-            denied.append("environ")
-        if comm is not None and not name.startswith(comm):  # psutil cached the old name
-            proc = psutil.Process(proc.pid)
-            name = proc.name()
-            cmdline = tuple(proc.cmdline()) if "cmdline" not in denied else ()
-        return _Tracked(proc, proc.create_time(), name, cmdline, user, env, comm, denied)
-
-    def _read(self, proc: psutil.Process, t: float, problems: list[str]) -> ProcSample | None:
-        try:
-            tracked = self._tracked.get(proc.pid)
-            comm = _comm(proc.pid)
-            if (
-                tracked is None
-                or tracked.create_time != proc.create_time()
-                or (comm is not None and comm != tracked.comm)  # exec'd: a new program
-            ):
-                tracked = self._tracked[proc.pid] = self._track(proc, comm)
-            return self._measure(tracked, t)
-        except psutil.ZombieProcess:
-            return ProcSample(pid=proc.pid, state=psutil.STATUS_ZOMBIE)
-        except psutil.NoSuchProcess:
-            self._tracked.pop(proc.pid, None)
-            return None  # exited between listing and reading: normal
-        except psutil.AccessDenied:
-            problems.append(f"pid {proc.pid}: access denied")
-            return ProcSample(pid=proc.pid, denied=("all",))
-
-    def _measure(self, tr: _Tracked, t: float) -> ProcSample:
-        proc = tr.proc
-        denied = list(tr.denied)
-        with proc.oneshot():
-            cpu = proc.cpu_times()
-            state = proc.status()
-            mem = proc.memory_info()
-            threads = proc.num_threads()
-            ppid = proc.ppid()
-            io: tuple[int, int] | None
+            proc = psutil.Process(row.pid)
             try:
-                counters = proc.io_counters()
-                io = (counters.read_bytes, counters.write_bytes)
-            except (psutil.AccessDenied, AttributeError):
-                io = None
-                denied.append("io")
-        cpu_s = cpu.user + cpu.system
-        cpu_pct = read_rate = write_rate = None
-        if tr.last_t is not None and t > tr.last_t and tr.last_cpu_s is not None:
-            span = t - tr.last_t
-            cpu_pct = max(0.0, 100.0 * (cpu_s - tr.last_cpu_s) / span)
-            if io is not None and tr.last_io is not None:
-                read_rate = max(0, io[0] - tr.last_io[0]) / MIB / span
-                write_rate = max(0, io[1] - tr.last_io[1]) / MIB / span
-        tr.last_t, tr.last_cpu_s, tr.last_io = t, cpu_s, io
-        return ProcSample(
-            pid=proc.pid,
-            ppid=ppid,
-            name=tr.name,
-            cmdline=" ".join(tr.cmdline),
-            user=tr.user,
-            state=state,
-            cpu_pct=cpu_pct,
-            rss_mib=mem.rss / MIB,
-            threads=threads,
-            read_mib_s=read_rate,
-            write_mib_s=write_rate,
-            denied=tuple(denied),
-        )
+                name = proc.name()
+            except psutil.AccessDenied:
+                denied.append("name")
+            try:
+                cmdline = tuple(proc.cmdline())
+            except psutil.AccessDenied:
+                denied.append("cmdline")
+            try:
+                user = proc.username()
+            except (psutil.AccessDenied, KeyError):
+                user = None
+            try:
+                full = proc.environ()
+                env = {k: full[k] for k in _ENV_KEYS if k in full}
+            except psutil.AccessDenied:
+                denied.append("environ")
+        except psutil.NoSuchProcess:  # ended, or became a zombie (cmdline)
+            return False
+        try:  # the same process all along? (the pid could have been reused meanwhile)
+            now = _stat(row.pid)
+        except PermissionError:
+            now = row.st
+        if now is None or now.start != tr.start or now.image != tr.image:
+            return False  # it exec'd (or ended) while we read: again next round
+        tr.static = _Static(name, cmdline, " ".join(cmdline), user, env, tuple(denied))
+        return True
 
-    # ------------------------------------------------------------------ roles
-
-    def _with_roles(self, procs: list[ProcSample]) -> list[ProcSample]:
-        by_pid = {p.pid: p for p in procs}
+    def _finish(self, shown: list[_Row], rows: list[_Row]) -> list[ProcSample]:
+        """The shown rows as samples, with roles (which need the parents' command lines)."""
+        by_pid = {r.pid: r for r in rows}
+        need = list(shown)
+        if self.whole_node:  # only the shown processes and their parents are read
+            wanted = {r.pid for r in shown}
+            need += [
+                by_pid[r.st.ppid] for r in shown if r.st.ppid in by_pid and r.st.ppid not in wanted
+            ]
+        ended = {r.pid for r in need if not self._load_static(r)}
         out = []
-        for p in procs:
-            role, rank = self._role(p, by_pid)
-            out.append(_replace_role(p, role, rank))
+        for r in shown:
+            if r.pid in ended:
+                self._tracked.pop(r.pid, None)
+                continue
+            static = r.tr.static
+            assert static is not None
+            parent = by_pid.get(r.st.ppid)
+            parent_static = None if parent is None or parent.pid in ended else parent.tr.static
+            tr = r.tr
+            if tr.role is None or tr.role_ppid != r.st.ppid or tr.role_parent is not parent_static:
+                tr.role = _role(static, parent_static)
+                tr.role_ppid, tr.role_parent = r.st.ppid, parent_static
+            role, rank = tr.role
+            out.append(
+                ProcSample(
+                    pid=r.pid,
+                    ppid=r.st.ppid,
+                    name=static.name,
+                    cmdline=static.text,
+                    role=role,
+                    rank=rank,
+                    user=static.user,
+                    state=r.st.state,
+                    cpu_pct=r.cpu_pct,
+                    rss_mib=r.rss / MIB,
+                    threads=r.st.threads,
+                    read_mib_s=r.read_mib_s,
+                    write_mib_s=r.write_mib_s,
+                    denied=(*static.denied, "io") if r.io_denied else static.denied,
+                )
+            )
         return out
 
-    def _role(self, p: ProcSample, by_pid: dict[int, ProcSample]) -> tuple[str, int | None]:
-        tr = self._tracked.get(p.pid)
-        if tr is None:
-            return ROLE_CHILD, None
-        cmd = tr.cmdline
-        text = " ".join(cmd)
-        parent = by_pid.get(p.ppid) if p.ppid is not None else None
-        parent_tr = self._tracked.get(parent.pid) if parent is not None else None
-        python = _is_python(cmd, tr.name)
-        if python and parent_tr is not None and _is_python(parent_tr.cmdline, parent_tr.name):
-            forked = cmd == parent_tr.cmdline and bool(cmd)
-            if forked or "spawn_main" in text:  # forkserver children: forked from it
-                return ROLE_WORKER, None
-        if "multiprocessing.resource_tracker" in text or "multiprocessing.forkserver" in text:
-            return ROLE_HELPER, None
-        if tr.name == "slurmstepd":
-            return ROLE_HELPER, None
-        words = {_base(a) for a in cmd[:3]} | {tr.name}
-        if words & _LAUNCHERS or "torch.distributed." in text:
-            return ROLE_LAUNCHER, None
-        if python:
-            return ROLE_MAIN, _rank(tr.env)
-        if tr.name in _SHELLS:
-            return ROLE_LAUNCHER, None
-        return ROLE_CHILD, None
+
+# ---------------------------------------------------------------------- roles
 
 
-def _comm(pid: int) -> str | None:
-    """The kernel's name of the program (15 characters); None when unreadable or not Linux."""
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
-            return f.read().rstrip("\n")
-    except OSError:
-        return None
+def _role(me: _Static, parent: _Static | None) -> tuple[str, int | None]:
+    cmd = me.cmdline
+    text = me.text
+    python = me.python
+    if python and parent is not None and parent.python:
+        forked = cmd == parent.cmdline and bool(cmd)
+        if forked or "spawn_main" in text:  # forkserver children: forked from it
+            return ROLE_WORKER, None
+    if "multiprocessing.resource_tracker" in text or "multiprocessing.forkserver" in text:
+        return ROLE_HELPER, None
+    if me.name == "slurmstepd":
+        return ROLE_HELPER, None
+    words = {_base(a) for a in cmd[:3]} | {me.name}
+    if words & _LAUNCHERS or "torch.distributed." in text:
+        return ROLE_LAUNCHER, None
+    if python:
+        return ROLE_MAIN, _rank(me.env)
+    if me.name in _SHELLS:
+        return ROLE_LAUNCHER, None
+    return ROLE_CHILD, None
 
 
 def _rank(env: dict[str, str] | None) -> int | None:
@@ -374,10 +785,6 @@ def _rank(env: dict[str, str] | None) -> int | None:
         return None if value is None else int(value)
     except ValueError:
         return None
-
-
-def _replace_role(p: ProcSample, role: str, rank: int | None) -> ProcSample:
-    return replace(p, role=role, rank=rank)
 
 
 def tree_totals(host: HostSample, procs: Iterable[ProcSample]) -> HostSample:
