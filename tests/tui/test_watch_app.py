@@ -246,6 +246,26 @@ async def test_a_merged_watch_with_repeated_pids_draws_every_process() -> None:
         assert table.row_count == len(merged)
 
 
+class NoGpuSampler(ScriptedSampler):
+    """A node without GPUs: every round says why there is no GPU data."""
+
+    def sample(self) -> Snapshot:
+        snap = super().sample()
+        why = "no GPU data: NVML did not start: NVML Shared Library Not Found"
+        return replace(snap, gpus=(), gpu_procs=(), no_data=(why,))
+
+
+@async_test
+async def test_no_gpus_from_the_first_round_says_why() -> None:
+    sampler = NoGpuSampler()
+    s = WatchSession(sampler, load_rules([default_rules_dir()]), interval_s=0.1, window_s=30)
+    app = WatchApp(s)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_rounds(app, pilot, 3)
+        assert "NVML Shared Library Not Found" in screen_text(app)
+        sampler.gate.set()
+
+
 def test_textual_only_loaded_for_the_screen() -> None:
     code = (
         "import sys\n"

@@ -119,6 +119,7 @@ class WatchApp(App[int]):
         self.shown_rounds = -1
         self._thread: threading.Thread | None = None
         self._gpu_keys: tuple[str, ...] = ()
+        self._gpu_state: tuple[tuple[str, ...], str] | None = None  # what the GPU box shows
         self._cores = -1
         self._gpu_widgets: list[tuple[Static, Sparkline]] = []
         self._core_sparks: list[Sparkline] = []
@@ -243,13 +244,17 @@ class WatchApp(App[int]):
         latest = snaps[-1] if snaps else None
         gpus = latest.gpus if latest else ()
         keys = tuple(g.gpu_key for g in gpus)
-        if keys != self._gpu_keys:
+        why = (
+            "" if keys else next((n for n in (latest.no_data if latest else ()) if "GPU" in n), "")
+        )
+        # The reason is part of the state: no GPUs from the first round on must still say why.
+        if (keys, why) != self._gpu_state:
+            self._gpu_state = (keys, why)
             self._gpu_keys = keys
             self.gpu_index = min(self.gpu_index, max(0, len(keys) - 1))
             for child in list(box.children)[1:]:
                 child.remove()
             if not keys:
-                why = next((n for n in (latest.no_data if latest else ()) if "GPU" in n), "")
                 note = Text(f"no GPU data{': ' + why if why else ''}")
                 box.mount(Static(note, id="gpu-none"))
             self._gpu_widgets = []
