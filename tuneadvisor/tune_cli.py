@@ -40,6 +40,7 @@ def run_tune(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from tuneadvisor.atomic import write_atomic
     from tuneadvisor.errors import InputError
     from tuneadvisor.launch.requests import build_request
     from tuneadvisor.launch.runner import new_run_dir
@@ -53,6 +54,7 @@ def run_tune(args: argparse.Namespace) -> int:
         winning_settings,
         write_tune_summary,
     )
+    from tuneadvisor.launch.watcher import tuneadvisor_command
 
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
     unknown = [s for s in stages if s not in ("workers", "batch", "amp", "pin")]
@@ -108,15 +110,15 @@ def run_tune(args: argparse.Namespace) -> int:
         return 1
     job = Path(args.output) if args.output else folder / f"{req.spec.name}.tuned.sbatch"
     win_req = replace(req, settings=winner)
-    job.write_text(
-        render_job_script(
-            winner,
-            name=req.spec.name,
-            launch=launch_line(win_req),
-            workdir=Path.cwd(),
-            output="slurm-%j.out",
-        )
+    text = render_job_script(
+        winner,
+        name=req.spec.name,
+        launch=launch_line(win_req),
+        workdir=Path.cwd(),
+        output="slurm-%j.out",
+        watch=tuneadvisor_command(),  # as `run --submit` writes it: the job records itself
     )
+    write_atomic(job, text.encode())  # an InputError naming the file when it cannot
     summary = write_tune_summary(folder, result, {**extra, "job": str(job)})
     console.print(
         f"winner: {winner.describe()}; job script {job}; trials in {summary}", highlight=False

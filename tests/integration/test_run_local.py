@@ -163,6 +163,11 @@ def test_tune_on_a_tiny_budget_writes_the_winning_job(
     job = (tmp_path / "tuned.sbatch").read_text()
     assert "#SBATCH --cpus-per-task=1" in job and "mnist_single.py" in job
     assert "--max-steps" not in job  # trial-only knobs stay out of the job
+    # The tuned job records itself as `run --submit`'s does, and report still finds the script.
+    assert 'watch --headless --interval 1 --pid "$train_pid"' in job
+    report = _cli(torch_python, tmp_path, "report", "--job", "tuned.sbatch", "--format", "json")
+    assert report.returncode == 0, report.stderr
+    assert "script.num_workers.source" in json.loads(report.stdout)["advice"]["facts"]
 
 
 def test_run_submit_writes_the_job_script_and_calls_sbatch(
