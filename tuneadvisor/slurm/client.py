@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.listpids import ListpidsError, StepPid, parse_listpids
@@ -29,6 +30,8 @@ from tuneadvisor.slurm.scontrol import JobInfo, ScontrolError, parse_job
 from tuneadvisor.slurm.seff import SeffError, SeffReport, parse_seff
 from tuneadvisor.slurm.sinfo import SINFO_FORMAT, PartitionShape, SinfoError, parse_sinfo
 from tuneadvisor.slurm.squeue import QueuedJob, SqueueError, parse_squeue_json
+
+_Parsed = TypeVar("_Parsed")
 
 _JOB_ID = re.compile(r"\d+(?:_\d+)?")
 _SUBMITTED = re.compile(r"(\d+)(?:;\S+)?")
@@ -125,30 +128,29 @@ class SlurmClient:
 
     def show_job(self, job_id: str) -> JobInfo | None:
         """``scontrol show job -o ID``; None once slurmctld has forgotten the job (MinJobAge)."""
-        doing = f"asking slurmctld about job {job_id}"
-        done = self._run(doing, "scontrol", ["show", "job", "-o", job_id])
-        if done.returncode != 0:
-            if any(word in done.stderr for word in _FORGOTTEN):
-                return None
-            raise SlurmError(doing, _said(done, "scontrol"))
-        try:
-            return parse_job(done.stdout)
-        except ScontrolError as exc:
-            raise SlurmError(doing, f"unexpected scontrol output: {exc}") from None
+        text = self._job_record(job_id)
+        return None if text is None else self._parsed(job_id, parse_job, text)
 
     def placement(self, job_id: str) -> Placement | None:
-        """``scontrol show job -o ID`` with the node list; None when slurmctld does not know
-        the job (never submitted, or ended more than MinJobAge ago)."""
-        doing = f"asking slurmctld about job {job_id}"
-        done = self._run(doing, "scontrol", ["show", "job", "-o", job_id])
+        """The same record read for its node list; None when slurmctld does not know the job
+        (never submitted, or ended more than MinJobAge ago)."""
+        text = self._job_record(job_id)
+        return None if text is None else self._parsed(job_id, parse_placement, text)
+
+    def _job_record(self, job_id: str) -> str | None:
+        done = self._run(_asking(job_id), "scontrol", ["show", "job", "-o", job_id])
         if done.returncode != 0:
             if any(word in done.stderr for word in _FORGOTTEN):
                 return None
-            raise SlurmError(doing, _said(done, "scontrol"))
+            raise SlurmError(_asking(job_id), _said(done, "scontrol"))
+        return done.stdout
+
+    @staticmethod
+    def _parsed(job_id: str, parse: Callable[[str], _Parsed], text: str) -> _Parsed:
         try:
-            return parse_placement(done.stdout)
+            return parse(text)
         except ScontrolError as exc:
-            raise SlurmError(doing, f"unexpected scontrol output: {exc}") from None
+            raise SlurmError(_asking(job_id), f"unexpected scontrol output: {exc}") from None
 
     def hostnames(self, node_list: str) -> tuple[str, ...]:
         """A compressed host list expanded (``gpu[01-02]`` -> gpu01, gpu02) by Slurm."""
@@ -313,6 +315,10 @@ class SlurmClient:
             return parse_sinfo(self._output(doing, "sinfo", ["-h", "-o", SINFO_FORMAT]))
         except SinfoError as exc:
             raise SlurmError(doing, f"unexpected sinfo output: {exc}") from None
+
+
+def _asking(job_id: str) -> str:
+    return f"asking slurmctld about job {job_id}"
 
 
 def _said(done: subprocess.CompletedProcess[str], command: str) -> str:
