@@ -262,7 +262,9 @@ async def test_no_gpus_from_the_first_round_says_why() -> None:
     app = WatchApp(s)
     async with app.run_test(size=SIZE) as pilot:
         await wait_rounds(app, pilot, 3)
-        assert "NVML Shared Library Not Found" in screen_text(app)
+        text = screen_text(app)
+        assert "no GPU data: NVML did not start: NVML Shared Library Not Found" in text
+        assert "no GPU data: no GPU data" not in text
         sampler.gate.set()
 
 

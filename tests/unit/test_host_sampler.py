@@ -63,7 +63,9 @@ def procs() -> Iterator[list[subprocess.Popen[str]]]:
         p.wait(10)
 
 
-def loader(procs: list[subprocess.Popen[str]], method: str, workers: int, main: str = "busy"):
+def loader(
+    procs: list[subprocess.Popen[str]], method: str, workers: int, main: str = "busy"
+) -> subprocess.Popen[str]:
     proc = spawn(sys.executable, str(LOADER), method, str(workers), main)
     procs.append(proc)
     assert proc.stdout is not None
@@ -353,11 +355,11 @@ def test_a_reused_pid_does_not_inherit_the_old_process(
     sampler = HostSampler([root.pid])
     for _ in range(10):
         old = int(ask(root, "spawn 0 " + shlex.join(SLEEPER_PY)))
-        reading = until(
-            sampler.sample,
-            lambda r, old=old: any(p.pid == old and p.cpu_pct is not None for p in r.procs),
-            "the Python child measured",
-        )
+
+        def measured(r: HostReading, pid: int = old) -> bool:
+            return any(p.pid == pid and p.cpu_pct is not None for p in r.procs)
+
+        reading = until(sampler.sample, measured, "the Python child measured")
         before = next(p for p in reading.procs if p.pid == old)
         assert before.role == ROLE_MAIN and "time.sleep(600)" in before.cmdline
         assert ask(root, f"kill {old}") == "ok"
@@ -380,25 +382,29 @@ def test_a_pid_freed_outside_the_tree_and_reused_inside_it_is_found(
     procs: list[subprocess.Popen[str]],
 ) -> None:
     """The /proc listing is the same before and after (the pid was listed already); only
-    the kernel's last pid tells that it was handed out again. Found without a full walk."""
+    the kernel's last pid tells that it was handed out again. Found without a full walk.
+
+    On a live node the pid is reused after the kernel's cycle wrapped around; here the
+    cursor is moved back below the outsider's pid first (the sampler sees that as a
+    wrap-around and looks at everything), then forward onto it once the outsider ended."""
     needs_pid_control()
     root = spawner(procs)
     sampler = HostSampler([root.pid])
     for _ in range(10):
         outsider = spawn("sleep", "600")
-        subprocess.run(["true"], check=True)  # as on a live node, the kernel's pid cursor
-        # moves on; writing ns_last_pid below moves it back, which reads as a wrap-around
+        NS_LAST_PID.write_text(str(outsider.pid - 2))
         until(sampler.sample, lambda r: len(r.procs) == 1, "the root alone")
-        walks = sampler.walks
+        walks, last = sampler.walks, sampler._listed_last_pid
         outsider.kill()
         outsider.wait()
         new = int(ask(root, f"spawn {outsider.pid} sleep 600"))
-        if new == outsider.pid:
+        reading = sampler.sample()
+        clean = last is not None and last < new <= (sampler._listed_last_pid or 0)
+        if new == outsider.pid and clean:
             break
-        ask(root, f"kill {new}")
+        ask(root, f"kill {new}")  # another process took a pid first: try again
     else:
         pytest.skip("could not get the same pid twice (a busy machine)")
-    reading = sampler.sample()
     assert {p.pid for p in reading.procs} == {root.pid, new} == psutil_tree(root.pid)
     assert sampler.walks == walks  # incremental: the new child's parent is a member
 
@@ -412,13 +418,13 @@ def test_a_job_process_pid_reused_by_another_process_leaves_the_job(
     for _ in range(10):
         job = subprocess.Popen(SLEEPER_PY, env=env)
         procs.append(job)  # type: ignore[arg-type]
+
         # Measured twice: it lived longer than one clock tick, the start time's unit (a new
         # process on the same pid in the same tick could not be told apart, by psutil either).
-        until(
-            sampler.sample,
-            lambda r, j=job: [(p.pid, p.cpu_pct is not None) for p in r.procs] == [(j.pid, True)],
-            "the job measured",
-        )
+        def alone_measured(r: HostReading, pid: int = job.pid) -> bool:
+            return [(p.pid, p.cpu_pct is not None) for p in r.procs] == [(pid, True)]
+
+        until(sampler.sample, alone_measured, "the job measured")
         job.kill()
         job.wait()
         NS_LAST_PID.write_text(str(job.pid - 1))
@@ -479,12 +485,16 @@ def test_the_tree_is_walked_again_only_when_it_changes(
 
     (root_proc,) = psutil.Process(reaper.pid).children()
     root = root_proc.pid
-    sampler = HostSampler([root])
+    now = [0.0]  # the sampler's clock: only the safety-net walk (REWALK_S) depends on it
+    sampler = HostSampler([root], clock=lambda: now[0])
 
     def check() -> set[int]:
+        now[0] += 0.1
         pids = {p.pid for p in sampler.sample().procs}
         assert pids == psutil_tree(root)
         return pids
+
+    from tuneadvisor.metrics import host
 
     check()
     check()
@@ -516,6 +526,10 @@ def test_the_tree_is_walked_again_only_when_it_changes(
         assert sampler.walks == walks  # a zombie that stays is no reason to walk again
         assert ask(reaper, f"kill {middle}") == "ok"  # reaped: gone
         assert check() == {root}
+        walks = sampler.walks
+        now[0] += host.REWALK_S  # the safety net: the whole table now and then
+        check()
+        assert sampler.walks == walks + 1
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(grandchild, 9)
@@ -546,8 +560,9 @@ def test_values_agree_with_psutil(procs: list[subprocess.Popen[str]]) -> None:
     ours, theirs = host._proc_stat(sleeper.pid), host._psutil_stat(sleeper.pid)
     assert ours is not None and theirs is not None
     assert ours.image[0] == theirs.image[0] == p.name()
-    same = {"start": 0.0, "rss": 0, "image": ("", 0, 0)}
-    assert ours._replace(**same) == theirs._replace(**same)
+    assert ours._replace(start=0.0, rss=0, image=("", 0, 0)) == theirs._replace(
+        start=0.0, rss=0, image=("", 0, 0)
+    )
     assert host._proc_rss(sleeper.pid) == theirs.rss == p.memory_info().rss
     cpu = p.cpu_times()
     assert ours.cpu_s == cpu.user + cpu.system

@@ -60,6 +60,7 @@ from tuneadvisor.metrics.snapshot import (
 
 MIB = 1024 * 1024
 NODE_TOP = 15  # processes listed when watching the whole node
+REWALK_S = 10.0  # the whole process table is read at least this often (a safety net)
 _LAUNCHERS = frozenset({"torchrun", "srun", "mpirun", "mpiexec", "accelerate", "deepspeed"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "tcsh", "csh", "slurm_script"})
 _ENV_KEYS = (
@@ -371,6 +372,7 @@ class HostSampler:
         self._root_start: dict[int, float] = {}  # a root's identity when first seen
         self._listing: set[int] | None = None  # the pids of the last round's /proc listing
         self._listed_last_pid: int | None = None
+        self._full_at: float | None = None  # when every listed pid was last looked at
         self.walks = 0  # full walks of the process table (tests and the bench read it)
         self.whole_node = roots is None and job_id is None
 
@@ -397,7 +399,7 @@ class HostSampler:
         cores = self._per_core()
         used, total = self._memory()
         stats: dict[int, _Stat | None] = {}  # read this round (None: gone)
-        fresh, listing = self._changed()
+        fresh, listing = self._changed(t)
         alive = True
         denied_roots: list[int] = []
         if self._roots is not None:
@@ -465,22 +467,30 @@ class HostSampler:
 
     # ------------------------------------------------------------------ membership
 
-    def _changed(self) -> tuple[set[int], set[int]]:
+    def _changed(self, t: float) -> tuple[set[int], set[int]]:
         """(fresh, listing): the pids now listed, and those among them that are new since the
-        last round or may have been handed to a new process since (the kernel hands out pids
-        in a cycle: a reused pid lies between the last round's last pid and this round's)."""
+        last round or may have been handed to a new process since: the kernel hands out pids
+        in a cycle, so a reused pid lies between the last round's last pid and this round's.
+        Everything is fresh on the first round, after the cycle wrapped around (or someone
+        moved it back through ns_last_pid, as CRIU does), and every REWALK_S seconds."""
         last = _last_pid()  # before the listing: a pid handed out in between is seen next time
         listing = _pids()
         prev, prev_last = self._listing, self._listed_last_pid
         self._listing, self._listed_last_pid = listing, last
-        if prev is None or last is None or prev_last is None:
+        if (
+            prev is None
+            or last is None
+            or prev_last is None
+            or last < prev_last
+            or self._full_at is None
+            or t - self._full_at >= REWALK_S
+        ):
+            self._full_at = t
+            self._members = None  # the tree is walked again too
             return set(listing), listing
         fresh = listing - prev
         if last != prev_last:
-            if prev_last < last:
-                fresh.update(p for p in listing if prev_last < p <= last)
-            else:  # wrapped around pid_max
-                fresh.update(p for p in listing if p > prev_last or p <= last)
+            fresh.update(p for p in listing if prev_last < p <= last)
         return fresh, listing
 
     def _stat_of(self, pid: int, stats: dict[int, _Stat | None]) -> _Stat | None:
@@ -496,7 +506,8 @@ class HostSampler:
         denied_roots: list[int],
     ) -> list[int]:
         members = self._members
-        if members is not None and any(pid not in listing for pid in members):
+        roots = self._roots or ()
+        if members is not None and any(p not in listing and p not in roots for p in members):
             members = None  # one ended: its children now belong to another parent
         if members is not None:
             for pid in fresh.intersection(members):
@@ -624,9 +635,11 @@ class HostSampler:
         except PermissionError:
             problems.append(f"pid {pid}: access denied")
             return ProcSample(pid=pid, denied=("all",))
-        if st is None:
-            return None
         expected = self._members.get(pid) if self._members is not None else None
+        if st is None:
+            if expected is not None:
+                self._members = None  # a member ended: walk the tree again
+            return None
         if expected is not None and expected != st.start:
             self._members = None  # its pid names another process now: walk the tree again
             return None

@@ -119,7 +119,9 @@ class WatchApp(App[int]):
         self.shown_rounds = -1
         self._thread: threading.Thread | None = None
         self._gpu_keys: tuple[str, ...] = ()
-        self._gpu_state: tuple[tuple[str, ...], str] | None = None  # what the GPU box shows
+        self._gpu_keys_drawn: tuple[str, ...] | None = None  # what the GPU box shows
+        self._gpu_note: Static | None = None
+        self._gpu_why = ""
         self._cores = -1
         self._gpu_widgets: list[tuple[Static, Sparkline]] = []
         self._core_sparks: list[Sparkline] = []
@@ -244,27 +246,33 @@ class WatchApp(App[int]):
         latest = snaps[-1] if snaps else None
         gpus = latest.gpus if latest else ()
         keys = tuple(g.gpu_key for g in gpus)
-        why = (
-            "" if keys else next((n for n in (latest.no_data if latest else ()) if "GPU" in n), "")
-        )
-        # The reason is part of the state: no GPUs from the first round on must still say why.
-        if (keys, why) != self._gpu_state:
-            self._gpu_state = (keys, why)
+        # None before the first draw, so that no GPUs from the first round on gets its note.
+        # Widgets are kept by reference, not id: a removal completes after this call returns,
+        # and a new widget with the old id would clash with the one still leaving.
+        if keys != self._gpu_keys_drawn:
+            self._gpu_keys_drawn = keys
             self._gpu_keys = keys
             self.gpu_index = min(self.gpu_index, max(0, len(keys) - 1))
             for child in list(box.children)[1:]:
                 child.remove()
+            self._gpu_note = None
             if not keys:
-                note = Text(f"no GPU data{': ' + why if why else ''}")
-                box.mount(Static(note, id="gpu-none"))
+                self._gpu_note, self._gpu_why = Static("no GPU data", classes="gpu-none"), ""
+                box.mount(self._gpu_note)
             self._gpu_widgets = []
-            for i, _key in enumerate(keys):
+            for _key in keys:
                 pair = (
-                    Static("", id=f"gpu-label-{i}", classes="gpu-label"),
-                    Sparkline([], id=f"gpu-spark-{i}", summary_function=max),
+                    Static("", classes="gpu-label"),
+                    Sparkline([], summary_function=max),
                 )
                 self._gpu_widgets.append(pair)
                 box.mount(*pair)
+        if self._gpu_note is not None:  # the reason may arrive after the note is up
+            why = next((n for n in (latest.no_data if latest else ()) if "GPU" in n), "")
+            if why != self._gpu_why:
+                self._gpu_why = why
+                text = why if why.startswith("no GPU data") else f"no GPU data: {why}".rstrip(": ")
+                self._gpu_note.update(Text(text))
         for i, gpu in enumerate(gpus):
             label, spark = self._gpu_widgets[i]
             label.update(gpu_line(gpu, selected=i == self.gpu_index))
@@ -281,9 +289,7 @@ class WatchApp(App[int]):
             self._cores = cores
             for child in list(box.children)[1:]:
                 child.remove()
-            self._core_sparks = [
-                Sparkline([], id=f"core-{i}", summary_function=max) for i in range(shown)
-            ]
+            self._core_sparks = [Sparkline([], summary_function=max) for _ in range(shown)]
             for i, spark in enumerate(self._core_sparks):
                 label = Static(f"cpu{i:<3}", classes="core-label")
                 box.mount(Horizontal(label, spark, classes="core-row"))
