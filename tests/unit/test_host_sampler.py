@@ -20,6 +20,7 @@ from typing import TypeVar
 
 import pytest
 
+from tuneadvisor.metrics import proc_readers as readers
 from tuneadvisor.metrics.host import HostReading, HostSampler
 from tuneadvisor.metrics.snapshot import ROLE_HELPER, ROLE_LAUNCHER, ROLE_MAIN, ROLE_WORKER
 
@@ -555,15 +556,15 @@ def test_values_agree_with_psutil(procs: list[subprocess.Popen[str]]) -> None:
     assert got.rss_mib == p.memory_info().rss / host.MIB
     assert reading.host.mem_total_mib == psutil.virtual_memory().total / host.MIB
     assert len(reading.host.cpu_pct_per_core) == psutil.cpu_count()
-    assert host._STATES.get("S") == psutil.STATUS_SLEEPING
-    assert host._STATES.get("Z") == psutil.STATUS_ZOMBIE == host.ZOMBIE
-    ours, theirs = host._proc_stat(sleeper.pid), host._psutil_stat(sleeper.pid)
+    assert readers.STATES.get("S") == psutil.STATUS_SLEEPING
+    assert readers.STATES.get("Z") == psutil.STATUS_ZOMBIE == readers.ZOMBIE
+    ours, theirs = readers.PROC.stat(sleeper.pid), readers.PSUTIL.stat(sleeper.pid)
     assert ours is not None and theirs is not None
     assert ours.image[0] == theirs.image[0] == p.name()
     assert ours._replace(start=0.0, rss=0, image=("", 0, 0)) == theirs._replace(
         start=0.0, rss=0, image=("", 0, 0)
     )
-    assert host._proc_rss(sleeper.pid) == theirs.rss == p.memory_info().rss
+    assert readers.PROC.rss(sleeper.pid) == theirs.rss == p.memory_info().rss
     cpu = p.cpu_times()
     assert ours.cpu_s == cpu.user + cpu.system
 
@@ -572,15 +573,8 @@ def test_the_psutil_readers_give_the_same_tree(
     procs: list[subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where there is no /proc, every value comes from psutil: the same roles and values."""
-    from tuneadvisor.metrics import host
-
-    monkeypatch.setattr(host, "_PROCFS", False)
-    monkeypatch.setattr(host, "_stat", host._psutil_stat)
-    monkeypatch.setattr(host, "_io", host._psutil_io)
-    monkeypatch.setattr(host, "_pids", host._psutil_pids)
-    monkeypatch.setattr(host, "_last_pid", host._no_last_pid)
     main = loader(procs, "spawn", 2, "idle")
-    sampler = HostSampler([main.pid])
+    sampler = HostSampler([main.pid], readers=readers.PSUTIL)
     reading = until(
         sampler.sample,
         lambda r: roles(r).count(ROLE_WORKER) == 2 and all(p.cpu_pct is not None for p in r.procs),

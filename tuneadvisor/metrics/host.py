@@ -11,7 +11,7 @@ a zombie is shown as such with no values, and a value the OS will not give (anot
 is an error.
 
 Cost (issue 5: at most 5 % of one core at a 0.1 s interval). On Linux a round reads
-``/proc`` directly: per process ``/proc/PID/stat`` (state, parent, CPU times, threads, start
+``/proc`` directly (``proc_readers``): per process ``/proc/PID/stat`` (state, parent, CPU times, threads, start
 time), ``/proc/PID/statm`` (RSS, exactly as psutil gives it) and ``/proc/PID/io``; for the
 node ``/proc/stat``, ``/proc/meminfo``, ``/proc/loadavg`` and the ``/proc`` listing. What
 does not change while a process runs one program (name, command line, user, the Slurm/CUDA
@@ -40,15 +40,14 @@ tracker or forkserver, or slurmstepd.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import psutil
 
 from tuneadvisor.metrics.model import HostSample
+from tuneadvisor.metrics.proc_readers import DEFAULT, ZOMBIE, Gone, Readers, Stat
 from tuneadvisor.metrics.snapshot import (
     ROLE_CHILD,
     ROLE_HELPER,
@@ -74,220 +73,6 @@ _ENV_KEYS = (
     "SLURM_JOB_GPUS",
     "CUDA_VISIBLE_DEVICES",
 )
-ZOMBIE = "zombie"  # psutil.STATUS_ZOMBIE
-_STATES = {  # the state letter of /proc/PID/stat, named as psutil's status() names it
-    "R": "running",
-    "S": "sleeping",
-    "D": "disk-sleep",
-    "T": "stopped",
-    "t": "tracing-stop",
-    "Z": "zombie",
-    "X": "dead",
-    "x": "dead",
-    "K": "wake-kill",
-    "W": "waking",
-    "I": "idle",
-    "P": "parked",
-}
-
-
-def _procfs_ok() -> bool:
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            return sys.platform.startswith("linux") and f.read().startswith(b"%d " % os.getpid())
-    except OSError:
-        return False
-
-
-_PROCFS = _procfs_ok()
-_TICKS = float(os.sysconf("SC_CLK_TCK")) if _PROCFS else 100.0
-_PAGE = os.sysconf("SC_PAGE_SIZE") if _PROCFS else 4096
-# /proc/PID/io exists only with task I/O accounting; /proc/loadavg's last pid only helps when
-# /proc shows our own pid namespace.
-_HAS_IO = _PROCFS and os.path.exists("/proc/self/io")
-_SAME_PIDNS = _PROCFS and os.readlink("/proc/self") == str(os.getpid())
-
-
-class _Stat(NamedTuple):
-    """One reading of a process: what changes from round to round, plus its identity."""
-
-    image: tuple[str, int, int]  # changes on exec: the program name, where its argv lies
-    state: str  # psutil's status names
-    ppid: int
-    cpu_s: float  # user + system
-    threads: int
-    start: float  # with the pid, which process this is (start time; units of the source)
-    rss: int | None  # bytes; None: read from /proc/PID/statm when measured
-
-
-class _Gone(Exception):
-    """The process ended while we read it."""
-
-
-# ---------------------------------------------------------------------- readers: /proc
-
-
-def _read(path: str, size: int = 8192) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.read(fd, size)
-    finally:
-        os.close(fd)
-
-
-def _proc_stat(pid: int) -> _Stat | None:
-    """None: no such process. PermissionError: not ours to read (hidepid)."""
-    try:
-        data = _read(f"/proc/{pid}/stat")
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    rpar = data.rfind(b")")  # the name may hold spaces and parentheses
-    f = data[rpar + 2 :].split()
-    if len(f) < 22:
-        return None
-    comm = data[data.find(b"(") + 1 : rpar].decode("utf-8", "replace")
-    # An exec keeps the pid, the start time and often the name (python starting python);
-    # arg_start and arg_end (fields 48-49: 0 unless we may ptrace it) move with every exec
-    # (the new stack is randomized, and its length follows the command line).
-    return _Stat(
-        (comm, int(f[45]), int(f[46])) if len(f) > 46 else (comm, 0, 0),
-        _STATES.get(f[0].decode(), "?"),
-        int(f[1]),
-        (int(f[11]) + int(f[12])) / _TICKS,
-        int(f[17]),
-        float(f[19]),
-        None,  # stat's RSS is a per-CPU estimate on recent kernels; statm's is exact
-    )
-
-
-def _proc_rss(pid: int) -> int:
-    """Resident memory in bytes, as psutil's memory_info().rss (/proc/PID/statm)."""
-    try:
-        return int(_read(f"/proc/{pid}/statm", 256).split()[1]) * _PAGE
-    except (FileNotFoundError, ProcessLookupError):
-        raise _Gone from None
-
-
-def _proc_io(pid: int) -> tuple[int, int] | None:
-    """(read_bytes, write_bytes); None: no I/O accounting here. PermissionError: not ours."""
-    if not _HAS_IO:
-        return None
-    try:
-        words = _read(f"/proc/{pid}/io", 1024).split()
-    except (FileNotFoundError, ProcessLookupError):
-        raise _Gone from None
-    fields = dict(zip(words[::2], words[1::2], strict=False))
-    try:
-        return int(fields[b"read_bytes:"]), int(fields[b"write_bytes:"])
-    except (KeyError, ValueError):
-        return None
-
-
-def _proc_pids() -> set[int]:
-    return {int(name) for name in os.listdir("/proc") if name.isdigit()}
-
-
-def _proc_last_pid() -> int | None:
-    """The pid the kernel handed out last (a process's or a thread's)."""
-    if not _SAME_PIDNS:
-        return None
-    try:
-        return int(_read("/proc/loadavg", 256).split()[-1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _proc_cores() -> list[tuple[float, float]]:
-    out = []
-    with open("/proc/stat", "rb") as f:
-        for line in f:  # the cpu lines come first; the rest (interrupts) can be long
-            if not line.startswith(b"cpu"):
-                break
-            if line.startswith(b"cpu "):
-                continue
-            values = [int(v) for v in line.split()[1:11]]  # the 10 fields psutil knows
-            idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
-            total = sum(values)
-            out.append((float(total - idle), float(total)))
-    return out
-
-
-def _proc_memory() -> tuple[float, float] | None:
-    """(used, total) in bytes as psutil computes them (total - MemAvailable)."""
-    fields: dict[bytes, int] = {}
-    with open("/proc/meminfo", "rb") as f:
-        for line in f:
-            if line.startswith((b"MemTotal:", b"MemAvailable:")):
-                key, value = line.split()[:2]
-                fields[key] = int(value) * 1024
-                if len(fields) == 2:
-                    break
-    if len(fields) < 2:
-        return None  # an old kernel without MemAvailable: psutil estimates it
-    total, avail = fields[b"MemTotal:"], fields[b"MemAvailable:"]
-    return float(total - avail), float(total)
-
-
-# ---------------------------------------------------------------------- readers: psutil
-
-
-def _psutil_stat(pid: int) -> _Stat | None:
-    try:
-        p = psutil.Process(pid)
-        with p.oneshot():
-            cpu = p.cpu_times()
-            return _Stat(
-                (p.name(), 0, 0),
-                p.status(),
-                p.ppid(),
-                cpu.user + cpu.system,
-                p.num_threads(),
-                p.create_time(),
-                p.memory_info().rss,
-            )
-    except psutil.ZombieProcess:
-        return _Stat(("", 0, 0), ZOMBIE, 0, 0.0, 0, 0.0, 0)
-    except psutil.NoSuchProcess:
-        return None
-    except psutil.AccessDenied:
-        raise PermissionError(pid) from None
-
-
-def _psutil_io(pid: int) -> tuple[int, int] | None:
-    try:
-        c = psutil.Process(pid).io_counters()
-    except AttributeError:  # not on this platform
-        raise PermissionError(pid) from None
-    except psutil.NoSuchProcess:
-        raise _Gone from None
-    except psutil.AccessDenied:
-        raise PermissionError(pid) from None
-    return int(c.read_bytes), int(c.write_bytes)
-
-
-def _psutil_cores() -> list[tuple[float, float]]:
-    out = []
-    for ct in psutil.cpu_times(percpu=True):
-        total = sum(ct)
-        idle = ct.idle + getattr(ct, "iowait", 0.0)
-        out.append((total - idle, total))
-    return out
-
-
-def _psutil_pids() -> set[int]:
-    return set(psutil.pids())
-
-
-def _no_last_pid() -> int | None:
-    return None
-
-
-if _PROCFS:
-    _stat, _io, _pids, _last_pid = _proc_stat, _proc_io, _proc_pids, _proc_last_pid
-else:  # pragma: no cover - not Linux
-    _stat, _io, _pids, _last_pid = _psutil_stat, _psutil_io, _psutil_pids, _no_last_pid
-
-
 # ---------------------------------------------------------------------- per process state
 
 
@@ -342,7 +127,7 @@ class HostReading:
 @dataclass
 class _Row:
     pid: int
-    st: _Stat
+    st: Stat
     tr: _Tracked
     rss: int
     cpu_pct: float | None
@@ -360,8 +145,10 @@ class HostSampler:
         *,
         job_id: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        readers: Readers = DEFAULT,
     ) -> None:
         self._roots = None if roots is None else tuple(dict.fromkeys(roots))
+        self._read = readers
         self._job_id = job_id
         self._clock = clock
         self._tracked: dict[int, _Tracked] = {}
@@ -398,7 +185,7 @@ class HostSampler:
         problems: list[str] = []
         cores = self._per_core()
         used, total = self._memory()
-        stats: dict[int, _Stat | None] = {}  # read this round (None: gone)
+        stats: dict[int, Stat | None] = {}  # read this round (None: gone)
         fresh, listing = self._changed(t)
         alive = True
         denied_roots: list[int] = []
@@ -448,7 +235,7 @@ class HostSampler:
     # ------------------------------------------------------------------ node
 
     def _per_core(self) -> tuple[float, ...]:
-        now = _proc_cores() if _PROCFS else _psutil_cores()
+        now = self._read.cores()
         last, self._last_cores = self._last_cores, now
         if last is None or len(last) != len(now):
             return ()
@@ -459,7 +246,7 @@ class HostSampler:
         return tuple(pct)
 
     def _memory(self) -> tuple[float, float]:
-        got = _proc_memory() if _PROCFS else None
+        got = self._read.memory()
         if got is None:
             vm = psutil.virtual_memory()
             return float(vm.total - vm.available), float(vm.total)
@@ -473,8 +260,10 @@ class HostSampler:
         in a cycle, so a reused pid lies between the last round's last pid and this round's.
         Everything is fresh on the first round, after the cycle wrapped around (or someone
         moved it back through ns_last_pid, as CRIU does), and every REWALK_S seconds."""
-        last = _last_pid()  # before the listing: a pid handed out in between is seen next time
-        listing = _pids()
+        last = (
+            self._read.last_pid()
+        )  # before the listing: a pid handed out in between is seen next time
+        listing = self._read.pids()
         prev, prev_last = self._listing, self._listed_last_pid
         self._listing, self._listed_last_pid = listing, last
         if (
@@ -493,16 +282,16 @@ class HostSampler:
             fresh.update(p for p in listing if prev_last < p <= last)
         return fresh, listing
 
-    def _stat_of(self, pid: int, stats: dict[int, _Stat | None]) -> _Stat | None:
+    def _stat_of(self, pid: int, stats: dict[int, Stat | None]) -> Stat | None:
         if pid not in stats:
-            stats[pid] = _stat(pid)
+            stats[pid] = self._read.stat(pid)
         return stats[pid]
 
     def _tree(
         self,
         listing: set[int],
         fresh: set[int],
-        stats: dict[int, _Stat | None],
+        stats: dict[int, Stat | None],
         denied_roots: list[int],
     ) -> list[int]:
         members = self._members
@@ -548,7 +337,7 @@ class HostSampler:
         return list(members)
 
     def _walk(
-        self, listing: set[int], stats: dict[int, _Stat | None], denied_roots: list[int]
+        self, listing: set[int], stats: dict[int, Stat | None], denied_roots: list[int]
     ) -> dict[int, float]:
         """The whole process table once: every root and all its descendants."""
         self.walks += 1
@@ -586,7 +375,7 @@ class HostSampler:
                             self._walk_zombies.add(child)
         return members
 
-    def _job(self, listing: set[int], fresh: set[int], stats: dict[int, _Stat | None]) -> list[int]:
+    def _job(self, listing: set[int], fresh: set[int], stats: dict[int, Stat | None]) -> list[int]:
         """Membership is decided once per process (pid and start time): its job never
         changes."""
         cache = self._job_cache
@@ -626,7 +415,7 @@ class HostSampler:
     # ------------------------------------------------------------------ one process
 
     def _measure(
-        self, pid: int, t: float, stats: dict[int, _Stat | None], problems: list[str]
+        self, pid: int, t: float, stats: dict[int, Stat | None], problems: list[str]
     ) -> _Row | ProcSample | None:
         """One process's changing values: a row, a sample without values (zombie, denied),
         or None (it ended)."""
@@ -660,12 +449,12 @@ class HostSampler:
         io_denied = False
         io: tuple[int, int] | None
         try:
-            rss = st.rss if st.rss is not None else _proc_rss(pid)
+            rss = st.rss if st.rss is not None else self._read.rss(pid)
             try:
-                io = _io(pid)
+                io = self._read.io(pid)
             except PermissionError:
                 io, io_denied = None, True
-        except _Gone:
+        except Gone:
             stats[pid] = None
             return None
         cpu_pct = read_rate = write_rate = None
@@ -710,7 +499,7 @@ class HostSampler:
         except psutil.NoSuchProcess:  # ended, or became a zombie (cmdline)
             return False
         try:  # the same process all along? (the pid could have been reused meanwhile)
-            now = _stat(row.pid)
+            now = self._read.stat(row.pid)
         except PermissionError:
             now = row.st
         if now is None or now.start != tr.start or now.image != tr.image:
