@@ -81,6 +81,7 @@ def test_the_job_seen_through_listpids(cluster: Cluster, job: str, tmp_path: Pat
     node = node_name(cluster, job)
     first = done.stdout.splitlines()[0]
     assert f"job {job} on {node} (processes from Slurm: scontrol listpids)" in first
+    assert "/watchme.sbatch: " in first  # the job's script, as slurmctld has it
     assert "1 main, up to 2 DataLoader workers" in done.stdout
     # what slurmctld says the job asked for
     assert "of 1 requested; memory peak" in done.stdout and "of 200 MiB requested" in done.stdout

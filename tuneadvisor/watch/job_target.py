@@ -51,6 +51,11 @@ def this_node() -> str:
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
 
 
+def _script_of(info: JobInfo) -> str:
+    """The job's script for the title (the screen shows what runs next to its numbers)."""
+    return f" · {info.command}" if info.command else " · --wrap job"
+
+
 def job_facts(info: JobInfo) -> dict[str, object]:
     """What the job asked for, as slurmctld says (requests, not use)."""
     facts: dict[str, object] = {}
@@ -99,12 +104,12 @@ def plan_job(job_id: str, client: SlurmClient, where: Where = "auto") -> JobPlan
                 f"--job {job_id}: the job runs on {', '.join(nodes)}, not on this node "
                 f"({here}); without --this-node it is watched there through srun",
             )
-        return JobPlan(
-            placed.job_id, "slurm", f"job {job_id} on {here} ({LISTPIDS})", (here,), facts
-        )
+        label = f"job {job_id} on {here} ({LISTPIDS}){_script_of(info)}"
+        return JobPlan(placed.job_id, "slurm", label, (here,), facts)
     count = f"{len(nodes)} node{'s' if len(nodes) != 1 else ''}"
     label = (
         f"job {job_id} on {count} ({', '.join(nodes)}; a sampler on each through srun --overlap)"
+        f"{_script_of(info)}"
     )
     return JobPlan(placed.job_id, "srun", label, nodes, facts)
 
