@@ -237,28 +237,29 @@ def first_screen(pid: int) -> tuple[float | None, str]:
     if shutil.which("tmux") is None:
         return None, "no tmux"
     sock = f"watch-bench-{uuid.uuid4().hex[:8]}"
-    with tempfile.NamedTemporaryFile("r", suffix=".err") as err:
-        start = time.perf_counter()
-        command = f"{shlex.quote(str(BINARY))} watch --pid {pid} 2>{shlex.quote(err.name)}"
-        subprocess.run(
-            ["tmux", "-L", sock, "new-session", "-d", "-s", "w", "-x", "150", "-y", "45",
-             command], check=True,
-        )  # fmt: skip
-        try:
-            while time.perf_counter() - start < 60:
-                got = subprocess.run(
-                    ["tmux", "-L", sock, "capture-pane", "-p", "-t", "w"],
-                    capture_output=True, text=True, check=False,
-                )  # fmt: skip
-                if got.returncode != 0:  # the session ended: watch exited
-                    found = re.findall(r"^([A-Za-z_][\w.]*: .*)$", err.read(), re.MULTILINE)
-                    return None, "watch exited: " + (found[-1][:120] if found else "?")
-                if "worker" in got.stdout and "cpu0" in got.stdout:
-                    return time.perf_counter() - start, ""
-                time.sleep(0.01)
-            return None, "not on screen within 60 s"
-        finally:
-            subprocess.run(["tmux", "-L", sock, "kill-server"], check=False, capture_output=True)
+    # stderr stays on the terminal: Textual draws the screen there (a `2>file` would send
+    # the whole screen into the file). A failed start leaves its message on the pane.
+    start = time.perf_counter()
+    command = f"{shlex.quote(str(BINARY))} watch --pid {pid} || sleep 60"
+    subprocess.run(
+        ["tmux", "-L", sock, "new-session", "-d", "-s", "w", "-x", "150", "-y", "45",
+         command], check=True,
+    )  # fmt: skip
+    try:
+        while time.perf_counter() - start < 60:
+            got = subprocess.run(
+                ["tmux", "-L", sock, "capture-pane", "-p", "-t", "w"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            failed = re.findall(r"^(tuneadvisor: .*|\w+Error: .*)$", got.stdout, re.MULTILINE)
+            if failed:
+                return None, "watch exited: " + failed[-1][:120]
+            if "worker" in got.stdout and "cpu0" in got.stdout:
+                return time.perf_counter() - start, ""
+            time.sleep(0.01)
+        return None, "not on screen within 60 s"
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], check=False, capture_output=True)
 
 
 def stop_tree(proc: subprocess.Popen[str]) -> None:
