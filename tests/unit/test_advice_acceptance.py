@@ -933,15 +933,34 @@ def test_site_without_the_jobs_partition_changes_nothing(
     assert not any(k.startswith("node.") for k in doc["advice"]["facts"])
 
 
-def test_argparse_workers_passed_as_1_edit_the_launch_line(
+def test_an_option_missing_from_a_bash_c_string_is_not_appended_after_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    job = job_text(
-        "--cpus-per-task=1",
-        "--mem=8G",
-        "--gres=gpu:1",
-        launch="python train.py --epochs 3 --num-workers 1",
+    launch = "srun bash -c 'exec python train.py --epochs 3'"
+    job = job_text("--cpus-per-task=1", "--mem=8G", "--gres=gpu:1", launch=launch)
+    script = train_text("num_workers=args.num_workers, pin_memory=True")
+    write_case(tmp_path, {"job.sbatch": job, "train.py": script, "seff.txt": SEFF_ONE_CORE_BUSY})
+    code, out, err = cli(
+        capsys, "apply", "--job", str(tmp_path / "job.sbatch"), "--seff", str(tmp_path / "seff.txt")
     )
+    assert code == 0, err
+    tuned = (tmp_path / "job.tuned.sbatch").read_text()
+    assert tuned.splitlines()[-1] == launch  # `... --epochs 3' --num-workers 3` would reach bash
+    assert "add --num-workers" in out and "too complex to edit safely" in out
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        "python train.py --epochs 3 --num-workers 1",
+        # the bundled scripts' form: the closing quote is not part of the value
+        "srun bash -c 'exec kernprof -l -o \"$SLURM_PROCID.lprof\" train.py --num-workers 1'",
+    ],
+)
+def test_argparse_workers_passed_as_1_edit_the_launch_line(
+    launch: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = job_text("--cpus-per-task=1", "--mem=8G", "--gres=gpu:1", launch=launch)
     script = train_text("num_workers=args.num_workers, pin_memory=True")
     write_case(tmp_path, {"job.sbatch": job, "train.py": script, "seff.txt": SEFF_ONE_CORE_BUSY})
     code, out, err = cli(

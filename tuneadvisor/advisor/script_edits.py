@@ -53,7 +53,11 @@ def _edit_launch(job: JobScript, launch: LaunchLine, option: str, value: str) ->
     lines = job.render_text().splitlines(keepends=True)
     for index in range(launch.line - 1, launch.end_line):
         text = lines[index]
-        pattern = re.compile(r"(?<!\S)(" + re.escape(option) + r")(=|\s+)(\"[^\"]*\"|'[^']*'|\S+)")
+        # An unquoted value ends at a quote too: in `bash -c '... --num-workers 1'` the
+        # closing quote belongs to the string, not to the value.
+        pattern = re.compile(
+            r"(?<!\S)(" + re.escape(option) + r")(=|\s+)(\"[^\"]*\"|'[^']*'|[^\s'\"]+)"
+        )
         match = pattern.search(text)
         if match:
             lines[index] = text[: match.start(3)] + value + text[match.end(3) :]
@@ -66,7 +70,9 @@ def _append(job: JobScript, launch: LaunchLine, lines: list[str], words: str) ->
     last = lines[launch.end_line - 1]
     body = last.rstrip("\r\n")
     ending = last[len(body) :]
-    if _SHELL_UNSAFE.search(body) or "#" in body:
+    # A line ending in a quote closes a `bash -c '...'` string: words after it would reach
+    # bash, not the training script.
+    if _SHELL_UNSAFE.search(body) or "#" in body or body.rstrip().endswith(("'", '"')):
         return None
     lines[launch.end_line - 1] = f"{body.rstrip()} {words}{ending}"
     return JobScript.parse("".join(lines), job.path)

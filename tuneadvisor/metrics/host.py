@@ -11,19 +11,19 @@ a zombie is shown as such with no values, and a value the OS will not give (anot
 is an error.
 
 Cost (issue 5: at most 5 % of one core at a 0.1 s interval). On Linux a round reads
-``/proc`` directly (``proc_readers``): per process ``/proc/PID/stat`` (state, parent, CPU times, threads, start
-time), ``/proc/PID/statm`` (RSS, exactly as psutil gives it) and ``/proc/PID/io``; for the
-node ``/proc/stat``, ``/proc/meminfo``, ``/proc/loadavg`` and the ``/proc`` listing. What
-does not change while a process runs one program (name, command line, user, the Slurm/CUDA
-environment) is read once, with psutil, and kept with the process's identity: its pid *and*
-start time, so a pid the kernel reuses for a new process never inherits the old one's command
-line, role or CPU time; an ``exec`` (a new program image in ``stat``) reads them again. The
-tree is not walked every round (psutil's ``children(recursive=True)`` reads every
-``/proc/PID/stat`` on the node): only pids that are new in the listing, or that the kernel
-handed out since the last round (the last pid in ``/proc/loadavg``: a pid reused between two
-rounds is among them), are looked at; the process table is walked again only when a member
-ended (its children move to another parent) or its pid names another process. Elsewhere (no
-``/proc``) the same values come from psutil.
+``/proc`` directly (``proc_readers``): per process ``/proc/PID/stat`` (state, parent, CPU
+times, threads, start time), ``/proc/PID/statm`` (RSS, exactly as psutil gives it) and
+``/proc/PID/io``; for the node ``/proc/stat``, ``/proc/meminfo``, ``/proc/loadavg`` and the
+``/proc`` listing. What does not change while a process runs one program (name, command
+line, user, the Slurm/CUDA environment) is read once, with psutil, and kept with the
+process's identity: its pid *and* start time, so a pid the kernel reuses for a new process
+never inherits the old one's command line, role or CPU time; an ``exec`` (a new program
+image in ``stat``) reads them again. The tree is not walked every round (psutil's
+``children(recursive=True)`` reads every ``/proc/PID/stat`` on the node): only pids that are
+new in the listing, or that the kernel handed out since the last round (the last pid in
+``/proc/loadavg``: a pid reused between two rounds is among them), are looked at; the
+process table is walked again only when a member ended (its children move to another parent)
+or its pid names another process. Elsewhere (no ``/proc``) the same values come from psutil.
 
 CPU percentages are computed here from CPU-time differences between rounds (100 = one core
 busy), so no psutil module state is shared and the first round of a process is None rather
