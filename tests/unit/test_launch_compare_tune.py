@@ -129,14 +129,18 @@ def _request(tmp_path: Path, settings: Settings) -> RunRequest:
 
 def test_worker_candidates_grow_with_the_cores() -> None:
     base = Settings(cpus_per_task=1, knobs={"num_workers": 0})
-    assert worker_candidates(base, 2) == [(1, 1), (2, 1), (2, 2)]
+    # (2, 0): more cores alone, for PyTorch's compute threads
+    assert worker_candidates(base, 2) == [(1, 1), (2, 0), (2, 1), (2, 2)]
+    two = Settings(cpus_per_task=2, knobs={"num_workers": 1})
+    assert worker_candidates(two, 3) == [(1, 0), (1, 1), (2, 2), (3, 1), (3, 2), (3, 3)]
 
 
 def test_a_compute_bound_run_keeps_its_setting_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = FakeRuns({(1, 0, 64, False): 1000.0, (1, 1, 64, False): 1010.0,
-                     (2, 1, 64, False): 980.0, (2, 2, 64, False): 990.0,
+                     (2, 0, 64, False): 1020.0, (2, 1, 64, False): 980.0,
+                     (2, 2, 64, False): 990.0,
                      (1, 0, 128, False): 1020.0, (1, 0, 64, True): 600.0})  # fmt: skip
     monkeypatch.setattr(tune_mod, "run_local", fake)
     base = Settings(cpus_per_task=1, knobs={"num_workers": 0, "batch_size": 64})
@@ -146,7 +150,7 @@ def test_a_compute_bound_run_keeps_its_setting_and_says_why(
     assert result.best is result.base
     text = "\n".join(result.decisions)
     assert "workers and cores: kept 1 cpu, workers 0, batch 64 (1,000.0 samples/s)" in text
-    assert "+1.0 %" in text and "below the 5 %" in text
+    assert "+2.0 %" in text and "below the 5 %" in text
     assert "mixed precision: dropped, 600.0 against 1,000.0" in text
     assert "advice num_workers = 1: dropped" in text and "pinned memory: not tried" in text
 
@@ -155,7 +159,8 @@ def test_an_input_bound_run_takes_more_workers_and_stops_at_the_knee(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = FakeRuns({(1, 0, 64, False): 100.0, (1, 1, 64, False): 110.0,
-                     (2, 1, 64, False): 190.0, (2, 2, 64, False): 185.0,
+                     (2, 0, 64, False): 120.0, (2, 1, 64, False): 190.0,
+                     (2, 2, 64, False): 185.0, (3, 0, 64, False): 150.0,
                      (3, 2, 64, False): 186.0, (3, 3, 64, False): 180.0})  # fmt: skip
     monkeypatch.setattr(tune_mod, "run_local", fake)
     base = Settings(cpus_per_task=1, knobs={"num_workers": 0, "batch_size": 64})
@@ -164,7 +169,26 @@ def test_an_input_bound_run_takes_more_workers_and_stops_at_the_knee(
     assert result.best is not None and result.best.rate == 190.0
     assert (result.best.settings.cpus_per_task, result.best.settings.knobs["num_workers"]) == (2, 1)
     tried = [(s.cpus_per_task, s.knobs["num_workers"]) for s in fake.calls]
-    assert tried == [(1, 0), (1, 1), (2, 1), (2, 2), (3, 2)]  # two misses past 190: stop
+    assert tried == [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2), (3, 0)]  # two misses past 190
+
+
+def test_a_cpu_bound_run_takes_cores_for_compute_not_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CPU training with no input cost: a second core speeds up PyTorch's own threads, a
+    worker does not. The decision says which of the two paid."""
+    fake = FakeRuns({(1, 0, 64, False): 800.0, (1, 1, 64, False): 790.0,
+                     (2, 0, 64, False): 1300.0, (2, 1, 64, False): 1250.0,
+                     (2, 2, 64, False): 1190.0})  # fmt: skip
+    monkeypatch.setattr(tune_mod, "run_local", fake)
+    base = Settings(cpus_per_task=1, knobs={"num_workers": 0, "batch_size": 64})
+    options = TuneOptions(max_cores=2, stages=("workers",))
+    result = Tuner(_request(tmp_path, base), options).run()
+    assert result.best is not None
+    assert (result.best.settings.cpus_per_task, result.best.settings.knobs["num_workers"]) == (2, 0)
+    text = "\n".join(result.decisions)
+    assert "with the same 0 workers: the cores run PyTorch's compute threads" in text
+    assert "more workers on those cores did not pay (2 cpu, workers 1, batch 64: -3.8 %)" in text
 
 
 def test_the_budget_stops_the_trials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

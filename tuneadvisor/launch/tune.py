@@ -90,21 +90,49 @@ def measured_rate(record: RunRecord, warmup_steps: int) -> float | None:
     return statistics.median(rates) if rates else None
 
 
+def _why_cores(start: Trial, best: Trial, tried: Sequence[Trial]) -> str:
+    """When only the cores changed, say so: the gain is compute threads, not the input
+    pipeline, and what more workers gave on those cores."""
+    workers = base_workers(start.settings)
+    if base_workers(best.settings) != workers:
+        return ""
+    more = [
+        t for t in tried
+        if t.settings.cpus_per_task == best.settings.cpus_per_task
+        and base_workers(t.settings) > workers and t.rate
+    ]  # fmt: skip
+    top = max(more, key=lambda t: t.rate or 0.0, default=None)
+    said = (
+        f"; more workers on those cores did not pay ({top.settings.describe()}: "
+        f"{_pct(top.rate, best.rate)})"
+        if top
+        else ""
+    )
+    return f" with the same {workers} workers: the cores run PyTorch's compute threads{said}"
+
+
 def _pct(new: float | None, old: float | None) -> str:
     if not new or not old:
         return "n/a"
     return f"{100.0 * (new / old - 1.0):+.1f} %"
 
 
+def base_workers(settings: Settings) -> int:
+    return int(str(settings.knobs.get("num_workers", settings.cpus_per_task)))
+
+
 def worker_candidates(base: Settings, cores: int) -> list[tuple[int, int]]:
     """(cpus-per-task, workers) pairs in growing order, up to the cores there are: with c
-    cores, c-1 workers leave one for the main process; c workers oversubscribe by one."""
+    cores, the base's own workers (more cores alone: PyTorch's compute threads follow
+    --cpus-per-task, so a CPU-bound run may gain from cores without any worker), c-1 workers
+    leaving one core for the main process, and c workers oversubscribing by one."""
+    here = (base.cpus_per_task, base_workers(base))
     pairs: list[tuple[int, int]] = []
     for c in range(1, max(1, cores) + 1):
-        for w in (c - 1, c):
+        same = (here[1],) if c > here[0] else ()
+        for w in (*same, c - 1, c):
             if (c, w) not in pairs:
                 pairs.append((c, w))
-    here = (base.cpus_per_task, int(str(base.knobs.get("num_workers", base.cpus_per_task))))
     return [p for p in pairs if p != here]
 
 
@@ -232,7 +260,7 @@ class Tuner:
             self.result.decisions.append(
                 f"workers and cores: {best.settings.describe()} gives "
                 f"{best.rate:,.1f} samples/s, {_pct(best.rate, start.rate)} against "
-                f"{start.settings.describe()}"
+                f"{start.settings.describe()}" + _why_cores(start, best, tried)
             )
         return best
 
