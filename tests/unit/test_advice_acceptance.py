@@ -933,6 +933,32 @@ def test_site_without_the_jobs_partition_changes_nothing(
     assert not any(k.startswith("node.") for k in doc["advice"]["facts"])
 
 
+@pytest.mark.parametrize(
+    ("launch", "tuned_launch"),
+    [
+        # a line ending in a quoted word is no shell string: the option is appended
+        ('srun python train.py --data-dir "$DATA"',
+         'srun python train.py --data-dir "$DATA" --num-workers 3'),
+        # an arithmetic expansion is no single word to replace: left alone, with a note
+        ("python train.py --num-workers $((SLURM_CPUS_PER_TASK - 1))",
+         "python train.py --num-workers $((SLURM_CPUS_PER_TASK - 1))"),
+    ],
+)  # fmt: skip
+def test_launch_line_edits_around_quotes_and_expansions(
+    launch: str, tuned_launch: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = job_text("--cpus-per-task=1", "--mem=8G", "--gres=gpu:1", launch=launch)
+    script = train_text("num_workers=args.num_workers, pin_memory=True")
+    write_case(tmp_path, {"job.sbatch": job, "train.py": script, "seff.txt": SEFF_ONE_CORE_BUSY})
+    code, out, err = cli(
+        capsys, "apply", "--job", str(tmp_path / "job.sbatch"), "--seff", str(tmp_path / "seff.txt")
+    )
+    assert code == 0, err
+    tuned = (tmp_path / "job.tuned.sbatch").read_text()
+    assert tuned.splitlines()[-1] == tuned_launch
+    assert ("too complex to edit safely" in out) == (tuned_launch == launch)  # said, if left
+
+
 def test_an_option_missing_from_a_bash_c_string_is_not_appended_after_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

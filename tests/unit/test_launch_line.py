@@ -221,6 +221,13 @@ def test_a_job_script_object_brings_its_path(project: Path) -> None:
             ["--epochs", "2"],
         ),
         ('"${watch[@]}" srun python X.py -v\n', ["srun"], "X.py", ["-v"]),
+        (
+            "srun sh -c 'exec python X.py \"$@\"' sh --data-dir d --num-workers 3\n",
+            ["srun"],
+            "X.py",
+            ["--data-dir", "d", "--num-workers", "3"],
+        ),
+        ("bash -c 'python X.py $2' bash a b c\n", [], "X.py", ["b"]),
         ("$PROFILER python X.py\n", [], "X.py", []),
         (
             "tuneadvisor watch --headless --record m.jsonl -- python X.py --b 2\n",
@@ -258,3 +265,4 @@ def test_bundled_job_scripts_name_their_training_script(
     assert found is not None
     assert found.script == f"training/{name}.py"
     assert found.script_path == REPO_ROOT / "training" / f"{name}.py"
+    assert "--num-workers" in found.options  # the arguments too, also through "$@"

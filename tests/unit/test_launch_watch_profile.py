@@ -40,12 +40,16 @@ def _recording(path: Path, cores: list[float], rss: list[float], util: float | N
 # --------------------------------------------------------------------------- job scripts
 
 
+@pytest.mark.parametrize("profile", [False, True])
 @pytest.mark.parametrize(("name", "target"), [("mnist_single", '--pid "$train_pid"'),
                                               ("mnist_ddp", '--job "$SLURM_JOB_ID"')])  # fmt: skip
 def test_a_submitted_job_records_watch_beside_the_training(
-    tmp_path: Path, name: str, target: str
+    tmp_path: Path, name: str, target: str, profile: bool
 ) -> None:
-    req = _request(tmp_path, name, Settings(ntasks=2 if name == "mnist_ddp" else 1))
+    # profiled srun jobs run each rank's kernprof in `sh -c '... "$@"' sh ARGS`: the options
+    # after the string still count as the training script's
+    settings = Settings(ntasks=2 if name == "mnist_ddp" else 1)
+    req = _request(tmp_path, name, settings, profile=profile)
     text = render_job_script(
         req.settings, name=name, launch=launch_line(req), workdir=tmp_path,
         output="slurm-%j.out", watch=["/opt/ta/bin/python", "-m", "tuneadvisor"],

@@ -59,6 +59,8 @@ def _edit_launch(job: JobScript, launch: LaunchLine, option: str, value: str) ->
             r"(?<!\S)(" + re.escape(option) + r")(=|\s+)(\"[^\"]*\"|'[^']*'|[^\s'\"]+)"
         )
         match = pattern.search(text)
+        if match and match.group(3).startswith("$("):
+            return None  # `$((SLURM_CPUS_PER_TASK - 1))` is no single word to replace
         if match:
             lines[index] = text[: match.start(3)] + value + text[match.end(3) :]
             return JobScript.parse("".join(lines), job.path)
@@ -70,9 +72,8 @@ def _append(job: JobScript, launch: LaunchLine, lines: list[str], words: str) ->
     last = lines[launch.end_line - 1]
     body = last.rstrip("\r\n")
     ending = last[len(body) :]
-    # A line ending in a quote closes a `bash -c '...'` string: words after it would reach
-    # bash, not the training script.
-    if _SHELL_UNSAFE.search(body) or "#" in body or body.rstrip().endswith(("'", '"')):
+    # Inside `bash -c '...'`, words after the line's end would reach bash, not the script.
+    if _SHELL_UNSAFE.search(body) or "#" in body or launch.shell_string:
         return None
     lines[launch.end_line - 1] = f"{body.rstrip()} {words}{ending}"
     return JobScript.parse("".join(lines), job.path)

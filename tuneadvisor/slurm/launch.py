@@ -65,6 +65,7 @@ class LaunchLine:
     module: str | None  # ``python -m package.train``
     args: tuple[str, ...]  # the training script's arguments
     script_path: Path | None  # the script on disk, when it exists
+    shell_string: bool = False  # inside ``bash -c '...'``: words after the line reach bash
 
     @property
     def options(self) -> dict[str, str]:
@@ -438,6 +439,7 @@ class _Context:
 class _Found:
     env: dict[str, str] = field(default_factory=dict)
     launchers: list[Launcher] = field(default_factory=list)
+    shell_string: bool = False  # inside ``bash -c '...'``
     python: str | None = None
     script: str | None = None
     module: str | None = None
@@ -457,7 +459,8 @@ def _analyse(words: list[str], found: _Found) -> _Found | None:
         # `"${watch[@]}" srun ...`, `$PROFILER python x.py`: a wrapper the script set up.
         return _analyse(rest, found)
     if program in _SHELLS and "-c" in rest[:-1]:
-        return _shell_string(rest[rest.index("-c") + 1], found)
+        at = rest.index("-c")
+        return _shell_string(rest[at + 1], rest[at + 3 :], found)  # after the string: $0 ARGS
     if program == "tuneadvisor" and rest[:1] == ["watch"] and "--" in rest:
         return _analyse(rest[rest.index("--") + 1 :], found)  # watch -- COMMAND
     if program in _PREFIXES:
@@ -480,16 +483,34 @@ def _analyse(words: list[str], found: _Found) -> _Found | None:
     return None
 
 
-def _shell_string(command: str, found: _Found) -> _Found | None:
-    """``bash -c 'exec kernprof -l -o "$RANK.lprof" x.py --lr 1'``: the string's commands,
-    read like the script's own (the first that runs training counts)."""
+def _shell_string(command: str, positional: list[str], found: _Found) -> _Found | None:
+    """``bash -c 'exec kernprof -l -o "$RANK.lprof" x.py "$@"' sh --lr 1``: the string's
+    commands, read like the script's own (the first that runs training counts), with
+    ``"$@"`` and ``$1``... standing for the words after the string's ``$0``."""
     if len(command) > 1 and command[0] == command[-1] and command[0] in "'\"":
         command = command[1:-1]  # still quoted when it holds a $(...)
     for words in _commands(_lex(command)):
-        result = _analyse(words, _Found(dict(found.env), list(found.launchers)))
+        inner = _Found(dict(found.env), list(found.launchers), shell_string=True)
+        result = _analyse(_positional(words, positional), inner)
         if result is not None:
             return result
     return None
+
+
+_POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
+
+
+def _positional(words: list[str], values: list[str]) -> list[str]:
+    out: list[str] = []
+    for word in words:
+        if word in ("$@", "$*", "${@}", "${*}"):
+            out.extend(values)
+        elif (number := _POSITIONAL.fullmatch(word)) is not None:
+            index = int(number.group(1)) - 1
+            out.extend(values[index : index + 1])
+        else:
+            out.append(word)
+    return out
 
 
 def _subcommand(name: str, spec: _Spec, words: list[str], found: _Found) -> _Found | None:
@@ -665,4 +686,5 @@ def _launch(words: list[str], logical: _Logical, context: _Context) -> LaunchLin
         module=result.module,
         args=result.args,
         script_path=_resolve(result.script, context) if result.script else None,
+        shell_string=result.shell_string,
     )
