@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -143,13 +144,37 @@ def test_every_node_through_srun_overlap(cluster: Cluster, job: str, tmp_path: P
     assert sum(1 for p in last.procs if p.role == ROLE_WORKER) == 2
     assert not any("-m tuneadvisor watch" in p.cmdline for p in last.procs)  # not the sampler
     # The sampler's step ended with the watch: only the batch step and step 0 are left.
+    _only_the_jobs_own_steps(cluster, job)
+    report = cluster.tuneadvisor(tmp_path, "report", "--metrics", str(record), "--format", "json")
+    assert report.returncode == 0, report.stderr
+    assert "findings" in json.loads(report.stdout)
+
+
+def _only_the_jobs_own_steps(cluster: Cluster, job: str) -> None:
     deadline = time.monotonic() + 60
     while {r.step for r in cluster.client.job_pids(job)} != {"batch", "0"}:
         assert time.monotonic() < deadline, cluster.client.job_pids(job)
         time.sleep(0.2)
-    report = cluster.tuneadvisor(tmp_path, "report", "--metrics", str(record), "--format", "json")
-    assert report.returncode == 0, report.stderr
-    assert "findings" in json.loads(report.stdout)
+
+
+@pytest.mark.parametrize(("signum", "after_s"), [(signal.SIGINT, 0.3), (signal.SIGHUP, 3.0)])
+def test_an_interrupted_watch_leaves_no_sampler_step(
+    cluster: Cluster, job: str, tmp_path: Path, signum: int, after_s: float
+) -> None:
+    """Ctrl-C while the node samplers start, or the terminal hanging up mid-watch: the
+    `srun --overlap` step ends with the watch instead of running on in the job."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuneadvisor", "watch", "--headless", "--interval", "0.5",
+         "--job", job, "--all-nodes"],
+        env=cluster.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(after_s)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode in (0, 130), err
+    assert "Traceback" not in err
+    assert signum == signal.SIGINT or "rounds over" in out  # a hang-up still summarises
+    _only_the_jobs_own_steps(cluster, job)
 
 
 def test_a_job_that_is_not_running_is_one_line_and_status_2(

@@ -425,6 +425,11 @@ def replay_position(playback: Playback) -> str:
 
 def run_watch_app(source: Source, title: str) -> int:
     app = WatchApp(source, title=title)
-    app.run()
-    source.stop.set()
+    try:
+        app.run()
+    finally:
+        source.stop.set()
+        # The caller closes the recorder and NVML next: let a round in flight finish first.
+        if app._thread is not None:
+            app._thread.join(timeout=source.interval_s + 5.0)
     return app.return_code or 0

@@ -118,7 +118,11 @@ def _merged_session(
     client = SlurmClient(timeout_s=SLURM_TIMEOUT_S)
     remote = RemoteSamplers(client.overlap_step(plan.job_id, len(plan.nodes), command),
                             plan.nodes, args.interval)  # fmt: skip
-    remote.wait_started()
+    try:
+        remote.wait_started()
+    except BaseException:  # Ctrl-C or a failed start: no srun step may outlive the watch
+        remote.close()
+        raise
     header: dict[str, object] = {
         "interval_s": args.interval,
         "window_s": args.window,
@@ -199,38 +203,54 @@ def run_watch(args: argparse.Namespace, show: Show | None = None) -> int:
     live screen (the CLI passes the Textual app; this layer does not import the TUI)."""
     _validate(args, screen=show is not None)
     target = _target(args)
-    try:
-        session, sampler = build_session(args, target)
-    except BaseException:
-        if target.child is not None:
-            target.child.kill()
-            target.child.wait()
-        raise
+    built: list[WatchSession] = []
+    screen = show is not None and not (args.headless or args.stream)
 
     def stop(signum: int, frame: FrameType | None) -> None:
-        session.stop.set()
+        # Before the session exists (srun steps starting) and for a hang-up of the screen's
+        # terminal, unwind at once: the finally clauses end the steps and close the files.
+        if not built or (screen and signum == signal.SIGHUP):
+            raise KeyboardInterrupt
+        built[0].stop.set()
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        if args.stream:
-            return _stream(session)
-        if args.headless or show is None:
-            from tuneadvisor.watch.summary import render_summary
-
-            try:
-                session.run()
-            except KeyboardInterrupt:
-                session.ended_because = "interrupted"
-            sys.stdout.write(render_summary(session, target.label, args.record))
-            sys.stdout.flush()
-            return _exit_status(target.child, 0)
-        code = show(session, f"tuneadvisor watch: {target.label}")
-        return _exit_status(target.child, code)
+        try:
+            session, sampler = build_session(args, target)
+        except BaseException:
+            if target.child is not None:
+                target.child.kill()
+                target.child.wait()
+            raise
+        built.append(session)
+        try:
+            return _watch(args, target, session, show)
+        finally:
+            sampler.close()
+            if session.recorder is not None:
+                session.recorder.close()
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        sampler.close()
-        if session.recorder is not None:
-            session.recorder.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _watch(
+    args: argparse.Namespace, target: _Target, session: WatchSession, show: Show | None
+) -> int:
+    if args.stream:
+        return _stream(session)
+    if args.headless or show is None:
+        from tuneadvisor.watch.summary import render_summary
+
+        try:
+            session.run()
+        except KeyboardInterrupt:
+            session.ended_because = "interrupted"
+        sys.stdout.write(render_summary(session, target.label, args.record))
+        sys.stdout.flush()
+        return _exit_status(target.child, 0)
+    code = show(session, f"tuneadvisor watch: {target.label}")
+    return _exit_status(target.child, code)
 
 
 def _stream(session: WatchSession) -> int:
