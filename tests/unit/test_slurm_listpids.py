@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.slurm.listpids import ListpidsError, StepPid, parse_listpids
-from tuneadvisor.slurm.placement import parse_hostnames, parse_placement, simple_names
+from tuneadvisor.slurm.placement import (
+    JobArrayError,
+    parse_hostnames,
+    parse_placement,
+    simple_names,
+)
 from tuneadvisor.watch.remote import LabelledLines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-local"
@@ -68,6 +73,15 @@ def test_placement_of_a_running_job() -> None:
         "vm",
     )
     assert placed.info.cpus_per_task == 1 and placed.info.mem_per_node_mib == 200.0
+
+
+def test_a_job_array_id_is_no_one_job() -> None:
+    with pytest.raises(JobArrayError) as caught:
+        parse_placement(output("scontrol-show-job-array.txt"))
+    assert (
+        str(caught.value)
+        == "a job array of 2 tasks: give one task, 205_2 (running), 205_1 (running)"
+    )
 
 
 def test_a_pending_job_has_no_nodes_yet() -> None:

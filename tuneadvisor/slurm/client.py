@@ -24,7 +24,13 @@ from typing import TypeVar
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.listpids import ListpidsError, StepPid, parse_listpids
-from tuneadvisor.slurm.placement import Placement, parse_hostnames, parse_placement, simple_names
+from tuneadvisor.slurm.placement import (
+    JobArrayError,
+    Placement,
+    parse_hostnames,
+    parse_placement,
+    simple_names,
+)
 from tuneadvisor.slurm.sacct import SacctError, SacctJob, parse_sacct_json, parse_sacct_pipe
 from tuneadvisor.slurm.scontrol import JobInfo, ScontrolError, parse_job
 from tuneadvisor.slurm.seff import SeffError, SeffReport, parse_seff
@@ -35,7 +41,7 @@ _Parsed = TypeVar("_Parsed")
 
 _JOB_ID = re.compile(r"\d+(?:_\d+)?")
 _SUBMITTED = re.compile(r"(\d+)(?:;\S+)?")
-_FORGOTTEN = ("Invalid job id", "No steps running", "does not exist")
+_FORGOTTEN = ("Invalid job id", "No steps running", "does not exist", "not found")
 _NO_STEPS_HERE = ("There are no steps", "does not exist", "Invalid job id")
 SSTAT_COLUMNS = ("JobID", "NTasks", "AveCPU", "MaxRSS")
 RECENT_COLUMNS = ("JobID", "JobName", "User", "Partition", "State", "ExitCode", "ElapsedRaw",
@@ -149,6 +155,8 @@ class SlurmClient:
     def _parsed(job_id: str, parse: Callable[[str], _Parsed], text: str) -> _Parsed:
         try:
             return parse(text)
+        except JobArrayError:
+            raise  # a wrong id of the user's, not Slurm failing: the caller says so
         except ScontrolError as exc:
             raise SlurmError(_asking(job_id), f"unexpected scontrol output: {exc}") from None
 

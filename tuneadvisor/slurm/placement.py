@@ -33,9 +33,24 @@ def _value(record: Mapping[str, str], key: str) -> str | None:
     return None if value is None or value in _NONE else value
 
 
+class JobArrayError(ScontrolError):
+    """The id names a job array: one record per task, and no one job to watch."""
+
+
 def parse_placement(text: str) -> Placement:
     """The one job of ``scontrol show job -o ID``."""
     records = parse_records(text)
+    tasks = [
+        f"{r['ArrayJobId']}_{r['ArrayTaskId']}"
+        + (" (running)" if r.get("JobState") == "RUNNING" else "")
+        for r in records
+        if r.get("ArrayJobId") and r.get("ArrayTaskId")
+    ]
+    if len(records) > 1 and len(tasks) == len(records):
+        raise JobArrayError(
+            f"a job array of {len(tasks)} tasks: give one task, {', '.join(tasks[:6])}"
+            + (", ..." if len(tasks) > 6 else "")
+        )
     if len(records) != 1:
         raise ScontrolError(f"expected one job record, got {len(records)}")
     record = records[0]

@@ -29,6 +29,7 @@ from tuneadvisor.metrics.host import HostReading, HostSampler, tree_totals
 from tuneadvisor.metrics.snapshot import ProcSample
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.listpids import StepPid
+from tuneadvisor.slurm.placement import JobArrayError
 from tuneadvisor.slurm.scontrol import JobInfo
 
 REQUERY_S = 2.0
@@ -77,6 +78,8 @@ def plan_job(job_id: str, client: SlurmClient, where: Where = "auto") -> JobPlan
         return JobPlan(job_id, "environment", f"{fallback}: Slurm's scontrol is not on PATH)")
     try:
         placed = client.placement(job_id)
+    except JobArrayError as exc:
+        raise InputError(None, f"--job {job_id}: {exc}") from None
     except InputError as exc:  # slurmctld down or unreachable: the environment still works
         return JobPlan(job_id, "environment", f"{fallback}: Slurm did not answer: {exc})")
     if placed is None:
