@@ -177,6 +177,34 @@ def test_an_interrupted_watch_leaves_no_sampler_step(
     _only_the_jobs_own_steps(cluster, job)
 
 
+INSIDE = """\
+#!/bin/bash
+#SBATCH --job-name=inside
+#SBATCH --cpus-per-task=1
+#SBATCH --mem=300M
+#SBATCH --time=00:05:00
+sleep 30 | python loader.py fork 1 idle &
+python -m tuneadvisor watch --headless --interval 0.5 --duration 4 --job "$SLURM_JOB_ID" \\
+  --all-nodes --record inside.jsonl > inside.out 2>&1
+kill %1
+"""
+
+
+def test_a_watch_inside_the_job_is_not_counted_as_its_training(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The bundled job scripts start `tuneadvisor watch --job` in the batch script: that
+    watch, its srun and its children live in the job's process tree but are no training."""
+    shutil.copy(LOADER, tmp_path / "loader.py")
+    job = cluster.submit(tmp_path, "inside.sbatch", INSIDE)
+    cluster.wait(job)
+    rec = parse_recording((tmp_path / "inside.jsonl").read_text())
+    assert rec.snapshots, (tmp_path / "inside.out").read_text()
+    seen = {p.cmdline for s in rec.snapshots for p in s.procs}
+    assert not [c for c in seen if "tuneadvisor watch" in c or "srun" in c], seen
+    assert any("loader.py fork 1 idle" in c for c in seen), seen
+
+
 def test_a_job_that_is_not_running_is_one_line_and_status_2(
     cluster: Cluster, tmp_path: Path
 ) -> None:

@@ -27,6 +27,8 @@ def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
                         help="no screen: sample, then print the summary")  # fmt: skip
     # The samplers of a multi-node watch: recording lines on stdout, read through srun.
     parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
+    # NODE:PID of the watch that started this node's sampler: not one of the job's processes
+    parser.add_argument("--watcher", help=argparse.SUPPRESS)
     parser.add_argument("--duration", type=float, metavar="S",
                         help="stop after S seconds (default: when the watched "
                         "processes end)")  # fmt: skip

@@ -25,6 +25,7 @@ from tuneadvisor.watch.job_target import (
     slurm_lister,
     still_running,
     this_node,
+    watcher_pids,
 )
 from tuneadvisor.watch.merge import MergedSession
 from tuneadvisor.watch.remote import RemoteSamplers
@@ -99,11 +100,15 @@ def _recorder(
         raise InputError(args.record, f"cannot write: {exc.strerror or exc}") from None
 
 
-def _host_sampler(target: _Target) -> HostSampler:
+def _host_sampler(target: _Target, watcher: str | None) -> HostSampler:
     plan = target.plan
     if plan is not None and plan.how == "slurm":
         client = SlurmClient(timeout_s=SLURM_TIMEOUT_S)
-        return SlurmPids(slurm_lister(client, plan.job_id), still_running(client, plan.job_id))
+        return SlurmPids(
+            slurm_lister(client, plan.job_id),
+            still_running(client, plan.job_id),
+            watchers=watcher_pids(watcher),
+        )
     return HostSampler(target.roots, job_id=target.job_id)
 
 
@@ -112,7 +117,8 @@ def _merged_session(
 ) -> tuple[WatchSession, RemoteSamplers]:
     """One sampler per node of the job (srun --overlap), their rounds merged."""
     command = [sys.executable, "-m", "tuneadvisor", "watch", "--job", plan.job_id, "--this-node",
-               "--headless", "--stream", "--interval", repr(args.interval)]  # fmt: skip
+               "--headless", "--stream", "--interval", repr(args.interval),
+               "--watcher", f"{this_node()}:{os.getpid()}"]  # fmt: skip
     if args.gpus is not None:
         command += ["--gpus", args.gpus]
     client = SlurmClient(timeout_s=SLURM_TIMEOUT_S)
@@ -150,7 +156,7 @@ def build_session(
     rules = () if args.stream else load_rules(rule_dirs(args.rules))
     if target.plan is not None and target.plan.how == "srun":
         return _merged_session(args, target.plan, rules)
-    host = _host_sampler(target)
+    host = _host_sampler(target, args.watcher)
     missing = host.check_roots()
     if missing:
         raise InputError(None, f"--pid {missing[0]}: no such process")

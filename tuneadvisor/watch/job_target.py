@@ -20,7 +20,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -136,6 +136,29 @@ def slurm_lister(client: SlurmClient, job_id: str) -> Callable[[], tuple[StepPid
     return listed
 
 
+def watcher_pids(watcher: str | None) -> tuple[int, ...]:
+    """``--watcher NODE:PID``: that pid when it is on this node."""
+    node, _, pid = (watcher or "").rpartition(":")
+    return (int(pid),) if pid.isdigit() and node == this_node() else ()
+
+
+def without_subtrees(procs: dict[int, ProcSample], roots: Collection[int]) -> dict[int, ProcSample]:
+    """``procs`` less ``roots`` and every process below them."""
+    dropped: dict[int, bool] = {}
+
+    def below(pid: int) -> bool:
+        chain = []
+        while pid in procs and pid not in dropped and pid not in roots:
+            chain.append(pid)
+            pid = procs[pid].ppid or 0
+        hit = pid in roots or dropped.get(pid, False)
+        for member in chain:
+            dropped[member] = hit
+        return hit
+
+    return {pid: p for pid, p in procs.items() if pid not in roots and not below(pid)}
+
+
 def still_running(client: SlurmClient, job_id: str) -> Callable[[], bool]:
     def running() -> bool:
         shown = client.show_job(job_id)
@@ -157,8 +180,12 @@ class SlurmPids(HostSampler):
         *,
         requery_s: float = REQUERY_S,
         clock: Callable[[], float] = time.monotonic,
+        watchers: Collection[int] = (),
     ) -> None:
         super().__init__(roots=[], clock=clock)  # no roots: the node's cores and memory only
+        # This watch and the one that started it (inside the job's batch script): they and
+        # their children (srun, scontrol) are in the job's process tree but are no training.
+        self._watchers = {os.getpid(), *watchers}
         self._list_pids = list_pids
         self._still_running = still_running
         self._requery_s = requery_s
@@ -177,16 +204,15 @@ class SlurmPids(HostSampler):
             self._relist(problems)
         procs: dict[int, ProcSample] = {}
         alive = []
-        me = os.getpid()
         for tree in self._trees:
             reading = tree.sample()
             problems += reading.problems
             for p in reading.procs:
-                if p.pid != me:  # a watch started inside the job's batch script
-                    procs.setdefault(p.pid, p)
+                procs.setdefault(p.pid, p)
             if reading.roots_alive:
                 alive.append(tree)
         self._trees = alive
+        procs = without_subtrees(procs, self._watchers)
         self._covered = set(procs)
         host = tree_totals(node.host, procs.values())
         return HostReading(
