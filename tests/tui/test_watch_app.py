@@ -268,6 +268,30 @@ async def test_no_gpus_from_the_first_round_says_why() -> None:
         sampler.gate.set()
 
 
+class TwoNodeSampler(ScriptedSampler):
+    """A merged watch: the same two processes on nodes a and b."""
+
+    def sample(self) -> Snapshot:
+        snap = super().sample()
+        procs = tuple(replace(p, node=n) for n in ("a", "b") for p in snap.procs)
+        return replace(snap, procs=procs)
+
+
+@async_test
+async def test_a_merged_watch_shows_use_per_node_not_sums_against_per_task_asks() -> None:
+    sampler = TwoNodeSampler()
+    s = WatchSession(sampler, load_rules([default_rules_dir()]), interval_s=0.1, window_s=30,
+                     job={"job.cpus_per_task": 1})  # fmt: skip
+    app = WatchApp(s)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_rounds(app, pilot, 3)
+        text = screen_text(app)
+        # 99 % + 3 % CPU and 2100 + 400 MiB on each node
+        assert "Use per node (asked: 1 per task): a 1.02 cores, 2500 MiB · b 1.02 cores" in text
+        assert "of 1 requested" not in text
+        sampler.gate.set()
+
+
 def test_textual_only_loaded_for_the_screen() -> None:
     code = (
         "import sys\n"

@@ -313,6 +313,10 @@ class WatchApp(App[int]):
             f"of a core · window {self.source.window_s:g} s"
         ).strip()
         self.query_one("#status", Static).update(text)
+        nodes = sorted({p.node for p in latest.procs if p.node} if latest else set())
+        if len(nodes) > 1:  # a merged watch: sums over nodes are no match for per-task asks
+            self.query_one("#requests", Static).update(self._per_node_use(latest, nodes))
+            return
         req = []
         host = latest.host if latest else None
         cpus = self.source.job.get("job.cpus_per_task")
@@ -329,6 +333,17 @@ class WatchApp(App[int]):
         self.query_one("#requests", Static).update(
             "Requests vs use: " + " · ".join(req) if req else "Requests vs use: no process tree"
         )
+
+    def _per_node_use(self, latest: Snapshot | None, nodes: Sequence[str]) -> Text:
+        cpus = self.source.job.get("job.cpus_per_task")
+        asked = f" (asked: {cpus} per task)" if isinstance(cpus, int) else ""
+        parts = []
+        for node in nodes:
+            procs = [p for p in (latest.procs if latest else ()) if p.node == node]
+            cores = sum(p.cpu_pct or 0.0 for p in procs) / 100.0
+            rss = sum(p.rss_mib or 0.0 for p in procs)
+            parts.append(f"{node} {cores:.2f} cores, {rss:.0f} MiB")
+        return Text(f"Use per node{asked}: " + " · ".join(parts))
 
     def _draw_marks(self, state: LiveState, snaps: Sequence[Snapshot]) -> None:
         box = self.query_one("#marks", Static)

@@ -156,7 +156,8 @@ class RemoteSamplers:
         if snap is None:  # the header: the node's name and what it could not sample
             header = dict(obj)
             name = str(header.get("node") or header.get("host") or f"task {task}")
-            self._nodes[task] = _Node(task, name, header, reader)
+            # silent "since" counts from the header, not from the clock's zero
+            self._nodes[task] = _Node(task, name, header, reader, last_at=self._clock())
             return
         node = self._nodes.get(task)
         if node is not None:
