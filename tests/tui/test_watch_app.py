@@ -255,17 +255,25 @@ class NoGpuSampler(ScriptedSampler):
         return replace(snap, gpus=(), gpu_procs=(), no_data=(why,))
 
 
-@async_test
-async def test_no_gpus_from_the_first_round_says_why() -> None:
-    sampler = NoGpuSampler()
-    s = WatchSession(sampler, load_rules([default_rules_dir()]), interval_s=0.1, window_s=30)
+async def screen_after(
+    sampler: ScriptedSampler, rounds: int, job: dict[str, object] | None = None
+) -> str:
+    """The screen's text once ``rounds`` rounds of ``sampler`` are drawn."""
+    s = WatchSession(sampler, load_rules([default_rules_dir()]), interval_s=0.1, window_s=30,
+                     job=job)  # fmt: skip
     app = WatchApp(s)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_rounds(app, pilot, 3)
+        await wait_rounds(app, pilot, rounds)
         text = screen_text(app)
-        assert "no GPU data: NVML did not start: NVML Shared Library Not Found" in text
-        assert "no GPU data: no GPU data" not in text
         sampler.gate.set()
+    return text
+
+
+@async_test
+async def test_no_gpus_from_the_first_round_says_why() -> None:
+    text = await screen_after(NoGpuSampler(), 3)
+    assert "no GPU data: NVML did not start: NVML Shared Library Not Found" in text
+    assert "no GPU data: no GPU data" not in text
 
 
 class TwoNodeSampler(ScriptedSampler):
@@ -279,17 +287,10 @@ class TwoNodeSampler(ScriptedSampler):
 
 @async_test
 async def test_a_merged_watch_shows_use_per_node_not_sums_against_per_task_asks() -> None:
-    sampler = TwoNodeSampler()
-    s = WatchSession(sampler, load_rules([default_rules_dir()]), interval_s=0.1, window_s=30,
-                     job={"job.cpus_per_task": 1})  # fmt: skip
-    app = WatchApp(s)
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_rounds(app, pilot, 3)
-        text = screen_text(app)
-        # 99 % + 3 % CPU and 2100 + 400 MiB on each node
-        assert "Use per node (asked: 1 per task): a 1.02 cores, 2500 MiB · b 1.02 cores" in text
-        assert "of 1 requested" not in text
-        sampler.gate.set()
+    text = await screen_after(TwoNodeSampler(), 3, job={"job.cpus_per_task": 1})
+    # 99 % + 3 % CPU and 2100 + 400 MiB on each node
+    assert "Use per node (asked: 1 per task): a 1.02 cores, 2500 MiB · b 1.02 cores" in text
+    assert "of 1 requested" not in text
 
 
 def test_textual_only_loaded_for_the_screen() -> None:

@@ -933,6 +933,24 @@ def test_site_without_the_jobs_partition_changes_nothing(
     assert not any(k.startswith("node.") for k in doc["advice"]["facts"])
 
 
+ARGPARSE_WORKERS = train_text("num_workers=args.num_workers, pin_memory=True")
+
+
+def apply_with_launch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], launch: str
+) -> tuple[str, str, str]:
+    """`apply` on a one-core job whose training takes --num-workers, one busy core in seff:
+    (the job as written, what apply printed, the tuned job)."""
+    job = job_text("--cpus-per-task=1", "--mem=8G", "--gres=gpu:1", launch=launch)
+    files = {"job.sbatch": job, "train.py": ARGPARSE_WORKERS, "seff.txt": SEFF_ONE_CORE_BUSY}
+    write_case(tmp_path, files)
+    code, out, err = cli(
+        capsys, "apply", "--job", str(tmp_path / "job.sbatch"), "--seff", str(tmp_path / "seff.txt")
+    )
+    assert code == 0, err
+    return job, out, (tmp_path / "job.tuned.sbatch").read_text()
+
+
 @pytest.mark.parametrize(
     ("launch", "tuned_launch"),
     [
@@ -947,14 +965,7 @@ def test_site_without_the_jobs_partition_changes_nothing(
 def test_launch_line_edits_around_quotes_and_expansions(
     launch: str, tuned_launch: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    job = job_text("--cpus-per-task=1", "--mem=8G", "--gres=gpu:1", launch=launch)
-    script = train_text("num_workers=args.num_workers, pin_memory=True")
-    write_case(tmp_path, {"job.sbatch": job, "train.py": script, "seff.txt": SEFF_ONE_CORE_BUSY})
-    code, out, err = cli(
-        capsys, "apply", "--job", str(tmp_path / "job.sbatch"), "--seff", str(tmp_path / "seff.txt")
-    )
-    assert code == 0, err
-    tuned = (tmp_path / "job.tuned.sbatch").read_text()
+    _, out, tuned = apply_with_launch(tmp_path, capsys, launch)
     assert tuned.splitlines()[-1] == tuned_launch
     assert ("too complex to edit safely" in out) == (tuned_launch == launch)  # said, if left
 
@@ -963,14 +974,7 @@ def test_an_option_missing_from_a_bash_c_string_is_not_appended_after_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     launch = "srun bash -c 'exec python train.py --epochs 3'"
-    job = job_text("--cpus-per-task=1", "--mem=8G", "--gres=gpu:1", launch=launch)
-    script = train_text("num_workers=args.num_workers, pin_memory=True")
-    write_case(tmp_path, {"job.sbatch": job, "train.py": script, "seff.txt": SEFF_ONE_CORE_BUSY})
-    code, out, err = cli(
-        capsys, "apply", "--job", str(tmp_path / "job.sbatch"), "--seff", str(tmp_path / "seff.txt")
-    )
-    assert code == 0, err
-    tuned = (tmp_path / "job.tuned.sbatch").read_text()
+    _, out, tuned = apply_with_launch(tmp_path, capsys, launch)
     assert tuned.splitlines()[-1] == launch  # `... --epochs 3' --num-workers 3` would reach bash
     assert "add --num-workers" in out and "too complex to edit safely" in out
 
@@ -986,18 +990,11 @@ def test_an_option_missing_from_a_bash_c_string_is_not_appended_after_it(
 def test_argparse_workers_passed_as_1_edit_the_launch_line(
     launch: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    job = job_text("--cpus-per-task=1", "--mem=8G", "--gres=gpu:1", launch=launch)
-    script = train_text("num_workers=args.num_workers, pin_memory=True")
-    write_case(tmp_path, {"job.sbatch": job, "train.py": script, "seff.txt": SEFF_ONE_CORE_BUSY})
-    code, out, err = cli(
-        capsys, "apply", "--job", str(tmp_path / "job.sbatch"), "--seff", str(tmp_path / "seff.txt")
-    )
-    assert code == 0, err
+    job, out, tuned = apply_with_launch(tmp_path, capsys, launch)
     assert "under-requested-cores" in out
     assert "num-workers-hardcoded" not in out
     assert not list(tmp_path.glob("*.patch"))
-    assert (tmp_path / "train.py").read_text() == script
-    tuned = (tmp_path / "job.tuned.sbatch").read_text()
+    assert (tmp_path / "train.py").read_text() == ARGPARSE_WORKERS
     cores = max(MIN_CORES, 2 * 1)
     assert tuned == job.replace("--cpus-per-task=1", f"--cpus-per-task={cores}").replace(
         "--num-workers 1", f"--num-workers {cores - 1}"

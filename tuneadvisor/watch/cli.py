@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
+from typing import TypedDict
 
 from tuneadvisor.advisor.rules import Rule, load_rules, rule_dirs
 from tuneadvisor.errors import InputError
@@ -85,6 +86,16 @@ def _validate(args: argparse.Namespace, screen: bool) -> None:
         raise InputError(None, "watch: stdout is not a terminal; use --headless")
 
 
+class _Schedule(TypedDict):
+    interval_s: float
+    window_s: float
+    duration_s: float | None
+
+
+def _schedule(args: argparse.Namespace) -> _Schedule:
+    return {"interval_s": args.interval, "window_s": args.window, "duration_s": args.duration}
+
+
 def _recorder(
     args: argparse.Namespace, header: dict[str, object], close: Callable[[], None]
 ) -> RecordingWriter | None:
@@ -137,15 +148,8 @@ def _merged_session(
         "gpu_no_data": remote.gpu_reason,
         "job": dict(plan.facts),  # what a replay compares use with
     }
-    session = MergedSession(
-        remote,
-        rules,
-        interval_s=args.interval,
-        window_s=args.window,
-        duration_s=args.duration,
-        recorder=_recorder(args, header, remote.close),
-        job=plan.facts,
-    )
+    recorder = _recorder(args, header, remote.close)
+    session = MergedSession(remote, rules, **_schedule(args), recorder=recorder, job=plan.facts)
     return session, remote
 
 
@@ -183,9 +187,7 @@ def build_session(
     session = WatchSession(
         sampler,
         rules,
-        interval_s=args.interval,
-        window_s=args.window,
-        duration_s=args.duration,
+        **_schedule(args),
         recorder=recorder,
         job=job,
         # --job through Slurm ends with the job; matched by environment, it never did
