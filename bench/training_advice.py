@@ -140,10 +140,10 @@ def main() -> None:
     # workers. On a CPU-only machine the compute runs on the cores, so a core added for
     # PyTorch's threads (the same workers) may pay; it is reported, not counted as a miss.
     kept = best_t["knobs"].get("num_workers") == base_t["knobs"].get("num_workers")
-    cores = (base_t["cpus_per_task"], best_t["cpus_per_task"])
+    t3_cores = (base_t["cpus_per_task"], best_t["cpus_per_task"])
     cores_said = (
-        f"; cores {cores[0]} -> {cores[1]} for compute threads"
-        if cores[0] != cores[1] else "; cores kept"
+        f"; cores {t3_cores[0]} -> {t3_cores[1]} for compute threads"
+        if t3_cores[0] != t3_cores[1] else "; cores kept"
     )  # fmt: skip
     elapsed = time.perf_counter() - t0
     load1 = os.getloadavg()
