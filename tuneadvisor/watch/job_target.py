@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tuneadvisor.advisor.live_job import as_run_facts
 from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.host import HostReading, HostSampler, tree_totals
 from tuneadvisor.metrics.snapshot import ProcSample
@@ -58,14 +59,9 @@ def _script_of(info: JobInfo) -> str:
 
 
 def job_facts(info: JobInfo) -> dict[str, object]:
-    """What the job asked for, as slurmctld says (requests, not use)."""
-    facts: dict[str, object] = {}
-    if info.cpus_per_task is not None:
-        facts["job.cpus_per_task"] = info.cpus_per_task
-    if info.mem_per_node_mib is not None:
-        facts["job.mem_mib"] = info.mem_per_node_mib
-    if info.mem_per_cpu_mib is not None:
-        facts["job.mem_per_cpu_mib"] = info.mem_per_cpu_mib
+    """What the job asked for, as slurmctld says (requests, not use): the advisor's reading
+    of ``scontrol show job``, plus the node count a merged watch spreads over."""
+    facts = as_run_facts(info, None)
     if info.num_nodes is not None:
         facts["job.nodes"] = info.num_nodes
     return facts
