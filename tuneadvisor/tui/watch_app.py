@@ -406,7 +406,10 @@ class WatchApp(App[int]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         latest = self.source.state().latest
-        self._draw_detail(latest.procs if latest else ())
+        try:
+            self._draw_detail(latest.procs if latest else ())
+        except NoMatches:
+            return  # a highlight queued while the app closes and its widgets are removed
 
     def _draw_findings(self, state: LiveState) -> None:
         box = self.query_one("#findings", Static)
