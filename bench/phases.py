@@ -33,11 +33,12 @@ def main() -> None:
 
     t = time.perf_counter()
     from tuneadvisor.report.text import render_text
-    from tuneadvisor.workspace import Workspace, WorkspaceRequest, load_workspace
+    from tuneadvisor.session.inputs import Inputs
+    from tuneadvisor.session.workspace import Workspace, load_workspace
 
     out["imports"] = time.perf_counter() - t
 
-    request = WorkspaceRequest(profiles=(profile,))
+    request = Inputs(profiles=(profile,))
     load_workspace(request)  # warm-up, untimed
 
     def best(work: Callable[[], object]) -> float:
@@ -55,7 +56,7 @@ def main() -> None:
     except (ImportError, TypeError) as exc:
         out["load_profiles"] = f"not measured: {exc}"
     try:
-        from tuneadvisor.profile.kinds import classify_source
+        from tuneadvisor.trainscript.kinds import classify_source
 
         text = source.read_text(encoding="utf-8")
         out["classify_source"] = best(lambda: classify_source(text))

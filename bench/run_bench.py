@@ -621,7 +621,7 @@ bench/tui_first_paint.py` (so interpreter start-up and every import count) until
 moment at which **the function table holds the profile's rows and Textual has rendered
 that update**. Loading is staged as in `tuneadvisor open`: the script imports
 `tuneadvisor.tui.app` and constructs `TuneAdvisorApp(load=..., title=..., quick=...)` with a
-quick loader, `load_quick_workspace(WorkspaceRequest(profiles=(path,)))` (the profile's
+quick loader, `load_quick_workspace(Inputs(profiles=(path,)))` (the profile's
 numbers only: no source lookup, line kinds or advice), and the full one, `load_workspace(...)`,
 which the app starts only once the quick screen is painted and swaps in later. It runs the
 app headless with `App.run_test(size=(160, 50))` and polls every 5 ms (`asyncio.sleep`, not

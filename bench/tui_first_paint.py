@@ -5,7 +5,7 @@ Run as a fresh process by ``bench/run_bench.py`` (so interpreter start-up and im
     .venv/bin/python bench/tui_first_paint.py PROFILE.lprof [TEXT_EXPECTED_ON_SCREEN]
 
 It imports ``tuneadvisor.tui.app``, builds ``TuneAdvisorApp`` as ``tuneadvisor open`` does:
-a quick loader, ``load_quick_workspace(WorkspaceRequest(profiles=(path,)))`` (the profile's
+a quick loader, ``load_quick_workspace(Inputs(profiles=(path,)))`` (the profile's
 numbers only, for the first screen), and the full one, ``load_workspace(...)`` (source,
 line kinds and advice, swapped in later). It runs the app headless at 160x50 with
 ``App.run_test`` and polls (every 5 ms) until the function table (``DataTable#functions``)
@@ -47,11 +47,12 @@ def _function_rows(app: Any) -> int:
 
 async def _measure(profile: str, expect: str) -> dict[str, Any]:
     marks: dict[str, Any] = {"script": T_SCRIPT}
+    from tuneadvisor.session.inputs import Inputs
+    from tuneadvisor.session.workspace import load_quick_workspace, load_workspace
     from tuneadvisor.tui.app import TuneAdvisorApp
-    from tuneadvisor.workspace import WorkspaceRequest, load_quick_workspace, load_workspace
 
     marks["imported"] = time.perf_counter()
-    request = WorkspaceRequest(profiles=(profile,))
+    request = Inputs(profiles=(profile,))
 
     def quick() -> Any:
         marks["load_start"] = time.perf_counter()

@@ -34,11 +34,12 @@ def _size(text: str) -> tuple[int, int]:
 async def _shoot(
     profiles: list[str], job: str | None, size: tuple[int, int], press: list[str]
 ) -> str:
+    from tuneadvisor.session.inputs import Inputs
+    from tuneadvisor.session.workspace import load_workspace
     from tuneadvisor.tui.app import TuneAdvisorApp
     from tuneadvisor.tui.screens import MainScreen
-    from tuneadvisor.workspace import WorkspaceRequest, load_workspace
 
-    request = WorkspaceRequest(profiles=tuple(profiles), job=job)
+    request = Inputs(profiles=tuple(profiles), job=job)
     title = "tuneadvisor: " + (", ".join(profiles) or job or "")
     app = TuneAdvisorApp(load=lambda: load_workspace(request), title=title)
     async with app.run_test(size=size) as pilot:

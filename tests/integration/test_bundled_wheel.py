@@ -71,7 +71,7 @@ def _ask(target: Path, cwd: Path, code: str) -> dict[str, str]:
 def test_an_installed_wheel_finds_its_own_training_scripts(installed: Path, tmp_path: Path) -> None:
     code = """if True:
         import json, tuneadvisor
-        from tuneadvisor.launch import bundled as b
+        from tuneadvisor.relaunch import bundled as b
         spec = b.bundled("mnist_ddp")
         print(json.dumps({
             "package": tuneadvisor.__file__, "training": str(b.training_dir()),
@@ -93,7 +93,7 @@ def test_the_installed_generator_makes_the_synthetic_data(installed: Path, tmp_p
     code = f"""if True:
         import json, sys
         from pathlib import Path
-        from tuneadvisor.launch.bundled import generator_path, has_data, synthetic_data
+        from tuneadvisor.relaunch.bundled import generator_path, has_data, synthetic_data
         root = synthetic_data("mnist", Path({str(tmp_path / "cache")!r}), 64, sys.executable)
         print(json.dumps({{"root": str(root), "ok": str(has_data("mnist", root)),
                           "generator": str(generator_path("mnist"))}}))

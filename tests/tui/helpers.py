@@ -27,13 +27,13 @@ from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.findings import Evidence, Finding, Severity, Suggestion
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.profile.analysis import analyze
-from tuneadvisor.profile.kinds import LineKind
 from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.session.workspace import JobScriptText, Workspace
 from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.app import TuneAdvisorApp
 from tuneadvisor.tui.screens import MainScreen
-from tuneadvisor.workspace import JobScriptText, Workspace
 
 SIZE = (120, 36)
 REPO = Path(__file__).resolve().parents[2]

@@ -23,14 +23,15 @@ from tests.tui.helpers import (
     wait_for,
     wait_loaded,
 )
-from tuneadvisor.outputs import tuned_name
+from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.outputs import tuned_name
+from tuneadvisor.session.workspace import load_workspace
 from tuneadvisor.tui.screens import ApplyScreen, MainScreen
 from tuneadvisor.tui.widgets import DiffView, FindingCard, FindingsPanel
-from tuneadvisor.workspace import WorkspaceRequest, load_workspace
 
 
-def example_request(directory: Path) -> WorkspaceRequest:
-    return WorkspaceRequest(
+def example_request(directory: Path) -> Inputs:
+    return Inputs(
         profiles=(str(directory / "24752610.lprof"),), job=str(directory / "mnist.sbatch")
     )
 

@@ -27,11 +27,11 @@ from tests.tui.helpers import (
     wait_loaded,
 )
 from tuneadvisor.errors import InputError
+from tuneadvisor.session.workspace import JobScriptText, Workspace
 from tuneadvisor.tui import app as app_module
 from tuneadvisor.tui.screens import HelpScreen, LoadingScreen, MainScreen
 from tuneadvisor.tui.view import NO_FINDINGS
 from tuneadvisor.tui.widgets import FunctionsTable, JobScriptView, LinesTable, PartsTable
-from tuneadvisor.workspace import JobScriptText, Workspace
 
 
 def plain(cell: object) -> str:

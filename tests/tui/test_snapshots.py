@@ -24,7 +24,7 @@ from tests.tui.helpers import (
     quick_of,
     wait_loaded,
 )
-from tuneadvisor.workspace import Workspace
+from tuneadvisor.session.workspace import Workspace
 
 SnapCompare = Callable[..., bool]
 

@@ -23,16 +23,16 @@ from tests.tui.helpers import (
     wait_loaded,
 )
 from tuneadvisor.errors import InputError
+from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.workspace import (
+    Workspace,
+    load_quick_workspace,
+    load_workspace,
+)
 from tuneadvisor.tui import app as app_module
 from tuneadvisor.tui.screens import MainScreen
 from tuneadvisor.tui.view import EVALUATING, READING
 from tuneadvisor.tui.widgets import FindingCard, KindSummary, LinesTable
-from tuneadvisor.workspace import (
-    Workspace,
-    WorkspaceRequest,
-    load_quick_workspace,
-    load_workspace,
-)
 
 
 class Gate:
@@ -124,9 +124,7 @@ async def test_quick_screen_first_then_the_full_one_keeping_function_and_tab(
 @async_test
 async def test_quick_stage_of_the_example_never_says_source_not_found(tmp_path: Path) -> None:
     example = copy_example(tmp_path)
-    request = WorkspaceRequest(
-        profiles=(str(example / "24752610.lprof"),), job=str(example / "mnist.sbatch")
-    )
+    request = Inputs(profiles=(str(example / "24752610.lprof"),), job=str(example / "mnist.sbatch"))
     slow_full = Gate(load_workspace(request))
     app = app_with(slow_full, quick=lambda: load_quick_workspace(request))
     try:

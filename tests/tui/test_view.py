@@ -6,9 +6,9 @@ from pathlib import Path
 
 from tests.tui.helpers import JOB_SCRIPT, mnist_workspace, sample_advice, sample_findings
 from tuneadvisor.advisor.findings import Evidence, Suggestion
-from tuneadvisor.outputs import tuned_name, write_outputs
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
-from tuneadvisor.profile.kinds import LineKind
+from tuneadvisor.session.outputs import tuned_name, write_outputs
+from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.view import (
     FUNCTION_SORTS,
     LINE_SORTS,

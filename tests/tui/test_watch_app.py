@@ -283,7 +283,7 @@ def test_textual_only_loaded_for_the_screen() -> None:
     code = (
         "import sys\n"
         "from tuneadvisor.cli import main\n"
-        "import tuneadvisor.watch.cli, tuneadvisor.watch.summary\n"
+        "import tuneadvisor.watch.start, tuneadvisor.watch.summary\n"
         "assert 'textual' not in sys.modules\n"
         "assert 'pynvml' not in sys.modules\n"
     )

@@ -291,7 +291,7 @@ def screens(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         seen.update(open=load, title=title)
         return 0
 
-    monkeypatch.setattr("tuneadvisor.cli._watch_screen", watch_screen)
+    monkeypatch.setattr("tuneadvisor.commands.watch.show_screen", watch_screen)
     monkeypatch.setattr("tuneadvisor.tui.app.run_open", run_open)
     return seen
 

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, line_of
-from tuneadvisor.advisor.script_scan import scan_script
 from tuneadvisor.cli import main
 from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.trainscript.scan import scan_script
 
 ADVICE = REPO / "tests" / "fixtures" / "advice"
 TUTORIAL = ADVICE / "tutorial"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor import atomic
-from tuneadvisor.atomic import backup_path, write_atomic
+from tuneadvisor import files as atomic
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
-from tuneadvisor.outputs import tuned_name
+from tuneadvisor.files import backup_path, write_atomic
+from tuneadvisor.session.outputs import tuned_name
 from tuneadvisor.slurm.jobscript import JobScript
 
 JOB = """\

@@ -16,21 +16,22 @@ import pytest
 
 from tests.conftest import REPO
 from tuneadvisor.advisor.facts import FACTS, type_matches
-from tuneadvisor.advisor.gather import EvidencePaths, gather
 from tuneadvisor.advisor.job_facts import job_facts
 from tuneadvisor.advisor.profile_facts import profile_facts
 from tuneadvisor.advisor.rules import default_rules_dir, load_rules
-from tuneadvisor.advisor.script_scan import scan_script
 from tuneadvisor.advisor.site import NodeShape, parse_site
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.nvidia_smi_csv import parse_nvidia_smi_csv
 from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.lprof import load_profiles
 from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.session.gather import gather
+from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.slurm.jobscript import JobScript
 from tuneadvisor.slurm.launch import find_launch, option_values
 from tuneadvisor.slurm.sacct import parse_sacct
 from tuneadvisor.slurm.seff import parse_seff
+from tuneadvisor.trainscript.scan import scan_script
 
 FIXTURES = REPO / "tests" / "fixtures"
 NOHEADER_COLUMNS = "timestamp,index,utilization.gpu,memory.used,memory.total,power.draw"
@@ -202,7 +203,7 @@ def gather_outputs(tmp: Path) -> Iterator[tuple[str, Mapping[str, object]]]:
         path.write_text(text)
         ids = [job.job_id for job in parse_sacct(text)] if option == "sacct" else [None]
         for job_id in ids:
-            evidence = EvidencePaths(
+            evidence = Inputs(
                 job=str(tutorial / "job.sbatch"),
                 seff=str(path) if option == "seff" else None,
                 sacct=str(path) if option == "sacct" else None,

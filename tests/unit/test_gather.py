@@ -12,9 +12,10 @@ import pytest
 
 from tests.conftest import REPO
 from tuneadvisor.advisor.facts import FACTS
-from tuneadvisor.advisor.gather import EvidencePaths, Gathered, gather
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
+from tuneadvisor.session.gather import Gathered, gather
+from tuneadvisor.session.inputs import Inputs
 
 FIXTURES = REPO / "tests" / "fixtures"
 SLURM = FIXTURES / "slurm-22.05"
@@ -54,7 +55,7 @@ def write_job(folder: Path, launch: str = "python train.py", *directives: str) -
     return path
 
 
-def run(paths: EvidencePaths) -> Gathered:
+def run(paths: Inputs) -> Gathered:
     return gather(paths, None, env={})
 
 
@@ -62,7 +63,7 @@ def run(paths: EvidencePaths) -> Gathered:
 
 
 def test_nothing_given_means_no_facts_and_every_input_to_sharpen() -> None:
-    gathered = run(EvidencePaths())
+    gathered = run(Inputs())
     assert gathered.facts == {}
     sharpen = " | ".join(gathered.sharpen)
     for needle in ("line_profiler", "--job", "--script", "--seff", "--metrics"):
@@ -73,7 +74,7 @@ def test_nothing_given_means_no_facts_and_every_input_to_sharpen() -> None:
 def test_job_finds_the_training_script_on_its_launch_line(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(TRAIN)
     job = write_job(tmp_path, "srun python train.py --num-workers 5")
-    gathered = run(EvidencePaths(job=str(job)))
+    gathered = run(Inputs(job=str(job)))
     assert gathered.script_path is not None
     assert Path(gathered.script_path).resolve() == (tmp_path / "train.py").resolve()
     facts = gathered.facts
@@ -89,14 +90,14 @@ def test_job_finds_the_training_script_on_its_launch_line(tmp_path: Path) -> Non
 def test_script_copied_off_the_cluster_is_found_beside_the_job(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(TRAIN)
     job = write_job(tmp_path, "python /home/alice/project/train.py")
-    gathered = run(EvidencePaths(job=str(job)))
+    gathered = run(Inputs(job=str(job)))
     assert gathered.script_path == str(tmp_path / "train.py")
     assert gathered.facts["script.num_workers"] == 2  # the option's default
 
 
 def test_script_that_is_not_here_is_a_note_not_an_error(tmp_path: Path) -> None:
     job = write_job(tmp_path, "python /home/alice/project/missing.py")
-    gathered = run(EvidencePaths(job=str(job)))
+    gathered = run(Inputs(job=str(job)))
     assert gathered.script_path is None
     assert any("/home/alice/project/missing.py" in n and "--script" in n for n in gathered.notes)
     assert any("--script" in s for s in gathered.sharpen)
@@ -108,7 +109,7 @@ def test_script_option_wins_over_the_launch_line(tmp_path: Path) -> None:
     other = tmp_path / "other.py"
     other.write_text(TRAIN.replace("default=2", "default=6"))
     job = write_job(tmp_path, "python train.py")
-    gathered = run(EvidencePaths(job=str(job), script=str(other)))
+    gathered = run(Inputs(job=str(job), script=str(other)))
     assert gathered.script_path == str(other)
     assert gathered.facts["script.num_workers"] == 6
 
@@ -116,7 +117,7 @@ def test_script_option_wins_over_the_launch_line(tmp_path: Path) -> None:
 def test_script_that_does_not_parse_is_a_note(tmp_path: Path) -> None:
     broken = tmp_path / "train.py"
     broken.write_text("def train(:\n")
-    gathered = run(EvidencePaths(script=str(broken)))
+    gathered = run(Inputs(script=str(broken)))
     assert any(str(broken) in n and "does not parse" in n for n in gathered.notes)
     assert not [name for name in gathered.facts if name.startswith("script.")]
 
@@ -124,7 +125,7 @@ def test_script_that_does_not_parse_is_a_note(tmp_path: Path) -> None:
 def test_seff_gives_usage_facts(tmp_path: Path) -> None:
     seff = tmp_path / "seff.txt"
     seff.write_text(SEFF)
-    facts = run(EvidencePaths(seff=str(seff))).facts
+    facts = run(Inputs(seff=str(seff))).facts
     assert facts["usage.cores"] == 2
     assert facts["usage.cpu_efficiency_pct"] == 75.0
     assert facts["usage.mem_peak_mib"] == 3.0 * 1024
@@ -137,7 +138,7 @@ def test_sacct_wins_over_seff_for_usage(tmp_path: Path) -> None:
     seff.write_text(SEFF)
     sacct = json.loads((SLURM / "05-sacct.json").read_text())
     (job,) = sacct["jobs"]
-    facts = run(EvidencePaths(seff=str(seff), sacct=str(SLURM / "05-sacct.json"))).facts
+    facts = run(Inputs(seff=str(seff), sacct=str(SLURM / "05-sacct.json"))).facts
     assert facts["usage.elapsed_s"] == job["time"]["elapsed"]  # sacct's, not seff's 1200 s
     assert facts["seff.wall_s"] == 20 * 60  # seff's own facts stay
     assert facts["usage.state"] == job["state"]["current"]
@@ -147,24 +148,24 @@ def test_jobid_picks_one_job_of_several(tmp_path: Path) -> None:
     transcript = (SLURM / "08-failures.txt").read_text().splitlines()
     table = tmp_path / "sacct.txt"
     table.write_text("\n".join(ln for ln in transcript if "|" in ln) + "\n")
-    facts = run(EvidencePaths(sacct=str(table), jobid="8")).facts
+    facts = run(Inputs(sacct=str(table), jobid="8")).facts
     assert facts["usage.state"] == "TIMEOUT"
     assert facts["sacct.timelimit_s"] == 60
     with pytest.raises(InputError) as caught:
-        run(EvidencePaths(sacct=str(table)))
+        run(Inputs(sacct=str(table)))
     assert caught.value.path == str(table)
     assert "say which one" in caught.value.problem
     with pytest.raises(InputError) as caught:
-        run(EvidencePaths(sacct=str(table), jobid="99"))
+        run(Inputs(sacct=str(table), jobid="99"))
     assert "99" in caught.value.problem
 
 
 def test_metrics_files_are_merged(tmp_path: Path) -> None:
     one = SMI / "a100-2gpu-one-idle.csv"
-    alone = run(EvidencePaths(metrics=(str(one),)))
+    alone = run(Inputs(metrics=(str(one),)))
     assert alone.metrics is not None
     assert alone.facts["gpu.count"] == 2
-    both = run(EvidencePaths(metrics=(str(one), str(SMI / "power-na.csv"))))
+    both = run(Inputs(metrics=(str(one), str(SMI / "power-na.csv"))))
     assert both.facts["gpu.count"] == 3  # two A100s and a GRID vGPU
     rows = (SMI / "power-na.csv").read_text().splitlines()[1:]
     # Samples per GPU: the vGPU's few rows are the fewest any GPU of the merged input has.
@@ -173,7 +174,7 @@ def test_metrics_files_are_merged(tmp_path: Path) -> None:
 
 
 def test_only_registered_facts_reach_the_rules() -> None:
-    tutorial = EvidencePaths(
+    tutorial = Inputs(
         job=str(TUTORIAL / "job.sbatch"),
         seff=str(TUTORIAL / "seff.txt"),
         sacct=str(SLURM / "05-sacct.json"),
@@ -307,7 +308,7 @@ def test_a_corrupt_seff_in_a_real_process_is_one_line(tmp_path: Path) -> None:
 def test_a_running_job_gives_no_usage_but_its_state(tmp_path: Path) -> None:
     # Real `seff` of a job 4 s into a 30 s sleep on the local cluster (0 MB used so far).
     seff = Path(__file__).parents[1] / "fixtures/slurm-22.05/seff-running-local.txt"
-    gathered = run(EvidencePaths(seff=str(seff)))
+    gathered = run(Inputs(seff=str(seff)))
     assert gathered.facts["usage.state"] == "RUNNING"
     assert gathered.facts["seff.final"] is False
     partial = ("usage.mem_peak_mib", "usage.cpu_efficiency_pct", "usage.elapsed_s", "usage.cores")

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuneadvisor.profile.kinds import PRECEDENCE, LineKind, classify_source
+from tuneadvisor.trainscript.kinds import PRECEDENCE, LineKind, classify_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "training_code"
 SCRIPTS = sorted(p.name for p in FIXTURES.glob("*.py"))
@@ -689,7 +689,7 @@ def test_stopping_after_a_round_that_read_only_final_values_changes_no_kind(
 ) -> None:
     """The early exit of the roles fixpoint is an optimisation only: with every round run,
     every line of every script in the repository gets the same kind."""
-    from tuneadvisor.profile import kinds
+    from tuneadvisor.trainscript import kinds
 
     texts = [p.read_text(encoding="utf-8", errors="replace") for p in _every_python_file_here()]
     assert len(texts) > 20

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.launch.allocation import clean_environ, emulate
-from tuneadvisor.launch.requests import add_settings_arguments, settings_from_args
-from tuneadvisor.launch.settings import Settings, render_job_script, settings_from_report
+from tuneadvisor.relaunch.allocation import clean_environ, emulate
+from tuneadvisor.relaunch.requests import add_settings_arguments, settings_from_args
+from tuneadvisor.relaunch.settings import Settings, render_job_script, settings_from_report
 from tuneadvisor.slurm.jobscript import JobScript
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from tuneadvisor.launch.allocation import emulate
-from tuneadvisor.launch.bundled import bundled
-from tuneadvisor.launch.compare import load_item, resources_table, to_json
-from tuneadvisor.launch.runner import RunRequest, plan_tasks
-from tuneadvisor.launch.settings import Settings, render_job_script
-from tuneadvisor.launch.submit import launch_line, profile_names, submitted_record
-from tuneadvisor.launch.usage import read_usage, recorded_usage
+from tuneadvisor.relaunch.allocation import emulate
+from tuneadvisor.relaunch.bundled import bundled
+from tuneadvisor.relaunch.compare import load_item, resources_table, to_json
+from tuneadvisor.relaunch.runner import RunRequest, plan_tasks
+from tuneadvisor.relaunch.settings import Settings, render_job_script
+from tuneadvisor.relaunch.submit import launch_line, profile_names, submitted_record
+from tuneadvisor.relaunch.usage import read_usage, recorded_usage
 from tuneadvisor.slurm.launch import find_launch
 
 

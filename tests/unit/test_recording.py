@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.advisor.gather import _metrics
 from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.model import GpuSample, HostSample
 from tuneadvisor.metrics.recording import (
@@ -19,6 +18,7 @@ from tuneadvisor.metrics.recording import (
 )
 from tuneadvisor.metrics.ring import SnapshotStore, merge_snapshots
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
+from tuneadvisor.session.gather import _metrics
 
 U0 = "GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c"
 

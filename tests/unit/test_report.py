@@ -9,14 +9,14 @@ import pytest
 
 from tests.conftest import TRAIN_SOURCE, line_of, tutorial_profile
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze, kind_summary_text
-from tuneadvisor.profile.kinds import LineKind
 from tuneadvisor.profile.model import ProfileSet
 from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.report.format import heat_bar
 from tuneadvisor.report.json_report import to_json
 from tuneadvisor.report.markdown import render_markdown
 from tuneadvisor.report.text import render_text
-from tuneadvisor.workspace import JobScriptText, Workspace
+from tuneadvisor.session.workspace import JobScriptText, Workspace
+from tuneadvisor.trainscript.kinds import LineKind
 
 
 def test_percentages_are_of_the_function_as_line_profiler_prints_them(

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import line_of
 from tuneadvisor.advisor import facts as registry
-from tuneadvisor.advisor.script_scan import (
+from tuneadvisor.trainscript.scan import (
     FACT_ROWS,
     SOURCES,
     ScriptScan,

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.advisor.engine import evaluate
-from tuneadvisor.advisor.gather import EvidencePaths, gather
 from tuneadvisor.advisor.plan import make_plan
 from tuneadvisor.advisor.rules import load_rules, rule_dirs
 from tuneadvisor.advisor.site import NodeShape, load_site, parse_site
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
+from tuneadvisor.session.gather import gather
+from tuneadvisor.session.inputs import Inputs
 
 SITE = """\
 # della: two partitions
@@ -150,7 +151,7 @@ def test_site_option_wins_over_environment(tmp_path: Path) -> None:
     chosen.write_text("[partitions.gpu]\ncores = 32\n")
     ignored = tmp_path / "ignored.toml"
     ignored.write_text("[partitions.gpu]\ncores = 99\n")
-    paths = EvidencePaths(job=str(job(tmp_path)), site=str(chosen))
+    paths = Inputs(job=str(job(tmp_path)), site=str(chosen))
     facts = gather(paths, None, env={"TUNEADVISOR_SITE": str(ignored)}).facts
     assert facts["node.cores"] == 32
 
@@ -158,9 +159,7 @@ def test_site_option_wins_over_environment(tmp_path: Path) -> None:
 def test_site_from_environment(tmp_path: Path) -> None:
     site = tmp_path / "site.toml"
     site.write_text("[partitions.gpu]\ncores = 48\n")
-    facts = gather(
-        EvidencePaths(job=str(job(tmp_path))), None, env={"TUNEADVISOR_SITE": str(site)}
-    ).facts
+    facts = gather(Inputs(job=str(job(tmp_path))), None, env={"TUNEADVISOR_SITE": str(site)}).facts
     assert facts["node.cores"] == 48
 
 
@@ -168,15 +167,13 @@ def test_site_from_the_config_dir(tmp_path: Path) -> None:
     config = tmp_path / "config"
     (config / "tuneadvisor").mkdir(parents=True)
     (config / "tuneadvisor" / "site.toml").write_text("[partitions.gpu]\ncores = 24\n")
-    facts = gather(
-        EvidencePaths(job=str(job(tmp_path))), None, env={"XDG_CONFIG_HOME": str(config)}
-    ).facts
+    facts = gather(Inputs(job=str(job(tmp_path))), None, env={"XDG_CONFIG_HOME": str(config)}).facts
     assert facts["node.cores"] == 24
 
 
 def test_no_site_file_anywhere(tmp_path: Path) -> None:
     facts = gather(
-        EvidencePaths(job=str(job(tmp_path))),
+        Inputs(job=str(job(tmp_path))),
         None,
         env={"XDG_CONFIG_HOME": str(tmp_path / "empty")},
     ).facts
@@ -186,14 +183,14 @@ def test_no_site_file_anywhere(tmp_path: Path) -> None:
 def test_environment_naming_a_missing_site_file_is_an_error(tmp_path: Path) -> None:
     missing = tmp_path / "nope.toml"
     with pytest.raises(InputError) as caught:
-        gather(EvidencePaths(job=str(job(tmp_path))), None, env={"TUNEADVISOR_SITE": str(missing)})
+        gather(Inputs(job=str(job(tmp_path))), None, env={"TUNEADVISOR_SITE": str(missing)})
     assert caught.value.path == str(missing)
 
 
 def test_the_jobs_partition_picks_the_node(tmp_path: Path) -> None:
     site = tmp_path / "site.toml"
     site.write_text(SITE)
-    paths = EvidencePaths(job=str(job(tmp_path, "--partition=cpu")), site=str(site))
+    paths = Inputs(job=str(job(tmp_path, "--partition=cpu")), site=str(site))
     facts = gather(paths, None, env={}).facts
     assert facts["node.cores"] == 128
     assert facts["node.gpus"] == 0
@@ -205,7 +202,7 @@ def test_no_job_uses_the_default_partition(tmp_path: Path) -> None:
     site.write_text(SITE)
     seff = tmp_path / "seff.txt"
     seff.write_text("Job ID: 1\nState: COMPLETED (exit code 0)\nCores: 1\n")
-    facts = gather(EvidencePaths(seff=str(seff), site=str(site)), None, env={}).facts
+    facts = gather(Inputs(seff=str(seff), site=str(site)), None, env={}).facts
     assert facts["node.cores"] == 64
     assert facts["node.max_cores_per_gpu"] == 8
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.profile import source
-from tuneadvisor.profile.kinds import LineKind, classify_source
 from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.trainscript.kinds import LineKind, classify_source
 
 # Where the cluster had it; never exists here.
 RECORDED = "/no-such-cluster/home/alice/proj/src/train.py"

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.findings import Finding, Skipped
-from tuneadvisor.advisor.gather import Gathered
 from tuneadvisor.advisor.plan import Plan, make_plan, workers_for
 from tuneadvisor.advisor.rules import Rule
+from tuneadvisor.session.gather import Gathered
 
 if TYPE_CHECKING:
     from tuneadvisor.slurm.jobscript import JobScript

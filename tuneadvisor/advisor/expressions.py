@@ -16,8 +16,8 @@ from typing import Any
 
 from simpleeval import SimpleEval
 
-from tuneadvisor.pyast import dotted_name
 from tuneadvisor.slurm.options import render_memory
+from tuneadvisor.trainscript.pyast import dotted_name
 
 
 class ExpressionError(ValueError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tuneadvisor.advisor.script_fact_rows import FACT_ROWS as SCRIPT_FACT_ROWS
+from tuneadvisor.trainscript.fact_rows import FACT_ROWS as SCRIPT_FACT_ROWS
 
 Facts = Mapping[str, object]
 

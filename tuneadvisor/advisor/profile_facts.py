@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
-from tuneadvisor.profile.kinds import LineKind
+from tuneadvisor.trainscript.kinds import LineKind
 
 _COMPUTE = (LineKind.FORWARD, LineKind.LOSS, LineKind.BACKWARD, LineKind.OPTIMIZER)
 

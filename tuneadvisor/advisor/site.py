@@ -17,7 +17,8 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tuneadvisor.errors import InputError, read_text_input
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import read_text_input
 from tuneadvisor.slurm.options import parse_memory, parse_time
 
 PARTITION_KEYS = frozenset({"cores", "mem", "gpus", "max_cores_per_gpu", "max_time", "default"})

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneadvisor.profile.kinds import LineKind, SourceInfo, analyze_source, classify_source
 from tuneadvisor.profile.model import FunctionTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.trainscript.kinds import LineKind, SourceInfo, analyze_source, classify_source
 
 KIND_LABELS: Mapping[LineKind, str] = {
     LineKind.DATALOADER: "DataLoader",

@@ -15,7 +15,7 @@ from tuneadvisor.profile.analysis import (
     KindShare,
     ProfileAnalysis,
 )
-from tuneadvisor.workspace import Workspace
+from tuneadvisor.session.workspace import Workspace
 
 SCHEMA_VERSION = 1
 

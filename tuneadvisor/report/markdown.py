@@ -7,7 +7,7 @@ import os
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.report.format import heat_bar, per_hit, percent, seconds
-from tuneadvisor.workspace import Workspace
+from tuneadvisor.session.workspace import Workspace
 
 
 def _cell(text: str) -> str:

@@ -7,7 +7,7 @@ import os
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.report.advice_text import render_advice
 from tuneadvisor.report.format import heat_bar, per_hit, percent, seconds
-from tuneadvisor.workspace import Workspace
+from tuneadvisor.session.workspace import Workspace
 
 _HEADER = ("Line", "Hits", "Time s", "Per hit", "%", "Heat", "Kind", "Source")
 

@@ -31,9 +31,10 @@ from textual.worker import Worker, WorkerState
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.errors import InputError
-from tuneadvisor.outputs import refuse_overwriting_inputs, tuned_name, write_outputs
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
-from tuneadvisor.profile.kinds import LineKind
+from tuneadvisor.session.outputs import refuse_overwriting_inputs, tuned_name, write_outputs
+from tuneadvisor.session.workspace import Workspace
+from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.highlight import Highlighter
 from tuneadvisor.tui.view import (
     FUNCTION_SORTS,
@@ -64,7 +65,6 @@ from tuneadvisor.tui.widgets import (
     NotesPanel,
     PartsTable,
 )
-from tuneadvisor.workspace import Workspace
 
 Pane = Literal["functions", "lines"]
 APPLY_WORKER = "apply-outputs"

@@ -16,7 +16,6 @@ from typing import TypeVar
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.findings import Evidence, Finding, Suggestion
 from tuneadvisor.advisor.plan import Plan
-from tuneadvisor.outputs import script_patch_path
 from tuneadvisor.profile.analysis import (
     KIND_LABELS,
     AnnotatedFunction,
@@ -24,7 +23,8 @@ from tuneadvisor.profile.analysis import (
     KindShare,
     ProfileAnalysis,
 )
-from tuneadvisor.profile.kinds import LineKind
+from tuneadvisor.session.outputs import script_patch_path
+from tuneadvisor.trainscript.kinds import LineKind
 
 T = TypeVar("T")
 

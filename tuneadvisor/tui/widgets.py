@@ -22,7 +22,7 @@ from tuneadvisor.profile.analysis import (
     PartSummary,
     kind_summary_text,
 )
-from tuneadvisor.profile.kinds import LineKind
+from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.highlight import Highlighter
 from tuneadvisor.tui.view import (
     EVALUATING,

@@ -23,7 +23,8 @@ from typing import Any
 
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.rules import Rule
-from tuneadvisor.errors import InputError, read_text_input
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import read_text_input
 from tuneadvisor.metrics.recording import Recording, RecordingError, parse_recording
 from tuneadvisor.metrics.snapshot import Snapshot
 from tuneadvisor.watch.session import SnapshotSession

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, cast
 
-from tuneadvisor.advisor.script_fact_rows import FACT_ROWS
-from tuneadvisor.pyast import dotted_name
+from tuneadvisor.trainscript.fact_rows import FACT_ROWS
+from tuneadvisor.trainscript.pyast import dotted_name
 
 Scalar: TypeAlias = int | float | bool | str | None
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.launch.compare import Item
+from tuneadvisor.relaunch.compare import Item
 
 FILE_FORMATS = (".png", ".svg")
 

@@ -11,8 +11,8 @@ from typing import Any
 from rich.table import Table
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.launch.records import RECORD_NAME, RunRecord, read_record
-from tuneadvisor.launch.usage import read_usage
+from tuneadvisor.relaunch.records import RECORD_NAME, RunRecord, read_record
+from tuneadvisor.relaunch.usage import read_usage
 from tuneadvisor.slurm.options import parse_memory_mib
 
 

@@ -8,8 +8,10 @@ import json
 import sys
 from pathlib import Path
 
+HELP = "runs or profiles side by side, with plots"
 
-def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "items",
         nargs="*",
@@ -27,12 +29,12 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
-def run_compare(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from tuneadvisor.errors import InputError
-    from tuneadvisor.launch.compare import load_item, tables, to_json
-    from tuneadvisor.launch.records import list_runs, runs_dir
+    from tuneadvisor.relaunch.compare import load_item, tables, to_json
+    from tuneadvisor.relaunch.records import list_runs, runs_dir
 
     paths: list[str] = list(args.items)
     if not paths:
@@ -43,7 +45,7 @@ def run_compare(args: argparse.Namespace) -> int:
     items = [load_item(p) for p in paths]
     plot_path = None
     if args.plot:
-        from tuneadvisor.launch.plots import write_plot_file
+        from tuneadvisor.relaunch.plots import write_plot_file
 
         plot_path = write_plot_file(items, Path(args.plot))
     if args.format == "json":
@@ -55,7 +57,7 @@ def run_compare(args: argparse.Namespace) -> int:
     for table in tables(items):
         console.print(table)
     if not args.no_plots:
-        from tuneadvisor.launch.plots import terminal_plots
+        from tuneadvisor.relaunch.plots import terminal_plots
 
         text = terminal_plots(items, width=min(console.width, 100), color=console.is_terminal)
         if text:

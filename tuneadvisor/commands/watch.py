@@ -1,11 +1,25 @@
-"""The arguments of ``tuneadvisor watch`` (argparse only: building the parser stays fast)."""
+"""``tuneadvisor watch``: its arguments (argparse only: building the parser stays fast) and
+the live screen it opens; the sampling itself is in tuneadvisor.watch."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+from tuneadvisor.commands.inputs import add_rules_option
+
+if TYPE_CHECKING:
+    from tuneadvisor.watch.replay import ReplaySession
+    from tuneadvisor.watch.session import WatchSession
+
+HELP = "sample a running job live: GPUs, cores, its processes, live findings"
+DESCRIPTION = (
+    "Sample GPUs (NVML), cores and the training process tree (psutil) live. "
+    "Targets: --pid PID, --job JOBID, -- COMMAND ..., or nothing (the whole node)."
+)
 
 
-def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--pid", type=int, action="append", metavar="PID",
                         help="watch this process and all its children (repeatable)")  # fmt: skip
@@ -37,7 +51,19 @@ def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", metavar="LIST",
                         help="GPUs to sample: indices or UUIDs (default: the target's "
                         "CUDA_VISIBLE_DEVICES, else all)")  # fmt: skip
-    parser.add_argument("--rules", metavar="DIR", action="append", default=[],
-                        help="an extra folder of rule files (repeatable)")  # fmt: skip
+    add_rules_option(parser)
     parser.add_argument("watch_command", nargs="*", metavar="-- COMMAND",
                         help="start COMMAND, watch it, and exit with its status")  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuneadvisor.watch.start import run_watch
+
+    return run_watch(args, show=None if args.headless else show_screen)
+
+
+def show_screen(session: WatchSession | ReplaySession, title: str) -> int:
+    """The live screen (Textual loads only here)."""
+    from tuneadvisor.tui.watch_app import run_watch_app
+
+    return run_watch_app(session, title=title)

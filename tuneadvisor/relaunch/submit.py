@@ -12,12 +12,12 @@ from typing import Any
 
 from tuneadvisor import __version__
 from tuneadvisor.errors import InputError
-from tuneadvisor.launch.bundled import script_path
-from tuneadvisor.launch.records import SCHEMA, Measurements, RunRecord, parse_event, write_record
-from tuneadvisor.launch.runner import RunRequest, new_run_dir, torchrun_command
-from tuneadvisor.launch.settings import render_job_script
-from tuneadvisor.launch.usage import recorded_usage
-from tuneadvisor.launch.watcher import tuneadvisor_command
+from tuneadvisor.relaunch.bundled import script_path
+from tuneadvisor.relaunch.records import SCHEMA, Measurements, RunRecord, parse_event, write_record
+from tuneadvisor.relaunch.runner import RunRequest, new_run_dir, torchrun_command
+from tuneadvisor.relaunch.settings import render_job_script
+from tuneadvisor.relaunch.usage import recorded_usage
+from tuneadvisor.relaunch.watcher import tuneadvisor_command
 
 
 def _per_rank(req: RunRequest) -> bool:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tuneadvisor.errors import InputError, read_text_input
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import read_text_input
 
 # knob name (as the advisor's plan.script spells it) -> the training scripts' flag and kind:
 # "int", "str", "bool" (--flag / --no-flag) or "flag" (--flag when true).

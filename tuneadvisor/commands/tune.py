@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+HELP = "short trials over the knobs; writes the winning job"
 
-def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
-    from tuneadvisor.launch.requests import add_settings_arguments
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from tuneadvisor.relaunch.requests import add_settings_arguments
 
     parser.add_argument("name", metavar="NAME", help="bundled script to tune")
     add_settings_arguments(parser)
@@ -34,19 +36,19 @@ def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_tune(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from rich.console import Console
     from rich.table import Table
 
-    from tuneadvisor.atomic import write_atomic
     from tuneadvisor.errors import InputError
-    from tuneadvisor.launch.requests import build_request
-    from tuneadvisor.launch.runner import new_run_dir
-    from tuneadvisor.launch.settings import render_job_script
-    from tuneadvisor.launch.submit import launch_line
-    from tuneadvisor.launch.tune import (
+    from tuneadvisor.files import write_atomic
+    from tuneadvisor.relaunch.requests import build_request
+    from tuneadvisor.relaunch.runner import new_run_dir
+    from tuneadvisor.relaunch.settings import render_job_script
+    from tuneadvisor.relaunch.submit import launch_line
+    from tuneadvisor.relaunch.tune import (
         Trial,
         TuneOptions,
         Tuner,
@@ -54,7 +56,7 @@ def run_tune(args: argparse.Namespace) -> int:
         winning_settings,
         write_tune_summary,
     )
-    from tuneadvisor.launch.watcher import tuneadvisor_command
+    from tuneadvisor.relaunch.watcher import tuneadvisor_command
 
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
     unknown = [s for s in stages if s not in ("workers", "batch", "amp", "pin")]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tuneadvisor.errors import InputError, read_text_input
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import read_text_input
 
 # fact name -> key in the run record and in `compare --format json` (keep these keys)
 _FACTS = {

@@ -5,10 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.engine import run_cases
-from tuneadvisor.advisor.rules import Rule, load_rules, rule_dirs
+from tuneadvisor.commands.inputs import add_rules_option
 from tuneadvisor.errors import InputError
+
+if TYPE_CHECKING:
+    from tuneadvisor.advisor.rules import Rule
+
+HELP = "list, show or check rule files"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
+    list_p = actions.add_parser("list", help="the rules in force, one line each")
+    show_p = actions.add_parser("show", help="one rule in full")
+    show_p.add_argument("rule_id", metavar="ID")
+    check_p = actions.add_parser("check", help="validate a folder of rules and run its cases")
+    check_p.add_argument("dirs", nargs="*", metavar="DIR", help="default: the rules in force")
+    for action in (list_p, show_p, check_p):
+        add_rules_option(action)
 
 
 def _show(rule: Rule) -> str:
@@ -30,7 +46,10 @@ def _show(rule: Rule) -> str:
     return "\n".join(out)
 
 
-def run_rules_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    from tuneadvisor.advisor.engine import run_cases
+    from tuneadvisor.advisor.rules import load_rules, rule_dirs
+
     if args.rules_command == "check" and args.dirs:
         dirs = [Path(d) for d in args.dirs]
     else:

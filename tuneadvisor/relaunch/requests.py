@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tuneadvisor.launch.runner import RunRequest
-    from tuneadvisor.launch.settings import Settings
-    from tuneadvisor.workspace import WorkspaceRequest
+    from tuneadvisor.relaunch.runner import RunRequest
+    from tuneadvisor.relaunch.settings import Settings
+    from tuneadvisor.session.inputs import Inputs
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,7 +77,7 @@ def settings_from_args(
     from dataclasses import replace
 
     from tuneadvisor.errors import InputError
-    from tuneadvisor.launch.settings import KNOBS, Settings, settings_from_report
+    from tuneadvisor.relaunch.settings import KNOBS, Settings, settings_from_report
 
     settings = Settings()
     if report is not None:
@@ -100,14 +100,14 @@ def settings_from_args(
     return replace(settings, **changes, knobs=knobs, because=because, extra_args=extra)
 
 
-def _report(args: argparse.Namespace, request: WorkspaceRequest | None) -> tuple[Any, str | None]:
-    from tuneadvisor.launch.settings import load_report
+def _report(args: argparse.Namespace, request: Inputs | None) -> tuple[Any, str | None]:
+    from tuneadvisor.relaunch.settings import load_report
 
     if args.from_report:
         return load_report(args.from_report), args.from_report
     if request is not None:
         from tuneadvisor.report.json_report import to_json
-        from tuneadvisor.workspace import load_workspace
+        from tuneadvisor.session.workspace import load_workspace
 
         return to_json(load_workspace(request)), "the report of " + (
             ", ".join(request.profiles) or request.job or "the inputs"
@@ -115,18 +115,16 @@ def _report(args: argparse.Namespace, request: WorkspaceRequest | None) -> tuple
     return None, None
 
 
-def build_request(
-    args: argparse.Namespace, name: str, request: WorkspaceRequest | None = None
-) -> RunRequest:
-    from tuneadvisor.launch.bundled import (
+def build_request(args: argparse.Namespace, name: str, request: Inputs | None = None) -> RunRequest:
+    from tuneadvisor.relaunch.bundled import (
         bundled,
         generator_path,
         has_data,
         synthetic_data,
         torch_python,
     )
-    from tuneadvisor.launch.records import runs_dir
-    from tuneadvisor.launch.runner import RunRequest
+    from tuneadvisor.relaunch.records import runs_dir
+    from tuneadvisor.relaunch.runner import RunRequest
 
     spec = bundled(name)
     report, source = _report(args, request)

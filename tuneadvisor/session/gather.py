@@ -14,39 +14,22 @@ from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.profile_facts import profile_facts
-from tuneadvisor.errors import InputError, read_text_input
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import read_text_input
 from tuneadvisor.profile.analysis import ProfileAnalysis
+from tuneadvisor.session.inputs import Inputs
 
 # Each input's parser is imported where that input is read: `report PROFILE` alone stays as
 # quick to start as line_profiler's own viewer (bench target 2).
 if TYPE_CHECKING:
-    from tuneadvisor.advisor.live_job import LiveJob
-    from tuneadvisor.advisor.script_scan import ScriptScan
     from tuneadvisor.metrics.model import MetricsSeries
+    from tuneadvisor.session.live_job import LiveJob
     from tuneadvisor.slurm.client import SlurmClient
     from tuneadvisor.slurm.jobscript import JobScript
     from tuneadvisor.slurm.launch import LaunchLine
+    from tuneadvisor.trainscript.scan import ScriptScan
 
 SITE_ENV = "TUNEADVISOR_SITE"
-
-
-@dataclass(frozen=True)
-class EvidencePaths:
-    """The evidence files the command line named (the profile is analysed separately)."""
-
-    job: str | None = None
-    script: str | None = None
-    metrics: tuple[str, ...] = ()
-    seff: str | None = None
-    sacct: str | None = None
-    jobid: str | None = None  # with --sacct: which job of the file; alone: ask Slurm
-    site: str | None = None
-    cluster: bool = False  # node shapes from sinfo when no site file (apply --submit)
-
-    @property
-    def live(self) -> bool:
-        """--jobid without a saved sacct file: Slurm itself is asked about the job."""
-        return self.jobid is not None and self.sacct is None
 
 
 @dataclass(frozen=True)
@@ -70,7 +53,7 @@ def read_job(path: str) -> JobScript:
 
 
 def _script(
-    paths: EvidencePaths, launch: LaunchLine | None, notes: list[str]
+    paths: Inputs, launch: LaunchLine | None, notes: list[str]
 ) -> tuple[str | None, str | None]:
     """The training script: --script, else the one the job's launch line runs."""
     if paths.script is not None:
@@ -162,7 +145,7 @@ def _metrics(paths: Sequence[str]) -> MetricsSeries | None:
     return series[0] if len(series) == 1 else merge_series(series)
 
 
-def _site_path(paths: EvidencePaths, env: Mapping[str, str]) -> str | None:
+def _site_path(paths: Inputs, env: Mapping[str, str]) -> str | None:
     if paths.site:
         return paths.site
     if env.get(SITE_ENV):
@@ -178,7 +161,7 @@ def _known(facts: Mapping[str, object]) -> dict[str, object]:
 
 
 def gather(
-    paths: EvidencePaths,
+    paths: Inputs,
     analysis: ProfileAnalysis | None,
     env: Mapping[str, str] | None = None,
 ) -> Gathered:
@@ -197,7 +180,7 @@ def gather(
         client = SlurmClient(env=env)
     live: LiveJob | None = None
     if client is not None and paths.jobid is not None and paths.live:
-        from tuneadvisor.advisor.live_job import fetch_job
+        from tuneadvisor.session.live_job import fetch_job
 
         live = fetch_job(client, paths.jobid, want_script=paths.job is None)
         notes += live.notes
@@ -215,7 +198,7 @@ def gather(
     else:
         sharpen.append("the job script (--job)")
     if live is not None:
-        from tuneadvisor.advisor.live_job import ran_differently
+        from tuneadvisor.session.live_job import ran_differently
 
         as_run = live.as_run()
         notes += ran_differently(facts, as_run)
@@ -224,7 +207,7 @@ def gather(
     script_path, script_text = _script(paths, launch, notes)
     scan = None
     if script_text is not None:
-        from tuneadvisor.advisor.script_scan import scan_script
+        from tuneadvisor.trainscript.scan import scan_script
 
         launch_args = launch.options if launch is not None else None
         scan = scan_script(script_text, launch_args)
@@ -264,7 +247,7 @@ def gather(
 
         node = load_site(site_path).node_for(partition)  # type: ignore[arg-type]
     elif client is not None:
-        from tuneadvisor.advisor.live_job import cluster_node
+        from tuneadvisor.session.live_job import cluster_node
 
         node = cluster_node(client, partition if isinstance(partition, str) else None, notes)
     if node is not None:

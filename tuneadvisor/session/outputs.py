@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tuneadvisor.advisor.advice import Advice
-from tuneadvisor.atomic import backup_path, write_atomic
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import backup_path, write_atomic
 
 
 def tuned_name(job: Path) -> Path:

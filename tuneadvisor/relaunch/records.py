@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuneadvisor.atomic import write_atomic
-from tuneadvisor.errors import InputError, read_text_input
-from tuneadvisor.launch.settings import Settings
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import read_text_input, write_atomic
+from tuneadvisor.relaunch.settings import Settings
 
 SCHEMA = 1
 RECORD_NAME = "run.json"

@@ -7,15 +7,43 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.advice import Advice
+from tuneadvisor.commands.inputs import add_inputs, inputs_of
 from tuneadvisor.errors import InputError
-from tuneadvisor.outputs import refuse_overwriting_inputs, tuned_name, write_outputs
-from tuneadvisor.slurm.client import SlurmClient
-from tuneadvisor.workspace import WorkspaceRequest, load_workspace
+
+if TYPE_CHECKING:
+    from tuneadvisor.advisor.advice import Advice
+
+HELP = "write the tuned job script (and a training-script patch)"
 
 
-def run_apply(args: argparse.Namespace, request: WorkspaceRequest) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_inputs(parser)
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="where to write the tuned job script (default: JOB with .tuned before its suffix)",
+    )
+    parser.add_argument(
+        "--in-place",
+        action="store_true",
+        help="overwrite the job script itself, keeping a backup (JOB.bak)",
+    )
+    parser.add_argument(
+        "--submit",
+        action="store_true",
+        help="submit the tuned job script with sbatch and print its job id "
+        "(suggestions are kept within the partition's node shape, from sinfo)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuneadvisor.session.outputs import refuse_overwriting_inputs, tuned_name, write_outputs
+    from tuneadvisor.session.workspace import load_workspace
+
+    request = inputs_of(args)
     from_slurm = request.job is None and request.jobid is not None and request.sacct is None
     if request.job is None and not from_slurm:
         raise InputError(
@@ -53,6 +81,8 @@ def run_apply(args: argparse.Namespace, request: WorkspaceRequest) -> int:
 
 
 def _submit(advice: Advice, out: Path, from_slurm: bool) -> None:
+    from tuneadvisor.slurm.client import SlurmClient
+
     if not advice.job_diff:
         print("not submitted: the tuned script is the same as the original")
         return

@@ -10,7 +10,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tuneadvisor.launch.settings import Settings
+from tuneadvisor.relaunch.settings import Settings
 
 
 def available_cores() -> list[int]:

@@ -11,51 +11,20 @@ from pathlib import Path
 
 from tuneadvisor.advisor.advice import Advice, advise
 from tuneadvisor.advisor.findings import Finding
-from tuneadvisor.advisor.gather import EvidencePaths, gather
 from tuneadvisor.advisor.rules import load_rules, rule_dirs
-from tuneadvisor.errors import InputError, read_text_input
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import read_text_input
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze
 from tuneadvisor.profile.lprof import load_profiles
 from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.session.gather import gather
+from tuneadvisor.session.inputs import Inputs
 
 
 @dataclass(frozen=True)
 class JobScriptText:
     path: str
     text: str
-
-
-@dataclass(frozen=True)
-class WorkspaceRequest:
-    """The inputs named on the command line (paths only; nothing read yet)."""
-
-    profiles: tuple[str, ...] = ()
-    job: str | None = None
-    source_roots: tuple[str, ...] = ()
-    script: str | None = None
-    metrics: tuple[str, ...] = ()
-    seff: str | None = None
-    sacct: str | None = None
-    jobid: str | None = None
-    site: str | None = None
-    rules: tuple[str, ...] = ()
-    cluster: bool = False  # node shapes from the cluster (sinfo) when there is no site file
-
-    def evidence(self) -> EvidencePaths:
-        return EvidencePaths(
-            job=self.job,
-            script=self.script,
-            metrics=self.metrics,
-            seff=self.seff,
-            sacct=self.sacct,
-            jobid=self.jobid,
-            site=self.site,
-            cluster=self.cluster,
-        )
-
-    def is_empty(self) -> bool:
-        return not (self.profiles or self.job or self.script or self.metrics or self.seff
-                    or self.sacct or self.jobid)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -77,7 +46,7 @@ class _NoSource(SourceFinder):
         return None
 
 
-def load_quick_workspace(request: WorkspaceRequest) -> Workspace:
+def load_quick_workspace(request: Inputs) -> Workspace:
     """The profile's numbers alone, fast, for a first screen while the rest loads."""
     job = None
     if request.job is not None:
@@ -89,7 +58,7 @@ def load_quick_workspace(request: WorkspaceRequest) -> Workspace:
     return Workspace(analysis=quiet, job=job, partial=True)
 
 
-def analyze_profiles(request: WorkspaceRequest, cwd: Path | None = None) -> ProfileAnalysis:
+def analyze_profiles(request: Inputs, cwd: Path | None = None) -> ProfileAnalysis:
     profiles = load_profiles(request.profiles)
     finder = SourceFinder(
         profile_dirs=_dirs_of(request.profiles),
@@ -99,7 +68,7 @@ def analyze_profiles(request: WorkspaceRequest, cwd: Path | None = None) -> Prof
     return analyze(profiles, finder)
 
 
-def load_workspace(request: WorkspaceRequest, cwd: Path | None = None) -> Workspace:
+def load_workspace(request: Inputs, cwd: Path | None = None) -> Workspace:
     if request.is_empty():
         raise InputError(None, "nothing to read: give a profile (.lprof), --job or other inputs")
     rules = load_rules(rule_dirs(request.rules))  # a bad rule file fails before any work
@@ -107,7 +76,7 @@ def load_workspace(request: WorkspaceRequest, cwd: Path | None = None) -> Worksp
     if request.job is not None:
         job = JobScriptText(request.job, read_text_input(request.job, "job script"))
     analysis = analyze_profiles(request, cwd) if request.profiles else None
-    advice = advise(gather(request.evidence(), analysis), rules)
+    advice = advise(gather(request, analysis), rules)
     fetched = advice.original_job
     if job is None and fetched is not None:  # --jobid: the script Slurm kept for the job
         job = JobScriptText(str(fetched.path or f"job {request.jobid}"), fetched.render_text())

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuneadvisor import __version__
-from tuneadvisor.launch.allocation import Allocation, clean_environ, emulate, pin
-from tuneadvisor.launch.bundled import Bundled, script_path
-from tuneadvisor.launch.records import SCHEMA, Measurements, RunRecord, parse_event, write_record
-from tuneadvisor.launch.settings import Settings
-from tuneadvisor.launch.usage import recorded_usage
-from tuneadvisor.launch.watcher import Watcher
+from tuneadvisor.relaunch.allocation import Allocation, clean_environ, emulate, pin
+from tuneadvisor.relaunch.bundled import Bundled, script_path
+from tuneadvisor.relaunch.records import SCHEMA, Measurements, RunRecord, parse_event, write_record
+from tuneadvisor.relaunch.settings import Settings
+from tuneadvisor.relaunch.usage import recorded_usage
+from tuneadvisor.relaunch.watcher import Watcher
 
 EventSink = Callable[[Mapping[str, Any]], None]
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tuneadvisor.launch.allocation import available_cores
-from tuneadvisor.launch.records import RunRecord
-from tuneadvisor.launch.runner import RunRequest, run_local
-from tuneadvisor.launch.settings import Settings
+from tuneadvisor.relaunch.allocation import available_cores
+from tuneadvisor.relaunch.records import RunRecord
+from tuneadvisor.relaunch.runner import RunRequest, run_local
+from tuneadvisor.relaunch.settings import Settings
 
 # knobs that only shape a trial; the winning job script leaves them out
 TRIAL_ONLY = ("max_steps", "log_interval", "max_eval_batches", "epochs")

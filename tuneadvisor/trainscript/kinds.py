@@ -101,7 +101,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tuneadvisor.pyast import dotted_name
+from tuneadvisor.trainscript.pyast import dotted_name
 
 
 class LineKind(StrEnum):

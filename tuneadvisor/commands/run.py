@@ -11,20 +11,27 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of
+
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tuneadvisor.launch.records import RunRecord
-    from tuneadvisor.launch.runner import RunRequest
-    from tuneadvisor.launch.settings import Settings
-    from tuneadvisor.workspace import WorkspaceRequest
+    from tuneadvisor.relaunch.records import RunRecord
+    from tuneadvisor.relaunch.runner import RunRequest
+    from tuneadvisor.relaunch.settings import Settings
 
 EXIT_RUN_FAILED = 1
 BUNDLED_NAMES = "mnist_single, mnist_ddp, mnist_torchrun, cifar100_wrn"
+HELP = "relaunch a bundled training script (here, or with --submit through sbatch)"
+DESCRIPTION = (
+    "Run a bundled training script with explicit settings or with the advice "
+    "of a report (--from REPORT.json, or the same inputs as `report`). Runs are recorded "
+    "in the runs folder."
+)
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    from tuneadvisor.launch.requests import add_settings_arguments
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from tuneadvisor.relaunch.requests import add_settings_arguments
 
     parser.add_argument("name", metavar="NAME", help="bundled script: " + BUNDLED_NAMES)
     add_settings_arguments(parser)
@@ -50,6 +57,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="with --submit: wait up to S seconds for the job, then record its results",
     )
+    add_inputs(parser)
 
 
 class ProgressView:
@@ -90,7 +98,7 @@ class ProgressView:
         self.progress.stop()
 
     def __call__(self, event: Mapping[str, Any]) -> None:
-        from tuneadvisor.launch.runner import expected_steps
+        from tuneadvisor.relaunch.runner import expected_steps
 
         kind = event.get("event")
         if kind == "start":
@@ -156,11 +164,12 @@ def print_record(console: Console, record: RunRecord) -> None:
         console.print(f"  note: {note}", highlight=False, soft_wrap=True)
 
 
-def run_run(args: argparse.Namespace, request: WorkspaceRequest | None) -> int:
+def run(args: argparse.Namespace) -> int:
+    request = inputs_of(args) if has_inputs(args) else None
     from rich.console import Console
 
-    from tuneadvisor.launch.requests import build_request
-    from tuneadvisor.launch.runner import run_local, stderr_tail
+    from tuneadvisor.relaunch.requests import build_request
+    from tuneadvisor.relaunch.runner import run_local, stderr_tail
 
     console = Console(stderr=True)
     req = build_request(args, args.name, request)
@@ -185,7 +194,7 @@ def run_run(args: argparse.Namespace, request: WorkspaceRequest | None) -> int:
 def _submit(args: argparse.Namespace, req: RunRequest, console: Console) -> int:
     from rich.console import Console
 
-    from tuneadvisor.launch.submit import complete_from_output, submitted_record, write_submission
+    from tuneadvisor.relaunch.submit import complete_from_output, submitted_record, write_submission
     from tuneadvisor.slurm.client import SlurmClient
 
     client = SlurmClient()

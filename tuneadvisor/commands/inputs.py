@@ -1,0 +1,104 @@
+"""The options every evidence-reading command shares, declared once, and the one request
+they make (argparse only here: building the parser stays fast)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from tuneadvisor.errors import InputError
+
+if TYPE_CHECKING:
+    from tuneadvisor.session.inputs import Inputs
+
+
+def add_rules_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rules",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="an extra folder of rule files (repeatable; overrides rules of the same id)",
+    )
+
+
+def add_inputs(parser: argparse.ArgumentParser) -> None:
+    """PROFILE..., --job, --script, --metrics, --seff, --sacct, --jobid, --site, --rules,
+    --source-root: what `report`, `open`, `apply` and `run` read."""
+    parser.add_argument(
+        "profiles",
+        nargs="*",
+        metavar="PROFILE",
+        help="line_profiler output: .lprof files (several = one per rank, merged) "
+        "or the text table `python -m line_profiler` printed",
+    )
+    parser.add_argument("--job", metavar="JOBSCRIPT", help="the Slurm job script of the run")
+    parser.add_argument(
+        "--script",
+        metavar="TRAIN.py",
+        help="the training script (default: the one the job script's launch line runs)",
+    )
+    parser.add_argument(
+        "--metrics",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="GPU metrics: an nvidia-smi --query-gpu --format=csv log or a "
+        "`tuneadvisor watch --record` file (repeatable)",
+    )
+    parser.add_argument("--seff", metavar="FILE", help="saved `seff JOBID` output")
+    parser.add_argument("--sacct", metavar="FILE", help="saved `sacct -j JOBID --json` output")
+    parser.add_argument(
+        "--jobid",
+        metavar="ID",
+        help="a Slurm job: its script, accounting, seff and state are read from Slurm "
+        "(with --sacct FILE: which job of the file to read)",
+    )
+    parser.add_argument(
+        "--site",
+        metavar="FILE",
+        help="the cluster's node shapes (default: $TUNEADVISOR_SITE or "
+        "~/.config/tuneadvisor/site.toml)",
+    )
+    add_rules_option(parser)
+    parser.add_argument(
+        "--source-root",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="where to look for the profiled source when the recorded paths do not exist "
+        "here (repeatable)",
+    )
+
+
+def has_inputs(args: argparse.Namespace) -> bool:
+    return bool(args.profiles or args.job or args.jobid or args.seff or args.sacct)
+
+
+def inputs_of(args: argparse.Namespace) -> Inputs:
+    """The one request of every evidence-reading command; nothing is read yet."""
+    from pathlib import Path
+
+    from tuneadvisor.session.inputs import Inputs
+
+    inputs = Inputs(
+        profiles=tuple(args.profiles),
+        job=args.job,
+        source_roots=tuple(args.source_root),
+        script=args.script,
+        metrics=tuple(args.metrics),
+        seff=args.seff,
+        sacct=args.sacct,
+        jobid=args.jobid,
+        site=args.site,
+        rules=tuple(args.rules),
+        cluster=getattr(args, "submit", False),
+    )
+    if inputs.is_empty():
+        raise InputError(
+            None, f"{args.command}: give at least one profile (.lprof), --job or --jobid"
+        )
+    for root in inputs.source_roots:
+        if not Path(root).is_dir():
+            raise InputError(root, "--source-root is not a directory")
+    return inputs

@@ -1,0 +1,41 @@
+"""The `jobs` table: one line per job, columns as wide as their widest cell."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from tuneadvisor.session.jobs import JobRow
+
+
+def _elapsed(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(math.floor(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def render_rows(rows: Sequence[JobRow]) -> str:
+    table = [("JOBID", "NAME", "STATE", "ELAPSED", "CPU", "MEM", "TOP FINDING")]
+    for r in rows:
+        more = f" (+{r.findings - 1})" if r.findings > 1 else ""
+        table.append(
+            (
+                r.job_id,
+                r.name[:20],
+                r.state,
+                _elapsed(r.elapsed_s),
+                _pct(r.cpu_efficiency_pct),
+                _pct(r.mem_efficiency_pct),
+                (r.top_finding or "-") + more,
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+             for row in table]  # fmt: skip
+    return "\n".join(lines) + "\n"

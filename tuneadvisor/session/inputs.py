@@ -1,0 +1,30 @@
+"""The one request of every evidence-reading command: the inputs named on the command line
+(paths only; nothing is read until the session loads them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Inputs:
+    profiles: tuple[str, ...] = ()
+    job: str | None = None
+    source_roots: tuple[str, ...] = ()
+    script: str | None = None
+    metrics: tuple[str, ...] = ()
+    seff: str | None = None
+    sacct: str | None = None
+    jobid: str | None = None  # with --sacct: which job of the file; alone: ask Slurm
+    site: str | None = None
+    rules: tuple[str, ...] = ()
+    cluster: bool = False  # node shapes from the cluster (sinfo) when there is no site file
+
+    def is_empty(self) -> bool:
+        return not (self.profiles or self.job or self.script or self.metrics or self.seff
+                    or self.sacct or self.jobid)  # fmt: skip
+
+    @property
+    def live(self) -> bool:
+        """--jobid without a saved sacct file: Slurm itself is asked about the job."""
+        return self.jobid is not None and self.sacct is None

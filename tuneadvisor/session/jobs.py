@@ -1,0 +1,65 @@
+"""Your recent Slurm jobs as rows: state, efficiency and top finding, from one ``sacct -P``
+read (and ``squeue --json`` for why queued jobs wait). Findings come from the accounting
+alone (no job script is fetched): job states, cores and memory used against what was asked,
+elapsed time against the limit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tuneadvisor.advisor.engine import evaluate
+from tuneadvisor.advisor.rules import Rule
+from tuneadvisor.session.gather import usage_facts
+from tuneadvisor.session.live_job import as_run_facts
+from tuneadvisor.slurm.client import SlurmClient
+from tuneadvisor.slurm.sacct import SacctJob
+from tuneadvisor.slurm.scontrol import ACTIVE_STATES
+from tuneadvisor.slurm.squeue import QueuedJob
+
+
+@dataclass(frozen=True)
+class JobRow:
+    job_id: str
+    name: str
+    state: str
+    elapsed_s: float | None
+    cpu_efficiency_pct: float | None
+    mem_efficiency_pct: float | None
+    top_finding: str | None
+    findings: int
+
+
+def job_row(job: SacctJob, queued: QueuedJob | None, rules: Iterable[Rule]) -> JobRow:
+    facts: dict[str, object] = {**job.facts(), **as_run_facts(None, job)}
+    usage_facts(facts)
+    findings = evaluate(rules, facts).findings
+    state = job.state or "?"
+    if queued is not None and queued.state and queued.active:  # ahead of accounting
+        state = queued.state + (f" ({queued.reason})" if queued.reason else "")
+    return JobRow(
+        job_id=job.job_id,
+        name=job.name or "",
+        state=state,
+        elapsed_s=job.elapsed_s,
+        cpu_efficiency_pct=job.cpu_efficiency_pct,
+        mem_efficiency_pct=job.mem_efficiency_pct,
+        top_finding=findings[0].id if findings else None,
+        findings=len(findings),
+    )
+
+
+def recent_job_rows(
+    client: SlurmClient, user: str, since: str, limit: int, rules: Iterable[Rule]
+) -> list[JobRow]:
+    """The newest ``limit`` jobs of ``user`` since ``since`` (as sacct -S reads it)."""
+    newest = sorted(client.recent_jobs(user, since), key=_job_order, reverse=True)[:limit]
+    queued = {}
+    if any(job.state in ACTIVE_STATES for job in newest):  # squeue --json lists every job
+        queued = {q.job_id: q for q in client.queue(user)}
+    return [job_row(job, queued.get(job.job_id), rules) for job in newest]
+
+
+def _job_order(job: SacctJob) -> tuple[int, ...]:
+    """Job ids as numbers (array tasks after their job): newest last."""
+    return tuple(int(part) for part in job.job_id.split("_") if part.isdigit())
