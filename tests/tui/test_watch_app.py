@@ -17,9 +17,9 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from tuneadvisor.advisor.rules import default_rules_dir, load_rules
 from tuneadvisor.metrics.model import GpuSample, HostSample
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
+from tuneadvisor.session.rule_files import default_rules_dir, load_rules
 from tuneadvisor.tui.watch_app import WatchApp, tree_rows
 from tuneadvisor.watch.session import WatchSession
 
@@ -283,7 +283,7 @@ def test_textual_only_loaded_for_the_screen() -> None:
     code = (
         "import sys\n"
         "from tuneadvisor.cli import main\n"
-        "import tuneadvisor.watch.start, tuneadvisor.watch.summary\n"
+        "import tuneadvisor.watch.start, tuneadvisor.present.watch_summary\n"
         "assert 'textual' not in sys.modules\n"
         "assert 'pynvml' not in sys.modules\n"
     )

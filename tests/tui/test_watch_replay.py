@@ -27,9 +27,9 @@ from textual.widgets import Static
 
 from tests.integration.test_watch_cli import tuneadvisor as run_tuneadvisor
 from tests.tui.test_watch_app import async_test
-from tuneadvisor.advisor.rules import load_rules, rule_dirs
 from tuneadvisor.cli import main
 from tuneadvisor.metrics.recording import parse_recording
+from tuneadvisor.session.rule_files import load_rules, rule_dirs
 from tuneadvisor.tui.watch_app import WatchApp, replay_position
 from tuneadvisor.watch.replay import DEFAULT_SPEED, SPEEDS, ReplaySession, load_replay
 

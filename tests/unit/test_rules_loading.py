@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.advisor.engine import evaluate
-from tuneadvisor.advisor.rules import RuleError, load_rule, load_rules
+from tuneadvisor.advisor.rules import RuleError
+from tuneadvisor.session.rule_files import load_rule, load_rules
 
 GOOD = """\
 id = "{id}"

@@ -10,12 +10,12 @@ import pytest
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.plan import make_plan
-from tuneadvisor.advisor.rules import load_rules, rule_dirs
-from tuneadvisor.advisor.site import NodeShape, load_site, parse_site
+from tuneadvisor.advisor.site import NodeShape, parse_site
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.gather import gather
+from tuneadvisor.session.gather import gather, load_site
 from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.rule_files import load_rules, rule_dirs
 
 SITE = """\
 # della: two partitions

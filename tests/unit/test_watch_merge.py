@@ -19,9 +19,9 @@ import pytest
 from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.recording import RecordingWriter, parse_recording
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, ROLE_WORKER, Snapshot
+from tuneadvisor.present.watch_summary import render_summary
 from tuneadvisor.watch.merge import MergedSession, for_display, merge_nodes, node_of
 from tuneadvisor.watch.remote import RemoteSamplers
-from tuneadvisor.watch.summary import render_summary
 
 REPO = Path(__file__).resolve().parents[2]
 LOADER = REPO / "tests" / "fixtures" / "watch" / "loader.py"

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.engine import evaluate
+from tuneadvisor.advisor.evidence import Gathered
 from tuneadvisor.advisor.findings import Finding, Skipped
 from tuneadvisor.advisor.plan import Plan, make_plan, workers_for
 from tuneadvisor.advisor.rules import Rule
-from tuneadvisor.session.gather import Gathered
 
 if TYPE_CHECKING:
     from tuneadvisor.slurm.jobscript import JobScript

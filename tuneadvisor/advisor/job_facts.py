@@ -1,12 +1,16 @@
-"""Facts from a job script, as sbatch applies it."""
+"""job.* facts: from a job script as sbatch applies it, and as the job ran (scontrol's view,
+else accounting's), with a note where the two differ."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from tuneadvisor.slurm.jobscript import JobScript
 from tuneadvisor.slurm.launch import LaunchLine
 from tuneadvisor.slurm.options import gpu_count
+from tuneadvisor.slurm.sacct import SacctJob
+from tuneadvisor.slurm.scontrol import JobInfo
 
 
 def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
@@ -64,3 +68,56 @@ def _rank_launcher(launch: LaunchLine) -> str:
     names = [launcher.name for launcher in launch.launchers]
     spawner = next((name for name in reversed(names) if name in _SPAWNERS), None)
     return spawner or (names[0] if names else "python")
+
+
+def as_run_facts(shown: JobInfo | None, acct: SacctJob | None) -> dict[str, object]:
+    """job.* as the job ran: scontrol's view when it still has one, else accounting's."""
+    facts: dict[str, object] = {}
+    if acct is not None:
+        if acct.timelimit_s:
+            facts["job.time_s"] = acct.timelimit_s
+        if acct.partition:
+            facts["job.partition"] = acct.partition
+        if acct.req_mem_mib:
+            facts["job.mem_mib"] = acct.req_mem_mib / (acct.alloc_nodes or 1)
+    if shown is not None:
+        if shown.time_limit_s:
+            facts["job.time_s"] = shown.time_limit_s
+        if shown.partition:
+            facts["job.partition"] = shown.partition
+        if shown.cpus_per_task:
+            facts["job.cpus_per_task"] = shown.cpus_per_task
+        if shown.mem_per_node_mib:
+            facts["job.mem_mib"] = shown.mem_per_node_mib
+        elif shown.mem_per_cpu_mib:
+            facts["job.mem_per_cpu_mib"] = shown.mem_per_cpu_mib
+            facts["job.mem_mib"] = shown.mem_per_cpu_mib * (shown.cpus_per_task or 1)
+    return facts
+
+
+_OPTIONS = {  # job.* fact -> the sbatch option and unit it comes from
+    "job.time_s": ("--time", " s"),
+    "job.partition": ("--partition", ""),
+    "job.cpus_per_task": ("--cpus-per-task", ""),
+    "job.mem_mib": ("--mem", " MiB"),
+    "job.mem_per_cpu_mib": ("--mem-per-cpu", " MiB"),
+}
+
+
+def ran_differently(script: Mapping[str, object], as_run: Mapping[str, object]) -> list[str]:
+    """Notes for options the job ran with that its script does not say (sbatch's command
+    line wins over #SBATCH lines)."""
+    notes = []
+    for name, value in as_run.items():
+        if name in script and script[name] != value:
+            option, unit = _OPTIONS[name]
+            notes.append(
+                f"the job ran with {option} {_text(value)}{unit} where its script says "
+                f"{_text(script[name])}{unit} (sbatch's command line wins): the advice uses "
+                "what it ran with"
+            )
+    return notes
+
+
+def _text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -259,50 +259,6 @@ class _Loader:
                 raise self.fail("'when' must be a comparison (true or false)", "when")
 
 
-def load_rule(path: Path) -> Rule:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RuleError(f"{path}:1", f"cannot read: {exc}") from None
+def parse_rule(path: Path, text: str) -> Rule:
+    """One rule file's text, validated (FILE:LINE errors) before anything runs."""
     return _Loader(path, text).load()
-
-
-def load_rules(dirs: Iterable[Path]) -> tuple[Rule, ...]:
-    """Rules of every folder, in order; a later folder's rule replaces an earlier one's id."""
-    by_id: dict[str, Rule] = {}
-    for folder in dirs:
-        if not folder.is_dir():
-            raise RuleError(f"{folder}:1", "rules folder not found")
-        for path in sorted(folder.glob("*.toml")):
-            rule = load_rule(path)
-            by_id[rule.id] = rule
-    return tuple(by_id.values())
-
-
-def default_rules_dir() -> Path:
-    """The shipped pack: rules/ beside the package in a checkout, or inside the wheel."""
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here / "rules", here.parent / "rules"):
-        if candidate.is_dir():
-            return candidate
-    return here / "rules"
-
-
-RULES_ENV = "TUNEADVISOR_RULES"
-
-
-def rule_dirs(extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -> list[Path]:
-    """Where rules come from, later overriding earlier: the shipped pack, the user's
-    config dir ($XDG_CONFIG_HOME/tuneadvisor/rules, if present), $TUNEADVISOR_RULES
-    (colon-separated), then each --rules DIR."""
-    import os
-
-    env = os.environ if env is None else env
-    dirs = [default_rules_dir()]
-    config_home = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    user_dir = config_home / "tuneadvisor" / "rules"
-    if user_dir.is_dir():
-        dirs.append(user_dir)
-    dirs += [Path(p) for p in env.get(RULES_ENV, "").split(":") if p]
-    dirs += [Path(p) for p in extra]
-    return dirs

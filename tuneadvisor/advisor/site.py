@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import read_text_input
 from tuneadvisor.slurm.options import parse_memory, parse_time
 
 PARTITION_KEYS = frozenset({"cores", "mem", "gpus", "max_cores_per_gpu", "max_time", "default"})
@@ -123,7 +122,3 @@ def parse_site(text: str, path: str) -> Site:
     if default is None and len(partitions) == 1:
         default = next(iter(partitions))
     return Site(partitions, default)
-
-
-def load_site(path: str) -> Site:
-    return parse_site(read_text_input(path, "site file"), path)

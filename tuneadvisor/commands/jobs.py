@@ -26,9 +26,9 @@ def run(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
-    from tuneadvisor.advisor.rules import load_rules, rule_dirs
     from tuneadvisor.present.jobs_table import render_rows
     from tuneadvisor.session.jobs import recent_job_rows
+    from tuneadvisor.session.rule_files import load_rules, rule_dirs
     from tuneadvisor.slurm.client import SlurmClient
 
     if args.limit < 1:

@@ -79,8 +79,8 @@ def _replay_target(args: argparse.Namespace) -> str | None:
 
 
 def _open_replay(args: argparse.Namespace, path: str) -> int:
-    from tuneadvisor.advisor.rules import load_rules, rule_dirs
     from tuneadvisor.commands import watch
+    from tuneadvisor.session.rule_files import load_rules, rule_dirs
     from tuneadvisor.watch.replay import load_replay
 
     if not 0 < args.speed < float("inf"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
+from tuneadvisor.present.advice_text import render_advice
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
-from tuneadvisor.report.advice_text import render_advice
 from tuneadvisor.report.format import heat_bar, per_hit, percent, seconds
 from tuneadvisor.session.workspace import Workspace
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tuneadvisor.advisor.evidence import Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.profile_facts import profile_facts
 from tuneadvisor.errors import InputError
@@ -22,27 +22,14 @@ from tuneadvisor.session.inputs import Inputs
 # Each input's parser is imported where that input is read: `report PROFILE` alone stays as
 # quick to start as line_profiler's own viewer (bench target 2).
 if TYPE_CHECKING:
+    from tuneadvisor.advisor.site import Site
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.session.live_job import LiveJob
     from tuneadvisor.slurm.client import SlurmClient
     from tuneadvisor.slurm.jobscript import JobScript
     from tuneadvisor.slurm.launch import LaunchLine
-    from tuneadvisor.trainscript.scan import ScriptScan
 
 SITE_ENV = "TUNEADVISOR_SITE"
-
-
-@dataclass(frozen=True)
-class Gathered:
-    facts: Mapping[str, object]
-    job: JobScript | None = None
-    launch: LaunchLine | None = None
-    script_path: str | None = None
-    script_text: str | None = None
-    scan: ScriptScan | None = None
-    metrics: MetricsSeries | None = None
-    sharpen: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default=())
 
 
 def read_job(path: str) -> JobScript:
@@ -71,52 +58,6 @@ def _script(
     if launch.script:
         notes.append(f"the job runs {launch.script}, which is not here: give --script to read it")
     return None, None
-
-
-# States of a job that has not ended: its usage numbers so far are partial.
-_UNFINISHED = frozenset(
-    {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "CONFIGURING", "COMPLETING", "RESIZING",
-     "STOPPED", "SIGNALING", "STAGE_OUT"}
-)  # fmt: skip
-
-
-def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> None:
-    """usage.* from sacct, else seff: rules read one name whichever the user gave.
-
-    Only ``usage.state`` while the job runs: a peak so far would make over-requested-memory
-    cut --mem below what the rest of the run needs, and efficiency so far is not the job's.
-    """
-    pairs = {
-        "usage.state": ("sacct.state", "seff.state"),
-        "usage.cores": ("sacct.alloc_cpus", "seff.cores"),
-        "usage.cpu_efficiency_pct": ("sacct.cpu_efficiency_pct", "seff.cpu_efficiency_pct"),
-        "usage.mem_peak_mib": ("sacct.mem_peak_mib", "seff.mem_used_mib"),
-        "usage.elapsed_s": ("sacct.elapsed_s", "seff.wall_s"),
-        "usage.mem_efficiency_pct": ("sacct.mem_efficiency_pct", "seff.mem_efficiency_pct"),
-    }
-    for usage, sources in pairs.items():
-        for source in sources:
-            if source in facts:
-                facts[usage] = facts[source]
-                break
-    state = facts.get("usage.state")
-    if state in _UNFINISHED or facts.get("seff.final") is False:
-        for usage in pairs:
-            if usage != "usage.state":
-                facts.pop(usage, None)
-        if notes is not None:
-            notes.append(
-                f"the job is {str(state).lower()}: its accounting is partial, so no advice "
-                "rests on it yet (run again once it has ended)"
-            )
-        return
-    if isinstance(state, str):
-        # Slurm says OUT_OF_MEMORY when a cgroup killed the job; JobAcctGatherParams=
-        # OverMemoryKill kills it with SIGKILL instead: FAILED, its peak over the request.
-        over = facts.get("usage.mem_efficiency_pct")
-        facts["usage.killed_for_memory"] = state == "OUT_OF_MEMORY" or (
-            state in ("FAILED", "CANCELLED") and isinstance(over, int | float) and over >= 100
-        )
 
 
 def _metrics(paths: Sequence[str]) -> MetricsSeries | None:
@@ -198,7 +139,7 @@ def gather(
     else:
         sharpen.append("the job script (--job)")
     if live is not None:
-        from tuneadvisor.session.live_job import ran_differently
+        from tuneadvisor.advisor.job_facts import ran_differently
 
         as_run = live.as_run()
         notes += ran_differently(facts, as_run)
@@ -243,8 +184,6 @@ def gather(
     partition = facts.get("job.partition")
     node = None
     if site_path is not None:
-        from tuneadvisor.advisor.site import load_site
-
         node = load_site(site_path).node_for(partition)  # type: ignore[arg-type]
     elif client is not None:
         from tuneadvisor.session.live_job import cluster_node
@@ -263,3 +202,9 @@ def gather(
         sharpen=tuple(sharpen),
         notes=tuple(notes),
     )
+
+
+def load_site(path: str) -> Site:
+    from tuneadvisor.advisor.site import parse_site
+
+    return parse_site(read_text_input(path, "site file"), path)

@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tuneadvisor.advisor.engine import evaluate
+from tuneadvisor.advisor.evidence import usage_facts
+from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.advisor.rules import Rule
-from tuneadvisor.session.gather import usage_facts
-from tuneadvisor.session.live_job import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.sacct import SacctJob
 from tuneadvisor.slurm.scontrol import ACTIVE_STATES

@@ -10,10 +10,10 @@ the shape of the cluster's nodes, as evidence for the rules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.advisor.site import NodeShape
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.client import SlurmClient, SlurmError, check_job_id
@@ -44,59 +44,6 @@ class LiveJob:
 
     def as_run(self) -> dict[str, object]:
         return as_run_facts(self.shown, self.accounting)
-
-
-def as_run_facts(shown: JobInfo | None, acct: SacctJob | None) -> dict[str, object]:
-    """job.* as the job ran: scontrol's view when it still has one, else accounting's."""
-    facts: dict[str, object] = {}
-    if acct is not None:
-        if acct.timelimit_s:
-            facts["job.time_s"] = acct.timelimit_s
-        if acct.partition:
-            facts["job.partition"] = acct.partition
-        if acct.req_mem_mib:
-            facts["job.mem_mib"] = acct.req_mem_mib / (acct.alloc_nodes or 1)
-    if shown is not None:
-        if shown.time_limit_s:
-            facts["job.time_s"] = shown.time_limit_s
-        if shown.partition:
-            facts["job.partition"] = shown.partition
-        if shown.cpus_per_task:
-            facts["job.cpus_per_task"] = shown.cpus_per_task
-        if shown.mem_per_node_mib:
-            facts["job.mem_mib"] = shown.mem_per_node_mib
-        elif shown.mem_per_cpu_mib:
-            facts["job.mem_per_cpu_mib"] = shown.mem_per_cpu_mib
-            facts["job.mem_mib"] = shown.mem_per_cpu_mib * (shown.cpus_per_task or 1)
-    return facts
-
-
-_OPTIONS = {  # job.* fact -> the sbatch option and unit it comes from
-    "job.time_s": ("--time", " s"),
-    "job.partition": ("--partition", ""),
-    "job.cpus_per_task": ("--cpus-per-task", ""),
-    "job.mem_mib": ("--mem", " MiB"),
-    "job.mem_per_cpu_mib": ("--mem-per-cpu", " MiB"),
-}
-
-
-def ran_differently(script: Mapping[str, object], as_run: Mapping[str, object]) -> list[str]:
-    """Notes for options the job ran with that its script does not say (sbatch's command
-    line wins over #SBATCH lines)."""
-    notes = []
-    for name, value in as_run.items():
-        if name in script and script[name] != value:
-            option, unit = _OPTIONS[name]
-            notes.append(
-                f"the job ran with {option} {_text(value)}{unit} where its script says "
-                f"{_text(script[name])}{unit} (sbatch's command line wins): the advice uses "
-                "what it ran with"
-            )
-    return notes
-
-
-def _text(value: object) -> str:
-    return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
 def fetch_job(client: SlurmClient, job_id: str, want_script: bool) -> LiveJob:

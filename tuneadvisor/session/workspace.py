@@ -11,7 +11,6 @@ from pathlib import Path
 
 from tuneadvisor.advisor.advice import Advice, advise
 from tuneadvisor.advisor.findings import Finding
-from tuneadvisor.advisor.rules import load_rules, rule_dirs
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import read_text_input
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze
@@ -19,6 +18,7 @@ from tuneadvisor.profile.lprof import load_profiles
 from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.rule_files import load_rules, rule_dirs
 
 
 @dataclass(frozen=True)

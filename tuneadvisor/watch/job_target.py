@@ -24,10 +24,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.host import HostReading, HostSampler, tree_totals
 from tuneadvisor.metrics.snapshot import ProcSample
-from tuneadvisor.session.live_job import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.listpids import StepPid
 from tuneadvisor.slurm.placement import JobArrayError

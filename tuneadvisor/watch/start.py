@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TypedDict
 
-from tuneadvisor.advisor.rules import Rule, load_rules, rule_dirs
+from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.host import HostSampler
 from tuneadvisor.metrics.nvml import NvmlSampler, visible_filter
 from tuneadvisor.metrics.recording import RecordingWriter
+from tuneadvisor.session.rule_files import load_rules, rule_dirs
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.watch.job_target import (
     JobPlan,
@@ -248,7 +249,7 @@ def _watch(
     if args.stream:
         return _stream(session)
     if args.headless or show is None:
-        from tuneadvisor.watch.summary import render_summary
+        from tuneadvisor.present.watch_summary import render_summary
 
         try:
             session.run()

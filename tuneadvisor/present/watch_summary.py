@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from tuneadvisor.metrics.model import MetricsSeries, Stats
 from tuneadvisor.metrics.ring import SnapshotStore, to_series
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, ROLE_WORKER, Snapshot
-from tuneadvisor.report.advice_text import finding_lines
+from tuneadvisor.present.advice_text import finding_lines
 from tuneadvisor.watch.merge import node_of
 from tuneadvisor.watch.remote import RemoteSamplers
 from tuneadvisor.watch.session import LiveFinding, WatchSession

@@ -1,0 +1,74 @@
+"""What the session gathered for the advisor: the facts, and the parsed inputs that the plan
+edits (the job script, its launch line, the training script and its scan). Pure data and the
+pure fact logic that needs no file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tuneadvisor.metrics.model import MetricsSeries
+    from tuneadvisor.slurm.jobscript import JobScript
+    from tuneadvisor.slurm.launch import LaunchLine
+    from tuneadvisor.trainscript.scan import ScriptScan
+
+
+@dataclass(frozen=True)
+class Gathered:
+    facts: Mapping[str, object]
+    job: JobScript | None = None
+    launch: LaunchLine | None = None
+    script_path: str | None = None
+    script_text: str | None = None
+    scan: ScriptScan | None = None
+    metrics: MetricsSeries | None = None
+    sharpen: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+# States of a job that has not ended: its usage numbers so far are partial.
+_UNFINISHED = frozenset(
+    {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "CONFIGURING", "COMPLETING", "RESIZING",
+     "STOPPED", "SIGNALING", "STAGE_OUT"}
+)  # fmt: skip
+
+
+def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> None:
+    """usage.* from sacct, else seff: rules read one name whichever the user gave.
+
+    Only ``usage.state`` while the job runs: a peak so far would make over-requested-memory
+    cut --mem below what the rest of the run needs, and efficiency so far is not the job's.
+    """
+    pairs = {
+        "usage.state": ("sacct.state", "seff.state"),
+        "usage.cores": ("sacct.alloc_cpus", "seff.cores"),
+        "usage.cpu_efficiency_pct": ("sacct.cpu_efficiency_pct", "seff.cpu_efficiency_pct"),
+        "usage.mem_peak_mib": ("sacct.mem_peak_mib", "seff.mem_used_mib"),
+        "usage.elapsed_s": ("sacct.elapsed_s", "seff.wall_s"),
+        "usage.mem_efficiency_pct": ("sacct.mem_efficiency_pct", "seff.mem_efficiency_pct"),
+    }
+    for usage, sources in pairs.items():
+        for source in sources:
+            if source in facts:
+                facts[usage] = facts[source]
+                break
+    state = facts.get("usage.state")
+    if state in _UNFINISHED or facts.get("seff.final") is False:
+        for usage in pairs:
+            if usage != "usage.state":
+                facts.pop(usage, None)
+        if notes is not None:
+            notes.append(
+                f"the job is {str(state).lower()}: its accounting is partial, so no advice "
+                "rests on it yet (run again once it has ended)"
+            )
+        return
+    if isinstance(state, str):
+        # Slurm says OUT_OF_MEMORY when a cgroup killed the job; JobAcctGatherParams=
+        # OverMemoryKill kills it with SIGKILL instead: FAILED, its peak over the request.
+        over = facts.get("usage.mem_efficiency_pct")
+        facts["usage.killed_for_memory"] = state == "OUT_OF_MEMORY" or (
+            state in ("FAILED", "CANCELLED") and isinstance(over, int | float) and over >= 100
+        )
