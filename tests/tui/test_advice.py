@@ -23,8 +23,8 @@ from tests.tui.helpers import (
     wait_for,
     wait_loaded,
 )
+from tuneadvisor.session.apply import tuned_name
 from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.outputs import tuned_name
 from tuneadvisor.session.workspace import load_workspace
 from tuneadvisor.tui.screens import ApplyScreen, MainScreen
 from tuneadvisor.tui.widgets import DiffView, FindingCard, FindingsPanel

@@ -7,7 +7,7 @@ from pathlib import Path
 from tests.tui.helpers import JOB_SCRIPT, mnist_workspace, sample_advice, sample_findings
 from tuneadvisor.advisor.findings import Evidence, Suggestion
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
-from tuneadvisor.session.outputs import tuned_name, write_outputs
+from tuneadvisor.session.apply import tuned_name, write_outputs
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.view import (
     FUNCTION_SORTS,

@@ -13,7 +13,7 @@ from tuneadvisor import files as atomic
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import backup_path, write_atomic
-from tuneadvisor.session.outputs import tuned_name
+from tuneadvisor.session.apply import tuned_name
 from tuneadvisor.slurm.jobscript import JobScript
 
 JOB = """\
@@ -152,6 +152,30 @@ def test_in_place_keeps_a_backup(run_dir: Path, capsys: pytest.CaptureFixture[st
     assert JobScript.parse(job.read_bytes()).directives()["cpus-per-task"] == "4"
     assert not (run_dir / "job.tuned.sbatch").exists()
     assert f"backup: {run_dir / 'job.sbatch.bak'}" in out
+
+
+@pytest.mark.parametrize("command", ["apply", "report"])
+def test_the_job_script_is_read_once(
+    run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """One command reads the job file once: the backup of --in-place holds the bytes the
+    advice was computed from, not a second read of a file that may have changed since."""
+    job = run_dir / "job.sbatch"
+    reads: list[str] = []
+    real_open = Path.open
+
+    def counting_open(self: Path, *args: object, **kwargs: object) -> object:
+        if self.name == job.name and self.resolve() == job.resolve():
+            reads.append(str(args[0] if args else kwargs.get("mode", "r")))
+        return real_open(self, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    extra = ["--in-place"] if command == "apply" else []
+    code = main([command, "--job", str(job), "--seff", str(run_dir / "seff.txt"), *extra])
+    assert code == 0, capsys.readouterr().err
+    assert reads == ["rb"]
+    if command == "apply":
+        assert (run_dir / "job.sbatch.bak").read_text() == JOB
 
 
 def test_in_place_never_overwrites_an_earlier_backup(

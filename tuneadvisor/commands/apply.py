@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuneadvisor.commands.inputs import add_inputs, inputs_of
-from tuneadvisor.errors import InputError
 
 if TYPE_CHECKING:
     from tuneadvisor.advisor.advice import Advice
@@ -40,43 +39,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuneadvisor.session.outputs import refuse_overwriting_inputs, tuned_name, write_outputs
+    from tuneadvisor.session.apply import apply_advice, apply_target
     from tuneadvisor.session.workspace import load_workspace
 
-    request = inputs_of(args)
-    from_slurm = request.job is None and request.jobid is not None and request.sacct is None
-    if request.job is None and not from_slurm:
-        raise InputError(
-            None, "apply: --job JOBSCRIPT or --jobid ID is required (the script to tune)"
-        )
-    if args.in_place and args.output:
-        raise InputError(None, "apply: give -o OUT or --in-place, not both")
-    if args.in_place and request.job is None:
-        raise InputError(None, "apply: --in-place needs --job JOBSCRIPT (the file to overwrite)")
-    # --jobid alone: the script comes from Slurm; the tuned one is written here.
-    job_path = Path(request.job or f"job-{request.jobid}.sbatch")
-    out = job_path if args.in_place else Path(args.output) if args.output else tuned_name(job_path)
-    if not args.in_place and out.resolve() == job_path.resolve():
-        raise InputError(out, "is the input job script: use --in-place to overwrite it")
-    workspace = load_workspace(request)  # everything is read and checked before any write
+    inputs = inputs_of(args)
+    target = apply_target(inputs, args.output, args.in_place)
+    workspace = load_workspace(inputs)  # everything is read and checked before any write
     advice = workspace.advice
     assert advice is not None
-    if advice.tuned_job is None:  # --jobid, and Slurm no longer has the script
-        raise InputError(None, f"apply: no script for job {request.jobid}: give it with --job FILE")
-    named = (*request.profiles, *request.metrics, request.script, request.seff, request.sacct)
-    refuse_overwriting_inputs(advice, out, (*named, request.site))
+    written = apply_advice(advice, inputs, target)
     for finding in advice.findings:
         print(f"[{finding.severity.value}] {finding.id}: {finding.title}")
     if not advice.findings:
         print("no findings: nothing to change")
     if advice.job_diff:
         sys.stdout.write("\n" + advice.job_diff)
-    for line in write_outputs(advice, job_path, out, in_place=args.in_place):
+    for line in written:
         print(line)
     for note in advice.notes:
         print(f"note: {note}")
-    if getattr(args, "submit", False):
-        _submit(advice, out, from_slurm)
+    if args.submit:
+        _submit(advice, target.out, target.from_slurm)
     return 0
 
 

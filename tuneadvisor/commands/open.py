@@ -37,14 +37,17 @@ def run(args: argparse.Namespace) -> int:
         return _open_replay(args, replay)
     inputs = inputs_of(args)
     _check_paths_exist(inputs)
+    from tuneadvisor.session.gather import read_job
     from tuneadvisor.session.workspace import load_quick_workspace, load_workspace
     from tuneadvisor.tui.app import run_open
 
+    # Read once, for both stages of the screen; a broken job script fails before it opens.
+    job = read_job(inputs.job) if inputs.job is not None else None
     names = ", ".join(inputs.profiles) or inputs.job or f"job {inputs.jobid or ''}"
     return run_open(
-        lambda: load_workspace(inputs),
+        lambda: load_workspace(inputs, job_script=job),
         title=f"tuneadvisor: {names}",
-        quick=lambda: load_quick_workspace(inputs),
+        quick=lambda: load_quick_workspace(inputs, job_script=job),
     )
 
 

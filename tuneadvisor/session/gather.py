@@ -105,7 +105,9 @@ def gather(
     paths: Inputs,
     analysis: ProfileAnalysis | None,
     env: Mapping[str, str] | None = None,
+    job: JobScript | None = None,
 ) -> Gathered:
+    """``job``: the job script of ``paths.job``, when the caller has read it already."""
     env = os.environ if env is None else env
     facts: dict[str, object] = {}
     notes: list[str] = []
@@ -125,10 +127,10 @@ def gather(
 
         live = fetch_job(client, paths.jobid, want_script=paths.job is None)
         notes += live.notes
-    job = launch = None
-    if paths.job is not None:
+    launch = None
+    if job is None and paths.job is not None:
         job = read_job(paths.job)
-    elif live is not None:
+    elif job is None and live is not None:
         job = live.script
     if job is not None:
         from tuneadvisor.advisor.job_facts import job_facts

@@ -8,17 +8,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.advice import Advice, advise
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import read_text_input
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze
 from tuneadvisor.profile.lprof import load_profiles
 from tuneadvisor.profile.source import SourceFinder
-from tuneadvisor.session.gather import gather
+from tuneadvisor.session.gather import gather, read_job
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import load_rules, rule_dirs
+
+if TYPE_CHECKING:
+    from tuneadvisor.slurm.jobscript import JobScript
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class Workspace:
     # True for the first, quick stage of `open`: numbers only, before source, kinds and
     # advice are read. Not "source not found": the source has not been looked for yet.
     partial: bool = False
+    inputs: Inputs = field(default_factory=Inputs)  # what it was loaded from (apply protects them)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -46,16 +50,24 @@ class _NoSource(SourceFinder):
         return None
 
 
-def load_quick_workspace(request: Inputs) -> Workspace:
-    """The profile's numbers alone, fast, for a first screen while the rest loads."""
-    job = None
-    if request.job is not None:
-        job = JobScriptText(request.job, read_text_input(request.job, "job script"))
+def load_quick_workspace(request: Inputs, job_script: JobScript | None = None) -> Workspace:
+    """The profile's numbers alone, fast, for a first screen while the rest loads.
+    ``job_script``: the job script already read (each command reads the file once)."""
+    if job_script is None and request.job is not None:
+        job_script = read_job(request.job)
+    job = _job_text(request, job_script)
     if not request.profiles:
-        return Workspace(analysis=None, job=job, partial=True)
+        return Workspace(analysis=None, job=job, partial=True, inputs=request)
     analysis = analyze(load_profiles(request.profiles), _NoSource())
     quiet = replace(analysis, notes=(), missing_sources=())
-    return Workspace(analysis=quiet, job=job, partial=True)
+    return Workspace(analysis=quiet, job=job, partial=True, inputs=request)
+
+
+def _job_text(request: Inputs, job: JobScript | None) -> JobScriptText | None:
+    if job is None:
+        return None
+    # --jobid: the script Slurm kept for the job
+    return JobScriptText(str(request.job or job.path or f"job {request.jobid}"), job.render_text())
 
 
 def analyze_profiles(request: Inputs, cwd: Path | None = None) -> ProfileAnalysis:
@@ -68,19 +80,20 @@ def analyze_profiles(request: Inputs, cwd: Path | None = None) -> ProfileAnalysi
     return analyze(profiles, finder)
 
 
-def load_workspace(request: Inputs, cwd: Path | None = None) -> Workspace:
+def load_workspace(
+    request: Inputs, cwd: Path | None = None, job_script: JobScript | None = None
+) -> Workspace:
+    """Everything the inputs say, with the advice. ``job_script``: the job script already
+    read (each command reads the file once)."""
     if request.is_empty():
         raise InputError(None, "nothing to read: give a profile (.lprof), --job or other inputs")
     rules = load_rules(rule_dirs(request.rules))  # a bad rule file fails before any work
-    job = None
-    if request.job is not None:
-        job = JobScriptText(request.job, read_text_input(request.job, "job script"))
+    if job_script is None and request.job is not None:
+        job_script = read_job(request.job)
     analysis = analyze_profiles(request, cwd) if request.profiles else None
-    advice = advise(gather(request, analysis), rules)
-    fetched = advice.original_job
-    if job is None and fetched is not None:  # --jobid: the script Slurm kept for the job
-        job = JobScriptText(str(fetched.path or f"job {request.jobid}"), fetched.render_text())
-    return Workspace(analysis=analysis, job=job, advice=advice)
+    advice = advise(gather(request, analysis, job=job_script), rules)
+    job = _job_text(request, advice.original_job)
+    return Workspace(analysis=analysis, job=job, advice=advice, inputs=request)
 
 
 def _dirs_of(paths: Sequence[str]) -> tuple[Path, ...]:

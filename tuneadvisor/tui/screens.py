@@ -32,7 +32,7 @@ from textual.worker import Worker, WorkerState
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.errors import InputError
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
-from tuneadvisor.session.outputs import refuse_overwriting_inputs, tuned_name, write_outputs
+from tuneadvisor.session.apply import refuse_overwriting_inputs, tuned_name, write_outputs
 from tuneadvisor.session.workspace import Workspace
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.highlight import Highlighter

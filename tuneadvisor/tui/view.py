@@ -23,7 +23,7 @@ from tuneadvisor.profile.analysis import (
     KindShare,
     ProfileAnalysis,
 )
-from tuneadvisor.session.outputs import script_patch_path
+from tuneadvisor.session.apply import script_patch_path
 from tuneadvisor.trainscript.kinds import LineKind
 
 T = TypeVar("T")

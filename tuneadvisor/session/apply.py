@@ -1,0 +1,119 @@
+"""The one apply, for `tuneadvisor apply` and the TUI's `a` alike: where the tuned job script
+goes, what will be written, refusing to overwrite any input of the run, and writing the tuned
+job script and the training-script patch atomically (the input only with --in-place, after a
+backup of the bytes the advice was computed from)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuneadvisor.advisor.advice import Advice
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import backup_path, write_atomic
+from tuneadvisor.session.inputs import Inputs
+
+
+def tuned_name(job: Path) -> Path:
+    """job.sbatch -> job.tuned.sbatch; run -> run.tuned."""
+    if job.suffix:
+        return job.with_name(f"{job.stem}.tuned{job.suffix}")
+    return job.with_name(job.name + ".tuned")
+
+
+def script_patch_path(advice: Advice, out: Path) -> Path | None:
+    """Where the training-script patch goes (beside the tuned job); None without a patch."""
+    if not advice.script_patch:
+        return None
+    name = Path(advice.script_path or "train.py").name
+    return out.parent / f"{name}.tuneadvisor.patch"
+
+
+def refuse_overwriting_inputs(advice: Advice, out: Path, inputs: Iterable[str | None]) -> None:
+    """An output that is one of the run's inputs (a profile, the seff file, the training
+    script, ...) would be lost: refuse before anything is written."""
+    named = {Path(p).resolve() for p in (*inputs, advice.script_path) if p}
+    for target in (out, script_patch_path(advice, out)):
+        if target is not None and target.resolve() in named:
+            raise InputError(target, "is an input of this run: write the output elsewhere (-o)")
+
+
+def write_outputs(advice: Advice, job_path: Path, out: Path, in_place: bool) -> list[str]:
+    """Write the tuned job script (and the training-script patch); say what was written.
+    Each write is atomic, and the input is only replaced with --in-place, after a backup."""
+    assert advice.tuned_job is not None
+    said: list[str] = []
+    if in_place and advice.job_diff:
+        assert advice.original_job is not None
+        backup = backup_path(job_path)
+        # The bytes the advice was computed from (the model is lossless): the file is read once.
+        write_atomic(backup, advice.original_job.render(), mode_from=job_path)
+        said.append(f"backup: {backup}")
+    if advice.job_diff or not in_place:
+        write_atomic(out, advice.tuned_job.render(), mode_from=job_path)
+        said.append(f"wrote {out}")
+    patch_path = script_patch_path(advice, out)
+    if patch_path is not None:
+        write_atomic(patch_path, advice.script_patch.encode())
+        said.append(
+            f"wrote {patch_path} (in the training script's folder: "
+            f"patch -p1 < {patch_path.resolve()})"
+        )
+    return said
+
+
+@dataclass(frozen=True)
+class ApplyTarget:
+    """Where apply reads the job script from and writes the tuned one."""
+
+    job_path: Path  # the job script (for --jobid alone: job-ID.sbatch here, never read)
+    out: Path
+    in_place: bool = False
+    from_slurm: bool = False  # the script came from Slurm (--jobid without --job)
+
+
+def apply_target(inputs: Inputs, output: str | None = None, in_place: bool = False) -> ApplyTarget:
+    """Checks the choice of output before anything is read: one InputError line if wrong."""
+    from_slurm = inputs.job is None and inputs.live
+    if inputs.job is None and not from_slurm:
+        raise InputError(
+            None, "apply: --job JOBSCRIPT or --jobid ID is required (the script to tune)"
+        )
+    if in_place and output:
+        raise InputError(None, "apply: give -o OUT or --in-place, not both")
+    if in_place and inputs.job is None:
+        raise InputError(None, "apply: --in-place needs --job JOBSCRIPT (the file to overwrite)")
+    # --jobid alone: the script comes from Slurm; the tuned one is written here.
+    job_path = Path(inputs.job or f"job-{inputs.jobid}.sbatch")
+    out = job_path if in_place else Path(output) if output else tuned_name(job_path)
+    if not in_place and out.resolve() == job_path.resolve():
+        raise InputError(out, "is the input job script: use --in-place to overwrite it")
+    return ApplyTarget(job_path, out, in_place, from_slurm)
+
+
+def planned_writes(advice: Advice, out: Path) -> list[tuple[Path, str]]:
+    """What `write_outputs(advice, job, out, in_place=False)` writes: (path, what), for the
+    confirmation before anything is written."""
+    changes = [f"--{k}={c.value}" for k, c in advice.plan.sbatch.items()]
+    if not advice.job_diff:
+        what = "the job script, unchanged"
+    elif changes:
+        what = "the tuned job script: " + ", ".join(changes)
+    else:
+        what = "the tuned job script"
+    writes = [(out, what)]
+    patch = script_patch_path(advice, out)
+    if patch is not None:
+        writes.append((patch, f"a patch for {Path(advice.script_path or 'train.py').name}"))
+    return writes
+
+
+def apply_advice(advice: Advice, inputs: Inputs, target: ApplyTarget) -> list[str]:
+    """Refuse to overwrite any input of the run, then write; says what was written."""
+    if advice.tuned_job is None:  # --jobid, and Slurm no longer has the script
+        raise InputError(None, f"apply: no script for job {inputs.jobid}: give it with --job FILE")
+    named = (*inputs.profiles, *inputs.metrics, inputs.script, inputs.seff, inputs.sacct)
+    protected = (*named, inputs.site, None if target.in_place else inputs.job)
+    refuse_overwriting_inputs(advice, target.out, protected)
+    return write_outputs(advice, target.job_path, target.out, in_place=target.in_place)
