@@ -57,9 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tuneadvisor.present.watch_summary import render_summary
     from tuneadvisor.watch.start import run_watch
 
-    return run_watch(args, show=None if args.headless else show_screen)
+    return run_watch(args, render_summary, show=None if args.headless else show_screen)
 
 
 def show_screen(session: WatchSession | ReplaySession, title: str) -> int:

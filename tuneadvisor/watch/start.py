@@ -205,11 +205,14 @@ def _exit_status(child: subprocess.Popen[bytes] | None, default: int) -> int:
 
 
 Show = Callable[[WatchSession, str], int]
+# The headless run's closing text: (session, target label, recording path) -> text.
+Summary = Callable[[WatchSession, str, str | None], str]
 
 
-def run_watch(args: argparse.Namespace, show: Show | None = None) -> int:
-    """Headless: sample and print the summary. Otherwise ``show(session, title)`` runs the
-    live screen (the CLI passes the Textual app; this layer does not import the TUI)."""
+def run_watch(args: argparse.Namespace, summary: Summary, show: Show | None = None) -> int:
+    """Headless: sample and print ``summary``. Otherwise ``show(session, title)`` runs the
+    live screen (the command passes both; this layer imports neither the TUI nor how the
+    summary reads)."""
     _validate(args, screen=show is not None)
     target = _target(args)
     built: list[WatchSession] = []
@@ -233,7 +236,7 @@ def run_watch(args: argparse.Namespace, show: Show | None = None) -> int:
             raise
         built.append(session)
         try:
-            return _watch(args, target, session, show)
+            return _watch(args, target, session, summary, show)
         finally:
             sampler.close()
             if session.recorder is not None:
@@ -244,18 +247,20 @@ def run_watch(args: argparse.Namespace, show: Show | None = None) -> int:
 
 
 def _watch(
-    args: argparse.Namespace, target: _Target, session: WatchSession, show: Show | None
+    args: argparse.Namespace,
+    target: _Target,
+    session: WatchSession,
+    summary: Summary,
+    show: Show | None,
 ) -> int:
     if args.stream:
         return _stream(session)
     if args.headless or show is None:
-        from tuneadvisor.present.watch_summary import render_summary
-
         try:
             session.run()
         except KeyboardInterrupt:
             session.ended_because = "interrupted"
-        sys.stdout.write(render_summary(session, target.label, args.record))
+        sys.stdout.write(summary(session, target.label, args.record))
         sys.stdout.flush()
         return _exit_status(target.child, 0)
     code = show(session, f"tuneadvisor watch: {target.label}")
