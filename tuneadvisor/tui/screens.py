@@ -31,6 +31,7 @@ from textual.worker import Worker, WorkerState
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.errors import InputError
+from tuneadvisor.present.numbers import format_seconds
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.session.outputs import refuse_overwriting_inputs, tuned_name, write_outputs
 from tuneadvisor.session.workspace import Workspace
@@ -45,7 +46,6 @@ from tuneadvisor.tui.view import (
     can_apply,
     display_path,
     findings_tab_label,
-    format_seconds,
     function_rows,
     kind_cycle,
     kind_label,

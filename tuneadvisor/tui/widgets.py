@@ -16,6 +16,16 @@ from textual.widgets import DataTable, Static
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.advisor.plan import Plan
+from tuneadvisor.present.findings import (
+    evidence_text,
+    findings_summary,
+    grouped_findings,
+    rationale_text,
+    suggestion_texts,
+    top_finding,
+)
+from tuneadvisor.present.numbers import format_seconds, heat_bar, percent, top_kinds_text
+from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.profile.analysis import (
     KIND_LABELS,
     AnnotatedFunction,
@@ -29,20 +39,9 @@ from tuneadvisor.tui.view import (
     NO_FINDINGS,
     READING,
     LineRow,
-    bar,
     diff_line_kind,
     display_path,
-    evidence_text,
-    findings_summary,
-    format_percent,
-    format_seconds,
-    grouped_findings,
     heat_level,
-    plan_rows,
-    rationale_text,
-    suggestion_texts,
-    top_finding,
-    top_kinds_text,
 )
 
 HEAT_WIDTH = 10
@@ -94,7 +93,7 @@ class FunctionsTable(NavTable):
                 Text(func.qualified, style="bold"),
                 Text(f"{display_path(func.filename)}:{func.first_lineno}"),
                 _right(format_seconds(func.total_s)),
-                _right(format_percent(func.percent_total)),
+                _right(percent(func.percent_total)),
                 key=str(index),
             )
         self.move_to_key(None if selected is None else str(selected))
@@ -143,7 +142,7 @@ class LinesTable(NavTable):
                 )  # fmt: skip
                 continue
             level = heat_level(line.percent)
-            heat = Text(bar(line.percent, HEAT_WIDTH))
+            heat = Text(heat_bar(line.percent, HEAT_WIDTH))
             if level != "none":
                 heat.stylize(self.get_component_rich_style(f"lines--heat-{level}", partial=True))
             kind = Text(KIND_LABELS[line.kind] if kinds_known else "…")
@@ -154,7 +153,7 @@ class LinesTable(NavTable):
                 _right(str(line.hits)),
                 _right(format_seconds(line.time_s)),
                 _right(format_seconds(line.per_hit_s)),
-                _right(format_percent(line.percent)),
+                _right(percent(line.percent)),
                 heat,
                 kind,
                 source,
@@ -177,7 +176,7 @@ class KindSummary(Static):
         width = max((len(s.label) for s in function.kinds), default=0)
         for share in function.kinds:
             text.append(share.label.ljust(width) + " ")
-            text.append(bar(share.percent, KIND_BAR_WIDTH), style="bold")
+            text.append(heat_bar(share.percent, KIND_BAR_WIDTH), style="bold")
             text.append(f" {share.percent:5.1f} %  {format_seconds(share.time_s)}\n")
         text.rstrip()
         self.update(text)
@@ -206,7 +205,7 @@ class PartsTable(NavTable):
             self.add_row(
                 Text(display_path(part.origin)),
                 _right(format_seconds(part.total_s)),
-                Text(top_kinds_text(part.kinds, limit=2)),
+                Text(top_kinds_text(part.kinds, limit=2, empty="no time recorded")),
                 key=str(index),
             )
 
