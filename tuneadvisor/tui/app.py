@@ -24,7 +24,8 @@ from textual.worker import Worker, WorkerState
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
 from tuneadvisor.present.numbers import format_seconds
 from tuneadvisor.session.workspace import Workspace
-from tuneadvisor.tui.screens import HelpScreen, LoadingScreen, MainScreen
+from tuneadvisor.tui.dialogs import HelpScreen, LoadingScreen
+from tuneadvisor.tui.screens import MainScreen
 from tuneadvisor.tui.view import READING, display_path
 
 QUICK_WORKER = "quick-workspace"
