@@ -26,8 +26,9 @@ from tests.tui.helpers import (
 from tuneadvisor.session.apply import tuned_name
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.workspace import load_workspace
-from tuneadvisor.tui.screens import ApplyScreen, MainScreen
-from tuneadvisor.tui.widgets import DiffView, FindingCard, FindingsPanel
+from tuneadvisor.tui.advice_widgets import DiffView, FindingCard, FindingsPanel
+from tuneadvisor.tui.dialogs import ApplyScreen
+from tuneadvisor.tui.screens import MainScreen
 
 
 def example_request(directory: Path) -> Inputs:

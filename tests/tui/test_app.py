@@ -29,7 +29,8 @@ from tests.tui.helpers import (
 from tuneadvisor.errors import InputError
 from tuneadvisor.session.workspace import JobScriptText, Workspace
 from tuneadvisor.tui import app as app_module
-from tuneadvisor.tui.screens import HelpScreen, LoadingScreen, MainScreen
+from tuneadvisor.tui.dialogs import HelpScreen, LoadingScreen
+from tuneadvisor.tui.screens import MainScreen
 from tuneadvisor.tui.view import NO_FINDINGS
 from tuneadvisor.tui.widgets import FunctionsTable, JobScriptView, LinesTable, PartsTable
 

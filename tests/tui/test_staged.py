@@ -30,9 +30,10 @@ from tuneadvisor.session.workspace import (
     load_workspace,
 )
 from tuneadvisor.tui import app as app_module
+from tuneadvisor.tui.advice_widgets import FindingCard
 from tuneadvisor.tui.screens import MainScreen
 from tuneadvisor.tui.view import EVALUATING, READING
-from tuneadvisor.tui.widgets import FindingCard, KindSummary, LinesTable
+from tuneadvisor.tui.widgets import KindSummary, LinesTable
 
 
 class Gate:

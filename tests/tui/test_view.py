@@ -6,6 +6,18 @@ from pathlib import Path
 
 from tests.tui.helpers import JOB_SCRIPT, mnist_workspace, sample_advice, sample_findings
 from tuneadvisor.advisor.findings import Evidence, Suggestion
+from tuneadvisor.present.findings import (
+    evidence_text,
+    finding_text,
+    findings_summary,
+    format_value,
+    grouped_findings,
+    rationale_text,
+    suggestion_texts,
+    top_finding,
+)
+from tuneadvisor.present.numbers import format_seconds, heat_bar
+from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.session.apply import tuned_name, write_outputs
 from tuneadvisor.trainscript.kinds import LineKind
@@ -14,28 +26,17 @@ from tuneadvisor.tui.view import (
     LINE_SORTS,
     FunctionSort,
     LineSort,
-    bar,
     can_apply,
     diff_line_kind,
     display_path,
-    evidence_text,
-    finding_text,
-    findings_summary,
     findings_tab_label,
-    format_seconds,
-    format_value,
     function_rows,
-    grouped_findings,
     heat_level,
     kind_cycle,
     line_rows,
     merged_lines,
     next_in,
-    plan_rows,
     planned_writes,
-    rationale_text,
-    suggestion_texts,
-    top_finding,
 )
 
 
@@ -116,10 +117,10 @@ def test_number_formats() -> None:
 
 
 def test_bars_and_heat() -> None:
-    assert bar(100, 4) == "████"
-    assert bar(0, 4) == "    "
-    assert bar(50, 4) == "██  "
-    assert len(bar(84.5, 10)) == 10
+    assert heat_bar(100, 4) == "████"
+    assert heat_bar(0, 4) == "    "
+    assert heat_bar(50, 4) == "██  "
+    assert len(heat_bar(84.5, 10)) == 10
     assert [heat_level(p) for p in (84.5, 12, 3, 0)] == ["high", "mid", "low", "none"]
 
 

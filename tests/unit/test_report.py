@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TRAIN_SOURCE, line_of, tutorial_profile
+from tuneadvisor.present.numbers import heat_bar
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze, kind_summary_text
 from tuneadvisor.profile.model import ProfileSet
 from tuneadvisor.profile.source import SourceFinder
-from tuneadvisor.report.format import heat_bar
 from tuneadvisor.report.json_report import to_json
 from tuneadvisor.report.markdown import render_markdown
 from tuneadvisor.report.text import render_text

@@ -3,46 +3,41 @@
 from __future__ import annotations
 
 import textwrap
-from itertools import groupby
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.findings import Finding
-
-
-def _value(value: object, unit: str) -> str:
-    text = f"{value:g}" if isinstance(value, float) else str(value)
-    return f"{text} {unit}" if unit and unit not in ("fraction",) else text
+from tuneadvisor.present.findings import (
+    evidence_text,
+    finding_heading,
+    grouped_findings,
+    rationale_line,
+    suggestion_items,
+)
+from tuneadvisor.present.plan_rows import plan_rows
 
 
 def finding_lines(finding: Finding) -> list[str]:
-    out = [f"[{finding.severity.value}] {finding.id}: {finding.title}"]
+    out = [finding_heading(finding)]
     for item in finding.evidence:
-        out.append(f"    {item.label}: {_value(item.value, item.unit)}")
-    for section, table in (("sbatch", finding.suggest.sbatch), ("script", finding.suggest.script),
-                           ("env", finding.suggest.env)):  # fmt: skip
-        for key, value in table.items():
-            prefix = "--" if section == "sbatch" else ""
-            out.append(f"    suggest {section}: {prefix}{key}={value}")
-    out += textwrap.wrap(" ".join(finding.rationale.split()), width=92,
+        label, value = evidence_text(item)
+        out.append(f"    {label}: {value}")
+    out += [f"    suggest {section}: {change}"
+            for section, change in suggestion_items(finding.suggest)]  # fmt: skip
+    out += textwrap.wrap(rationale_line(finding.rationale), width=92,
                          initial_indent="    ", subsequent_indent="    ")  # fmt: skip
     return out
 
 
 def render_advice(advice: Advice) -> list[str]:
     out = ["", "Findings:" if advice.findings else "Findings: none"]
-    ordered = sorted(advice.findings, key=lambda f: (f.group, -f.severity.rank, f.id))
-    for group, members in groupby(ordered, key=lambda f: f.group):
+    for group, members in grouped_findings(advice.findings):
         out += ["", f"  {group}:"]
         for finding in members:
             out += ["  " + line for line in finding_lines(finding)]
     plan = advice.plan
     if not plan.is_empty():
         out += ["", "Plan:"]
-        out += [
-            f"  #SBATCH --{k}={c.value}   ({', '.join(c.because)})" for k, c in plan.sbatch.items()
-        ]
-        out += [f"  {k} = {c.value}   ({', '.join(c.because)})" for k, c in plan.script.items()]
-        out += [f"  export {k}={c.value}   ({', '.join(c.because)})" for k, c in plan.env.items()]
+        out += [f"  {change}   ({because})" for _, change, because in plan_rows(plan)]
     if advice.job_diff:
         out += ["", "Job script changes (tuneadvisor apply writes them):", ""]
         out += advice.job_diff.rstrip("\n").splitlines()

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import resource
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tuneadvisor.metrics.model import MetricsSeries, Stats
-from tuneadvisor.metrics.ring import SnapshotStore, to_series
+from tuneadvisor.metrics.ring import to_series
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, ROLE_WORKER, Snapshot
-from tuneadvisor.present.advice_text import finding_lines
+from tuneadvisor.present.live_findings import findings_heading, no_findings, summary_lines
+from tuneadvisor.present.requests_use import (
+    cores_use,
+    memory_use,
+    requested_cpus,
+    requested_mem_mib,
+    requests_line,
+)
 from tuneadvisor.watch.merge import node_of
 from tuneadvisor.watch.remote import RemoteSamplers
-from tuneadvisor.watch.session import LiveFinding, WatchSession
+from tuneadvisor.watch.session import Span, WatchSession
 
 
 def _f(value: float | None, fmt: str = ".0f", unit: str = "") -> str:
@@ -45,8 +52,7 @@ def _gpu_lines(series: MetricsSeries, no_data: Sequence[str]) -> list[str]:
     return out
 
 
-def _sampler_line(snaps: Sequence[Snapshot], interval_s: float, merged: bool) -> str:
-    own = Stats.of(s.sampler_cpu_pct for s in snaps)
+def _sampler_line(own: Stats | None, interval_s: float, merged: bool) -> str:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     whose = "the busiest node's sampler thread" if merged else "its own thread"
     return (
@@ -58,14 +64,15 @@ def _sampler_line(snaps: Sequence[Snapshot], interval_s: float, merged: bool) ->
 
 
 def render_summary(session: WatchSession, target: str, recording: str | None) -> str:
-    store: SnapshotStore = session.store
-    snaps = store.timeline()
+    state = session.state()
+    span = Span.of(session.timeline())  # the rounds as recorded: no node labels added
+    snaps = span.rounds
     series = to_series(snaps)
-    latest = store.recent[-1] if store.recent else None
+    latest = state.latest
     duration = (snaps[-1].t - snaps[0].t) if len(snaps) > 1 else 0.0
     out = [
-        f"tuneadvisor watch: {target}: {store.count} rounds over {duration:.1f} s "
-        f"every {session.interval_s:g} s ({session.ended_because or 'ended'})"
+        f"tuneadvisor watch: {target}: {state.rounds} rounds over {duration:.1f} s "
+        f"every {state.interval_s:g} s ({session.ended_because or 'ended'})"
     ]
     out += _gpu_lines(series, latest.no_data if latest else ())
     hosts = [s.host for s in snaps if s.host is not None]
@@ -78,7 +85,7 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
             f"{_f(max((h.mem_used_mib or 0) for h in hosts))} MiB"
         )
         tree = Stats.of(h.proc_cpu_cores for h in hosts)
-        rss = Stats.of(h.proc_rss_mib for h in hosts)
+        rss = span.proc_rss
         if tree is not None:
             procs = latest.procs if latest else ()
             mains = sum(1 for p in procs if p.role == ROLE_MAIN)
@@ -89,28 +96,21 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
                 "DataLoader workers"
             )
             if len(_nodes(snaps)) <= 1:  # requests are per node: see the node lines
-                out += _requests(session, tree, rss)
+                out += _requests(state.job, tree, rss)
     nodes = _nodes(snaps)
     out += _node_lines(snaps, series, nodes)
-    out.append(_sampler_line(snaps, session.interval_s, bool(nodes)))
+    out.append(_sampler_line(span.sampler_cpu, state.interval_s, bool(nodes)))
     if isinstance(session.sampler, RemoteSamplers):
         out += [f"Said on a node: {line}" for line in session.sampler.messages]
-    findings: Sequence[LiveFinding] = session.state().findings
-    if findings:
-        out.append(f"Findings (evidence: the last {session.window_s:g} s):")
-        for live in findings:
-            lines = finding_lines(live.finding)
-            lines.insert(
-                1,
-                f"    window: {live.window_start:.1f}-{live.window_end:.1f} s, "
-                f"{live.rounds} rounds; firing since {live.since:.1f} s",
-            )
-            out += ["  " + line for line in lines]
+    if state.findings:
+        out.append(findings_heading(state.window_s))
+        for live in state.findings:
+            out += ["  " + line for line in summary_lines(live)]
     else:
-        out.append(f"Findings: none (evidence: the last {session.window_s:g} s)")
+        out.append(no_findings(state.window_s))
     marks = [s for s in snaps if s.mark]
     for snap in marks:
-        out.append(f"Mark at {snap.t - session.started:.1f} s: {snap.mark}")
+        out.append(f"Mark at {snap.t - state.started:.1f} s: {snap.mark}")
     if recording:
         out.append(f"Recording: {recording} (read it with: tuneadvisor report --metrics FILE)")
     return "\n".join(out) + "\n"
@@ -160,13 +160,13 @@ def _node_lines(snaps: Sequence[Snapshot], series: MetricsSeries, nodes: list[st
     return out
 
 
-def _requests(session: WatchSession, tree: Stats, rss: Stats | None) -> list[str]:
-    job = session.job
+def _requests(job: Mapping[str, object], tree: Stats, rss: Stats | None) -> list[str]:
+    """Only what was requested: the summary compares, the screen also shows bare use."""
     parts = []
-    cpus = job.get("job.cpus_per_task")
-    if isinstance(cpus, int):
-        parts.append(f"cores used {tree.mean:.2f} (p95 {tree.p95:.2f}) of {cpus} requested")
-    mem = job.get("job.mem_mib")
-    if isinstance(mem, float) and rss is not None:
-        parts.append(f"memory peak {rss.max:.0f} MiB of {mem:.0f} MiB requested")
-    return [f"Requests vs use: {'; '.join(parts)}"] if parts else []
+    cpus = requested_cpus(job)
+    if cpus is not None:
+        parts.append(cores_use(f"{tree.mean:.2f} (p95 {tree.p95:.2f})", cpus))
+    mem = requested_mem_mib(job)
+    if mem is not None and rss is not None:
+        parts.append(memory_use(rss.max, mem))
+    return [requests_line(parts, "; ")] if parts else []

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 
 from tuneadvisor.advisor.advice import Advice
+from tuneadvisor.present.findings import rationale_line, suggestion_items
+from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
-from tuneadvisor.report.format import heat_bar, per_hit, percent, seconds
 from tuneadvisor.session.workspace import Workspace
 
 
@@ -50,7 +51,7 @@ def _analysis(analysis: ProfileAnalysis) -> list[str]:
     if analysis.parts:
         out += ["", "| File | Total s | Top kinds |", "|:---|---:|:---|"]
         for part in analysis.parts:
-            top = ", ".join(f"{s.label} {s.percent:.1f} %" for s in part.kinds[:3])
+            top = top_kinds_text(part.kinds)
             out.append(f"| `{part.origin}` | {seconds(part.total_s)} | {top} |")
     for func in analysis.functions:
         out += ["", *_function(func)]
@@ -67,14 +68,9 @@ def _advice(advice: Advice) -> list[str]:
         out += ["", f"### {finding.severity.value}: `{finding.id}` {finding.title}", ""]
         out += [f"- {e.label}: **{e.value}**{' ' + e.unit if e.unit else ''}"
                 for e in finding.evidence]  # fmt: skip
-        for section, table in (
-            ("sbatch", finding.suggest.sbatch),
-            ("script", finding.suggest.script),
-            ("env", finding.suggest.env),
-        ):
-            prefix = "--" if section == "sbatch" else ""
-            out += [f"- suggest ({section}): `{prefix}{k}={v}`" for k, v in table.items()]
-        out += ["", " ".join(finding.rationale.split())]
+        out += [f"- suggest ({section}): `{change}`"
+                for section, change in suggestion_items(finding.suggest)]  # fmt: skip
+        out += ["", rationale_line(finding.rationale)]
         out += [f"- <{ref}>" for ref in finding.references]
     if advice.job_diff:
         out += ["", "## Job script changes", "", "```diff", advice.job_diff.rstrip("\n"), "```"]

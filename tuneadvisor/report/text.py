@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from tuneadvisor.present.advice_text import render_advice
+from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
-from tuneadvisor.report.format import heat_bar, per_hit, percent, seconds
 from tuneadvisor.session.workspace import Workspace
 
 _HEADER = ("Line", "Hits", "Time s", "Per hit", "%", "Heat", "Kind", "Source")
@@ -73,8 +73,7 @@ def render_analysis(analysis: ProfileAnalysis) -> list[str]:
     if analysis.parts:
         out += ["", "Per file (one per rank):"]
         for part in analysis.parts:
-            top = ", ".join(f"{s.label} {s.percent:.1f} %" for s in part.kinds[:3])
-            out.append(f"  {part.origin}: {seconds(part.total_s)} s  {top}")
+            out.append(f"  {part.origin}: {seconds(part.total_s)} s  {top_kinds_text(part.kinds)}")
     for func in analysis.functions:
         out += ["", *_function_section(func)]
     if analysis.notes:

@@ -22,9 +22,11 @@ from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
+from tuneadvisor.present.numbers import format_seconds
 from tuneadvisor.session.workspace import Workspace
-from tuneadvisor.tui.screens import HelpScreen, LoadingScreen, MainScreen
-from tuneadvisor.tui.view import READING, display_path, format_seconds
+from tuneadvisor.tui.dialogs import HelpScreen, LoadingScreen
+from tuneadvisor.tui.screens import MainScreen
+from tuneadvisor.tui.view import READING, display_path
 
 QUICK_WORKER = "quick-workspace"
 LOAD_WORKER = "load-workspace"

@@ -1,51 +1,42 @@
-"""Screens: loading, the main profile/findings/job view, the help and apply modals."""
+"""The main screen: profile, findings and job script tabs (the loading screen and the help and
+apply dialogs are in ``dialogs``)."""
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import DescendantFocus
-from textual.screen import ModalScreen, Screen
-from textual.widgets import (
-    DataTable,
-    Footer,
-    Header,
-    Input,
-    Label,
-    LoadingIndicator,
-    Static,
-    TabbedContent,
-    TabPane,
-)
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.errors import InputError
+from tuneadvisor.present.numbers import format_seconds
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.session.apply import refuse_overwriting_inputs, tuned_name, write_outputs
 from tuneadvisor.session.workspace import Workspace
 from tuneadvisor.trainscript.kinds import LineKind
+from tuneadvisor.tui.advice_widgets import AdviceBar, DiffPanel, FindingsPanel
+from tuneadvisor.tui.dialogs import ApplyScreen
 from tuneadvisor.tui.highlight import Highlighter
 from tuneadvisor.tui.view import (
     FUNCTION_SORTS,
-    KEY_HELP,
     LINE_SORTS,
     FunctionSort,
     LineSort,
     can_apply,
     display_path,
     findings_tab_label,
-    format_seconds,
     function_rows,
     kind_cycle,
     kind_label,
@@ -55,9 +46,6 @@ from tuneadvisor.tui.view import (
     planned_writes,
 )
 from tuneadvisor.tui.widgets import (
-    AdviceBar,
-    DiffPanel,
-    FindingsPanel,
     FunctionsTable,
     JobScriptView,
     KindSummary,
@@ -69,74 +57,6 @@ from tuneadvisor.tui.widgets import (
 Pane = Literal["functions", "lines"]
 APPLY_WORKER = "apply-outputs"
 FunctionKey = tuple[str, str, int]  # name, file, first line: one function across both stages
-
-
-class LoadingScreen(Screen[None]):
-    """Shown while the loader runs in a thread worker."""
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        with Vertical(id="loading"):
-            yield LoadingIndicator()
-            yield Label("Loading profiles…", id="loading-label")
-        yield Footer()
-
-
-class HelpScreen(ModalScreen[None]):
-    """The keys, in a dialog over the main screen."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss", "Close"),
-        Binding("question_mark", "dismiss", "Close", show=False),
-    ]
-
-    def compose(self) -> ComposeResult:
-        table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
-        table.add_column("Key", style="bold", no_wrap=True)
-        table.add_column("Action")
-        for key, action in KEY_HELP:
-            table.add_row(key, action)
-        with Vertical(id="help-dialog"):
-            yield Static(table, id="help-keys")
-            yield Label("escape closes this help", id="help-hint")
-
-    def on_mount(self) -> None:
-        self.query_one("#help-dialog").border_title = "Keys"
-
-    async def action_dismiss(self, result: None = None) -> None:
-        self.dismiss(result)
-
-
-class ApplyScreen(ModalScreen[bool]):
-    """Asks before the tuned job script is written; dismissed with True for "yes"."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Write"),
-        Binding("n", "answer(False)", "Cancel"),
-        Binding("escape", "answer(False)", "Cancel", show=False),
-    ]
-
-    def __init__(self, out: Path, writes: Sequence[tuple[Path, str]]) -> None:
-        super().__init__()
-        self.out = out
-        self.writes = tuple(writes)
-
-    def compose(self) -> ComposeResult:
-        listing = Text()
-        for index, (path, what) in enumerate(self.writes):
-            replaces = " (replaces the existing file)" if path.exists() else ""
-            listing.append(("\n" if index else "") + f"• {path}: {what}{replaces}")
-        with Vertical(id="apply-dialog"):
-            yield Static(Text(f"Write tuned job script to {self.out}? (y/n)"), id="apply-question")
-            yield Static(listing, id="apply-writes")
-            yield Label("y: write · n or escape: cancel · the job script itself is not changed",
-                        id="apply-hint")  # fmt: skip
-
-    def on_mount(self) -> None:
-        self.query_one("#apply-dialog").border_title = "Apply"
-
-    def action_answer(self, confirmed: bool) -> None:
-        self.dismiss(confirmed)
 
 
 def _write(

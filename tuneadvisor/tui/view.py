@@ -7,20 +7,17 @@ search; and how numbers are written. All numbers come from `tuneadvisor.profile.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TypeVar
 
 from tuneadvisor.advisor.advice import Advice
-from tuneadvisor.advisor.findings import Evidence, Finding, Suggestion
-from tuneadvisor.advisor.plan import Plan
 from tuneadvisor.profile.analysis import (
     KIND_LABELS,
     AnnotatedFunction,
     AnnotatedLine,
-    KindShare,
     ProfileAnalysis,
 )
 from tuneadvisor.session.apply import script_patch_path
@@ -159,35 +156,6 @@ def display_path(filename: str, cwd: Path | None = None) -> str:
         return path.name or filename
 
 
-def format_seconds(seconds: float) -> str:
-    """12.35 s, 4.20 ms, 35.0 µs: a fixed number of significant digits per unit."""
-    if seconds == 0:
-        return "0 s"
-    if seconds >= 100:
-        return f"{seconds:.1f} s"
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} µs"
-
-
-def format_percent(percent: float) -> str:
-    return f"{percent:.1f}"
-
-
-_EIGHTHS = " ▏▎▍▌▋▊▉"
-
-
-def bar(percent: float, width: int) -> str:
-    """A horizontal bar of ``width`` cells filled to ``percent`` (eighth-cell steps)."""
-    fraction = min(max(percent, 0.0), 100.0) / 100.0
-    eighths = round(fraction * width * 8)
-    full, rest = divmod(eighths, 8)
-    text = "█" * full + (_EIGHTHS[rest] if rest else "")
-    return text.ljust(width)
-
-
 def heat_level(percent: float) -> str:
     """'high', 'mid', 'low' or 'none': the heat bar's color band for a line's share."""
     if percent >= 40:
@@ -197,22 +165,6 @@ def heat_level(percent: float) -> str:
     if percent > 0:
         return "low"
     return "none"
-
-
-def top_kinds_text(kinds: Iterable[KindShare], limit: int = 3) -> str:
-    parts = [f"{s.label} {s.percent:.1f} %" for s in list(kinds)[:limit]]
-    return ", ".join(parts) if parts else "no time recorded"
-
-
-def finding_text(finding: object) -> str:
-    """One line for a finding: '[severity] id: title' when it has those, else str()."""
-    fid = getattr(finding, "id", None)
-    title = getattr(finding, "title", None)
-    severity = getattr(finding, "severity", None)
-    if fid is None or title is None:
-        return str(finding)
-    prefix = f"[{getattr(severity, 'value', severity)}] " if severity is not None else ""
-    return f"{prefix}{fid}: {title}"
 
 
 # -- advice ---------------------------------------------------------------------------------
@@ -225,78 +177,6 @@ def findings_tab_label(advice: Advice | None, partial: bool) -> str:
     if advice is None:
         return "Findings"
     return f"Findings ({len(advice.findings)})"
-
-
-def severity_rank(finding: Finding) -> int:
-    return finding.severity.rank
-
-
-def ordered_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """The report's order: by group (the cause), then the most severe first, then by id."""
-    return sorted(findings, key=lambda f: (f.group, -f.severity.rank, f.id))
-
-
-def grouped_findings(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
-    """(group, its findings) in the report's order."""
-    groups: list[tuple[str, list[Finding]]] = []
-    for finding in ordered_findings(findings):
-        if groups and groups[-1][0] == finding.group:
-            groups[-1][1].append(finding)
-        else:
-            groups.append((finding.group, [finding]))
-    return groups
-
-
-def top_finding(findings: Sequence[Finding]) -> Finding | None:
-    """The finding to show first: the most severe, the earliest of those in report order."""
-    ordered = ordered_findings(findings)
-    return max(ordered, key=lambda f: f.severity.rank) if ordered else None
-
-
-def findings_summary(findings: Sequence[Finding]) -> str:
-    """'2 findings: 1 error, 1 warning' (most severe first); 'no findings'."""
-    if not findings:
-        return "no findings"
-    counts: dict[str, int] = {}
-    for finding in sorted(findings, key=lambda f: -f.severity.rank):
-        counts[finding.severity.value] = counts.get(finding.severity.value, 0) + 1
-    noun = "finding" if len(findings) == 1 else "findings"
-    return f"{len(findings)} {noun}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
-
-
-def format_value(value: object, unit: str = "") -> str:
-    """An evidence value as the text report writes it: '80.1', '1 cores', '0.5 GiB'."""
-    text = f"{value:g}" if isinstance(value, float) else str(value)
-    return f"{text} {unit}" if unit and unit != "fraction" else text
-
-
-def evidence_text(item: Evidence) -> tuple[str, str]:
-    """(label, 'value unit') of one evidence item."""
-    return item.label, format_value(item.value, item.unit)
-
-
-def suggestion_texts(suggest: Suggestion) -> list[str]:
-    """'--cpus-per-task=4', 'num_workers=3', 'export OMP_NUM_THREADS=4'."""
-    out = [f"--{key}={value}" for key, value in suggest.sbatch.items()]
-    out += [f"{key}={value}" for key, value in suggest.script.items()]
-    out += [f"export {key}={value}" for key, value in suggest.env.items()]
-    return out
-
-
-def rationale_text(rationale: str) -> str:
-    """The rule's rationale as paragraphs to wrap (its own line breaks are only layout)."""
-    paragraphs = [" ".join(p.split()) for p in rationale.strip().split("\n\n")]
-    return "\n\n".join(p for p in paragraphs if p)
-
-
-def plan_rows(plan: Plan) -> list[tuple[str, str, str]]:
-    """(where, change, because): ('job script', '#SBATCH --cpus-per-task=4', 'dataloader-bound')."""
-    rows = [("job script", f"#SBATCH --{k}={c.value}", ", ".join(c.because))
-            for k, c in plan.sbatch.items()]  # fmt: skip
-    rows += [("training", f"{k} = {c.value}", ", ".join(c.because)) for k, c in plan.script.items()]
-    rows += [("environment", f"export {k}={c.value}", ", ".join(c.because))
-             for k, c in plan.env.items()]  # fmt: skip
-    return rows
 
 
 def diff_line_kind(line: str) -> str:

@@ -1,11 +1,13 @@
 """The live screen of ``tuneadvisor watch``, and the replay of a recording (``open REC``).
 
 The app takes its data source in its constructor: a ``WatchSession`` or a ``ReplaySession``
-(or anything with their shape: ``run``, ``stop``, ``view``, ``state``, ``mark``,
-``interval_s``, ``window_s``, ``live``). ``run`` samples (or plays the recording) in a daemon
-thread; the screen polls the session's frozen state on a timer and never touches NVML or
-psutil itself. Live, pausing freezes the screen, not the sampling (the recording keeps every
-round); in a replay it pauses the playback.
+(or anything with their shape: ``run``, ``stop``, ``span``, ``state``, ``mark``). A thread
+worker runs ``run`` (sampling, or playing the recording), which calls back after every change;
+the callback posts one ``SessionChanged`` message at a time (while one waits, newer rounds
+add none: the screen draws the newest state when it gets to it). The screen reads the session
+only through ``state()`` and ``span()``, frozen copies taken under the session's lock, and
+never touches NVML or psutil itself. Live, pausing freezes the screen, not the sampling (the
+recording keeps every round); in a replay it pauses the playback.
 
 Keys: p pause, + / - zoom the time window, g next GPU, up/down pick a process, m mark a
 moment (live), ] / [ faster / slower, e end, r restart (replay), q quit.
@@ -14,7 +16,7 @@ moment (live), ] / [ faster / slower, e end, r restart (replay), q quit.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar, Protocol
 
 from rich.markup import escape
@@ -24,28 +26,37 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Sparkline, Static
+from textual.worker import Worker, WorkerState
 
-from tuneadvisor.metrics.model import GpuSample, Stats
+from tuneadvisor.metrics.model import GpuSample
 from tuneadvisor.metrics.snapshot import ROLE_WORKER, GpuProcess, ProcSample, Snapshot
+from tuneadvisor.present.live_findings import findings_heading, no_findings, screen_line
+from tuneadvisor.present.requests_use import (
+    LABEL,
+    cores_use,
+    memory_use,
+    per_node_heading,
+    requested_cpus,
+    requested_mem_mib,
+    requests_line,
+)
 from tuneadvisor.watch.replay import Playback, ReplaySession
-from tuneadvisor.watch.session import LiveState
+from tuneadvisor.watch.session import LiveState, Span
 
 ZOOMS: tuple[float | None, ...] = (30.0, 60.0, 300.0, 900.0, 3600.0, None)  # None: whole run
 MAX_CORE_LINES = 16
 MAX_MARKS = 6  # the newest ones, on one line
 REPLAY_ACTIONS = frozenset({"faster", "slower", "to_end", "restart"})
+SESSION_WORKER = "watch-session"
 
 
 class Source(Protocol):
-    interval_s: float
-    window_s: float
-    live: bool
     stop: threading.Event
-    job: dict[str, object]
 
-    def run(self) -> None: ...
-    def view(self, seconds: float | None) -> list[Snapshot]: ...
+    def run(self, on_change: Callable[[], None] | None = None) -> None: ...
+    def span(self, seconds: float | None) -> Span: ...
     def state(self) -> LiveState: ...
     def mark(self, label: str) -> None: ...
 
@@ -92,6 +103,9 @@ def tree_rows(procs: Sequence[ProcSample]) -> list[tuple[int, ProcSample]]:
 
 
 class WatchApp(App[int]):
+    class SessionChanged(Message):
+        """The session has something new to draw (never more than one waiting)."""
+
     CSS_PATH = "watch.tcss"
     TITLE = "tuneadvisor watch"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -117,7 +131,11 @@ class WatchApp(App[int]):
         self.gpu_index = 0
         self.marks = 0
         self.shown_rounds = -1
-        self._thread: threading.Thread | None = None
+        self._shown_version = -1
+        self._pending = False  # a SessionChanged is on its way: post no other
+        self._pending_lock = threading.Lock()
+        self.session_running = threading.Event()  # the worker's run of the session began
+        self.session_done = threading.Event()  # and returned
         self._gpu_keys: tuple[str, ...] = ()
         self._gpu_keys_drawn: tuple[str, ...] | None = None  # what the GPU box shows
         self._gpu_note: Static | None = None
@@ -146,18 +164,42 @@ class WatchApp(App[int]):
     def on_mount(self) -> None:
         table: DataTable[str] = self.query_one("#procs", DataTable)
         table.add_columns("PID", "Role", "CPU %", "RSS MiB", "State", "Thr", "GPU MiB", "Command")
-        name = "sampler" if self.replay is None else "replay"
-        self._thread = threading.Thread(target=self.source.run, daemon=True, name=name)
-        self._thread.start()
-        # A replay plays rounds faster than they were taken: draw often enough to follow.
-        period = 0.2 if self.replay else max(0.1, min(1.0, self.source.interval_s))
-        self.set_interval(period, self.refresh_view)
+        self.run_worker(self._follow, name=SESSION_WORKER, thread=True, exit_on_error=False)
         self.refresh_view()
         for note in self.replay.notes if self.replay else ():
             self.notify(note, title="recording", severity="warning")  # e.g. a last line cut
 
     def on_unmount(self) -> None:
         self.source.stop.set()
+
+    # ------------------------------------------------------------------ the session
+
+    def _follow(self) -> None:
+        """The worker thread: sample (or play) until stopped, pushing changes to the screen."""
+        self.session_running.set()
+        try:
+            self.source.run(on_change=self._session_changed)
+        finally:
+            self.session_done.set()
+
+    def _session_changed(self) -> None:
+        """In the session's thread: one message at a time (the screen reads the newest)."""
+        with self._pending_lock:
+            if self._pending:
+                return
+            self._pending = True
+        self.post_message(self.SessionChanged())
+
+    def on_watch_app_session_changed(self, message: SessionChanged) -> None:
+        with self._pending_lock:
+            self._pending = False  # before reading: a change after it posts again
+        self.refresh_view()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A session that fails (a sampler error) stops the drawing, not the app: say so."""
+        if event.worker.name == SESSION_WORKER and event.state is WorkerState.ERROR:
+            self.notify(str(event.worker.error), title="sampling stopped", severity="error",
+                        timeout=30, markup=False)  # fmt: skip
 
     # ------------------------------------------------------------------ actions
 
@@ -223,23 +265,25 @@ class WatchApp(App[int]):
         state = self.source.state()
         if self.paused and self.replay is None and not force:
             return  # live: pausing freezes the screen (a paused replay stops moving by itself)
-        if state.rounds == self.shown_rounds and playback == self._shown_playback and not force:
+        if state.version == self._shown_version and playback == self._shown_playback and not force:
             return
         was_ended = self._shown_playback is not None and self._shown_playback.ended
         if playback is not None and playback.ended and not was_ended:
             self.zoom = len(ZOOMS) - 1  # the end of a replay: the whole run
         self.shown_rounds = state.rounds
+        self._shown_version = state.version
         self._shown_playback = playback
-        snaps = self.source.view(ZOOMS[self.zoom])
+        span = self.source.span(ZOOMS[self.zoom])
+        snaps = span.rounds
         try:
             self._draw_gpus(snaps)
             self._draw_cores(snaps)
-            self._draw_status(state, snaps, playback)
+            self._draw_status(state, span, playback)
             self._draw_marks(state, snaps)
             self._draw_procs(state.latest)
             self._draw_findings(state)
         except NoMatches:
-            return  # the timer fired while the app closes and its widgets are being removed
+            return  # a change came while the app closes and its widgets are being removed
 
     def _draw_gpus(self, snaps: Sequence[Snapshot]) -> None:
         box = self.query_one("#gpus", Vertical)
@@ -299,51 +343,43 @@ class WatchApp(App[int]):
             values = [h.cpu_pct_per_core[i] for h in hosts if len(h.cpu_pct_per_core) > i]
             self._core_sparks[i].data = values or [0.0]
 
-    def _draw_status(
-        self, state: LiveState, snaps: Sequence[Snapshot], playback: Playback | None
-    ) -> None:
+    def _draw_status(self, state: LiveState, span: Span, playback: Playback | None) -> None:
         latest = state.latest
-        own = Stats.of(s.sampler_cpu_pct for s in snaps)
+        own = span.sampler_cpu
         flags = ["PAUSED"] if self.paused else []
         if playback is not None:
             flags.append(f"REPLAY {replay_position(playback)} ·")
         text = (
             f"{' '.join(flags)} {self.zoom_label} · {state.rounds} rounds every "
-            f"{self.source.interval_s:g} s · sampler {_fmt(own.mean if own else None, '.1f')} % "
-            f"of a core · window {self.source.window_s:g} s"
+            f"{state.interval_s:g} s · sampler {_fmt(own.mean if own else None, '.1f')} % "
+            f"of a core · window {state.window_s:g} s"
         ).strip()
         self.query_one("#status", Static).update(text)
         nodes = sorted({p.node for p in latest.procs if p.node} if latest else set())
         if len(nodes) > 1:  # a merged watch: sums over nodes are no match for per-task asks
-            self.query_one("#requests", Static).update(self._per_node_use(latest, nodes))
+            self.query_one("#requests", Static).update(self._per_node_use(state, nodes))
             return
         req = []
         host = latest.host if latest else None
-        cpus = self.source.job.get("job.cpus_per_task")
         if host is not None and host.proc_cpu_cores is not None:
-            of = f" of {cpus} requested" if isinstance(cpus, int) else ""
-            req.append(f"cores used {host.proc_cpu_cores:.2f}{of}")
-        rss = Stats.of(s.host.proc_rss_mib for s in snaps if s.host is not None)
-        mem = self.source.job.get("job.mem_mib")
-        if rss is not None:
-            of = f" of {mem:.0f} MiB requested" if isinstance(mem, float) else ""
-            req.append(f"memory peak {rss.max:.0f} MiB{of}")
+            req.append(cores_use(f"{host.proc_cpu_cores:.2f}", requested_cpus(state.job)))
+        if span.proc_rss is not None:
+            req.append(memory_use(span.proc_rss.max, requested_mem_mib(state.job)))
         if host is not None and host.workers is not None:
             req.append(f"{host.workers} DataLoader workers")
         self.query_one("#requests", Static).update(
-            "Requests vs use: " + " · ".join(req) if req else "Requests vs use: no process tree"
+            requests_line(req, " · ") if req else f"{LABEL}: no process tree"
         )
 
-    def _per_node_use(self, latest: Snapshot | None, nodes: Sequence[str]) -> Text:
-        cpus = self.source.job.get("job.cpus_per_task")
-        asked = f" (asked: {cpus} per task)" if isinstance(cpus, int) else ""
+    def _per_node_use(self, state: LiveState, nodes: Sequence[str]) -> Text:
+        latest = state.latest
         parts = []
         for node in nodes:
             procs = [p for p in (latest.procs if latest else ()) if p.node == node]
             cores = sum(p.cpu_pct or 0.0 for p in procs) / 100.0
             rss = sum(p.rss_mib or 0.0 for p in procs)
             parts.append(f"{node} {cores:.2f} cores, {rss:.0f} MiB")
-        return Text(f"Use per node{asked}: " + " · ".join(parts))
+        return Text(f"{per_node_heading(state.job)}: " + " · ".join(parts))
 
     def _draw_marks(self, state: LiveState, snaps: Sequence[Snapshot]) -> None:
         box = self.query_one("#marks", Static)
@@ -414,17 +450,10 @@ class WatchApp(App[int]):
     def _draw_findings(self, state: LiveState) -> None:
         box = self.query_one("#findings", Static)
         if not state.findings:
-            box.update(f"Findings: none in the last {self.source.window_s:g} s")
+            box.update(no_findings(state.window_s, brief=True))
             return
-        lines = [f"Findings (evidence: the last {self.source.window_s:g} s):"]
-        for live in state.findings:
-            f = live.finding
-            evidence = ", ".join(f"{e.label} {e.value}" for e in f.evidence[:3])
-            lines.append(
-                f"[{f.severity.value}] {f.id}: {f.title} · {evidence} · window "
-                f"{live.window_start:.0f}-{live.window_end:.0f} s ({live.rounds} rounds), "
-                f"since {live.since:.0f} s"
-            )
+        lines = [findings_heading(state.window_s)]
+        lines += [screen_line(live) for live in state.findings]
         box.update(Text("\n".join(lines)))  # not markup: "[warning]" is shown as it is
 
 
@@ -448,6 +477,6 @@ def run_watch_app(source: Source, title: str) -> int:
     finally:
         source.stop.set()
         # The caller closes the recorder and NVML next: let a round in flight finish first.
-        if app._thread is not None:
-            app._thread.join(timeout=source.interval_s + 5.0)
+        if app.session_running.is_set():
+            app.session_done.wait(timeout=source.state().interval_s + 5.0)
     return app.return_code or 0

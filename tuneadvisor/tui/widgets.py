@@ -1,4 +1,5 @@
-"""The widgets of the main screen: each turns analysis objects into one pane."""
+"""The widgets of the main screen's profile and job script: each turns analysis objects into
+one pane (the advice's widgets are in ``advice_widgets``)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,11 @@ from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
-from tuneadvisor.advisor.advice import Advice
-from tuneadvisor.advisor.findings import Finding
-from tuneadvisor.advisor.plan import Plan
+from tuneadvisor.present.numbers import format_seconds, heat_bar, percent, top_kinds_text
 from tuneadvisor.profile.analysis import (
     KIND_LABELS,
     AnnotatedFunction,
@@ -24,26 +21,7 @@ from tuneadvisor.profile.analysis import (
 )
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.highlight import Highlighter
-from tuneadvisor.tui.view import (
-    EVALUATING,
-    NO_FINDINGS,
-    READING,
-    LineRow,
-    bar,
-    diff_line_kind,
-    display_path,
-    evidence_text,
-    findings_summary,
-    format_percent,
-    format_seconds,
-    grouped_findings,
-    heat_level,
-    plan_rows,
-    rationale_text,
-    suggestion_texts,
-    top_finding,
-    top_kinds_text,
-)
+from tuneadvisor.tui.view import READING, LineRow, display_path, heat_level
 
 HEAT_WIDTH = 10
 KIND_BAR_WIDTH = 16
@@ -94,7 +72,7 @@ class FunctionsTable(NavTable):
                 Text(func.qualified, style="bold"),
                 Text(f"{display_path(func.filename)}:{func.first_lineno}"),
                 _right(format_seconds(func.total_s)),
-                _right(format_percent(func.percent_total)),
+                _right(percent(func.percent_total)),
                 key=str(index),
             )
         self.move_to_key(None if selected is None else str(selected))
@@ -143,7 +121,7 @@ class LinesTable(NavTable):
                 )  # fmt: skip
                 continue
             level = heat_level(line.percent)
-            heat = Text(bar(line.percent, HEAT_WIDTH))
+            heat = Text(heat_bar(line.percent, HEAT_WIDTH))
             if level != "none":
                 heat.stylize(self.get_component_rich_style(f"lines--heat-{level}", partial=True))
             kind = Text(KIND_LABELS[line.kind] if kinds_known else "…")
@@ -154,7 +132,7 @@ class LinesTable(NavTable):
                 _right(str(line.hits)),
                 _right(format_seconds(line.time_s)),
                 _right(format_seconds(line.per_hit_s)),
-                _right(format_percent(line.percent)),
+                _right(percent(line.percent)),
                 heat,
                 kind,
                 source,
@@ -177,7 +155,7 @@ class KindSummary(Static):
         width = max((len(s.label) for s in function.kinds), default=0)
         for share in function.kinds:
             text.append(share.label.ljust(width) + " ")
-            text.append(bar(share.percent, KIND_BAR_WIDTH), style="bold")
+            text.append(heat_bar(share.percent, KIND_BAR_WIDTH), style="bold")
             text.append(f" {share.percent:5.1f} %  {format_seconds(share.time_s)}\n")
         text.rstrip()
         self.update(text)
@@ -206,7 +184,7 @@ class PartsTable(NavTable):
             self.add_row(
                 Text(display_path(part.origin)),
                 _right(format_seconds(part.total_s)),
-                Text(top_kinds_text(part.kinds, limit=2)),
+                Text(top_kinds_text(part.kinds, limit=2, empty="no time recorded")),
                 key=str(index),
             )
 
@@ -240,232 +218,3 @@ class JobScriptView(Static):
             out.append("\n")
         out.rstrip()
         self.update(out)
-
-
-# -- advice ---------------------------------------------------------------------------------
-
-
-class AdviceBar(Static):
-    """One line on the Profile tab: the top finding, so it shows without switching tabs."""
-
-    def show(self, advice: Advice | None, partial: bool) -> None:
-        self.remove_class("-pending", "-clear", "-error", "-warning", "-info")
-        if partial:
-            self.display = True
-            self.add_class("-pending")
-            self.update(READING)
-            return
-        if advice is None:
-            self.display = False
-            return
-        self.display = True
-        top = top_finding(advice.findings)
-        if top is None:
-            self.add_class("-clear")
-            self.update(Text("advisor: no findings · press 2 for what would sharpen the advice"))
-            return
-        self.add_class(f"-{top.severity.value}")
-        more = len(advice.findings) - 1
-        rest = f" · {more} more" if more else ""
-        self.update(
-            Text(f"{top.severity.value} {top.id}: {top.title}{rest} · press 2 for findings")
-        )
-
-
-class FindingCard(Static, can_focus=True):
-    """One finding: title, evidence, suggestions, rationale and references.
-
-    The severity and id are the border title (coloured by the card's severity class)."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "finding--title",
-        "finding--label",
-        "finding--value",
-        "finding--heading",
-        "finding--suggest",
-        "finding--ref",
-    }
-
-    def __init__(self, finding: Finding) -> None:
-        super().__init__(classes=f"-{finding.severity.value}")
-        self.finding = finding
-
-    def on_mount(self) -> None:
-        self.border_title = f"{self.finding.severity.value} · {self.finding.id}"
-        self.update(self.card_text())
-
-    def card_text(self) -> Text:
-        finding = self.finding
-
-        def style(name: str) -> Style:
-            return self.get_component_rich_style(f"finding--{name}", partial=True)
-
-        text = Text()
-        text.append(finding.title, style("title"))
-        for item in finding.evidence:
-            label, value = evidence_text(item)
-            text.append("\n")
-            text.append(f"{label}: ", style("label"))
-            text.append(value, style("value"))
-        suggestions = suggestion_texts(finding.suggest)
-        if suggestions:
-            text.append("\nsuggest ", style("heading"))
-            for index, suggestion in enumerate(suggestions):
-                text.append("  " if index else " ")
-                text.append(suggestion, style("suggest"))
-        rationale = rationale_text(finding.rationale)
-        if rationale:
-            text.append("\n\n" + rationale)
-        for reference in finding.references:
-            text.append("\nsee ", style("heading"))
-            text.append(reference, style("ref"))
-        return text
-
-
-class PlanView(Static):
-    """The plan: each change once, with the findings it comes from."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"plan--where", "plan--because"}
-
-    def __init__(self, plan: Plan, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.plan = plan
-
-    def on_mount(self) -> None:
-        self.border_title = "Plan"
-        rows = plan_rows(self.plan)
-        where_style = self.get_component_rich_style("plan--where", partial=True)
-        because_style = self.get_component_rich_style("plan--because", partial=True)
-        where_width = max(len(where) for where, _, _ in rows)
-        change_width = max(len(change) for _, change, _ in rows)
-        text = Text(no_wrap=True)
-        for index, (where, change, because) in enumerate(rows):
-            if index:
-                text.append("\n")
-            text.append(where.ljust(where_width) + "  ", where_style)
-            text.append(change.ljust(change_width))
-            text.append(f"  because {because}", because_style)
-        self.update(text)
-
-
-def _bullets(items: Sequence[str]) -> Text:
-    return Text("\n".join(f"• {item}" for item in items))
-
-
-class FindingsPanel(VerticalScroll):
-    """The Findings tab: a status line, findings grouped by cause, the plan, the advice's
-    notes and the inputs that would sharpen it. j / k (and tab) move between findings."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("j", "next_finding(1)", "Next finding"),
-        Binding("k", "next_finding(-1)", "Previous", show=False),
-    ]
-
-    def __init__(self, advice: Advice | None, partial: bool, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.advice = advice
-        self.partial = partial
-
-    def compose(self) -> ComposeResult:
-        advice = self.advice
-        if self.partial:
-            yield Static(EVALUATING, id="findings-view", classes="-pending")
-            return
-        if advice is None:
-            yield Static(NO_FINDINGS, id="findings-view", classes="-pending")
-            return
-        yield Static(findings_summary(advice.findings), id="findings-view")
-        for group, members in grouped_findings(advice.findings):
-            yield Static(Text(group), classes="findings-group")
-            for finding in members:
-                yield FindingCard(finding)
-        if not advice.plan.is_empty():
-            yield PlanView(advice.plan, id="plan")
-        if advice.notes:
-            notes = Static(_bullets(advice.notes), id="advice-notes", classes="advice-section")
-            notes.border_title = "Advice notes"
-            yield notes
-        if advice.sharpen:
-            sharpen = Static(_bullets(advice.sharpen), id="sharpen", classes="advice-section")
-            sharpen.border_title = "Inputs that would sharpen the advice"
-            yield sharpen
-
-    async def show(self, advice: Advice | None, partial: bool) -> None:
-        self.advice = advice
-        self.partial = partial
-        await self.recompose()
-
-    def first_card(self) -> FindingCard | None:
-        cards = self.query(FindingCard)
-        return cards.first() if cards else None
-
-    def action_next_finding(self, step: int) -> None:
-        cards = list(self.query(FindingCard))
-        if not cards:
-            self.scroll_relative(y=step, animate=False)
-            return
-        focused = self.screen.focused
-        current = next((i for i, card in enumerate(cards) if card is focused), None)
-        if current is None:
-            index = 0 if step > 0 else len(cards) - 1
-        else:
-            index = min(max(current + step, 0), len(cards) - 1)
-        cards[index].focus()
-
-
-class DiffView(Static):
-    """A unified diff, numbered by nothing, coloured by line: headers, hunks, + and -."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "diff--header",
-        "diff--hunk",
-        "diff--added",
-        "diff--removed",
-    }
-
-    def show(self, diff: str) -> None:
-        text = Text(no_wrap=True)
-        for index, line in enumerate(diff.rstrip("\n").splitlines()):
-            if index:
-                text.append("\n")
-            kind = diff_line_kind(line)
-            if kind == "context":
-                text.append(line)
-            else:
-                text.append(line, self.get_component_rich_style(f"diff--{kind}", partial=True))
-        self.update(text)
-
-
-class DiffPanel(VerticalScroll):
-    """The suggested changes: the job script's diff and the training-script patch."""
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="diff-status")
-        yield DiffView(id="job-diff")
-        yield Static(id="patch-title")
-        yield DiffView(id="script-patch")
-
-    def show(self, advice: Advice | None, partial: bool, apply_hint: bool) -> None:
-        status = self.query_one("#diff-status", Static)
-        job_diff = self.query_one("#job-diff", DiffView)
-        patch_title = self.query_one("#patch-title", Static)
-        patch = self.query_one("#script-patch", DiffView)
-        self.display = partial or advice is not None
-        self.border_title = "Suggested changes"
-        self.border_subtitle = "a: write the tuned job script" if apply_hint else ""
-        for widget in (job_diff, patch_title, patch):
-            widget.display = False
-        status.display = True
-        if partial or advice is None:
-            status.update(EVALUATING)
-            return
-        status.display = not (advice.job_diff or advice.script_patch)
-        status.update("no changes suggested")
-        if advice.job_diff:
-            job_diff.display = True
-            job_diff.show(advice.job_diff)
-        if advice.script_patch:
-            name = advice.script_path or "the training script"
-            patch_title.display = patch.display = True
-            patch_title.update(Text(f"Training-script patch ({name}): apply it with patch -p1"))
-            patch.show(advice.script_patch)

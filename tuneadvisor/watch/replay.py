@@ -163,22 +163,27 @@ class ReplaySession(SnapshotSession):
         self._wake.set()
 
     def playback(self) -> Playback:
-        part = self.parts[self._part]
-        latest = self.store.recent[-1] if self.store.recent else None
-        return Playback(
-            t=0.0 if latest is None else latest.t - self.started,
-            duration=part.duration_s,
-            speed=self.speed,
-            paused=self.paused,
-            ended=self.ended,
-            part=self._part + 1,
-            parts=len(self.parts),
-            target=str(part.header.get("target") or ""),
-        )
+        """Where the playback is: a frozen copy, safe from any thread."""
+        with self._control, self.lock:
+            part = self.parts[self._part]
+            latest = self.store.recent[-1] if self.store.recent else None
+            return Playback(
+                t=0.0 if latest is None else latest.t - self.started,
+                duration=part.duration_s,
+                speed=self.speed,
+                paused=self.paused,
+                ended=self.ended,
+                part=self._part + 1,
+                parts=len(self.parts),
+                target=str(part.header.get("target") or ""),
+            )
 
     # ------------------------------------------------------------------ playback thread
 
-    def run(self) -> None:
+    def run(self, on_change: Callable[[], None] | None = None) -> None:
+        """Play until stopped; ``on_change`` is called in this thread after every round
+        played and when the end is reached (the screen follows the playback with it)."""
+        self._on_change = on_change
         while not self.stop.is_set():
             wait = self.step()
             if wait > 0 and self._wake.wait(min(wait, _TICK_S)):
@@ -200,10 +205,13 @@ class ReplaySession(SnapshotSession):
             if self._part < len(self.parts) - 1:
                 self._begin(self._part + 1)
                 return 0.0
-            if not self.ended:
-                self.evaluate()  # as the live watch does when it stops
+            ending = not self.ended
+            if ending:
+                self._evaluate()  # as the live watch does when it stops
             with self._control:
                 self.ended, self._rush = True, False
+            if ending:
+                self.changed()  # the screen shows the end (and the last findings)
             return _TICK_S
         if paused and not rush and self.store.count:  # (after a restart, the first round shows)
             return _TICK_S
@@ -218,13 +226,12 @@ class ReplaySession(SnapshotSession):
         """Start recording ``index`` of the file afresh (its own store and findings)."""
         part = self.parts[index]
         with self._control:
-            self.interval_s, self.window_s = part.interval_s, part.window_s
-            self.job = part.job
-            store = self.new_store()
             with self.lock:
-                self.store = store
+                self.interval_s, self.window_s = part.interval_s, part.window_s
+                self.job = part.job
+                self.store = self.new_store()
+                self.started = part.snapshots[0].t
             self.clear_findings()
-            self.started = part.snapshots[0].t
             self._part, self._next = index, 0
             self.ended = False
             self._anchor = (self._clock(), part.snapshots[0].t)

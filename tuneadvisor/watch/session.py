@@ -5,6 +5,10 @@ runs rounds on a fixed schedule in the calling thread (the TUI calls it from a w
 keeps them in a bounded ``SnapshotStore``, writes them to the recording, and re-evaluates the
 rules over the evidence window (the last ``window_s`` seconds) about once a second. Every
 finding carries its window: start, end, and how many rounds it rests on.
+
+Other threads read the session only through ``state()``, ``view()`` and ``span()``, which
+copy under the session's lock; ``run(on_change=...)`` calls back (in the sampling thread)
+after every change, so that a screen is pushed rounds instead of polling for them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.metrics.host import HostSampler
+from tuneadvisor.metrics.model import Stats
 from tuneadvisor.metrics.nvml import NvmlSampler
 from tuneadvisor.metrics.recording import RecordingWriter
 from tuneadvisor.metrics.ring import SnapshotStore, to_series
@@ -39,13 +44,35 @@ class LiveFinding:
 
 @dataclass(frozen=True)
 class LiveState:
-    """What the screen or the summary draws, frozen (built by the sampling thread)."""
+    """What the screen or the summary draws, frozen (a copy taken under the session's lock)."""
 
     latest: Snapshot | None
     findings: tuple[LiveFinding, ...]
     rounds: int
     started: float
     facts: Mapping[str, object] = field(default_factory=dict)
+    job: Mapping[str, object] = field(default_factory=dict)  # the job's requests (job.*)
+    interval_s: float = 1.0
+    window_s: float = 60.0
+    version: int = 0  # one more at every change (a round, an evaluation, the end)
+
+
+@dataclass(frozen=True)
+class Span:
+    """The rounds of a stretch of the run (a copy) and the statistics over them that the
+    screen and the summary show."""
+
+    rounds: tuple[Snapshot, ...]
+    sampler_cpu: Stats | None  # the sampler's own CPU, % of one core
+    proc_rss: Stats | None  # the process tree's RSS, MiB
+
+    @classmethod
+    def of(cls, rounds: Sequence[Snapshot]) -> Span:
+        return cls(
+            tuple(rounds),
+            Stats.of(s.sampler_cpu_pct for s in rounds),
+            Stats.of(s.host.proc_rss_mib for s in rounds if s.host is not None),
+        )
 
 
 class RoundSampler(Protocol):
@@ -148,31 +175,50 @@ class SnapshotSession:
         self.store = store or self.new_store()
         self.job: dict[str, object] = dict(job or {})
         self.stop = threading.Event()
-        self.lock = threading.Lock()  # the store is read by the screen's thread
+        # The store, the findings and the version are read by the screen's thread.
+        self.lock = threading.Lock()
         self.started = time.monotonic()
+        self._version = 0
+        self._on_change: Callable[[], None] | None = None
         self.clear_findings()
 
     def new_store(self) -> SnapshotStore:
         return SnapshotStore(recent=max(60, int(2 * self.window_s / self.interval_s)))
 
     def clear_findings(self) -> None:
-        self._firing: dict[str, float] = {}
-        self._findings: tuple[LiveFinding, ...] = ()
-        self._facts: Mapping[str, object] = {}
-        self._last_eval = -1e9
+        with self.lock:
+            self._firing: dict[str, float] = {}
+            self._findings: tuple[LiveFinding, ...] = ()
+            self._facts: Mapping[str, object] = {}
+            self._last_eval = -1e9
+
+    def changed(self) -> None:
+        """Count a change and tell the follower (``run``'s ``on_change``), if any."""
+        with self.lock:
+            self._version += 1
+        on_change = self._on_change
+        if on_change is not None:
+            on_change()
 
     def add(self, snap: Snapshot) -> None:
         """Keep a round; re-evaluate when due (about once a second of the run's clock)."""
         with self.lock:
             self.store.add(snap)
+            recent = len(self.store.recent)
         # Half a round of slack: rounds come on a schedule, so "a second since" would hinge on
         # ms of jitter (and on the ms a recording keeps: a replay must evaluate the same rounds).
         due = max(1.0, self.interval_s) - self.interval_s / 2
-        if snap.t - self._last_eval >= due or len(self.store.recent) < 3:
-            self.evaluate()
+        if snap.t - self._last_eval >= due or recent < 3:
+            self._evaluate()
             self._last_eval = snap.t
+        self.changed()
 
     def evaluate(self) -> None:
+        """The rules over the evidence window now (and tell the follower)."""
+        self._evaluate()
+        self.changed()
+
+    def _evaluate(self) -> None:
         with self.lock:
             window = self.store.window(self.window_s)
         if not window:
@@ -181,9 +227,7 @@ class SnapshotSession:
         findings = evaluate(self.rules, facts).findings
         now = window[-1].t
         firing = {f.id: self._firing.get(f.id, now) for f in findings}
-        self._firing = firing
-        self._facts = facts
-        self._findings = tuple(
+        live = tuple(
             LiveFinding(
                 f,
                 window[0].t - self.started,
@@ -193,6 +237,10 @@ class SnapshotSession:
             )
             for f in findings
         )
+        with self.lock:
+            self._firing = firing
+            self._facts = facts
+            self._findings = live
 
     def view(self, seconds: float | None) -> list[Snapshot]:
         """A copy, safe from any thread: the last ``seconds`` (None: the whole run)."""
@@ -205,9 +253,30 @@ class SnapshotSession:
                 return [s for s in self.store.timeline() if s.t >= start]
             return self.store.window(seconds)
 
+    def timeline(self) -> list[Snapshot]:
+        """The whole run as recorded (a copy; ``view(None)`` is the same as drawn)."""
+        with self.lock:
+            return self.store.timeline()
+
+    def span(self, seconds: float | None) -> Span:
+        """The rounds of ``view(seconds)`` and their statistics, safe from any thread."""
+        return Span.of(self.view(seconds))
+
     def state(self) -> LiveState:
-        latest = self.store.recent[-1] if self.store.recent else None
-        return LiveState(latest, self._findings, self.store.count, self.started, self._facts)
+        """The newest round, the live findings and the settings: a frozen copy."""
+        with self.lock:
+            latest = self.store.recent[-1] if self.store.recent else None
+            return LiveState(
+                latest,
+                self._findings,
+                self.store.count,
+                self.started,
+                self._facts,
+                dict(self.job),
+                self.interval_s,
+                self.window_s,
+                self._version,
+            )
 
 
 class WatchSession(SnapshotSession):
@@ -235,27 +304,32 @@ class WatchSession(SnapshotSession):
         self.ended_because = ""
 
     def mark(self, label: str) -> None:
-        """Marks the next round (the screen's "mark a moment")."""
-        self._mark = label
+        """Marks the next round (the screen's "mark a moment", from the screen's thread)."""
+        with self.lock:
+            self._mark = label
 
     def round(self) -> Snapshot:
         snap = self.sampler.sample()
-        if self._mark is not None:
-            snap = Snapshot(**{**snap.__dict__, "mark": self._mark})
-            self._mark = None
+        with self.lock:
+            mark, self._mark = self._mark, None
+        if mark is not None:
+            snap = Snapshot(**{**snap.__dict__, "mark": mark})
         if self.recorder is not None:  # on disk first: a crash in the rules loses no round
             self.recorder.write(snap)
         self.add(snap)
         return snap
 
-    def run(self, on_round: Callable[[LiveState], None] | None = None) -> None:
-        """Sample until stopped; the schedule does not drift (a late round skips ahead)."""
-        self.started = time.monotonic()
+    def run(self, on_change: Callable[[], None] | None = None) -> None:
+        """Sample until stopped; the schedule does not drift (a late round skips ahead).
+
+        ``on_change`` is called in this thread after every round and after the last
+        evaluation: a screen follows the session with it (and reads ``state()``)."""
+        self._on_change = on_change
+        with self.lock:
+            self.started = time.monotonic()
         n = 0
         while not self.stop.is_set():
             self.round()
-            if on_round is not None:
-                on_round(self.state())
             if self.follow_roots and not self.sampler.roots_alive:
                 self.ended_because = "the watched processes ended"
                 break
