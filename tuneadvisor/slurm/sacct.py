@@ -43,6 +43,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from tuneadvisor.slurm.states import ENDED
+
 FactValue = bool | int | float | str
 Facts = dict[str, FactValue]
 _T = TypeVar("_T")
@@ -52,20 +54,6 @@ class SacctError(ValueError):
     """The text is not sacct output this module reads. The message names the line or field."""
 
 
-_TERMINAL = frozenset(
-    {
-        "BOOT_FAIL",
-        "CANCELLED",
-        "COMPLETED",
-        "DEADLINE",
-        "FAILED",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-        "PREEMPTED",
-        "TIMEOUT",
-        "REVOKED",
-    }
-)
 _BINARY = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)")
 _COUNT = re.compile(r"\d+(?:\.\d+)?")
@@ -185,7 +173,7 @@ class SacctJob:
     def missing(self) -> tuple[str, ...]:
         """Why the record is not final yet: empty when accounting has caught up."""
         reasons = list(self.lagging)
-        if self.state is None or self.state not in _TERMINAL:
+        if self.state is None or self.state not in ENDED:
             reasons.insert(0, f"state {self.state or 'unknown'}")
         return tuple(reasons)
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tuneadvisor.slurm.sacct import SacctError, parse_size_mib, parse_timelimit, parse_tres
+from tuneadvisor.slurm.states import ACTIVE
 
 _KEY = re.compile(r"(?:^|\s+)([A-Za-z][A-Za-z0-9_:/]*)=")
 _GRES_GPU = re.compile(r"(?:^|,)(?:gres[:/])?gpu(?::[^:,(]+)?:(\d+)")
@@ -98,12 +99,7 @@ class JobInfo:
     @property
     def active(self) -> bool:
         """Still queued or running: accounting is not final."""
-        return self.state in ACTIVE_STATES
-
-
-ACTIVE_STATES = frozenset(
-    {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING"}
-)
+        return self.state in ACTIVE
 
 
 def _time(record: Mapping[str, str], key: str) -> int | None:

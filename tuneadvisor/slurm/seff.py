@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
+from tuneadvisor.slurm.states import UNFINISHED
+
 FactValue = bool | int | float | str
 Facts = dict[str, FactValue]
 
@@ -43,7 +45,6 @@ _CPU_EFF = re.compile(r"(\d+(?:\.\d+)?)% of (\S+) core-walltime")
 _MEM_USED = re.compile(_SIZE + r"( \(estimated maximum\))?")
 _MEM_EFF = re.compile(r"(\d+(?:\.\d+)?)% of " + _SIZE + r"(?: \(" + _SIZE + r"/(node|core)\))?")
 _NOT_SEFF = ("Job not found", "Usage: seff", "Invalid job", "slurm_load_jobs error")
-_RUNNING = frozenset({"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "RESIZING"})
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class SeffReport:
     @property
     def final(self) -> bool:
         """False while the job runs or waits: seff's numbers are then provisional."""
-        return self.state is not None and self.state.split()[0] not in _RUNNING
+        return self.state is not None and self.state.split()[0] not in UNFINISHED
 
     def facts(self) -> Facts:
         facts: Facts = {}

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuneadvisor.slurm.scontrol import ACTIVE_STATES
+from tuneadvisor.slurm.states import ACTIVE
 
 _NO_VAL32 = 0xFFFFFFFE
 
@@ -37,7 +37,7 @@ class QueuedJob:
     @property
     def active(self) -> bool:
         """Queued or running (squeue also lists jobs that ended minutes ago)."""
-        return self.state in ACTIVE_STATES
+        return self.state in ACTIVE
 
 
 def _number(value: Any) -> int | None:
