@@ -28,7 +28,7 @@ from tuneadvisor.slurm.jobscript import (
     NULL_CHARACTER,
     JobScript,
 )
-from tuneadvisor.slurm.launch import find_launch
+from tuneadvisor.slurm.launch_line.search import find_launch
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CORPUS = FIXTURES / "jobscripts"

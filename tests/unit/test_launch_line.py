@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.slurm.jobscript import JobScript
-from tuneadvisor.slurm.launch import LaunchLine, find_launch, find_launches, option_values
+from tuneadvisor.slurm.launch_line.model import LaunchLine, option_values
+from tuneadvisor.slurm.launch_line.search import find_launch, find_launches
 
 
 def launch(body: str, path: Path | None = None, header: str = "#SBATCH -c 4\n") -> LaunchLine:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 
 from tuneadvisor.slurm.jobscript import JobScript
-from tuneadvisor.slurm.launch import LaunchLine
+from tuneadvisor.slurm.launch_line.model import LaunchLine
 from tuneadvisor.slurm.options import gpu_count
 from tuneadvisor.slurm.sacct import SacctJob
 from tuneadvisor.slurm.scontrol import JobInfo

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuneadvisor.slurm.jobscript import JobScript
-from tuneadvisor.slurm.launch import LaunchLine
+from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 if TYPE_CHECKING:
     from tuneadvisor.trainscript.scan import ArgOption

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from tuneadvisor.session.live_job import LiveJob
     from tuneadvisor.slurm.client import SlurmClient
     from tuneadvisor.slurm.jobscript import JobScript
-    from tuneadvisor.slurm.launch import LaunchLine
+    from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 SITE_ENV = "TUNEADVISOR_SITE"
 
@@ -132,7 +132,7 @@ def gather(
         job = live.script
     if job is not None:
         from tuneadvisor.advisor.job_facts import job_facts
-        from tuneadvisor.slurm.launch import find_launch
+        from tuneadvisor.slurm.launch_line.search import find_launch
 
         launch = find_launch(job)
         facts.update(job_facts(job, launch))

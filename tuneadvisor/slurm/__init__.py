@@ -6,6 +6,7 @@
 - ``jobscript``: a lossless job-script model that reads ``#SBATCH`` lines exactly as sbatch
   does: parse, effective directives, problems, edit one directive, render (untouched bytes
   stay identical).
-- ``launch``: the training command (script, arguments, launchers) in the job script's body.
+- ``launch_line``: the training command (script, arguments, launchers) in the job script's
+  body: found, and edited on the job-script model.
 - parsers of the text and JSON that Slurm's commands print (``sacct``, ``seff``, ...).
 """
