@@ -752,6 +752,16 @@ class JobScript:
             return self
         return JobScript.parse(edit.render(), self.path)
 
+    def with_text(self, changes: Iterable[tuple[int, int, int, str]]) -> JobScript:
+        """Replace spans of lines' text: ``(line, start, end, new)``, offsets in the line's
+        text (without its line break). Every other byte stays as it was; the result is
+        parsed again, so its directives and problems are up to date. Edits of the body
+        (the launch line) go through here."""
+        edit = _Edit(list(self.lines))
+        for number, start, end, new in changes:
+            edit.span(number, start, end, new)
+        return JobScript.parse(edit.render(), self.path)
+
     # -- editing helpers
 
     def _others(self, name: str, current: Directive) -> list[Directive]:

@@ -17,6 +17,7 @@ class Logical:
     first: int
     last: int
     text: str
+    starts: tuple[int, ...] = ()  # where each physical line's part begins in text
 
 
 def logical_lines(lines: list[tuple[int, str]]) -> Iterator[Logical]:
@@ -31,10 +32,17 @@ def logical_lines(lines: list[tuple[int, str]]) -> Iterator[Logical]:
             pending.append(text[:-1])
             continue
         pending.append(text)
-        yield Logical(first, number, "".join(pending))
+        yield _joined(first, number, pending)
         pending = []
     if pending:
-        yield Logical(first, lines[-1][0], "".join(pending))
+        yield _joined(first, lines[-1][0], pending)
+
+
+def _joined(first: int, last: int, parts: list[str]) -> Logical:
+    starts = [0]
+    for part in parts[:-1]:
+        starts.append(starts[-1] + len(part))
+    return Logical(first, last, "".join(parts), tuple(starts))
 
 
 def _skip_group(text: str, pos: int, opening: str, closing: str) -> int:
@@ -91,28 +99,34 @@ def _double_quoted_end(text: str, pos: int) -> int:
 
 def lex(text: str) -> list[str]:
     """Raw shell words and operators of one logical line; a comment ends it."""
-    tokens: list[str] = []
+    return [text[start:end] for start, end in lex_spans(text)[0]]
+
+
+def lex_spans(text: str) -> tuple[list[tuple[int, int]], int | None]:
+    """Where the words and operators of one logical line are (start, end offsets), and
+    where a comment starts (None when there is none)."""
+    spans: list[tuple[int, int]] = []
     pos = 0
     while pos < len(text):
         if text[pos] in " \t":
             pos += 1
             continue
         if text[pos] == "#":
-            break
+            return spans, pos
         redirect = REDIRECT.match(text, pos)  # before operators: "&>" is not "&"
         if redirect:
-            tokens.append(redirect.group())
+            spans.append((pos, redirect.end()))
             pos = redirect.end()
             continue
         operator = next((op for op in OPERATORS if text.startswith(op, pos)), None)
         if operator:
-            tokens.append(operator)
+            spans.append((pos, pos + len(operator)))
             pos += len(operator)
             continue
-        end = _word_end(text, pos)
-        tokens.append(text[pos:end])
+        end = min(_word_end(text, pos), len(text))
+        spans.append((pos, end))
         pos = end
-    return tokens
+    return spans, None
 
 
 def _unquote(raw: str) -> str:

@@ -55,12 +55,12 @@ def option_values(words: tuple[str, ...] | list[str]) -> dict[str, str]:
     while index < len(words):
         word = words[index]
         index += 1
-        if not _is_option(word):
+        if not is_option(word):
             continue
         if word.startswith("--") and "=" in word:
             key, _, value = word.partition("=")
             values[key] = value
-        elif index < len(words) and not _is_option(words[index]):
+        elif index < len(words) and not is_option(words[index]):
             values[word] = words[index]
             index += 1
         else:
@@ -68,5 +68,5 @@ def option_values(words: tuple[str, ...] | list[str]) -> dict[str, str]:
     return values
 
 
-def _is_option(word: str) -> bool:
+def is_option(word: str) -> bool:
     return word.startswith("-") and word not in ("-", "--") and not _NUMBER.match(word)

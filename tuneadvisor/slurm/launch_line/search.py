@@ -41,7 +41,6 @@ class _Context:
     exported: dict[str, str] = field(default_factory=dict)
 
 
-
 def _resolve(script: str, context: _Context) -> Path | None:
     """The script on disk: from the working directory the job would have there, else from
     the job script's directory. Scripts named through variables are not resolved."""
