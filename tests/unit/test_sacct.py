@@ -13,16 +13,13 @@ import pytest
 from tuneadvisor.slurm.sacct import (
     SacctError,
     SacctJob,
-    parse_duration,
     parse_sacct,
     parse_sacct_json,
     parse_sacct_pipe,
-    parse_size_mib,
-    parse_timelimit,
-    parse_tres,
     select_job,
 )
 from tuneadvisor.slurm.seff import parse_seff
+from tuneadvisor.slurm.units import parse_duration, parse_size_mib, parse_timelimit, parse_tres
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm-22.05"
 

@@ -37,20 +37,17 @@ from typing import TypeVar
 from tuneadvisor.slurm.options import (
     C_SPACE,
     Arg,
-    GresItem,
     JobRequest,
     SbatchOption,
     find_option,
-    gpu_count,
     match_long,
     parse_count,
-    parse_gpus,
-    parse_gres,
     parse_mail_type,
     parse_nodes,
     short_option,
     validate,
 )
+from tuneadvisor.slurm.units import GresItem, gpu_count, parse_gpus, parse_gres
 
 __all__ = [
     "CONFLICTING_DIRECTIVES",

@@ -38,12 +38,20 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from tuneadvisor.slurm.states import ENDED
+from tuneadvisor.slurm.units import (
+    NO_VAL32,
+    gpus_in_tres,
+    parse_duration,
+    parse_size_mib,
+    parse_timelimit,
+    parse_tres,
+    to_mib,
+)
 
 FactValue = bool | int | float | str
 Facts = dict[str, FactValue]
@@ -52,14 +60,6 @@ _T = TypeVar("_T")
 
 class SacctError(ValueError):
     """The text is not sacct output this module reads. The message names the line or field."""
-
-
-_BINARY = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)")
-_COUNT = re.compile(r"\d+(?:\.\d+)?")
-_DURATION = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
-_NO_LIMIT = frozenset({"UNLIMITED", "PARTITION_LIMIT", "INVALID", ""})
-_NO_VAL32 = 0xFFFFFFFE  # Slurm's NO_VAL / INFINITE as 32-bit numbers in dbv0.0.38
 
 
 @dataclass(frozen=True)
@@ -251,65 +251,6 @@ def parse_sacct(text: str) -> tuple[SacctJob, ...]:
 # ----------------------------------------------------------------------------- values
 
 
-def parse_duration(text: str) -> float:
-    """``MM:SS.mmm``, ``HH:MM:SS``, ``D-HH:MM:SS`` -> seconds."""
-    match = _DURATION.fullmatch(text.strip())
-    if match is None:
-        raise SacctError(f"{text.strip()!r} is not a duration like 1-02:03:04 or 00:10.089")
-    days, hours, minutes, seconds = match.groups()
-    whole = (int(days or 0) * 24 + int(hours or 0)) * 60 + int(minutes)
-    return whole * 60 + float(seconds)
-
-
-def parse_timelimit(text: str) -> int | None:
-    """sacct's Timelimit -> seconds; None for UNLIMITED / Partition_Limit."""
-    if text.strip().upper() in _NO_LIMIT:
-        return None
-    return round(parse_duration(text))
-
-
-def parse_size_mib(text: str, bare_unit: Literal["", "K", "M"]) -> float | None:
-    """``323852K`` -> 316.26..; ``16?`` (sacct's "unknown") and empty -> None.
-
-    ``bare_unit`` is the unit of a number printed without suffix ("" bytes for MaxRSS,
-    "M" for ReqMem and TRES mem). A trailing ``n``/``c`` (old ReqMem) is ignored here.
-    """
-    value = text.strip()
-    if not value or value.endswith("?"):
-        return None
-    match = _SIZE.fullmatch(value)
-    if match is None:
-        raise SacctError(f"{value!r} is not a size like 323852K or 500M")
-    number, suffix, _per = match.groups()
-    return float(number) * _BINARY[suffix or bare_unit] / _BINARY["M"]
-
-
-def parse_tres(text: str) -> dict[str, float]:
-    """``billing=1,cpu=1,gres/gpu=1,mem=100M,node=1`` -> counts; ``mem`` in MiB."""
-    tres: dict[str, float] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        name, sep, raw = item.partition("=")
-        if not sep:
-            raise SacctError(f"{item!r} in TRES {text!r} is not name=value")
-        name = name.strip()
-        if name in ("mem", "vmem"):
-            size = parse_size_mib(raw, "M")
-            if size is not None:
-                tres[name] = size
-        elif _COUNT.fullmatch(raw.strip()):
-            tres[name] = float(raw)
-    return tres
-
-
-def gpus_in_tres(tres: Mapping[str, float]) -> int:
-    """``gres/gpu`` when listed, else the typed entries (``gres/gpu:a100``) summed."""
-    if "gres/gpu" in tres:
-        return int(tres["gres/gpu"])
-    return int(sum(v for k, v in tres.items() if k.startswith("gres/gpu:")))
-
-
 def _split_state(text: str) -> tuple[str | None, str | None]:
     words = text.strip().split(None, 1)
     if not words:
@@ -419,7 +360,7 @@ def _pipe_step(step_id: str, row: dict[str, str]) -> SacctStep:
             alloc_cpus=_int_or_none(row.get("alloccpus", row.get("ncpus", ""))),
             nodes=_int_or_none(row.get("nnodes", "")),
         )
-    except SacctError as err:
+    except ValueError as err:  # SacctError, or a UnitError of a value
         raise SacctError(f"{_at(row, 'step ' + step_id)}: {err}") from None
 
 
@@ -440,7 +381,7 @@ def _pipe_job(
         return SacctJob(job_id=job_id, steps=steps, lagging=("job line missing",))
     try:
         return _pipe_job_fields(job_id, row, steps, present)
-    except SacctError as err:
+    except ValueError as err:  # SacctError, or a UnitError of a value
         raise SacctError(f"{_at(row, 'job ' + job_id)}: {err}") from None
 
 
@@ -625,7 +566,7 @@ def _json_job_id(job: _J) -> str:
 
 
 def _minutes(limit: float | None) -> int | None:
-    if limit is None or limit >= _NO_VAL32:
+    if limit is None or limit >= NO_VAL32:
         return None  # unlimited / not set
     return int(limit) * 60
 
@@ -706,7 +647,7 @@ def _json_step(job: _J, position: int, raw: Any) -> SacctStep:
 
 
 def _bytes_to_mib(value: float | None) -> float | None:
-    return None if value is None else value / _BINARY["M"]
+    return None if value is None else to_mib(value, "")
 
 
 def _json_lagging(job: _J, req_mem: float | None) -> tuple[str, ...]:

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuneadvisor.slurm.states import ACTIVE
-
-_NO_VAL32 = 0xFFFFFFFE
+from tuneadvisor.slurm.units import NO_VAL32
 
 
 class SqueueError(ValueError):
@@ -47,7 +46,7 @@ def _number(value: Any) -> int | None:
         value = value.get("number")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return None if value >= _NO_VAL32 else int(value)
+    return None if value >= NO_VAL32 else int(value)
 
 
 def _text(value: Any) -> str | None:
