@@ -10,14 +10,10 @@ from typing import Literal
 
 import pytest
 
-from tuneadvisor.slurm.sacct import (
-    SacctError,
-    SacctJob,
-    parse_sacct,
-    parse_sacct_json,
-    parse_sacct_pipe,
-    select_job,
-)
+from tuneadvisor.slurm.sacct import parse_sacct
+from tuneadvisor.slurm.sacct.json_format import parse_sacct_json
+from tuneadvisor.slurm.sacct.pipe_format import parse_sacct_pipe
+from tuneadvisor.slurm.sacct.records import SacctError, SacctJob, select_job
 from tuneadvisor.slurm.seff import parse_seff
 from tuneadvisor.slurm.units import parse_duration, parse_size_mib, parse_timelimit, parse_tres
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from tuneadvisor.slurm.jobscript import JobScript
 from tuneadvisor.slurm.launch_line.model import LaunchLine
-from tuneadvisor.slurm.sacct import SacctJob
+from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.scontrol import JobInfo
 from tuneadvisor.slurm.units import gpu_count
 

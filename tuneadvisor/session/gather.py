@@ -165,7 +165,8 @@ def gather(
         except SeffError as exc:
             raise InputError(paths.seff, f"not seff output: {exc}") from None
     if paths.sacct is not None:
-        from tuneadvisor.slurm.sacct import SacctError, parse_sacct, select_job
+        from tuneadvisor.slurm.sacct import parse_sacct
+        from tuneadvisor.slurm.sacct.records import SacctError, select_job
 
         try:
             jobs = parse_sacct(read_text_input(paths.sacct, "sacct output"))

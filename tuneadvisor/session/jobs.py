@@ -13,7 +13,7 @@ from tuneadvisor.advisor.evidence import usage_facts
 from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.slurm.client import SlurmClient
-from tuneadvisor.slurm.sacct import SacctJob
+from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.squeue import QueuedJob
 from tuneadvisor.slurm.states import ACTIVE
 
