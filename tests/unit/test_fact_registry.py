@@ -27,7 +27,7 @@ from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules
-from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.model import option_values
 from tuneadvisor.slurm.launch_line.search import find_launch
 from tuneadvisor.slurm.sacct import parse_sacct

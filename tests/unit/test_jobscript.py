@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tuneadvisor.slurm import options, units
-from tuneadvisor.slurm.jobscript import (
+from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.jobscript.syntax import (
     CONFLICTING_DIRECTIVES,
     DEPRECATED_PREFIX,
     DIRECTIVE_AFTER_COMMAND,
@@ -26,7 +27,6 @@ from tuneadvisor.slurm.jobscript import (
     INVALID_DIRECTIVE,
     NOT_A_BATCH_SCRIPT,
     NULL_CHARACTER,
-    JobScript,
 )
 from tuneadvisor.slurm.launch_line.search import find_launch
 

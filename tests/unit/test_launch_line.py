@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
 from tuneadvisor.slurm.launch_line.model import LaunchLine, option_values
 from tuneadvisor.slurm.launch_line.search import find_launch, find_launches

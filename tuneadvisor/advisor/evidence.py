@@ -12,7 +12,7 @@ from tuneadvisor.slurm.states import UNFINISHED
 
 if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
-    from tuneadvisor.slurm.jobscript import JobScript
+    from tuneadvisor.slurm.jobscript.model import JobScript
     from tuneadvisor.slurm.launch_line.model import LaunchLine
     from tuneadvisor.trainscript.scan import ScriptScan
 

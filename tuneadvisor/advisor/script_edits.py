@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 

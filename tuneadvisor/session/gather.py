@@ -26,14 +26,14 @@ if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.session.live_job import LiveJob
     from tuneadvisor.slurm.client import SlurmClient
-    from tuneadvisor.slurm.jobscript import JobScript
+    from tuneadvisor.slurm.jobscript.model import JobScript
     from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 SITE_ENV = "TUNEADVISOR_SITE"
 
 
 def read_job(path: str) -> JobScript:
-    from tuneadvisor.slurm.jobscript import JobScript
+    from tuneadvisor.slurm.jobscript.model import JobScript
 
     text = read_text_input(path, "job script")
     return JobScript.parse(text, path)

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.commands import ASSIGNMENT, Found, analyse
 from tuneadvisor.slurm.launch_line.lexing import Logical, commands, lex, logical_lines
 from tuneadvisor.slurm.launch_line.model import LaunchLine
