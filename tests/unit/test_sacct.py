@@ -355,6 +355,7 @@ def test_parse_timelimit() -> None:
     assert parse_timelimit("1-00:00:00") == 86400
     assert parse_timelimit("UNLIMITED") is None
     assert parse_timelimit("Partition_Limit") is None
+    assert parse_timelimit("INFINITE") is None  # sinfo's word, read by the same function
 
 
 @pytest.mark.parametrize(
