@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.slurm.client import SlurmClient
-from tuneadvisor.slurm.sacct import SacctJob
+from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.scontrol import JobInfo
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import pytest
 from slurm_cluster import Cluster, burner, start_cluster, with_burner
 
 from tuneadvisor.slurm.client import SlurmError
-from tuneadvisor.slurm.sacct import SacctJob
+from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.seff import SeffReport
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]

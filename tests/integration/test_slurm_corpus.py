@@ -14,8 +14,9 @@ import pytest
 from slurm_cluster import REPO, Cluster, start_cluster
 
 from tuneadvisor.slurm.client import SlurmError
-from tuneadvisor.slurm.options import parse_memory, parse_nodes, parse_time
+from tuneadvisor.slurm.options import parse_nodes
 from tuneadvisor.slurm.scontrol import JobInfo
+from tuneadvisor.slurm.units import parse_memory, parse_time
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

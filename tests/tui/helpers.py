@@ -30,7 +30,7 @@ from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.session.workspace import JobScriptText, Workspace
-from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.app import TuneAdvisorApp
 from tuneadvisor.tui.screens import MainScreen

@@ -22,7 +22,7 @@ import pytest
 
 from tests.conftest import REPO, line_of
 from tuneadvisor.cli import main
-from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.trainscript.scan import scan_script
 
 ADVICE = REPO / "tests" / "fixtures" / "advice"

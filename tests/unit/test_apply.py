@@ -14,7 +14,7 @@ from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import backup_path, write_atomic
 from tuneadvisor.session.apply import tuned_name
-from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.jobscript.model import JobScript
 
 JOB = """\
 #!/bin/bash

@@ -27,8 +27,9 @@ from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules
-from tuneadvisor.slurm.jobscript import JobScript
-from tuneadvisor.slurm.launch import find_launch, option_values
+from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.launch_line.model import option_values
+from tuneadvisor.slurm.launch_line.search import find_launch
 from tuneadvisor.slurm.sacct import parse_sacct
 from tuneadvisor.slurm.seff import parse_seff
 from tuneadvisor.trainscript.scan import scan_script

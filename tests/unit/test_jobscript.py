@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from tuneadvisor.slurm import options
-from tuneadvisor.slurm.jobscript import (
+from tuneadvisor.slurm import options, units
+from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.jobscript.syntax import (
     CONFLICTING_DIRECTIVES,
     DEPRECATED_PREFIX,
     DIRECTIVE_AFTER_COMMAND,
@@ -26,9 +27,8 @@ from tuneadvisor.slurm.jobscript import (
     INVALID_DIRECTIVE,
     NOT_A_BATCH_SCRIPT,
     NULL_CHARACTER,
-    JobScript,
 )
-from tuneadvisor.slurm.launch import find_launch
+from tuneadvisor.slurm.launch_line.search import find_launch
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CORPUS = FIXTURES / "jobscripts"
@@ -601,9 +601,9 @@ def oracle_records() -> dict[str, tuple[bool, dict[str, str]]]:
 def same_value(name: str, ours: str, shown: str) -> bool:
     """sbatch -v prints normalised values: compare what they mean."""
     if name in ("mem", "mem-per-cpu", "mem-per-gpu"):
-        return options.parse_memory(ours) == (0 if shown == "0?" else options.parse_memory(shown))
+        return units.parse_memory(ours) == (0 if shown == "0?" else units.parse_memory(shown))
     if name == "time":
-        return options.parse_time(ours).minutes == options.parse_time(shown).minutes
+        return units.parse_time(ours).minutes == units.parse_time(shown).minutes
     if name == "gres":
         return "gres:" + ours.replace(",", ",gres:") == shown
     if name == "exclusive":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.options import find_option
 
 # Characters that matter to sbatch's reading, mixed into arbitrary text.

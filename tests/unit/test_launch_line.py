@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.slurm.jobscript import JobScript
-from tuneadvisor.slurm.launch import LaunchLine, find_launch, find_launches, option_values
+from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
+from tuneadvisor.slurm.launch_line.model import LaunchLine, option_values
+from tuneadvisor.slurm.launch_line.search import find_launch, find_launches
 
 
 def launch(body: str, path: Path | None = None, header: str = "#SBATCH -c 4\n") -> LaunchLine:
@@ -266,3 +268,62 @@ def test_bundled_job_scripts_name_their_training_script(
     assert found.script == f"training/{name}.py"
     assert found.script_path == REPO_ROOT / "training" / f"{name}.py"
     assert "--num-workers" in found.options  # the arguments too, also through "$@"
+
+
+# --------------------------------------------------------------------------- editing
+
+
+def edited_body(body: str, option: str, value: str) -> str | None:
+    job = JobScript.parse("#!/bin/bash\n#SBATCH -c 4\n" + body)
+    found = find_launch(job)
+    assert found is not None, body
+    result = set_option(job, found, option, value)
+    return None if result is None else result.render_text().split("\n", 2)[2]
+
+
+@pytest.mark.parametrize(
+    ("body", "tuned"),
+    [
+        ("python X.py --num-workers 1 --epochs 3\n", "python X.py --num-workers 3 --epochs 3\n"),
+        ("python X.py --num-workers=1\n", "python X.py --num-workers=3\n"),
+        ("python X.py --epochs 3   \n", "python X.py --epochs 3 --num-workers 3\n"),
+        # continuation lines, CRLF kept: only the value's bytes change
+        (
+            "srun python X.py \\\r\n  --num-workers 1 \\\r\n  --epochs 3\r\n",
+            "srun python X.py \\\r\n  --num-workers 3 \\\r\n  --epochs 3\r\n",
+        ),
+        (
+            "srun python X.py \\\n  --epochs 3\n",
+            "srun python X.py \\\n  --epochs 3 --num-workers 3\n",
+        ),
+        # inside bash -c: the closing quote and "$@" stay
+        (
+            "srun bash -c 'exec python X.py --num-workers 1 \"$@\"' sh --lr 1\n",
+            "srun bash -c 'exec python X.py --num-workers 3 \"$@\"' sh --lr 1\n",
+        ),
+        ("python X.py --tag 'a|b'\n", "python X.py --tag 'a|b' --num-workers 3\n"),
+        # not safe: an arithmetic expansion, a pipe, a comment, a bash -c string's end
+        ("python X.py --num-workers $((SLURM_CPUS_PER_TASK - 1))\n", None),
+        ("python X.py --epochs 3 | tee log\n", None),
+        ("python X.py --epochs 3  # three\n", None),
+        ("srun bash -c 'exec python X.py --epochs 3'\n", None),
+    ],
+)
+def test_set_option_on_the_model(body: str, tuned: str | None) -> None:
+    assert edited_body(body, "--num-workers", "3") == tuned
+
+
+@pytest.mark.parametrize(
+    ("body", "tuned"),
+    [
+        ("python X.py --no-pin-memory --epochs 2\n", "python X.py --pin-memory --epochs 2\n"),
+        ("python X.py --pin-memory\n", "python X.py --pin-memory\n"),
+        ("python X.py\n", "python X.py --pin-memory\n"),
+    ],
+)
+def test_set_flag_on_the_model(body: str, tuned: str) -> None:
+    job = JobScript.parse("#!/bin/bash\n" + body)
+    found = find_launch(job)
+    assert found is not None
+    result = set_flag(job, found, "--pin-memory", {"--no-pin-memory"})
+    assert result is not None and result.render_text() == "#!/bin/bash\n" + tuned

@@ -12,7 +12,7 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.allocation import clean_environ, emulate
 from tuneadvisor.relaunch.requests import add_settings_arguments, settings_from_args
 from tuneadvisor.relaunch.settings import Settings, render_job_script, settings_from_report
-from tuneadvisor.slurm.jobscript import JobScript
+from tuneadvisor.slurm.jobscript.model import JobScript
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = json.loads((REPO / "tests" / "golden" / "example-report.json").read_text())

@@ -19,7 +19,7 @@ from tuneadvisor.relaunch.runner import RunRequest, plan_tasks
 from tuneadvisor.relaunch.settings import Settings, render_job_script
 from tuneadvisor.relaunch.submit import launch_line, profile_names, submitted_record
 from tuneadvisor.relaunch.usage import read_usage, recorded_usage
-from tuneadvisor.slurm.launch import find_launch
+from tuneadvisor.slurm.launch_line.search import find_launch
 
 
 def _request(tmp_path: Path, name: str, settings: Settings, **kw: Any) -> RunRequest:

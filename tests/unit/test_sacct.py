@@ -10,19 +10,12 @@ from typing import Literal
 
 import pytest
 
-from tuneadvisor.slurm.sacct import (
-    SacctError,
-    SacctJob,
-    parse_duration,
-    parse_sacct,
-    parse_sacct_json,
-    parse_sacct_pipe,
-    parse_size_mib,
-    parse_timelimit,
-    parse_tres,
-    select_job,
-)
+from tuneadvisor.slurm.sacct import parse_sacct
+from tuneadvisor.slurm.sacct.json_format import parse_sacct_json
+from tuneadvisor.slurm.sacct.pipe_format import parse_sacct_pipe
+from tuneadvisor.slurm.sacct.records import SacctError, SacctJob, select_job
 from tuneadvisor.slurm.seff import parse_seff
+from tuneadvisor.slurm.units import parse_duration, parse_size_mib, parse_timelimit, parse_tres
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm-22.05"
 
@@ -362,6 +355,7 @@ def test_parse_timelimit() -> None:
     assert parse_timelimit("1-00:00:00") == 86400
     assert parse_timelimit("UNLIMITED") is None
     assert parse_timelimit("Partition_Limit") is None
+    assert parse_timelimit("INFINITE") is None  # sinfo's word, read by the same function
 
 
 @pytest.mark.parametrize(

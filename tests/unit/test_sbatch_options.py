@@ -13,26 +13,28 @@ from hypothesis import strategies as st
 from tuneadvisor.slurm.options import (
     OPTIONS,
     Arg,
-    GresItem,
     JobRequest,
     NodeRange,
     find_option,
-    gpu_count,
     match_long,
     parse_count,
     parse_exclusive,
-    parse_gpus,
-    parse_gres,
     parse_mail_type,
-    parse_memory,
-    parse_memory_mib,
     parse_no_kill,
     parse_nodes,
+    short_option,
+    validate,
+)
+from tuneadvisor.slurm.units import (
+    GresItem,
+    gpu_count,
+    parse_gpus,
+    parse_gres,
+    parse_memory,
+    parse_memory_mib,
     parse_time,
     render_memory,
     render_time,
-    short_option,
-    validate,
 )
 
 # ----------------------------------------------------------------------------- the table

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.slurm.client import _stored_script
-from tuneadvisor.slurm.sacct import parse_sacct_json
-from tuneadvisor.slurm.scontrol import ScontrolError, gpus_in_gres, parse_job, parse_records
+from tuneadvisor.slurm.sacct.json_format import parse_sacct_json
+from tuneadvisor.slurm.scontrol import ScontrolError, parse_job, parse_records
 from tuneadvisor.slurm.sinfo import SinfoError, default_partition, largest, parse_sinfo
 from tuneadvisor.slurm.squeue import SqueueError, parse_squeue_json
+from tuneadvisor.slurm.units import gpus_in_gres
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm-22.05"
 

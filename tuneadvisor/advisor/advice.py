@@ -14,7 +14,7 @@ from tuneadvisor.advisor.plan import Plan, make_plan, workers_for
 from tuneadvisor.advisor.rules import Rule
 
 if TYPE_CHECKING:
-    from tuneadvisor.slurm.jobscript import JobScript
+    from tuneadvisor.slurm.jobscript.model import JobScript
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobSc
     if gathered.job is None and gathered.script_text is None:
         return None, ""
     from tuneadvisor.advisor.script_edits import plan_script_edits
-    from tuneadvisor.slurm.jobscript import JobScript
+    from tuneadvisor.slurm.jobscript.model import JobScript
 
     # Launch-line edits first: the launch line's numbers are the input's, and a directive
     # added to the header would move it.

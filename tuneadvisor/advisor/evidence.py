@@ -8,10 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tuneadvisor.slurm.states import UNFINISHED
+
 if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
-    from tuneadvisor.slurm.jobscript import JobScript
-    from tuneadvisor.slurm.launch import LaunchLine
+    from tuneadvisor.slurm.jobscript.model import JobScript
+    from tuneadvisor.slurm.launch_line.model import LaunchLine
     from tuneadvisor.trainscript.scan import ScriptScan
 
 
@@ -26,13 +28,6 @@ class Gathered:
     metrics: MetricsSeries | None = None
     sharpen: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
-
-
-# States of a job that has not ended: its usage numbers so far are partial.
-_UNFINISHED = frozenset(
-    {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "CONFIGURING", "COMPLETING", "RESIZING",
-     "STOPPED", "SIGNALING", "STAGE_OUT"}
-)  # fmt: skip
 
 
 def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> None:
@@ -55,7 +50,7 @@ def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> Non
                 facts[usage] = facts[source]
                 break
     state = facts.get("usage.state")
-    if state in _UNFINISHED or facts.get("seff.final") is False:
+    if state in UNFINISHED or facts.get("seff.final") is False:
         for usage in pairs:
             if usage != "usage.state":
                 facts.pop(usage, None)

@@ -16,7 +16,7 @@ from typing import Any
 
 from simpleeval import SimpleEval
 
-from tuneadvisor.slurm.options import render_memory
+from tuneadvisor.slurm.units import render_memory
 from tuneadvisor.trainscript.pyast import dotted_name
 
 

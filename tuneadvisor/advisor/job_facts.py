@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from tuneadvisor.slurm.jobscript import JobScript
-from tuneadvisor.slurm.launch import LaunchLine
-from tuneadvisor.slurm.options import gpu_count
-from tuneadvisor.slurm.sacct import SacctJob
+from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.launch_line.model import LaunchLine
+from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.scontrol import JobInfo
+from tuneadvisor.slurm.units import gpu_count
 
 
 def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from tuneadvisor.advisor.expressions import mem_text, time_text
 from tuneadvisor.advisor.facts import Facts
 from tuneadvisor.advisor.findings import Finding
-from tuneadvisor.slurm.options import parse_memory, parse_time
+from tuneadvisor.slurm.units import parse_memory, parse_time
 
 # Memory headroom over the observed peak, as jobstats suggests.
 MEM_HEADROOM = 1.2

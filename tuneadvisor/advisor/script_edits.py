@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuneadvisor.slurm.jobscript import JobScript
-from tuneadvisor.slurm.launch import LaunchLine
+from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
+from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 if TYPE_CHECKING:
     from tuneadvisor.trainscript.scan import ArgOption
 
 # DataLoader settings the advisor changes, and how a value reads in Python source.
 LOADER_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
-_SHELL_UNSAFE = re.compile(r"[|&;<>]")
 
 
 @dataclass(frozen=True)
@@ -47,38 +47,6 @@ def _shell_value(value: object) -> str:
     return str(value)
 
 
-def _edit_launch(job: JobScript, launch: LaunchLine, option: str, value: str) -> JobScript | None:
-    """Set ``option`` on the launch line: replace its value, or append it to the line's end.
-    None when the line is too complex to edit safely (a redirect, a pipe, ...)."""
-    lines = job.render_text().splitlines(keepends=True)
-    for index in range(launch.line - 1, launch.end_line):
-        text = lines[index]
-        # An unquoted value ends at a quote too: in `bash -c '... --num-workers 1'` the
-        # closing quote belongs to the string, not to the value.
-        pattern = re.compile(
-            r"(?<!\S)(" + re.escape(option) + r")(=|\s+)(\"[^\"]*\"|'[^']*'|[^\s'\"]+)"
-        )
-        match = pattern.search(text)
-        if match and match.group(3).startswith("$("):
-            return None  # `$((SLURM_CPUS_PER_TASK - 1))` is no single word to replace
-        if match:
-            lines[index] = text[: match.start(3)] + value + text[match.end(3) :]
-            return JobScript.parse("".join(lines), job.path)
-    return _append(job, launch, lines, f"{option} {value}")
-
-
-def _append(job: JobScript, launch: LaunchLine, lines: list[str], words: str) -> JobScript | None:
-    """``words`` added at the end of the launch line; None when that is not safe."""
-    last = lines[launch.end_line - 1]
-    body = last.rstrip("\r\n")
-    ending = last[len(body) :]
-    # Inside `bash -c '...'`, words after the line's end would reach bash, not the script.
-    if _SHELL_UNSAFE.search(body) or "#" in body or launch.shell_string:
-        return None
-    lines[launch.end_line - 1] = f"{body.rstrip()} {words}{ending}"
-    return JobScript.parse("".join(lines), job.path)
-
-
 def _flag(action: str | None, option: str, value: bool) -> tuple[str, set[str]] | None:
     """The word that says ``value`` for a flag option (store_true and friends take no
     value: ``--pin-memory true`` would stop argparse), and the words it replaces. None when
@@ -92,21 +60,6 @@ def _flag(action: str | None, option: str, value: bool) -> tuple[str, set[str]] 
     if name == "BooleanOptionalAction":
         return (option, {negative}) if value else (negative, {option})
     return None
-
-
-def _set_flag(
-    job: JobScript, launch: LaunchLine, word: str, replaces: set[str]
-) -> JobScript | None:
-    lines = job.render_text().splitlines(keepends=True)
-    for index in range(launch.line - 1, launch.end_line):
-        if re.search(r"(?<!\S)" + re.escape(word) + r"(?!\S)", lines[index]):
-            return job  # already says it
-        for other in replaces:
-            pattern = re.compile(r"(?<!\S)" + re.escape(other) + r"(?!\S)")
-            if pattern.search(lines[index]):
-                lines[index] = pattern.sub(word, lines[index], count=1)
-                return JobScript.parse("".join(lines), job.path)
-    return _append(job, launch, lines, word)
 
 
 def _patch_literal(text: str, line: int, setting: str, new: str) -> str | None:
@@ -187,9 +140,9 @@ def plan_script_edits(
                 notes.append(f"set {setting}={value} in the training script: {option} cannot")
                 continue
             if flag is not None:
-                edited = _set_flag(job, launch, *flag)
+                edited = set_flag(job, launch, *flag)
             else:
-                edited = _edit_launch(job, launch, option, _shell_value(value))
+                edited = set_option(job, launch, option, _shell_value(value))
             if edited is not None:
                 job = edited
                 continue

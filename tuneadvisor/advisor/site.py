@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.slurm.options import parse_memory, parse_time
+from tuneadvisor.slurm.units import parse_memory, parse_time
 
 PARTITION_KEYS = frozenset({"cores", "mem", "gpus", "max_cores_per_gpu", "max_time", "default"})
 

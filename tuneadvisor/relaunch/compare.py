@@ -13,7 +13,7 @@ from rich.table import Table
 from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.records import RECORD_NAME, RunRecord, read_record
 from tuneadvisor.relaunch.usage import read_usage
-from tuneadvisor.slurm.options import parse_memory_mib
+from tuneadvisor.slurm.units import parse_memory_mib
 
 
 @dataclass(frozen=True)

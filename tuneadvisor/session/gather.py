@@ -26,14 +26,14 @@ if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.session.live_job import LiveJob
     from tuneadvisor.slurm.client import SlurmClient
-    from tuneadvisor.slurm.jobscript import JobScript
-    from tuneadvisor.slurm.launch import LaunchLine
+    from tuneadvisor.slurm.jobscript.model import JobScript
+    from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 SITE_ENV = "TUNEADVISOR_SITE"
 
 
 def read_job(path: str) -> JobScript:
-    from tuneadvisor.slurm.jobscript import JobScript
+    from tuneadvisor.slurm.jobscript.model import JobScript
 
     text = read_text_input(path, "job script")
     return JobScript.parse(text, path)
@@ -134,7 +134,7 @@ def gather(
         job = live.script
     if job is not None:
         from tuneadvisor.advisor.job_facts import job_facts
-        from tuneadvisor.slurm.launch import find_launch
+        from tuneadvisor.slurm.launch_line.search import find_launch
 
         launch = find_launch(job)
         facts.update(job_facts(job, launch))
@@ -167,7 +167,8 @@ def gather(
         except SeffError as exc:
             raise InputError(paths.seff, f"not seff output: {exc}") from None
     if paths.sacct is not None:
-        from tuneadvisor.slurm.sacct import SacctError, parse_sacct, select_job
+        from tuneadvisor.slurm.sacct import parse_sacct
+        from tuneadvisor.slurm.sacct.records import SacctError, select_job
 
         try:
             jobs = parse_sacct(read_text_input(paths.sacct, "sacct output"))

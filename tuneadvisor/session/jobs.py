@@ -13,9 +13,9 @@ from tuneadvisor.advisor.evidence import usage_facts
 from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.slurm.client import SlurmClient
-from tuneadvisor.slurm.sacct import SacctJob
-from tuneadvisor.slurm.scontrol import ACTIVE_STATES
+from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.squeue import QueuedJob
+from tuneadvisor.slurm.states import ACTIVE
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def recent_job_rows(
     """The newest ``limit`` jobs of ``user`` since ``since`` (as sacct -S reads it)."""
     newest = sorted(client.recent_jobs(user, since), key=_job_order, reverse=True)[:limit]
     queued = {}
-    if any(job.state in ACTIVE_STATES for job in newest):  # squeue --json lists every job
+    if any(job.state in ACTIVE for job in newest):  # squeue --json lists every job
         queued = {q.job_id: q for q in client.queue(user)}
     return [job_row(job, queued.get(job.job_id), rules) for job in newest]
 

@@ -17,8 +17,8 @@ from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.advisor.site import NodeShape
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.client import SlurmClient, SlurmError, check_job_id
-from tuneadvisor.slurm.jobscript import JobScript
-from tuneadvisor.slurm.sacct import SacctJob
+from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.scontrol import JobInfo
 from tuneadvisor.slurm.seff import SeffReport
 from tuneadvisor.slurm.sinfo import default_partition, largest

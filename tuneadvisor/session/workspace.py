@@ -21,7 +21,7 @@ from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import load_rules, rule_dirs
 
 if TYPE_CHECKING:
-    from tuneadvisor.slurm.jobscript import JobScript
+    from tuneadvisor.slurm.jobscript.model import JobScript
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,9 @@ from tuneadvisor.slurm.placement import (
     parse_placement,
     simple_names,
 )
-from tuneadvisor.slurm.sacct import SacctError, SacctJob, parse_sacct_json, parse_sacct_pipe
+from tuneadvisor.slurm.sacct.json_format import parse_sacct_json
+from tuneadvisor.slurm.sacct.pipe_format import parse_sacct_pipe
+from tuneadvisor.slurm.sacct.records import SacctError, SacctJob
 from tuneadvisor.slurm.scontrol import JobInfo, ScontrolError, parse_job
 from tuneadvisor.slurm.seff import SeffError, SeffReport, parse_seff
 from tuneadvisor.slurm.sinfo import SINFO_FORMAT, PartitionShape, SinfoError, parse_sinfo

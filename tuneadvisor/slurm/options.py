@@ -1,4 +1,4 @@
-"""The sbatch 22.05 option table, value validation, typed values and rendering.
+"""The sbatch 22.05 option table, value validation and the typed view of a job's request.
 
 The table lists every long option sbatch 22.05.8 accepts (found by asking the real binary:
 ``--a`` ... ``--z`` list the candidates, ``--NAME`` / ``--NAME=x`` tell whether a value is
@@ -7,52 +7,51 @@ unknown option, as sbatch reports it.
 
 Values are checked the way sbatch checks them before it talks to the controller (Slurm's
 ``parse_int``, ``str_to_mbytes``, ``time_str2secs``, ``verify_node_count``,
-``parse_mail_type``); the error messages are sbatch's own. GRES and ``--gpus*`` values are
-only checked for their syntax: whether a GRES name exists depends on the cluster.
+``parse_mail_type``); the error messages are sbatch's own. Sizes, times and GRES values
+are read by :mod:`tuneadvisor.slurm.units`; GRES and ``--gpus*`` values are only checked
+for their syntax: whether a GRES name exists depends on the cluster.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from functools import partial
 from typing import TypeVar
 
+from tuneadvisor.slurm.units import (
+    INT_MAX,
+    GresItem,
+    TimeLimit,
+    gpu_count,
+    parse_gpus,
+    parse_gres,
+    parse_memory,
+    parse_time,
+    strtol_prefix,
+)
+
 __all__ = [
     "OPTIONS",
     "Arg",
-    "GresItem",
     "JobRequest",
     "LongMatch",
     "NodeRange",
     "SbatchOption",
-    "TimeLimit",
     "find_option",
-    "gpu_count",
     "match_long",
     "parse_count",
     "parse_exclusive",
-    "parse_gpus",
-    "parse_gres",
     "parse_mail_type",
-    "parse_memory",
-    "parse_memory_mib",
     "parse_no_kill",
     "parse_nodes",
-    "parse_time",
-    "render_memory",
-    "render_time",
     "short_option",
     "validate",
 ]
 
 # C's isspace() in the "C" locale: what sbatch treats as blank.
 C_SPACE = " \t\n\v\f\r"
-INT_MAX = 2**31 - 1
-# Slurm's INFINITE and NO_VAL for 32-bit values, as time_str2secs returns them.
-_INFINITE = 0xFFFFFFFF
 _T = TypeVar("_T")
 
 
@@ -233,161 +232,15 @@ def match_long(spelled: str, written: str | None = None) -> LongMatch:
 # ----------------------------------------------------------------------------- counts
 
 
-def _strtol_prefix(text: str) -> tuple[int | None, str]:
-    """C strtol(base 10): skip leading blanks, optional sign, digits. Returns the number
-    (None when there are no digits) and what is left."""
-    match = re.match(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", text)
-    if not match:
-        return None, text
-    return int(match.group(1)), text[match.end() :]
-
-
 def parse_count(value: str, name: str = "cpus-per-task") -> int:
     """A positive int as Slurm's ``parse_int(name, value, true)`` reads it (``72.``, ``0`` and
     ``4 `` are invalid). Values past INT_MAX are refused here (sbatch wraps them around)."""
-    number, rest = _strtol_prefix(value)
+    number, rest = strtol_prefix(value)
     if number is None or rest or number <= 0:
         raise ValueError(f'Invalid numeric value "{value}" for --{name}.')
     if number > INT_MAX:
         raise ValueError(f"Numeric argument ({number}) too big for --{name}.")
     return number
-
-
-# ----------------------------------------------------------------------------- memory
-
-_MEM_SUFFIX = {"k": -1, "m": 0, "g": 1, "t": 2}  # powers of 1024 relative to MiB; k rounds up
-
-
-def parse_memory(value: str, name: str = "mem") -> int:
-    """MiB from a Slurm size (``str_to_mbytes``): a number with an optional K/M/G/T suffix,
-    optionally followed by B (``8G``, ``8gb``, ``512``); MB by default, KiB rounded up.
-    ``0`` is valid and means all the memory of the node (for ``--mem``)."""
-    number, rest = _strtol_prefix(value)
-    if number is None or number < 0 or number >= 2**63:
-        raise ValueError(f"Invalid --{name} specification")
-    if not rest:
-        return number
-    unit, tail = rest[0].lower(), rest[1:]
-    if unit not in _MEM_SUFFIX or tail not in ("", "B", "b"):
-        raise ValueError(f"Invalid --{name} specification")
-    power = _MEM_SUFFIX[unit]
-    return -(-number // 1024) if power < 0 else number * 1024**power
-
-
-def parse_memory_mib(value: str) -> int | None:
-    """MiB of a Slurm size, or None when sbatch would refuse it (see :func:`parse_memory`)."""
-    try:
-        return parse_memory(value)
-    except ValueError:
-        return None
-
-
-def render_memory(mib: int) -> str:
-    """The shortest exact spelling: 8192 -> ``8G``, 1536 -> ``1536M``, 0 -> ``0``."""
-    if mib < 0:
-        raise ValueError(f"negative memory size: {mib}")
-    if mib == 0:
-        return "0"
-    for suffix, size in (("T", 1024**2), ("G", 1024)):
-        if mib % size == 0:
-            return f"{mib // size}{suffix}"
-    return f"{mib}M"
-
-
-# ----------------------------------------------------------------------------- time
-
-
-@dataclass(frozen=True)
-class TimeLimit:
-    """A ``--time`` value. ``seconds`` is None when unlimited (``UNLIMITED``, ``INFINITE``,
-    ``-1``, or a total of zero, which sbatch also turns into no limit)."""
-
-    seconds: int | None
-
-    @property
-    def unlimited(self) -> bool:
-        return self.seconds is None
-
-    @property
-    def minutes(self) -> int | None:
-        """The limit Slurm stores: whole minutes, rounded up (``time_str2mins``)."""
-        return None if self.seconds is None else -(-self.seconds // 60)
-
-    def render(self) -> str:
-        return render_time(self.seconds)
-
-
-def _is_valid_timespec(text: str) -> bool:
-    """Slurm's ``_is_valid_timespec``: only digits, ``-`` and ``:``; at most one dash, never
-    after a colon; at most two colons; enough groups of digits for the colons."""
-    if re.search(r"[^0-9:-]", text) or text.count("-") > 1 or text.count(":") > 2:
-        return False
-    if "-" in text and ":" in text[: text.index("-")]:
-        return False
-    groups, colons = len(re.findall(r"[0-9]+", text)), text.count(":")
-    if "-" in text:
-        return groups >= 1 and (colons == 0 or groups >= colons + 2)
-    return groups >= colons + 1
-
-
-def _scan_ints(text: str, seps: str) -> list[int]:
-    """sscanf("%d<sep>%d...") : the leading fields that parse, stopping at the first miss."""
-    values: list[int] = []
-    pos = 0
-    for index in range(len(seps) + 1):
-        if index:
-            if not text.startswith(seps[index - 1], pos):
-                break
-            pos += 1
-        match = re.match(r"[+-]?[0-9]+", text[pos:])
-        if not match:
-            break
-        values.append(int(match.group()))
-        pos += match.end()
-    return values
-
-
-def _time_seconds(value: str) -> int | None:
-    """Slurm's ``time_str2secs`` (None for invalid, _INFINITE for unlimited)."""
-    if value.lower() in ("-1", "infinite", "unlimited"):
-        return _INFINITE
-    if not value or not _is_valid_timespec(value):
-        return None
-    if "-" in value:
-        days, hours, minutes, seconds = [*_scan_ints(value, "-::"), 0, 0, 0, 0][:4]
-        return days * 86400 + hours * 3600 + minutes * 60 + seconds
-    fields = _scan_ints(value, "::")
-    if len(fields) == 3:
-        return fields[0] * 3600 + fields[1] * 60 + fields[2]
-    fields += [0, 0]
-    return fields[0] * 60 + fields[1]  # minutes[:seconds]
-
-
-def parse_time(value: str, name: str = "time") -> TimeLimit:
-    """Every Slurm time format: ``minutes``, ``minutes:seconds``, ``hours:minutes:seconds``,
-    ``days-hours``, ``days-hours:minutes``, ``days-hours:minutes:seconds``, and
-    ``UNLIMITED``/``INFINITE``/``-1``. ``abc``, ``1.5``, `` 60`` and ``1:2:3:4`` are invalid."""
-    seconds = _time_seconds(value)
-    if seconds is None:
-        raise ValueError(f"Invalid --{name} specification")
-    if seconds in (_INFINITE, 0):
-        return TimeLimit(None)
-    if not 0 < seconds <= INT_MAX:  # sbatch's int arithmetic wraps these around
-        raise ValueError(f"--{name} value out of range: {value}")
-    return TimeLimit(seconds)
-
-
-def render_time(seconds: int | None) -> str:
-    """``UNLIMITED``, ``D-HH:MM:SS`` with days, else ``HH:MM:SS`` (Slurm's secs2time_str)."""
-    if seconds is None:
-        return "UNLIMITED"
-    if seconds < 0:
-        raise ValueError(f"negative time: {seconds}")
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{days}-{clock}" if days else clock
 
 
 # ----------------------------------------------------------------------------- nodes
@@ -402,7 +255,7 @@ class NodeRange:
 def _str_to_nodes(text: str) -> tuple[int, str]:
     """Slurm's ``_str_to_nodes``: strtol then an optional k and m multiplier; -1 when there
     are no digits."""
-    number, rest = _strtol_prefix(text)
+    number, rest = strtol_prefix(text)
     if number is None:
         return -1, text
     for suffix, factor in (("kK", 1024), ("mM", 1024 * 1024)):
@@ -429,76 +282,6 @@ def parse_nodes(value: str) -> NodeRange:
     if high != 0 and high < low:
         raise ValueError(f"Maximum node count {high} is less than minimum node count {low}")
     return NodeRange(low, high or None)
-
-
-# ----------------------------------------------------------------------------- GPUs
-
-
-@dataclass(frozen=True)
-class GresItem:
-    """One generic resource request: ``gpu:a100:2`` -> name gpu, type a100, count 2."""
-
-    name: str
-    type: str | None
-    count: int
-
-
-_COUNT = re.compile(r"([0-9]+)([kKmMgG]?)")
-_NUMERIC_LOOKING = re.compile(r"[+-]?[0-9.]")
-_GRES_WORD = re.compile(r"[^\s:,=/()]+")
-
-
-def _gres_count(text: str) -> int | None:
-    """A GRES count (``2``, ``2k``); None when the field is not a count at all; ValueError
-    for a malformed number such as ``1.5`` or ``-1``."""
-    match = _COUNT.fullmatch(text)
-    if match:
-        factor = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[match.group(2).lower()]
-        return int(match.group(1)) * factor
-    if _NUMERIC_LOOKING.match(text):
-        raise ValueError(f"invalid count {text!r}")
-    return None
-
-
-def _gres_item(text: str) -> GresItem:
-    fields = text.split(":")
-    if len(fields) > 3 or not all(_GRES_WORD.fullmatch(f) for f in fields):
-        raise ValueError(f"invalid generic resource {text!r}")
-    count = _gres_count(fields[-1]) if len(fields) > 1 else None
-    named = fields[:-1] if count is not None else fields
-    if len(named) > 2 or _gres_count(named[0]) is not None:
-        raise ValueError(f"invalid generic resource {text!r}")
-    return GresItem(named[0], named[1] if len(named) > 1 else None, 1 if count is None else count)
-
-
-def parse_gres(value: str) -> tuple[GresItem, ...]:
-    """``--gres``: comma list of ``name[:type][:count]`` (count 1 when absent); ``none``
-    clears it. Whether a name exists is the controller's business, not checked here."""
-    if value.lower() == "none":
-        return ()
-    try:
-        return tuple(_gres_item(item) for item in value.split(","))
-    except ValueError as error:
-        raise ValueError(f"Invalid generic resource (gres) specification: {error}") from None
-
-
-def parse_gpus(value: str, name: str = "gpus") -> tuple[GresItem, ...]:
-    """``--gpus``/``--gpus-per-node``/``--gpus-per-task``: comma list of ``[type:]count``."""
-    items: list[GresItem] = []
-    for item in value.split(","):
-        gpu_type, _, count_text = item.rpartition(":")
-        count = _gres_count(count_text) if _GRES_WORD.fullmatch(count_text) else None
-        if count is None or (gpu_type and not _GRES_WORD.fullmatch(gpu_type)):
-            raise ValueError(f"Invalid --{name} specification: {item!r}")
-        items.append(GresItem("gpu", gpu_type or None, count))
-    if len({item.type is None for item in items}) > 1:
-        raise ValueError("Invalid GRES specification (with and without type identification)")
-    return tuple(items)
-
-
-def gpu_count(items: tuple[GresItem, ...]) -> int:
-    """How many GPUs a GRES or ``--gpus*`` request asks for (all types together)."""
-    return sum(item.count for item in items if item.name == "gpu")
 
 
 # ----------------------------------------------------------------------------- others

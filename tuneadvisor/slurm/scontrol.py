@@ -12,10 +12,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tuneadvisor.slurm.sacct import SacctError, parse_size_mib, parse_timelimit, parse_tres
+from tuneadvisor.slurm.states import ACTIVE
+from tuneadvisor.slurm.units import (
+    UnitError,
+    gpus_in_gres,
+    parse_size_mib,
+    parse_timelimit,
+    parse_tres,
+)
 
 _KEY = re.compile(r"(?:^|\s+)([A-Za-z][A-Za-z0-9_:/]*)=")
-_GRES_GPU = re.compile(r"(?:^|,)(?:gres[:/])?gpu(?::[^:,(]+)?:(\d+)")
 _NO_VALUES = frozenset({"", "(null)", "N/A", "None", "Unknown"})
 
 
@@ -60,15 +66,8 @@ def _mib(record: Mapping[str, str], key: str) -> float | None:
     value = _value(record, key)
     try:
         return None if value is None else parse_size_mib(value, "M")
-    except SacctError:
+    except UnitError:
         return None
-
-
-def gpus_in_gres(text: str | None) -> int:
-    """``gpu:1``, ``gpu:a100:4(S:0-1)``, ``gres/gpu:2``, ``gpu:a100:2,gpu:v100:1`` -> count."""
-    if not text or text in _NO_VALUES:
-        return 0
-    return sum(int(m.group(1)) for m in _GRES_GPU.finditer(text.replace("gres:gpu", "gpu")))
 
 
 @dataclass(frozen=True)
@@ -98,19 +97,14 @@ class JobInfo:
     @property
     def active(self) -> bool:
         """Still queued or running: accounting is not final."""
-        return self.state in ACTIVE_STATES
-
-
-ACTIVE_STATES = frozenset(
-    {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING"}
-)
+        return self.state in ACTIVE
 
 
 def _time(record: Mapping[str, str], key: str) -> int | None:
     value = _value(record, key)
     try:
         return None if value is None else parse_timelimit(value)
-    except SacctError:
+    except UnitError:
         return None
 
 

@@ -27,6 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
+from tuneadvisor.slurm import units
+from tuneadvisor.slurm.states import UNFINISHED
+from tuneadvisor.slurm.units import UnitError
+
 FactValue = bool | int | float | str
 Facts = dict[str, FactValue]
 
@@ -35,15 +39,12 @@ class SeffError(ValueError):
     """The text is not seff's report. The message says what is wrong, without the file name."""
 
 
-_UNITS_MIB = {"KB": 1 / 1024, "MB": 1.0, "GB": 1024.0, "TB": 1024.0**2, "PB": 1024.0**3}
 _SIZE = r"(\d+(?:\.\d+)?) ([KMGTP]B)"
-_DURATION = re.compile(r"(?:(\d+)-)?(\d+):(\d\d):(\d\d)")
 _STATE = re.compile(r"(\S.*?)(?: \(exit code (\d+)\))?")
 _CPU_EFF = re.compile(r"(\d+(?:\.\d+)?)% of (\S+) core-walltime")
 _MEM_USED = re.compile(_SIZE + r"( \(estimated maximum\))?")
 _MEM_EFF = re.compile(r"(\d+(?:\.\d+)?)% of " + _SIZE + r"(?: \(" + _SIZE + r"/(node|core)\))?")
 _NOT_SEFF = ("Job not found", "Usage: seff", "Invalid job", "slurm_load_jobs error")
-_RUNNING = frozenset({"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "RESIZING"})
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class SeffReport:
     @property
     def final(self) -> bool:
         """False while the job runs or waits: seff's numbers are then provisional."""
-        return self.state is not None and self.state.split()[0] not in _RUNNING
+        return self.state is not None and self.state.split()[0] not in UNFINISHED
 
     def facts(self) -> Facts:
         facts: Facts = {}
@@ -108,17 +109,16 @@ _FACT_FIELDS = (
 
 
 def parse_duration(text: str) -> int:
-    """seff's ``[D-]HH:MM:SS`` -> seconds."""
-    match = _DURATION.fullmatch(text.strip())
-    if match is None:
-        raise SeffError(f"{text.strip()!r} is not a duration like 1-02:03:04")
-    days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    """seff's ``[D-]HH:MM:SS`` -> seconds (read as sacct prints durations)."""
+    try:
+        return round(units.parse_duration(text))
+    except UnitError:
+        raise SeffError(f"{text.strip()!r} is not a duration like 1-02:03:04") from None
 
 
 def parse_size_mib(number: str, unit: str) -> float:
     """``("316.26", "MB")`` -> 316.26; seff's KB/MB/GB/TB are binary units."""
-    return float(number) * _UNITS_MIB[unit]
+    return units.to_mib(float(number), unit.removesuffix("B"))
 
 
 @dataclass

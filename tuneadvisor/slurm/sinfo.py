@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tuneadvisor.slurm.sacct import SacctError, parse_timelimit
-from tuneadvisor.slurm.scontrol import gpus_in_gres
+from tuneadvisor.slurm.units import UnitError, gpus_in_gres, parse_timelimit
 
 # partition, CPUs per node, memory per node (MiB), generic resources, nodes, time limit
 SINFO_FORMAT = "%P|%c|%m|%G|%D|%l"
@@ -42,11 +41,9 @@ def _number(text: str, what: str, line: int) -> int:
 
 def _limit(text: str, line: int) -> int | None:
     value = text.strip()
-    if value.lower() in ("infinite", "unlimited", "n/a"):
-        return None
     try:
-        return parse_timelimit(value)
-    except SacctError:
+        return parse_timelimit(value)  # None for infinite, unlimited, n/a
+    except UnitError:
         raise SinfoError(f"line {line}: time limit {value!r} is not like 1-00:00:00") from None
 
 

@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuneadvisor.slurm.scontrol import ACTIVE_STATES
-
-_NO_VAL32 = 0xFFFFFFFE
+from tuneadvisor.slurm.states import ACTIVE
+from tuneadvisor.slurm.units import NO_VAL32
 
 
 class SqueueError(ValueError):
@@ -37,7 +36,7 @@ class QueuedJob:
     @property
     def active(self) -> bool:
         """Queued or running (squeue also lists jobs that ended minutes ago)."""
-        return self.state in ACTIVE_STATES
+        return self.state in ACTIVE
 
 
 def _number(value: Any) -> int | None:
@@ -47,7 +46,7 @@ def _number(value: Any) -> int | None:
         value = value.get("number")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return None if value >= _NO_VAL32 else int(value)
+    return None if value >= NO_VAL32 else int(value)
 
 
 def _text(value: Any) -> str | None:

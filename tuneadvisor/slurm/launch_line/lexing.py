@@ -1,0 +1,161 @@
+"""A small shell lexer for launch lines: ``\\`` continuations, words (quotes, ``$(...)``
+and ``${...}`` kept whole), operators, redirections and comments. Nothing is expanded."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+REDIRECT = re.compile(r"[0-9]*(?:>>|>&|<&|<>|&>>|&>|>\||>|<)")
+OPERATORS = ("&&", "||", ";;", ";", "|&", "|", "&", "(", ")")
+
+
+@dataclass(frozen=True)
+class Logical:
+    first: int
+    last: int
+    text: str
+    starts: tuple[int, ...] = ()  # where each physical line's part begins in text
+
+
+def logical_lines(lines: list[tuple[int, str]]) -> Iterator[Logical]:
+    """Join ``\\``-continued lines (an odd number of trailing backslashes)."""
+    pending: list[str] = []
+    first = 0
+    for number, text in lines:
+        if not pending:
+            first = number
+        trailing = len(text) - len(text.rstrip("\\"))
+        if trailing % 2:
+            pending.append(text[:-1])
+            continue
+        pending.append(text)
+        yield _joined(first, number, pending)
+        pending = []
+    if pending:
+        yield _joined(first, lines[-1][0], pending)
+
+
+def _joined(first: int, last: int, parts: list[str]) -> Logical:
+    starts = [0]
+    for part in parts[:-1]:
+        starts.append(starts[-1] + len(part))
+    return Logical(first, last, "".join(parts), tuple(starts))
+
+
+def _skip_group(text: str, pos: int, opening: str, closing: str) -> int:
+    """Past the end of ``$(...)`` or ``${...}`` starting at ``pos`` (nesting counted)."""
+    depth = 0
+    while pos < len(text):
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+            continue
+        if char in "'\"":
+            end = text.find(char, pos + 1)
+            pos = len(text) if end < 0 else end + 1
+            continue
+        depth += (char == opening) - (char == closing)
+        pos += 1
+        if depth == 0:
+            return pos
+    return pos
+
+
+def _word_end(text: str, pos: int) -> int:
+    """Where a shell word starting at ``pos`` ends (quotes and substitutions kept whole)."""
+    while pos < len(text) and text[pos] not in " \t\n;&|()<>":
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+        elif char == "'":
+            end = text.find("'", pos + 1)
+            pos = len(text) if end < 0 else end + 1
+        elif char == '"':
+            pos = _double_quoted_end(text, pos)
+        elif text.startswith(("$(", "${"), pos):
+            opening, closing = ("(", ")") if text[pos + 1] == "(" else ("{", "}")
+            pos = _skip_group(text, pos + 1, opening, closing)
+        elif char == "`":
+            end = text.find("`", pos + 1)
+            pos = len(text) if end < 0 else end + 1
+        else:
+            pos += 1
+    return pos
+
+
+def _double_quoted_end(text: str, pos: int) -> int:
+    pos += 1
+    while pos < len(text) and text[pos] != '"':
+        if text[pos] == "\\":
+            pos += 1
+        elif text.startswith("$(", pos):
+            pos = _skip_group(text, pos + 1, "(", ")") - 1
+        pos += 1
+    return pos + 1
+
+
+def lex(text: str) -> list[str]:
+    """Raw shell words and operators of one logical line; a comment ends it."""
+    return [text[start:end] for start, end in lex_spans(text)[0]]
+
+
+def lex_spans(text: str) -> tuple[list[tuple[int, int]], int | None]:
+    """Where the words and operators of one logical line are (start, end offsets), and
+    where a comment starts (None when there is none)."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while pos < len(text):
+        if text[pos] in " \t":
+            pos += 1
+            continue
+        if text[pos] == "#":
+            return spans, pos
+        redirect = REDIRECT.match(text, pos)  # before operators: "&>" is not "&"
+        if redirect:
+            spans.append((pos, redirect.end()))
+            pos = redirect.end()
+            continue
+        operator = next((op for op in OPERATORS if text.startswith(op, pos)), None)
+        if operator:
+            spans.append((pos, pos + len(operator)))
+            pos += len(operator)
+            continue
+        end = min(_word_end(text, pos), len(text))
+        spans.append((pos, end))
+        pos = end
+    return spans, None
+
+
+def _unquote(raw: str) -> str:
+    """A word without its quotes, variables and substitutions kept as written."""
+    if "$(" in raw or "`" in raw:
+        return raw[1:-1] if len(raw) > 1 and raw[0] == raw[-1] == '"' else raw
+    try:
+        parts = shlex.split(raw)
+    except ValueError:  # an unmatched quote: keep the text
+        return raw
+    if len(parts) == 1:
+        return parts[0]
+    return raw if parts else ""  # several parts: blanks inside ${...}; keep it whole
+
+
+def commands(tokens: list[str]) -> Iterator[list[str]]:
+    """Simple commands: words between operators, without redirections and their targets."""
+    words: list[str] = []
+    target = False  # the next word is a redirection's file
+    for token in tokens:
+        if token in OPERATORS:
+            if words:
+                yield words
+            words, target = [], False
+        elif REDIRECT.fullmatch(token):
+            target = True
+        elif target:
+            target = False
+        else:
+            words.append(_unquote(token))
+    if words:
+        yield words

@@ -1,0 +1,141 @@
+"""Find the training commands in a job script: the script, its arguments and its launchers.
+
+Recognised, alone or nested (``srun kernprof ... python X.py``): ``python``/``python3``
+with interpreter options, ``python -m torch.distributed.run|launch``, ``torchrun``,
+``accelerate launch``, ``deepspeed``, ``kernprof``, ``python -m cProfile``, ``srun`` and
+``mpirun``/``mpiexec`` with their options, ``apptainer``/``singularity exec IMAGE``,
+``conda run``, ``uv run``, ``env``/``time``/``exec``/``nohup`` prefixes, ``bash -c 'STRING'``
+(the string read as commands), ``torchrun --no-python PROGRAM``, ``tuneadvisor watch ... --``,
+a leading ``$WRAPPER``/``"${wrapper[@]}"`` word,
+``VAR=value`` assignments before the command, ``\\`` line continuations, several commands
+on a line (``;``, ``&&``, ``|``) and redirections.
+
+Nothing is expanded: ``--num-workers ${SLURM_CPUS_PER_TASK}`` stays as written, so the
+advisor can see where a value comes from. Words are split by a small shell lexer (quotes,
+``$(...)``, comments, operators) and unquoted with :func:`shlex.split`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.launch_line.commands import ASSIGNMENT, Found, analyse
+from tuneadvisor.slurm.launch_line.lexing import Logical, commands, lex, logical_lines
+from tuneadvisor.slurm.launch_line.model import LaunchLine
+
+__all__ = ["find_launch", "find_launches"]
+
+_SUBMIT_DIR = re.compile(r'"?\$\{?SLURM_SUBMIT_DIR\}?"?')
+
+
+@dataclass
+class _Context:
+    """What the lines before a command tell: exports and the working directory."""
+
+    job_dir: Path | None
+    cwd: Path | None
+    exported: dict[str, str] = field(default_factory=dict)
+
+
+def _resolve(script: str, context: _Context) -> Path | None:
+    """The script on disk: from the working directory the job would have there, else from
+    the job script's directory. Scripts named through variables are not resolved."""
+    if "$" in script or "`" in script:
+        return None
+    path = Path(os.path.expanduser(script))
+    # sbatch starts in the directory it was run from: here, that is most likely the current
+    # one, or the job script's parent (`sbatch slurm/job.sbatch` from the project).
+    parent = context.job_dir.parent if context.job_dir is not None else None
+    bases = [b for b in (context.cwd, context.job_dir, Path.cwd(), parent) if b is not None]
+    candidates = [path] if path.is_absolute() else [base / path for base in bases]
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def _track(words: list[str], context: _Context) -> None:
+    """Follow ``cd DIR`` and ``export VAR=value`` so later commands are read in context."""
+    if words[0] == "cd":
+        target = words[1] if len(words) > 1 else ""
+        if _SUBMIT_DIR.fullmatch(target):
+            context.cwd = context.job_dir
+        elif target and "$" not in target and "~" not in target and target != "-":
+            base = context.cwd or context.job_dir or Path()
+            context.cwd = base / target
+        else:
+            context.cwd = None  # somewhere we cannot know
+    elif words[0] == "export":
+        for word in words[1:]:
+            assignment = ASSIGNMENT.fullmatch(word)
+            if assignment:
+                context.exported[assignment.group(1)] = assignment.group(2)
+
+
+def _start_dir(job: JobScript, job_dir: Path | None, chdir: str | None) -> Path | None:
+    chdir = chdir if chdir is not None else job.directives().get("chdir")
+    if not chdir or "%" in chdir:
+        return job_dir
+    path = Path(os.path.expanduser(chdir))
+    if path.is_absolute():
+        return path
+    return (job_dir / path) if job_dir else path
+
+
+def find_launches(
+    job: JobScript | str | bytes,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    chdir: str | None = None,
+) -> list[LaunchLine]:
+    """Every command in the job script's body that runs Python training code, in order.
+    ``path`` (default: the JobScript's own) locates relative scripts; ``chdir`` overrides
+    the script's ``--chdir``."""
+    script = job if isinstance(job, JobScript) else JobScript.parse(job, path)
+    where = Path(path) if path is not None else script.path
+    job_dir = where.resolve().parent if where is not None else None
+    context = _Context(job_dir, _start_dir(script, job_dir, chdir))
+    if script.first_command_line is None:
+        return []
+    body = [(line.number, line.text) for line in script.lines[script.first_command_line - 1 :]]
+    found: list[LaunchLine] = []
+    for logical in logical_lines(body):
+        for words in commands(lex(logical.text)):
+            launch = _launch(words, logical, context)
+            if launch is not None:
+                found.append(launch)
+            else:
+                _track(words, context)
+    return found
+
+
+def find_launch(
+    job: JobScript | str | bytes,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    chdir: str | None = None,
+) -> LaunchLine | None:
+    """The first training command of the job script, or None when there is none."""
+    launches = find_launches(job, path, chdir=chdir)
+    return launches[0] if launches else None
+
+
+def _launch(words: list[str], logical: Logical, context: _Context) -> LaunchLine | None:
+    result = analyse(words, Found())
+    if result is None or (result.script is None and result.module is None):
+        return None
+    return LaunchLine(
+        line=logical.first,
+        end_line=logical.last,
+        text=logical.text,
+        env=dict(result.env),
+        exported=dict(context.exported),
+        launchers=tuple(result.launchers),
+        python=result.python,
+        script=result.script,
+        module=result.module,
+        args=result.args,
+        script_path=_resolve(result.script, context) if result.script else None,
+        shell_string=result.shell_string,
+    )

@@ -1,0 +1,219 @@
+"""``sacct -P`` (``|`` between fields) and ``-p`` output: the header names the columns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, TypeVar
+
+from tuneadvisor.slurm.sacct.records import (
+    SacctError,
+    SacctJob,
+    SacctStep,
+    split_state,
+    tres_count,
+)
+from tuneadvisor.slurm.units import (
+    gpus_in_tres,
+    parse_duration,
+    parse_size_mib,
+    parse_timelimit,
+    parse_tres,
+)
+
+__all__ = ["parse_sacct_pipe"]
+
+_T = TypeVar("_T")
+
+
+def parse_sacct_pipe(text: str, columns: Sequence[str] | None = None) -> tuple[SacctJob, ...]:
+    """``sacct -P`` (``|`` between fields) or ``-p`` (also one at the end of each line).
+
+    ``columns`` is the ``-o`` list for output written with ``-n`` (no header).
+    """
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if columns is None:
+        if not lines:
+            raise SacctError("empty sacct output")
+        header_no, header = lines.pop(0)
+        if "|" not in header:
+            raise SacctError(f"line {header_no}: no '|' between fields: print it with sacct -P")
+        names = _pipe_fields(header)
+    else:
+        header_no, names = 0, [c.strip() for c in columns]
+    keys = [n.strip().lower() for n in names]
+    if "jobid" not in keys:
+        raise SacctError(f"line {header_no or 1}: no JobID column in {'|'.join(names)!r}")
+    rows = [_pipe_row(number, line, keys) for number, line in lines]
+    return _group(rows, present=frozenset(keys))
+
+
+def _pipe_fields(line: str) -> list[str]:
+    fields = line.rstrip("\n").split("|")
+    return fields[:-1] if len(fields) > 1 and fields[-1] == "" else fields  # -p: trailing '|'
+
+
+def _pipe_row(number: int, line: str, keys: Sequence[str]) -> dict[str, str]:
+    fields = line.rstrip("\n").split("|")
+    if len(fields) == len(keys) + 1 and fields[-1] == "":
+        fields.pop()  # -p ends every line with '|'; with -P an empty last value is kept
+    if len(fields) != len(keys):
+        raise SacctError(
+            f"line {number}: {len(fields)} fields where the header has {len(keys)}"
+            " (was it printed with -P?)"
+        )
+    row = dict(zip(keys, fields, strict=True))
+    row["_line"] = str(number)
+    return row
+
+
+def _group(rows: Iterable[dict[str, str]], present: frozenset[str]) -> tuple[SacctJob, ...]:
+    jobs: dict[str, dict[str, str]] = {}
+    steps: dict[str, list[SacctStep]] = {}
+    for row in rows:
+        job_id, dot, step_id = row["jobid"].strip().partition(".")
+        if not job_id:
+            raise SacctError(f"line {row['_line']}: empty JobID")
+        steps.setdefault(job_id, [])
+        if dot:
+            steps[job_id].append(_pipe_step(step_id, row))
+        else:
+            jobs[job_id] = row
+    return tuple(
+        _pipe_job(job_id, jobs.get(job_id, {}), tuple(job_steps), present)
+        for job_id, job_steps in steps.items()
+    )
+
+
+def _at(row: dict[str, str], what: str) -> str:
+    return f"line {row.get('_line', '?')}, {what}"
+
+
+def _pipe_step(step_id: str, row: dict[str, str]) -> SacctStep:
+    try:
+        state, _ = split_state(row.get("state", ""))
+        code, signal = _exit(row.get("exitcode", ""))
+        return SacctStep(
+            step_id=step_id,
+            name=row.get("jobname") or None,
+            state=state,
+            exit_code=code,
+            exit_signal=signal,
+            elapsed_s=_pipe_elapsed(row),
+            cpu_time_s=_optional(parse_duration, row.get("totalcpu", "")),
+            max_rss_mib=parse_size_mib(row.get("maxrss", ""), ""),
+            ntasks=_int_or_none(row.get("ntasks", "")),
+            alloc_cpus=_int_or_none(row.get("alloccpus", row.get("ncpus", ""))),
+            nodes=_int_or_none(row.get("nnodes", "")),
+        )
+    except ValueError as err:  # SacctError, or a UnitError of a value
+        raise SacctError(f"{_at(row, 'step ' + step_id)}: {err}") from None
+
+
+def _optional(parse: Callable[[str], _T], text: str) -> _T | None:
+    return parse(text) if text.strip() else None
+
+
+def _pipe_elapsed(row: dict[str, str]) -> float | None:
+    if row.get("elapsedraw", "").strip():
+        return float(_int_or_none(row["elapsedraw"]) or 0)
+    return _optional(parse_duration, row.get("elapsed", ""))
+
+
+def _pipe_job(
+    job_id: str, row: dict[str, str], steps: tuple[SacctStep, ...], present: frozenset[str]
+) -> SacctJob:
+    if not row:
+        return SacctJob(job_id=job_id, steps=steps, lagging=("job line missing",))
+    try:
+        return _pipe_job_fields(job_id, row, steps, present)
+    except ValueError as err:  # SacctError, or a UnitError of a value
+        raise SacctError(f"{_at(row, 'job ' + job_id)}: {err}") from None
+
+
+def _pipe_job_fields(
+    job_id: str, row: dict[str, str], steps: tuple[SacctStep, ...], present: frozenset[str]
+) -> SacctJob:
+    state, detail = split_state(row.get("state", ""))
+    code, signal = _exit(row.get("exitcode", ""))
+    alloc = parse_tres(row["alloctres"]) if "alloctres" in row else None
+    alloc_cpus = _int_or_none(row.get("alloccpus", row.get("ncpus", "")))
+    nodes = _int_or_none(row.get("allocnodes", row.get("nnodes", "")))
+    if alloc:
+        alloc_cpus = alloc_cpus if alloc_cpus is not None else tres_count(alloc, "cpu")
+        nodes = nodes if nodes is not None else tres_count(alloc, "node")
+    req_mem, per = _pipe_req_mem(row.get("reqmem", ""), alloc_cpus, nodes)
+    return SacctJob(
+        job_id=job_id,
+        name=row.get("jobname") or None,
+        user=row.get("user") or None,
+        cluster=row.get("cluster") or None,
+        partition=row.get("partition") or None,
+        state=state,
+        state_detail=detail,
+        exit_code=code,
+        exit_signal=signal,
+        elapsed_s=_pipe_elapsed(row),
+        timelimit_s=_pipe_timelimit(row),
+        end_time=None,
+        alloc_cpus=alloc_cpus,
+        alloc_nodes=nodes,
+        alloc_gpus=None if alloc is None else gpus_in_tres(alloc),
+        alloc_mem_mib=None if alloc is None else alloc.get("mem"),
+        req_cpus=_int_or_none(row.get("reqcpus", "")),
+        req_mem_mib=req_mem,
+        req_mem_per=per,
+        reported_cpu_time_s=_optional(parse_duration, row.get("totalcpu", "")),
+        steps=steps,
+        lagging=_pipe_lagging(row, present),
+    )
+
+
+def _pipe_timelimit(row: dict[str, str]) -> int | None:
+    raw = row.get("timelimitraw", "").strip()
+    if raw.isdigit():
+        return int(raw) * 60  # minutes
+    return parse_timelimit(row.get("timelimit", ""))
+
+
+def _pipe_req_mem(
+    text: str, cpus: int | None, nodes: int | None
+) -> tuple[float | None, Literal["node", "cpu"] | None]:
+    """Total MiB; old sacct's ``4Gn`` / ``4Gc`` are per node / per CPU (seff multiplies)."""
+    size = parse_size_mib(text, "M")
+    if size is None:
+        return None, None
+    if text.strip().endswith("c"):
+        return size * (cpus or 1), "cpu"
+    if text.strip().endswith("n"):
+        return size * (nodes or 1), "node"
+    return size, None
+
+
+def _pipe_lagging(row: dict[str, str], present: frozenset[str]) -> tuple[str, ...]:
+    lagging = []
+    if "partition" in present and not row.get("partition", "").strip():
+        lagging.append("partition empty")
+    if "reqmem" in present and parse_size_mib(row.get("reqmem", ""), "M") is None:
+        lagging.append("ReqMem unknown")
+    if "end" in present and row.get("end", "").strip() in ("", "Unknown", "None"):
+        lagging.append("end time unknown")
+    return tuple(lagging)
+
+
+def _exit(text: str) -> tuple[int | None, int | None]:
+    """``3:0`` -> (3, 0): return code, signal."""
+    code, sep, signal = text.strip().partition(":")
+    if not code:
+        return None, None
+    if not code.isdigit() or (sep and not signal.isdigit()):
+        raise SacctError(f"{text.strip()!r} is not an exit code like 0:0")
+    return int(code), (int(signal) if sep else None)
+
+
+def _int_or_none(text: str) -> int | None:
+    value = text.strip()
+    if not value:
+        return None
+    if not value.isdigit():
+        raise SacctError(f"{value!r} is not a whole number")
+    return int(value)

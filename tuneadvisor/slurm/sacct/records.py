@@ -1,0 +1,211 @@
+"""sacct's records: one job with its steps, seff's arithmetic on them, and the facts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tuneadvisor.slurm.states import ENDED
+
+__all__ = ["FactValue", "Facts", "SacctError", "SacctJob", "SacctStep", "select_job"]
+
+FactValue = bool | int | float | str
+Facts = dict[str, FactValue]
+
+
+class SacctError(ValueError):
+    """The text is not sacct output this module reads. The message names the line or field."""
+
+
+@dataclass(frozen=True)
+class SacctStep:
+    """One step (``batch``, ``extern``, ``0``, ...). Seconds, MiB, percent."""
+
+    step_id: str
+    name: str | None = None
+    state: str | None = None
+    exit_code: int | None = None
+    exit_signal: int | None = None
+    elapsed_s: float | None = None
+    cpu_time_s: float | None = None  # TotalCPU: user + system of all tasks
+    max_rss_mib: float | None = None  # the largest per-task RSS peak (MaxRSS)
+    total_rss_mib: float | None = None  # the tasks' peaks summed (JSON only)
+    ntasks: int | None = None
+    alloc_cpus: int | None = None
+    nodes: int | None = None
+
+    @property
+    def cpu_efficiency_pct(self) -> float | None:
+        return _efficiency(self.cpu_time_s, _product(self.elapsed_s, self.alloc_cpus))
+
+    @property
+    def mem_estimate_mib(self) -> float | None:
+        """seff's estimate for a step: MaxRSS x tasks (each task may peak as high)."""
+        if self.max_rss_mib is None:
+            return None
+        return self.max_rss_mib * (self.ntasks or 1)
+
+
+@dataclass(frozen=True)
+class SacctJob:
+    """One job (an array task is one job: ``123_4``) with its steps."""
+
+    job_id: str
+    name: str | None = None
+    user: str | None = None
+    cluster: str | None = None
+    partition: str | None = None  # empty until accounting catches up
+    state: str | None = None  # first word: "CANCELLED" of "CANCELLED by 0"
+    state_detail: str | None = None  # the rest: "by 0"
+    exit_code: int | None = None
+    exit_signal: int | None = None
+    elapsed_s: float | None = None
+    timelimit_s: int | None = None  # None: unknown or unlimited
+    end_time: int | None = None  # epoch seconds; 0 / None while running
+    alloc_cpus: int | None = None
+    alloc_nodes: int | None = None
+    alloc_gpus: int | None = None  # None: no TRES in the input; 0: none allocated
+    alloc_mem_mib: float | None = None
+    req_cpus: int | None = None
+    req_mem_mib: float | None = None  # the job's total
+    req_mem_per: Literal["node", "cpu"] | None = None
+    reported_cpu_time_s: float | None = None  # the job line's own TotalCPU
+    steps: tuple[SacctStep, ...] = ()
+    lagging: tuple[str, ...] = ()  # fields present in the input but not filled yet
+
+    def step(self, step_id: str) -> SacctStep | None:
+        return next((s for s in self.steps if s.step_id == step_id), None)
+
+    @property
+    def cpu_time_s(self) -> float | None:
+        """The job line's TotalCPU (sacct sums before rounding to ms); else the steps' sum
+        (the 22.05 JSON job total is 0)."""
+        if self.reported_cpu_time_s:
+            return self.reported_cpu_time_s
+        times = [s.cpu_time_s for s in self.steps if s.cpu_time_s is not None]
+        return math.fsum(times) if times else self.reported_cpu_time_s
+
+    @property
+    def cpu_used_s(self) -> int | None:
+        """Whole seconds, rounded half up like seff."""
+        total = self.cpu_time_s
+        return None if total is None else math.floor(total + 0.5)
+
+    @property
+    def cores(self) -> int:
+        """seff's core count: allocated CPUs, 1 when unknown or 0."""
+        return self.alloc_cpus or 1
+
+    @property
+    def core_walltime_s(self) -> float | None:
+        return _product(self.elapsed_s, self.cores)
+
+    @property
+    def cpu_efficiency_pct(self) -> float | None:
+        return _efficiency(self.cpu_used_s, self.core_walltime_s)
+
+    @property
+    def peak_step(self) -> SacctStep | None:
+        """The step with the largest per-task RSS peak (first of equals, like seff)."""
+        best: SacctStep | None = None
+        for step in self.steps:
+            if step.max_rss_mib is not None and (
+                best is None or best.max_rss_mib is None or step.max_rss_mib > best.max_rss_mib
+            ):
+                best = step
+        return best
+
+    @property
+    def mem_peak_mib(self) -> float | None:
+        step = self.peak_step
+        return None if step is None else step.mem_estimate_mib
+
+    @property
+    def mem_efficiency_pct(self) -> float | None:
+        return _efficiency(self.mem_peak_mib, self.req_mem_mib)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Why the record is not final yet: empty when accounting has caught up."""
+        reasons = list(self.lagging)
+        if self.state is None or self.state not in ENDED:
+            reasons.insert(0, f"state {self.state or 'unknown'}")
+        return tuple(reasons)
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+    def facts(self) -> Facts:
+        facts: Facts = {"sacct.complete": self.complete}
+        peak = self.peak_step
+        if peak is not None and peak.max_rss_mib is not None:
+            facts["sacct.mem_peak_estimated"] = (peak.ntasks or 1) > 1
+        tasks = [s.ntasks for s in self.steps if s.ntasks is not None]
+        if tasks:
+            facts["sacct.max_tasks"] = max(tasks)
+        for name in _FACT_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                facts[f"sacct.{name}"] = value
+        return facts
+
+
+_FACT_FIELDS = (
+    "state",
+    "exit_code",
+    "exit_signal",
+    "elapsed_s",
+    "timelimit_s",
+    "cpu_used_s",
+    "core_walltime_s",
+    "cpu_efficiency_pct",
+    "mem_peak_mib",
+    "mem_efficiency_pct",
+    "alloc_cpus",
+    "alloc_nodes",
+    "alloc_gpus",
+    "alloc_mem_mib",
+    "req_cpus",
+    "req_mem_mib",
+)
+
+
+def _product(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a * b
+
+
+def _efficiency(used: float | None, available: float | None) -> float | None:
+    """Percent; None (not 0) when the divisor is 0 or unknown: seff's 0.00% means no data."""
+    if used is None or not available:
+        return None
+    return 100.0 * used / available
+
+
+def select_job(jobs: Sequence[SacctJob], job_id: str | None = None) -> SacctJob:
+    """The job asked for, or the only one; a clear error otherwise."""
+    if job_id is not None:
+        for job in jobs:
+            if job.job_id == str(job_id):
+                return job
+        raise SacctError(f"no job {job_id} in the sacct output ({_ids(jobs)})")
+    if len(jobs) != 1:
+        raise SacctError(f"{len(jobs)} jobs in the sacct output ({_ids(jobs)}): say which one")
+    return jobs[0]
+
+
+def _ids(jobs: Sequence[SacctJob]) -> str:
+    return ", ".join(j.job_id for j in jobs) or "none"
+
+
+def split_state(text: str) -> tuple[str | None, str | None]:
+    words = text.strip().split(None, 1)
+    if not words:
+        return None, None
+    return words[0].rstrip("+"), (words[1] if len(words) > 1 else None)
+
+
+def tres_count(tres: Mapping[str, float], name: str) -> int | None:
+    return int(tres[name]) if name in tres else None
