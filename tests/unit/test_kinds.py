@@ -689,12 +689,12 @@ def test_stopping_after_a_round_that_read_only_final_values_changes_no_kind(
 ) -> None:
     """The early exit of the roles fixpoint is an optimisation only: with every round run,
     every line of every script in the repository gets the same kind."""
-    from tuneadvisor.trainscript import kinds
+    from tuneadvisor.trainscript import roles
 
     texts = [p.read_text(encoding="utf-8", errors="replace") for p in _every_python_file_here()]
     assert len(texts) > 20
     fast = [classify_source(t) for t in texts]
-    monkeypatch.setattr(kinds._Roles, "_EARLY_EXIT", False)
+    monkeypatch.setattr(roles.Roles, "_EARLY_EXIT", False)
     assert [classify_source(t) for t in texts] == fast
 
 

@@ -19,12 +19,9 @@ from hypothesis import strategies as st
 
 from tests.conftest import line_of
 from tuneadvisor.advisor import facts as registry
-from tuneadvisor.trainscript.scan import (
-    FACT_ROWS,
-    SOURCES,
-    ScriptScan,
-    scan_script,
-)
+from tuneadvisor.trainscript.fact_rows import FACT_ROWS
+from tuneadvisor.trainscript.scan import ScriptScan, scan_script
+from tuneadvisor.trainscript.scan_results import SOURCES
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "scan_scripts"
 

@@ -19,7 +19,7 @@ from tuneadvisor.slurm.jobscript import JobScript
 from tuneadvisor.slurm.launch import LaunchLine
 
 if TYPE_CHECKING:
-    from tuneadvisor.trainscript.scan import ArgOption
+    from tuneadvisor.trainscript.scan_results import ArgOption
 
 # DataLoader settings the advisor changes, and how a value reads in Python source.
 LOADER_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
