@@ -285,6 +285,14 @@ LOADERS = [
     ("def f(loader):\n    for b in loader:\n        pass\n", "for b in", DL),
     ("def f(testloader):\n    for b in testloader:\n        pass\n", "for b in", DL),
     ("def f(loaders):\n    for b in loaders['train']:\n        pass\n", "for b in", DL),
+    # named like a loader, as the script scan reads names too (trainscript.names)
+    ("def f(TrainLoader):\n    for b in TrainLoader:\n        pass\n", "for b in", DL),
+    ("def f(loader_training):\n    for b in loader_training:\n        pass\n", "for b", DL),
+    ("def f(loader_validation):\n    for b in loader_validation:\n        pass\n", "for", DL),
+    ("def f(loader_src):\n    for b in loader_src:\n        pass\n", "for b in", DL),
+    ("def f(loader_unlabeled):\n    for b in loader_unlabeled:\n        pass\n", "for", DL),
+    ("def f(prefetchers2):\n    for b in prefetchers2:\n        pass\n", "for b in", DL),
+    ("def f(loader_kwargs):\n    for b in loader_kwargs:\n        pass\n", "for b", OTHER),
     # attributes
     ("def f(self):\n    for b in self.val_loader:\n        pass\n", "for b in", DL),
     # annotated parameters

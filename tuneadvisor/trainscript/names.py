@@ -19,7 +19,7 @@ import re
 # contains "loader", such as `loader_kwargs`, is not one. The same test names callees that
 # build loaders (`DataLoader`, `get_loader`, `fabric.setup_dataloaders`).
 _LOADER_NAME = re.compile(
-    r"(?:loaders?|prefetcher|(?:^|_)dls?)"
+    r"(?:loaders?|prefetchers?|(?:^|_)dls?)"
     r"(?:_?(?:[a-z]|\d+|train|training|val|valid|validation|test|eval|src|tgt|source|target|un)?"
     r"(?:labell?ed)?)?$",
     re.IGNORECASE,
