@@ -81,7 +81,7 @@ def _dtype_lines(index: NodeIndex) -> dict[str, tuple[int, ...]]:
     return {dtype: tuple(sorted(found)) for dtype, found in lines.items()}
 
 
-# --------------------------------------------------------------------------- the rest
+# --- cudnn.benchmark, torch threads, OMP_NUM_THREADS -----------------------------------------
 
 
 def scan_misc(
