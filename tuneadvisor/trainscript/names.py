@@ -13,8 +13,8 @@ import re
 
 # --- DataLoaders ----------------------------------------------------------------------------
 
-# `*loader`, `*loaders`, `*prefetcher`, `dl`, `*_dl`, `*_dls`, each optionally followed by a
-# letter, a number or a split: `train_loader`, `TrainLoader`, `loader2`, `dl_val`,
+# `*loader`, `*loaders`, `*prefetcher(s)`, `dl`, `dls`, `*_dl`, `*_dls`, each optionally followed
+# by a letter, a number or a split: `train_loader`, `TrainLoader`, `loader2`, `dl_val`,
 # `loader_train`, `loader_training`, `loader_src`, `loader_unlabeled`. A name that merely
 # contains "loader", such as `loader_kwargs`, is not one. The same test names callees that
 # build loaders (`DataLoader`, `get_loader`, `fabric.setup_dataloaders`).
@@ -27,11 +27,12 @@ _LOADER_NAME = re.compile(
 # `next()` also accepts iterator names (`it`, `data_iter`, `*_iterator`): a training loop
 # rarely `next()`-s anything else.
 _ITER_NAME = re.compile(r"(?:^|_)(?:data_?)?(?:it|iter|iterator)$", re.IGNORECASE)
-# Calls that wrap a DataLoader and still yield its batches (line kinds).
+# Calls that wrap a DataLoader and still yield its batches, for line kinds; the scan looks
+# through its own, older list to find the loader a loop iterates (`trange`, no `cycle` or
+# `chain`). Kept apart on purpose: merging them would change which loops the scan counts.
 LOADER_WRAPPERS = frozenset(
     {"enumerate", "zip", "iter", "tqdm", "cycle", "islice", "chain", "from_iterable", "track"}
 )
-# Calls the scan looks through to find the loader a `for` loop iterates.
 LOOP_WRAPPERS = frozenset({"enumerate", "tqdm", "trange", "zip", "iter", "islice", "track"})
 
 
@@ -41,6 +42,7 @@ def is_loader_name(name: str) -> bool:
 
 
 def is_iterator_name(name: str) -> bool:
+    """``it``, ``data_iter``, ``train_iterator``: what ``next()`` is called on."""
     return _ITER_NAME.search(name) is not None
 
 
@@ -60,11 +62,6 @@ MODULE_BASES = frozenset({"Module", "LightningModule", "PreTrainedModel"})
 # What wraps a model for data-parallel training (the scan's `script.ddp`).
 DDP_WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataParallel", "DDP", "FSDP"})
 MODEL_WRAPPERS = DDP_WRAPPERS | {"DataParallel", "create_model"}
-
-
-def starts_with_verb(name: str) -> bool:
-    """``build_model``, ``plot_loss``: a function's name, not a thing's."""
-    return _VERB_PREFIX.match(name) is not None
 
 
 def is_model_name(name: str) -> bool:
