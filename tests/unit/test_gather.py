@@ -314,3 +314,56 @@ def test_a_running_job_gives_no_usage_but_its_state(tmp_path: Path) -> None:
     partial = ("usage.mem_peak_mib", "usage.cpu_efficiency_pct", "usage.elapsed_s", "usage.cores")
     assert not [name for name in partial if name in gathered.facts]
     assert any("running" in note and "partial" in note for note in gathered.notes)
+
+
+# --------------------------------------------------------------------------- one parse
+
+
+EXAMPLE_PROFILE = REPO / "examples" / "mnist" / "24752610.lprof"
+EXAMPLE_JOB = REPO / "examples" / "mnist" / "mnist.sbatch"
+
+
+def test_the_scan_reuses_the_profile_analysis_parse_of_the_training_script(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Line kinds and the scan read the example's mnist_classify.py from one parse."""
+    from tuneadvisor.session.workspace import analyze_profiles
+    from tuneadvisor.trainscript import scan
+
+    request = Inputs(profiles=(str(EXAMPLE_PROFILE),), job=str(EXAMPLE_JOB))
+    analysis = analyze_profiles(request, cwd=REPO)
+    assert [Path(p).name for p in analysis.parsed_sources] == ["mnist_classify.py"]
+    expected = gather(request, None, env={}).facts  # parsed by the scan itself
+
+    def no_second_parse(text: str) -> object:
+        raise AssertionError("the training script was parsed a second time")
+
+    monkeypatch.setattr(scan, "parse_script", no_second_parse)
+    gathered = gather(request, analysis, env={})
+    script_facts = {k: v for k, v in gathered.facts.items() if k.startswith("script.")}
+    assert script_facts == {k: v for k, v in expected.items() if k.startswith("script.")}
+    assert script_facts["script.num_workers.source"]
+
+
+def test_a_changed_script_is_parsed_again_not_taken_from_the_profile_analysis(
+    tmp_path: Path,
+) -> None:
+    from tuneadvisor.profile.analysis import ProfileAnalysis
+    from tuneadvisor.trainscript.parsed import parse_script
+
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    stale = parse_script(TRAIN.replace("default=2", "default=6"))
+    analysis = ProfileAnalysis(
+        origins=(),
+        unit_s=1e-6,
+        total_s=0.0,
+        functions=(),
+        kinds=(),
+        parts=(),
+        missing_sources=(),
+        notes=(),
+        parsed_sources={str(script): stale},
+    )
+    gathered = gather(Inputs(script=str(script)), analysis, env={})
+    assert gathered.facts["script.num_workers"] == 2

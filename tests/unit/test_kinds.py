@@ -285,6 +285,14 @@ LOADERS = [
     ("def f(loader):\n    for b in loader:\n        pass\n", "for b in", DL),
     ("def f(testloader):\n    for b in testloader:\n        pass\n", "for b in", DL),
     ("def f(loaders):\n    for b in loaders['train']:\n        pass\n", "for b in", DL),
+    # named like a loader, as the script scan reads names too (trainscript.names)
+    ("def f(TrainLoader):\n    for b in TrainLoader:\n        pass\n", "for b in", DL),
+    ("def f(loader_training):\n    for b in loader_training:\n        pass\n", "for b", DL),
+    ("def f(loader_validation):\n    for b in loader_validation:\n        pass\n", "for", DL),
+    ("def f(loader_src):\n    for b in loader_src:\n        pass\n", "for b in", DL),
+    ("def f(loader_unlabeled):\n    for b in loader_unlabeled:\n        pass\n", "for", DL),
+    ("def f(prefetchers2):\n    for b in prefetchers2:\n        pass\n", "for b in", DL),
+    ("def f(loader_kwargs):\n    for b in loader_kwargs:\n        pass\n", "for b", OTHER),
     # attributes
     ("def f(self):\n    for b in self.val_loader:\n        pass\n", "for b in", DL),
     # annotated parameters
@@ -689,12 +697,12 @@ def test_stopping_after_a_round_that_read_only_final_values_changes_no_kind(
 ) -> None:
     """The early exit of the roles fixpoint is an optimisation only: with every round run,
     every line of every script in the repository gets the same kind."""
-    from tuneadvisor.trainscript import kinds
+    from tuneadvisor.trainscript import roles
 
     texts = [p.read_text(encoding="utf-8", errors="replace") for p in _every_python_file_here()]
     assert len(texts) > 20
     fast = [classify_source(t) for t in texts]
-    monkeypatch.setattr(kinds._Roles, "_EARLY_EXIT", False)
+    monkeypatch.setattr(roles.Roles, "_EARLY_EXIT", False)
     assert [classify_source(t) for t in texts] == fast
 
 

@@ -19,12 +19,9 @@ from hypothesis import strategies as st
 
 from tests.conftest import line_of
 from tuneadvisor.advisor import facts as registry
-from tuneadvisor.trainscript.scan import (
-    FACT_ROWS,
-    SOURCES,
-    ScriptScan,
-    scan_script,
-)
+from tuneadvisor.trainscript.fact_rows import FACT_ROWS
+from tuneadvisor.trainscript.scan import ScriptScan, scan_script
+from tuneadvisor.trainscript.scan_results import SOURCES
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "scan_scripts"
 
@@ -537,6 +534,45 @@ def test_what_counts_as_printing_a_tensor() -> None:
 def test_which_loops_iterate_a_loader(iterable: str, is_loader: bool) -> None:
     result = snippet(f"for x in {iterable}:\n    x.backward()\n")
     assert bool(result.loops) is is_loader
+
+
+# Names line kinds and the scan read the same way (both ask trainscript.names). Before they
+# shared one table, `loader_training`, `loader_validation` were loaders to the scan only and
+# `loader_src`, `loader_tgt`, `loader_unlabeled`, `dls_train` to line kinds only.
+AGREED_LOADER_NAMES = [
+    ("train_loader", True),
+    ("TrainLoader", True),
+    ("self.train_loader", True),
+    ("loader_training", True),
+    ("loader_validation", True),
+    ("loader_src", True),
+    ("loader_tgt", True),
+    ("loader_unlabeled", True),
+    ("dls_train", True),
+    ("prefetchers2", True),
+    ("loader_kwargs", False),
+    ("loader_cfg", False),
+    ("loading", False),
+]
+
+
+@pytest.mark.parametrize(("name", "is_loader"), AGREED_LOADER_NAMES)
+def test_line_kinds_and_the_scan_agree_on_loader_names(name: str, is_loader: bool) -> None:
+    from tuneadvisor.trainscript.kinds import LineKind, classify_source
+
+    source = textwrap.dedent(f"""\
+        def train(self, model):
+            for x in {name}:
+                loss = model(x)
+                loss.backward()
+                print(loss.item())
+    """)
+    scanned = scan_script(source)
+    assert bool(scanned.loops) is is_loader
+    assert (scanned.facts().get("script.loader_loops") == 1) is is_loader
+    assert (scanned.facts().get("script.sync_in_loop.count") == 1) is is_loader
+    kinds = classify_source(source)
+    assert (kinds.get(line_of(source, "for x in")) is LineKind.DATALOADER) is is_loader
 
 
 def test_no_loader_loop_means_no_sync_facts() -> None:

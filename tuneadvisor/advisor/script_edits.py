@@ -20,7 +20,7 @@ from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 if TYPE_CHECKING:
-    from tuneadvisor.trainscript.scan import ArgOption
+    from tuneadvisor.trainscript.scan_results import ArgOption
 
 # DataLoader settings the advisor changes, and how a value reads in Python source.
 LOADER_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")

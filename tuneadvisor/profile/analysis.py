@@ -7,12 +7,13 @@ prints, and sums time by kind.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuneadvisor.profile.model import FunctionTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.trainscript.kinds import LineKind, SourceInfo, analyze_source, classify_source
+from tuneadvisor.trainscript.parsed import ParsedScript, parse_script
 
 KIND_LABELS: Mapping[LineKind, str] = {
     LineKind.DATALOADER: "DataLoader",
@@ -88,6 +89,11 @@ class ProfileAnalysis:
     parts: tuple[PartSummary, ...]  # empty for a single file
     missing_sources: tuple[str, ...]  # profiled files whose source was not found
     notes: tuple[str, ...]
+    # The parse of each source file read, by the path it was found at: the script scan
+    # reuses the training script's, so one command parses that file once.
+    parsed_sources: Mapping[str, ParsedScript] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def function(self, name: str) -> AnnotatedFunction | None:
         return next((f for f in self.functions if f.name == name), None)
@@ -121,6 +127,7 @@ class _SourceCache:
     def __init__(self, finder: SourceFinder) -> None:
         self.finder = finder
         self._files: dict[str, tuple[Path, list[str], SourceInfo] | None] = {}
+        self.parsed: dict[str, ParsedScript] = {}  # by the path each file was found at
 
     def get(self, filename: str) -> tuple[Path, list[str], SourceInfo] | None:
         if filename not in self._files:
@@ -129,7 +136,10 @@ class _SourceCache:
                 self._files[filename] = None
             else:
                 path, lines = found
-                self._files[filename] = (path, lines, analyze_source("\n".join(lines)))
+                parsed = self.parsed.get(str(path))
+                if parsed is None:
+                    parsed = self.parsed[str(path)] = parse_script("\n".join(lines))
+                self._files[filename] = (path, lines, analyze_source(parsed))
         return self._files[filename]
 
 
@@ -250,4 +260,5 @@ def analyze(profiles: ProfileSet, finder: SourceFinder) -> ProfileAnalysis:
         parts=parts,
         missing_sources=tuple(missing),
         notes=tuple(notes),
+        parsed_sources=dict(cache.parsed),
     )

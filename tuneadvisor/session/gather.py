@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.client import SlurmClient
     from tuneadvisor.slurm.jobscript.model import JobScript
     from tuneadvisor.slurm.launch_line.model import LaunchLine
+    from tuneadvisor.trainscript.parsed import ParsedScript
 
 SITE_ENV = "TUNEADVISOR_SITE"
 
@@ -58,6 +59,27 @@ def _script(
     if launch.script:
         notes.append(f"the job runs {launch.script}, which is not here: give --script to read it")
     return None, None
+
+
+def _script_parse(
+    path: str | None, text: str, analysis: ProfileAnalysis | None
+) -> ParsedScript | str:
+    """The profile analysis's parse of the training script when it read that very file (one
+    parse for line kinds and the scan), else the text, for the scan to parse."""
+    if analysis is None or path is None or not analysis.parsed_sources:
+        return text
+    try:
+        wanted = Path(path).resolve()
+        for found, parsed in analysis.parsed_sources.items():
+            if (
+                parsed.tree is not None
+                and parsed.same_source(text)
+                and Path(found).resolve() == wanted
+            ):
+                return parsed
+    except (OSError, RuntimeError, ValueError):  # an unresolvable path: parse it again
+        pass
+    return text
 
 
 def _metrics(paths: Sequence[str]) -> MetricsSeries | None:
@@ -153,7 +175,7 @@ def gather(
         from tuneadvisor.trainscript.scan import scan_script
 
         launch_args = launch.options if launch is not None else None
-        scan = scan_script(script_text, launch_args)
+        scan = scan_script(_script_parse(script_path, script_text, analysis), launch_args)
         if scan.parse_error:
             notes.append(f"{script_path}: does not parse ({scan.parse_error}); not scanned")
         facts.update(scan.facts())

@@ -1,0 +1,85 @@
+"""One parse of a training script, shared by line kinds and the script scan.
+
+``parse_script(text)`` parses once; ``kinds.analyze_source`` and ``scan.scan_script`` both take
+the result, and each builds only the part of the scope index it needs (``ParsedScript.scopes``
+keeps it), so a file read for both in one command is parsed and indexed once.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+
+from tuneadvisor.trainscript.scopes import ScopeIndex
+
+
+class ParsedScript:
+    """The source text, its ``ast.Module`` (None when it does not parse) and its scope index."""
+
+    def __init__(self, text: str) -> None:
+        # A BOM read as text: Python skips it, ast.parse does not.
+        self.text = text.lstrip("\ufeff")
+        self.tree: ast.Module | None = None
+        self.error: str | None = None  # why it does not parse, for the scan's note
+        with gc_paused():
+            try:
+                self.tree = ast.parse(self.text)
+            except SyntaxError as exc:
+                self.error = f"line {exc.lineno}: {exc.msg}"
+            except (ValueError, OverflowError, RecursionError, MemoryError) as exc:
+                # null bytes, absurd nesting
+                self.error = str(exc) or type(exc).__name__
+
+    @cached_property
+    def scopes(self) -> ScopeIndex:
+        """The scope index (raises ValueError for a script that does not parse)."""
+        if self.tree is None:
+            raise ValueError(f"the script does not parse: {self.error}")
+        return ScopeIndex(self.tree)
+
+    @cached_property
+    def text_lines(self) -> list[str]:
+        """Lines split the way the parser counts them (not ``str.splitlines``: form feeds)."""
+        return re.split(r"\r\n|\r|\n", self.text)
+
+    @cached_property
+    def byte_lines(self) -> list[bytes]:
+        """Every line in UTF-8: the AST's column offsets count bytes."""
+        return [line.encode("utf-8", "surrogatepass") for line in self.text_lines]
+
+    def line(self, lineno: int) -> bytes:
+        """One line in UTF-8 (empty past the end), encoding only that line."""
+        lines = self.text_lines
+        return (
+            lines[lineno - 1].encode("utf-8", "surrogatepass") if 0 < lineno <= len(lines) else b""
+        )
+
+    def same_source(self, text: str) -> bool:
+        """Whether ``text`` parses to this very tree: the same text up to a BOM, line ends
+        (``\\r\\n``, ``\\r``) and final newlines, as a profile's source reader gives it."""
+        return _normalized(text.lstrip("\ufeff")) == _normalized(self.text)
+
+
+def parse_script(text: str) -> ParsedScript:
+    """Parse ``text`` once for both line kinds and the scan. Never raises on bad source."""
+    return ParsedScript(text)
+
+
+def _normalized(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n").rstrip("\n")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The collector's passes over a big, acyclic AST cost as much as parsing it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

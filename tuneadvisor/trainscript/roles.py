@@ -1,0 +1,493 @@
+"""Roles of the names of a training script, for line kinds: model, DataLoader, loss, ...
+
+One pass records every binding (``=``, ``+=``, annotated assignments, ``for`` targets,
+comprehension targets, ``:=``, function parameters with their annotations) with its scope
+from the shared scope index; roles then flow through the bindings until nothing changes. What
+a name means by itself comes from ``names``; ``kinds``' docstring lists the rules.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from tuneadvisor.trainscript.names import (
+    LOADER_WRAPPERS,
+    MODEL_WRAPPERS,
+    MODULE_BASES,
+    is_iterator_name,
+    is_loader_name,
+    is_loss_call_name,
+    is_loss_fn_name,
+    is_model_factory,
+    is_model_name,
+    is_optimizer_constructor,
+    is_optimizer_name,
+    is_scaler_name,
+    names_a_model_class,
+    returns_tensor,
+)
+from tuneadvisor.trainscript.pyast import annotated_types, dotted_name, final_name
+from tuneadvisor.trainscript.scopes import Statements
+
+# Bit flags: cheaper than sets, and a name can hold several (a loop target may be both).
+MODEL = 1
+LOADER = 2
+LOSS_FN = 4
+OPTIM = 8
+SCALER = 16
+TENSOR = 32
+CALLABLE = 64  # a def or class of this file: never a model by its name
+MAX_DEPTH = 40  # expression nesting followed; deeper parts count as unknown
+
+# Methods of a module (or tensor, or loss function) that return the same kind of thing.
+_SAME_ROLE_METHODS = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "half",
+        "float",
+        "double",
+        "bfloat16",
+        "train",
+        "eval",
+        "requires_grad_",
+        "to_empty",
+        "share_memory",
+        "contiguous",
+        "detach",
+    }
+)
+
+_NON_TENSOR_ATTRS = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "is_leaf"}
+)
+_NON_TENSOR_METHODS = frozenset(
+    {
+        "size",
+        "dim",
+        "numel",
+        "nelement",
+        "element_size",
+        "item",
+        "tolist",
+        "stride",
+        "is_contiguous",
+        "data_ptr",
+        "get_device",
+        "keys",
+        "type",
+        "backward",
+        "register_hook",
+    }
+)
+# ``next(loader_iter)`` and ``list(loader)`` give batches; the wrappers give iterables of them.
+LOADER_CONSUMERS = frozenset({"next", "list", "tuple"})
+
+
+def _pattern_roles(name: str) -> int:
+    """Roles a name suggests by itself (``train_loader``, ``model``, ``criterion``, ...)."""
+    roles = 0
+    if is_loader_name(name):
+        roles |= LOADER
+    if is_model_name(name):
+        roles |= MODEL
+    if is_loss_fn_name(name):
+        roles |= LOSS_FN
+    if is_optimizer_name(name):
+        roles |= OPTIM
+    if is_scaler_name(name):
+        roles |= SCALER
+    return roles
+
+
+class RoleBinding:
+    __slots__ = ("kind", "scope", "target", "value")
+
+    def __init__(self, kind: str, target: ast.expr, value: ast.expr, scope: int) -> None:
+        self.kind = kind  # "assign", "aug", "loop" or "type"
+        self.target = target
+        self.value = value
+        self.scope = scope
+
+
+class Roles:
+    """Roles of the file's names, found by letting bindings flow until nothing changes."""
+
+    _ROUNDS = 6
+    _EARLY_EXIT = True  # tests turn it off to check that it changes no answer
+
+    def __init__(self, statements: Statements) -> None:
+        self.statements = statements
+        self.names: list[dict[str, int]] = [{} for _ in statements.parent]
+        self.attrs: dict[str, int] = {}
+        self.module_classes: set[str] = set()
+        self.loss_classes: set[str] = set()
+        self._patterns: dict[str, int] = {}
+        self._constructors: dict[int, int] = {}
+        self._memo: dict[int, int] | None = None
+        self._read: set[object] | None = None  # (scope, name) and dotted names read so far
+        self._stale = False  # something read this round changed after it was read
+        bindings = self._collect(statements)
+        for _ in range(self._ROUNDS):
+            # A round whose reads all came before any change of what they read saw final
+            # values: running it again would change nothing, so that round is not needed.
+            self._read = set()
+            self._stale = not self._EARLY_EXIT
+            changed = False
+            for binding in bindings:
+                changed |= self._apply(binding)
+            if not changed or not self._stale:
+                break
+        self._read = None
+        self._memo = {}  # roles are final from here on
+
+    # collecting ----------------------------------------------------------------------
+
+    def _collect(self, statements: Statements) -> list[RoleBinding]:
+        bindings: list[RoleBinding] = []
+        classes: list[tuple[str, list[str]]] = []
+        for (stmt, scope), nodes in zip(statements.items, statements.nodes, strict=True):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.names[scope][stmt.name] = CALLABLE
+                self._collect_params(stmt, statements.function_scope[id(stmt)], bindings)
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                self.names[scope][stmt.name] = CALLABLE
+                classes.append((stmt.name, [n for n in map(final_name, stmt.bases) if n]))
+                continue
+            self._collect_statement(stmt, scope, nodes, bindings)
+        self._find_module_classes(classes)
+        return bindings
+
+    def _collect_params(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, scope: int, out: list[RoleBinding]
+    ) -> None:
+        args = func.args
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is None:
+                continue
+            self.names[scope].setdefault(arg.arg, 0)
+            if arg.annotation is not None:
+                target = ast.Name(id=arg.arg, ctx=ast.Store())
+                out.append(RoleBinding("type", target, arg.annotation, scope))
+
+    def _collect_statement(
+        self, stmt: ast.stmt, scope: int, nodes: list[ast.AST], out: list[RoleBinding]
+    ) -> None:
+        first = len(out)
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                out.append(RoleBinding("assign", target, stmt.value, scope))
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                out.append(RoleBinding("assign", stmt.target, stmt.value, scope))
+            else:
+                out.append(RoleBinding("type", stmt.target, stmt.annotation, scope))
+        elif isinstance(stmt, ast.AugAssign):
+            out.append(RoleBinding("aug", stmt.target, stmt.value, scope))
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            out.append(RoleBinding("loop", stmt.target, stmt.iter, scope))
+        for node in nodes:
+            if isinstance(node, ast.NamedExpr):
+                out.append(RoleBinding("assign", node.target, node.value, scope))
+            elif isinstance(node, ast.comprehension):
+                out.append(RoleBinding("loop", node.target, node.iter, scope))
+        for binding in out[first:]:  # a name bound in a function is local to all of it
+            self._declare(binding.target, scope)
+
+    def _declare(self, target: ast.expr, scope: int) -> None:
+        if isinstance(target, ast.Name):
+            self.names[scope].setdefault(target.id, 0)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self._declare(elt, scope)
+        elif isinstance(target, ast.Starred):
+            self._declare(target.value, scope)
+
+    def _find_module_classes(self, classes: list[tuple[str, list[str]]]) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for name, bases in classes:
+                if name in self.module_classes:
+                    continue
+                if any(b in MODULE_BASES or b in self.module_classes for b in bases):
+                    self.module_classes.add(name)
+                    changed = True
+        for name, bases in classes:
+            if name.endswith("Loss") or any(b.endswith("Loss") for b in bases):
+                self.loss_classes.add(name)
+
+    # flowing -------------------------------------------------------------------------
+
+    def _apply(self, binding: RoleBinding) -> bool:
+        scope, target, value = binding.scope, binding.target, binding.value
+        if binding.kind == "type":
+            roles = 0
+            for named in annotated_types(value):
+                roles |= self._constructed(named)
+            return self._assign(target, roles, scope)
+        if binding.kind == "aug":
+            return self._assign(target, self.of(value, scope) & TENSOR, scope)
+        if binding.kind == "loop":
+            return self._assign_loop(target, value, scope)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return self._assign_unpacked(target, value, scope)
+        return self._assign(target, self.of(value, scope), scope)
+
+    def _assign(self, target: ast.expr, roles: int, scope: int) -> bool:
+        if not roles:
+            return False
+        if isinstance(target, ast.Name):
+            table = self.names[scope]
+            old = table.get(target.id, 0)
+            if old | roles == old:
+                return False
+            table[target.id] = old | roles
+            if self._read is not None and (scope, target.id) in self._read:
+                self._stale = True
+            return True
+        if isinstance(target, ast.Starred):
+            return self._assign(target.value, roles, scope)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            changed = False
+            for elt in target.elts:
+                changed |= self._assign(elt, roles, scope)
+            return changed
+        dotted = dotted_name(target)
+        if dotted is None:
+            return False
+        old = self.attrs.get(dotted, 0)
+        if old | roles == old:
+            return False
+        self.attrs[dotted] = old | roles
+        if self._read is not None and dotted in self._read:
+            self._stale = True
+        return True
+
+    def _assign_unpacked(self, target: ast.Tuple | ast.List, value: ast.expr, scope: int) -> bool:
+        sources = _parallel_sources(target, value)
+        if sources is not None:
+            changed = False
+            for elt, source in zip(target.elts, sources, strict=True):
+                changed |= self._assign(elt, self.of(source, scope), scope)
+            return changed
+        # Unpacking one value: a batch gives tensors, ``get_loaders()`` gives loaders.
+        return self._assign(target, self.of(value, scope) & (TENSOR | LOADER), scope)
+
+    def _assign_loop(self, target: ast.expr, iterable: ast.expr, scope: int) -> bool:
+        roles = self.of(iterable, scope)
+        if not roles & (LOADER | TENSOR):
+            return False
+        if (
+            isinstance(iterable, ast.Call)
+            and final_name(iterable.func) == "enumerate"
+            and isinstance(target, (ast.Tuple, ast.List))
+            and len(target.elts) == 2
+        ):
+            target = target.elts[1]  # the index is an int
+        return self._assign(target, TENSOR, scope)
+
+    # reading -------------------------------------------------------------------------
+
+    def name(self, name: str, scope: int) -> int:
+        s = scope
+        while s >= 0:
+            table = self.names[s]
+            if name in table:
+                if self._read is not None:
+                    self._read.add((s, name))
+                roles = table[name]
+                return roles if roles & CALLABLE else roles | self.pattern(name)
+            s = self.statements.parent[s]
+        return self.pattern(name)
+
+    def pattern(self, name: str) -> int:
+        roles = self._patterns.get(name)
+        if roles is None:
+            roles = self._patterns[name] = _pattern_roles(name)
+        return roles
+
+    def of(self, expr: ast.expr, scope: int, depth: int = 0) -> int:
+        """Roles of an expression's value."""
+        memo = self._memo
+        if memo is None or depth:  # inner answers may be cut short by the depth limit
+            return self._of(expr, scope, depth)
+        key = id(expr)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._of(expr, scope, depth)
+        return found
+
+    def _of(self, expr: ast.expr, scope: int, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            return 0
+        depth += 1
+        if isinstance(expr, ast.Name):
+            return self.name(expr.id, scope)
+        if isinstance(expr, ast.Attribute):
+            return self._attribute(expr, scope, depth)
+        if isinstance(expr, ast.Call):
+            return self._call(expr, scope, depth)
+        if isinstance(expr, ast.Subscript):
+            return self.of(expr.value, scope, depth) & (TENSOR | LOADER | MODEL)
+        if isinstance(expr, (ast.Starred, ast.Await, ast.NamedExpr)):
+            return self.of(expr.value, scope, depth)
+        if isinstance(expr, ast.BinOp):
+            return (self.of(expr.left, scope, depth) | self.of(expr.right, scope, depth)) & TENSOR
+        if isinstance(expr, ast.UnaryOp):
+            return self.of(expr.operand, scope, depth) & TENSOR
+        if isinstance(expr, ast.Compare):
+            return self._compare(expr, scope, depth)
+        return self._other(expr, scope, depth)
+
+    def _other(self, expr: ast.expr, scope: int, depth: int) -> int:
+        parts: list[ast.expr]
+        if isinstance(expr, ast.BoolOp):
+            parts = expr.values
+        elif isinstance(expr, ast.IfExp):
+            parts = [expr.body, expr.orelse]
+        elif isinstance(expr, (ast.Tuple, ast.List)):
+            parts = expr.elts
+        else:
+            return 0
+        roles = 0
+        for part in parts:
+            roles |= self.of(part, scope, depth)
+        return roles & TENSOR
+
+    def _compare(self, expr: ast.Compare, scope: int, depth: int) -> int:
+        # ``x is None`` and ``k in batch`` do not read tensor values.
+        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
+            return 0
+        roles = self.of(expr.left, scope, depth)
+        for part in expr.comparators:
+            roles |= self.of(part, scope, depth)
+        return roles & TENSOR
+
+    def _attribute(self, expr: ast.Attribute, scope: int, depth: int) -> int:
+        dotted = dotted_name(expr)
+        roles = self.pattern(expr.attr)
+        if dotted is not None:
+            if self._read is not None:
+                self._read.add(dotted)
+            roles |= self.attrs.get(dotted, 0)
+        base = self.of(expr.value, scope, depth)
+        if base & MODEL and expr.attr in ("module", "_orig_mod"):
+            roles |= MODEL
+        if base & TENSOR and expr.attr not in _NON_TENSOR_ATTRS:
+            roles |= TENSOR
+        return roles
+
+    def _call(self, call: ast.Call, scope: int, depth: int) -> int:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            roles = self._method_result(call, func, scope, depth)
+            if roles:
+                return roles
+        callee = self.of(func, scope, depth)
+        if callee & MODEL or callee & LOSS_FN:
+            return TENSOR  # a forward pass or a loss
+        name = final_name(func)
+        if name is None:
+            return 0
+        if self.starts_dataloader(call, scope, depth):
+            return TENSOR if name in LOADER_CONSUMERS else LOADER
+        if is_loss_call_name(name):
+            return TENSOR
+        constructed = self._constructed(func)
+        if constructed:
+            return constructed
+        tensor = isinstance(func, ast.Attribute) and returns_tensor(
+            dotted_name(func.value), func.attr
+        )
+        return TENSOR if tensor else 0
+
+    def _method_result(self, call: ast.Call, func: ast.Attribute, scope: int, depth: int) -> int:
+        base = self.of(func.value, scope, depth)
+        attr = func.attr
+        if attr in _SAME_ROLE_METHODS:
+            moved = TENSOR if attr in ("to", "cuda") and not base & (MODEL | LOSS_FN) else 0
+            return (base & (MODEL | LOSS_FN | TENSOR)) | moved
+        if attr in ("next", "__next__") and base & LOADER:
+            return TENSOR
+        if attr in ("forward", "generate") and base & MODEL:
+            return TENSOR
+        if base & TENSOR and attr not in _NON_TENSOR_METHODS:
+            return TENSOR
+        return 0
+
+    def _constructed(self, func: ast.expr) -> int:
+        """Roles of what calling (or annotating with) ``func`` makes: DataLoader, model, ...
+
+        Depends on the callee's spelling only, so each answer is kept (rounds ask again).
+        """
+        key = id(func)
+        roles = self._constructors.get(key)
+        if roles is None:
+            roles = self._constructors[key] = self._construct(func)
+        return roles
+
+    def _construct(self, func: ast.expr) -> int:
+        name = final_name(func)
+        if name is None:
+            return 0
+        dotted = dotted_name(func) or name
+        parts = dotted.split(".")
+        if is_loader_name(name):
+            return LOADER
+        if (
+            name in self.module_classes
+            or name in MODULE_BASES
+            or name in MODEL_WRAPPERS
+            or is_model_factory(name)
+            or dotted == "torch.compile"
+            or (len(parts) >= 2 and parts[-2] == "models" and parts[0] in ("models", "torchvision"))
+            or (name in ("from_pretrained", "from_config") and names_a_model_class(parts))
+        ):
+            return MODEL
+        if name in self.loss_classes or (name[0].isupper() and name.endswith("Loss")):
+            return LOSS_FN
+        if name == "GradScaler":
+            return SCALER
+        if is_optimizer_constructor(name, parts):
+            return OPTIM
+        return 0
+
+    # questions the classifier asks -----------------------------------------------------
+
+    def starts_dataloader(self, call: ast.Call, scope: int, depth: int = 0) -> bool:
+        """``next(it)``, ``iter(loader)``, ``list(loader)``, ``tqdm(loader)`` and the like."""
+        name = final_name(call.func)
+        if name not in LOADER_WRAPPERS and name not in LOADER_CONSUMERS:
+            return False
+        args = [*call.args, *(kw.value for kw in call.keywords if kw.arg == "iterable")]
+        if not args:
+            return False
+        if name == "next":
+            first = args[0]
+            if self.of(first, scope, depth) & LOADER:
+                return True
+            final = final_name(first)
+            return final is not None and is_iterator_name(final)
+        return any(self.of(arg, scope, depth) & LOADER for arg in args)
+
+
+def _parallel_sources(target: ast.Tuple | ast.List, value: ast.expr) -> list[ast.expr] | None:
+    """Element-wise sources for ``a, b = x, y`` and ``m, o = accelerator.prepare(m, o)``."""
+    if any(isinstance(elt, ast.Starred) for elt in target.elts):
+        return None
+    if isinstance(value, (ast.Tuple, ast.List)):
+        sources = value.elts
+    elif isinstance(value, ast.Call) and final_name(value.func) in (
+        "prepare",
+        "setup",
+        "initialize",
+    ):
+        sources = value.args
+    else:
+        return None
+    if len(sources) != len(target.elts) or any(isinstance(s, ast.Starred) for s in sources):
+        return None
+    return list(sources)
