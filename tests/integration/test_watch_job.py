@@ -137,7 +137,7 @@ def test_every_node_through_srun_overlap(cluster: Cluster, job: str, tmp_path: P
     assert f"Node {node}: " in done.stdout and "(1 main, 2 DataLoader workers)" in done.stdout
     assert "the busiest node's sampler thread" in done.stdout
     rec = parse_recording(record.read_text())
-    assert rec.header["nodes"] == [node]
+    assert rec.header is not None and rec.header.nodes == (node,)
     assert len(rec.snapshots) >= 4
     last = rec.snapshots[-1]
     assert {p.node for p in last.procs} == {node}

@@ -118,9 +118,9 @@ class FakeRuns:
                int(str(s.knobs.get("batch_size", 64))), bool(s.knobs.get("amp")))  # fmt: skip
         rate = self.rates.get(key)
         steps = [{"step": i, "samples_per_s": rate} for i in range(1, 6)] if rate else []
-        data = {"id": f"run{len(self.calls)}", "status": "completed" if rate else "failed",
-                "steps": steps}  # fmt: skip
-        return RunRecord(data)
+        data = {"kind": "tuneadvisor-run", "id": f"run{len(self.calls)}",
+                "status": "completed" if rate else "failed", "steps": steps}  # fmt: skip
+        return RunRecord.from_json(data)
 
 
 def _request(tmp_path: Path, settings: Settings) -> RunRequest:
@@ -213,3 +213,25 @@ def test_the_winning_settings_leave_out_the_trial_only_knobs() -> None:
     result = tune_mod.TuneResult(base=trial, best=trial)
     winner = tune_mod.winning_settings(result)
     assert winner is not None and dict(winner.knobs) == {"num_workers": 1}
+
+
+def test_a_run_record_reads_back_as_it_was_written(two_runs: list[Path]) -> None:
+    from tuneadvisor.relaunch.records import read_record, write_record
+
+    record = read_record(two_runs[0])
+    again = read_record(write_record(two_runs[0], record).path or two_runs[0])
+    assert again == record and again.summary.samples_per_s_median == 100.0
+    assert [e.accuracy for e in again.epochs] == [0.5, 0.7]
+
+
+def test_a_bad_run_record_is_one_error_naming_the_file_and_field(tmp_path: Path) -> None:
+    from tuneadvisor.errors import InputError
+    from tuneadvisor.relaunch.records import read_record
+
+    (tmp_path / "run.json").write_text(json.dumps(
+        {"kind": "tuneadvisor-run", "id": "x", "epochs": [{"epoch": 1, "accuracy": "high"}]}
+    ))  # fmt: skip
+    with pytest.raises(InputError) as caught:
+        read_record(tmp_path)
+    text = str(caught.value)
+    assert "run.json" in text and "epochs[0].accuracy" in text and "\n" not in text

@@ -48,10 +48,30 @@ def test_the_tutorial_report_advises_four_cores_and_four_workers() -> None:
 
 def test_flags_win_over_the_advice_and_lose_its_reason() -> None:
     args = _args("--num-workers", "1", "--cpus-per-task", "2", "--amp")
-    settings = settings_from_args(args, GOLDEN, "example-report.json")
+    advised = settings_from_report(Settings(), GOLDEN, "example-report.json")
+    settings = settings_from_args(args, advised)
     assert (settings.cpus_per_task, settings.knobs["num_workers"]) == (2, 1)
     assert settings.knobs["amp"] is True
     assert "num_workers" not in settings.because
+
+
+def test_the_advice_of_the_inputs_gives_what_the_saved_report_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`run NAME INPUTS` takes the advice itself; `run --from REPORT.json` reads it back from
+    the report: the same settings either way (the example's report is the golden file)."""
+    from tuneadvisor.relaunch.requests import settings_from_workspace
+    from tuneadvisor.session.inputs import Inputs
+    from tuneadvisor.session.workspace import load_workspace
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(REPO / "tests" / "no-such-config"))
+    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
+    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
+    inputs = Inputs(profiles=("examples/mnist/24752610.lprof",), job="examples/mnist/mnist.sbatch")
+    direct = settings_from_workspace(Settings(), load_workspace(inputs), "the inputs")
+    assert direct == settings_from_report(Settings(), GOLDEN, "example-report.json")
+    assert direct.cpus_per_task == 4 and direct.knobs["num_workers"] == 4
 
 
 def test_advice_that_is_no_knob_becomes_a_note() -> None:

@@ -75,13 +75,13 @@ def test_the_submitted_record_points_at_the_jobs_recording_and_rank_profiles(
 ) -> None:
     req = _request(tmp_path, "mnist_ddp", Settings(ntasks=2), profile=True)
     record = submitted_record(req, "r1", tmp_path, tmp_path / "job.sbatch", "4242")
-    assert record.data["paths"]["metrics"] == ["metrics-4242.jsonl"]
-    assert record.data["paths"]["profiles"] == ["4242_0.lprof", "4242_1.lprof"]
+    assert record.paths.metrics == ("metrics-4242.jsonl",)
+    assert record.paths.profiles == ("4242_0.lprof", "4242_1.lprof")
+    written = json.loads((tmp_path / "run.json").read_text())
+    assert written["paths"]["metrics"] == ["metrics-4242.jsonl"]
     quiet = _request(tmp_path, "mnist_single", Settings(), profile=True, watch=False)
     assert profile_names(quiet, "7") == ["7.lprof"]
-    assert (
-        submitted_record(quiet, "r2", tmp_path, tmp_path / "j", "7").data["paths"]["metrics"] == []
-    )
+    assert submitted_record(quiet, "r2", tmp_path, tmp_path / "j", "7").paths.metrics == ()
 
 
 def test_srun_ranks_each_name_their_profile_in_their_own_shell(tmp_path: Path) -> None:

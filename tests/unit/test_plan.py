@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tuneadvisor.advisor.findings import Finding, Severity, Suggestion
 from tuneadvisor.advisor.plan import make_plan
 
@@ -73,3 +75,27 @@ def test_time_within_the_limit_is_kept() -> None:
     plan = make_plan([finding("job-timed-out", {"time": "04:00:00"})], {"node.max_time_s": 86400})
     assert plan.sbatch["time"].value == "04:00:00"
     assert not plan.notes
+
+
+def test_the_rules_workers_are_kept_when_the_cores_fit() -> None:
+    """The rule computed its workers (and whether a core stays with the main process): the
+    plan does not recompute them with a threshold of its own."""
+    facts = {"job.cpus_per_task": 1, "profile.loader_share": 0.3, "node.cores": 64}
+    plan = make_plan([finding("r", {"cpus-per-task": 4}, {"num_workers": 4})], facts)
+    assert plan.script["num_workers"].value == 4 and not plan.notes
+    assert plan.reserve_main_core is False
+
+
+def test_capped_cores_take_as_many_workers_away() -> None:
+    facts = {"job.cpus_per_task": 1, "node.cores": 6}
+    plan = make_plan([finding("r", {"cpus-per-task": 8}, {"num_workers": 8})], facts)
+    assert plan.sbatch["cpus-per-task"].value == 6 and plan.script["num_workers"].value == 6
+    assert plan.reserve_main_core is False
+    one = make_plan([finding("r", {"cpus-per-task": 4}, {"num_workers": 3})], {"node.cores": 1})
+    assert one.script["num_workers"].value == 1 and one.reserve_main_core is True
+
+
+def test_the_plan_is_read_only() -> None:
+    plan = make_plan([finding("x", {"cpus-per-task": 4})], {"job.cpus_per_task": 1})
+    with pytest.raises(TypeError):
+        plan.sbatch["mem"] = plan.sbatch["cpus-per-task"]  # type: ignore[index]

@@ -12,6 +12,7 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.model import GpuSample, HostSample
 from tuneadvisor.metrics.recording import (
     RecordingError,
+    RecordingHeader,
     RecordingWriter,
     parse_recording,
     sniff,
@@ -78,7 +79,7 @@ def snap(t: float, util: float = 90.0, mark: str | None = None) -> Snapshot:
 
 
 def write(path: Path, snaps: list[Snapshot]) -> None:
-    writer = RecordingWriter(path, {"interval_s": 1.0, "target": "pid 42"})
+    writer = RecordingWriter(path, RecordingHeader(interval_s=1.0, target="pid 42"))
     for s in snaps:
         writer.write(s)
     writer.close()
@@ -94,7 +95,8 @@ def test_round_trip(tmp_path: Path) -> None:
     assert sniff(text)
     assert text.count("python train.py") == 2  # static fields only on first sight
     rec = parse_recording(text)
-    assert rec.header["target"] == "pid 42" and rec.header["version"] == 1
+    assert rec.header is not None and rec.header.target == "pid 42"
+    assert json.loads(text.splitlines()[0])["version"] == 1
     assert rec.notes == ()
     assert [s.t for s in rec.snapshots] == [0.0, 1.0, 2.0, 3.0, 4.0]
     first = rec.snapshots[0]

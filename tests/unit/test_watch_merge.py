@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.metrics.recording import RecordingWriter, parse_recording
+from tuneadvisor.metrics.recording import RecordingHeader, RecordingWriter, parse_recording
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, ROLE_WORKER, Snapshot
 from tuneadvisor.present.watch_summary import render_summary
 from tuneadvisor.watch.merge import MergedSession, for_display, merge_nodes, node_of
@@ -84,7 +84,7 @@ def streams(loader: int) -> dict[str, str]:
 
 def test_a_stream_is_a_recording_naming_its_node(streams: dict[str, str]) -> None:
     rec = parse_recording(streams["node1"])
-    assert rec.header["node"] == "node1"
+    assert rec.header is not None and rec.header.node == "node1"
     assert len(rec.snapshots) >= 5
     assert "Sampler" not in streams["node1"]  # no summary: stdout is the stream
     last = rec.snapshots[-1]
@@ -121,12 +121,12 @@ def test_merged_rounds_keep_the_nodes_apart(streams: dict[str, str], loader: int
 def test_merged_rounds_record_and_read_back(streams: dict[str, str], tmp_path: Path) -> None:
     rounds = merged_rounds(streams)
     path = tmp_path / "merged.jsonl"
-    writer = RecordingWriter(path, {"interval_s": 0.2, "nodes": ["node1", "node2"]})
+    writer = RecordingWriter(path, RecordingHeader(interval_s=0.2, nodes=("node1", "node2")))
     for snap in rounds:
         writer.write(snap)
     writer.close()
     rec = parse_recording(path.read_text())
-    assert rec.header["nodes"] == ["node1", "node2"]
+    assert rec.header is not None and rec.header.nodes == ("node1", "node2")
     last = rec.snapshots[-1]
     # name and command line are written once per (node, pid), and read back for both nodes
     assert [(p.node, p.role, p.cmdline) for p in last.procs if p.role == ROLE_MAIN] == [

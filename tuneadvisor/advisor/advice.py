@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import Gathered
 from tuneadvisor.advisor.findings import Finding, Skipped
-from tuneadvisor.advisor.plan import Plan, make_plan, workers_for
+from tuneadvisor.advisor.plan import Plan, make_plan
 from tuneadvisor.advisor.rules import Rule
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobSc
         gathered.script_path,
         gathered.script_text,
         gathered.scan.options if gathered.scan is not None else None,
-        reserve_main_core=workers_for(2, gathered.facts) == 1,
+        reserve_main_core=plan.reserve_main_core,
     )
     tuned = edits.job
     if tuned is not None:

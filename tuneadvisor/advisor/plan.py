@@ -1,16 +1,20 @@
 """From findings to one consistent set of changes.
 
 Several findings may suggest the same knob; the plan merges them and keeps the knobs that
-move together consistent: --cpus-per-task and num_workers per rank (one core stays with the
-main process), --ntasks-per-node with GPUs per node, all bounded by the node's shape; and
-memory never below the observed peak.
+move together consistent: --cpus-per-task and num_workers per rank, --ntasks-per-node with
+GPUs per node, all bounded by the node's shape; and memory never below the observed peak.
+
+How many workers a number of cores gets (one core kept for the main process or not) is the
+rules' word: their [params] and expressions compute it, and the plan takes their value. When
+the node caps the cores, the workers lose as many as the cores did.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from tuneadvisor.advisor.expressions import mem_text, time_text
 from tuneadvisor.advisor.facts import Facts
@@ -19,18 +23,6 @@ from tuneadvisor.slurm.units import parse_memory, parse_time
 
 # Memory headroom over the observed peak, as jobstats suggests.
 MEM_HEADROOM = 1.2
-# Above this DataLoader share the main process mostly waits for batches: it needs no core of
-# its own, and every core goes to a worker. Below it one core stays with the main process.
-# (rules/dataloader-bound.toml's main_waits_share says the same.) Measured on the bundled
-# input-bound MNIST run: 2 workers on 2 cores beat 1 worker on 2 cores (bench/RESULTS.md).
-MAIN_WAITS_SHARE = 0.5
-
-
-def workers_for(cores: int, facts: Facts) -> int:
-    """DataLoader workers per rank for ``cores`` cores per task."""
-    share = facts.get("profile.loader_share")
-    waits = isinstance(share, int | float) and share >= MAIN_WAITS_SHARE
-    return max(1, cores if waits else cores - 1)
 
 
 @dataclass(frozen=True)
@@ -39,23 +31,45 @@ class Change:
     because: tuple[str, ...]  # finding ids
 
 
+def _frozen(table: Mapping[str, Change]) -> Mapping[str, Change]:
+    return MappingProxyType(dict(table))
+
+
 @dataclass(frozen=True)
 class Plan:
-    sbatch: dict[str, Change] = field(default_factory=dict)  # long option -> new value
-    script: dict[str, Change] = field(default_factory=dict)  # training setting -> new value
-    env: dict[str, Change] = field(default_factory=dict)
+    """The changes, read-only once made (each table is copied into a read-only mapping)."""
+
+    sbatch: Mapping[str, Change] = field(default_factory=dict)  # long option -> new value
+    script: Mapping[str, Change] = field(default_factory=dict)  # training setting -> new value
+    env: Mapping[str, Change] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # bounds applied, conflicts resolved
+    # The workers leave one core of --cpus-per-task to the main process (the rules' choice,
+    # from the cores and workers they suggest): how a script edit should derive num_workers
+    # from SLURM_CPUS_PER_TASK.
+    reserve_main_core: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("sbatch", "script", "env"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
 
     def is_empty(self) -> bool:
         return not (self.sbatch or self.script or self.env)
 
 
-def _merge(findings: Iterable[Finding], section: str) -> dict[str, list[tuple[object, str]]]:
-    merged: dict[str, list[tuple[object, str]]] = {}
+@dataclass(frozen=True)
+class Suggested:
+    """One finding's value for one setting."""
+
+    value: object
+    finding: str  # its id
+
+
+def _merge(findings: Iterable[Finding], section: str) -> dict[str, list[Suggested]]:
+    merged: dict[str, list[Suggested]] = {}
     for finding in findings:
         table = getattr(finding.suggest, section)
         for key, value in table.items():
-            merged.setdefault(key, []).append((value, finding.id))
+            merged.setdefault(key, []).append(Suggested(value, finding.id))
     return merged
 
 
@@ -77,25 +91,22 @@ def _size(key: str, value: object) -> float | None:
     return None
 
 
-def _pick(key: str, values: list[tuple[object, str]]) -> Change:
+def _pick(key: str, values: Sequence[Suggested]) -> Change:
     """More of a resource wins when findings disagree: a run that fails for lack of it
     costs more than an idle core."""
-    because = tuple(sorted({fid for _, fid in values}))
-    sized = [(_size(key, v), v) for v, _ in values]
+    because = tuple(sorted({s.finding for s in values}))
+    sized = [(_size(key, s.value), s.value) for s in values]
     if all(size is not None for size, _ in sized):
         return Change(max(sized, key=lambda pair: pair[0] or 0.0)[1], because)
-    return Change(values[-1][0], because)
+    return Change(values[-1].value, because)
 
 
 def _as_int(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _bound_cores(plan: Plan, facts: Facts, notes: list[str]) -> None:
-    change = plan.sbatch.get("cpus-per-task")
-    cores = _as_int(change.value) if change else None
-    if change is None or cores is None:
-        return
+def _core_limit(facts: Facts) -> int | None:
+    """The most --cpus-per-task the node allows each task; None when unknown."""
     limit = None
     node_cores = _as_int(facts.get("node.cores"))
     tasks = _as_int(facts.get("job.tasks_per_node")) or 1
@@ -106,24 +117,33 @@ def _bound_cores(plan: Plan, facts: Facts, notes: list[str]) -> None:
     if per_gpu and gpus:
         gpu_limit = per_gpu * max(1, gpus // tasks)
         limit = gpu_limit if limit is None else min(limit, gpu_limit)
-    if limit is not None and cores > limit:
-        notes.append(f"--cpus-per-task {cores} capped at {limit}: the node allows no more per task")
-        plan.sbatch["cpus-per-task"] = Change(limit, change.because)
-        cores = limit
-    if "num_workers" in plan.script:
-        workers = workers_for(cores, facts)
-        if plan.script["num_workers"].value != workers:
-            reserved = "one core stays" if workers < cores else "no core is kept"
-            notes.append(
-                f"num_workers {workers} for {cores} cores: {reserved} for the main process"
-            )
-        plan.script["num_workers"] = Change(workers, plan.script["num_workers"].because)
+    return limit
 
 
-def _bound_memory(plan: Plan, facts: Facts, notes: list[str]) -> None:
-    change = plan.sbatch.get("mem")
+def _bound_cores(
+    cores_change: Change | None, workers: Change | None, facts: Facts, notes: list[str]
+) -> tuple[Change | None, Change | None]:
+    """--cpus-per-task within the node, and num_workers with it: the rules' workers, less
+    as many as the cap took cores away (they keep the rules' choice of a main core)."""
+    cores = _as_int(cores_change.value) if cores_change else None
+    limit = _core_limit(facts)
+    if cores_change is None or cores is None or limit is None or cores <= limit:
+        return cores_change, workers
+    notes.append(f"--cpus-per-task {cores} capped at {limit}: the node allows no more per task")
+    capped = Change(limit, cores_change.because)
+    asked = _as_int(workers.value) if workers else None
+    if workers is None or asked is None:
+        return capped, workers
+    fewer = max(1, asked - (cores - limit))
+    if fewer != asked:
+        reserved = "one core stays" if fewer < limit else "no core is kept"
+        notes.append(f"num_workers {fewer} for {limit} cores: {reserved} for the main process")
+    return capped, Change(fewer, workers.because)
+
+
+def _bound_memory(change: Change | None, facts: Facts, notes: list[str]) -> Change | None:
     if change is None:
-        return
+        return None
     try:
         mib: float | None = parse_memory(str(change.value))
     except ValueError:
@@ -132,45 +152,62 @@ def _bound_memory(plan: Plan, facts: Facts, notes: list[str]) -> None:
     if isinstance(peak, int | float) and mib is not None and mib < peak * MEM_HEADROOM:
         floor_mib = math.ceil(peak * MEM_HEADROOM / 1024) * 1024
         notes.append(f"--mem raised to {mem_text(floor_mib)}: never below 1.2 x the peak")
-        plan.sbatch["mem"] = Change(mem_text(floor_mib), change.because)
+        change = Change(mem_text(floor_mib), change.because)
         mib = floor_mib
     node_mem = facts.get("node.mem_mib")
     if isinstance(node_mem, int | float) and mib is not None and mib > node_mem:
         notes.append(f"--mem capped at the node's {mem_text(node_mem)}")
-        plan.sbatch["mem"] = Change(mem_text(node_mem), change.because)
+        change = Change(mem_text(node_mem), change.because)
+    return change
 
 
-def _bound_time(plan: Plan, facts: Facts, notes: list[str]) -> None:
+def _bound_time(change: Change | None, facts: Facts, notes: list[str]) -> Change | None:
     """sbatch refuses a --time over the partition's MaxTime: suggest the limit instead."""
-    change = plan.sbatch.get("time")
     limit = _as_int(facts.get("node.max_time_s"))
     if change is None or not limit:
-        return
+        return change
     try:
         seconds = parse_time(str(change.value)).seconds
     except ValueError:
-        return
+        return change
     if seconds is not None and seconds > limit:
         notes.append(
             f"--time {change.value} capped at the partition's limit {time_text(limit)}; "
             "checkpoints let a longer run continue in the next job"
         )
-        plan.sbatch["time"] = Change(time_text(limit), change.because)
+        return Change(time_text(limit), change.because)
+    return change
+
+
+def _reserves_main_core(cores: Change | None, workers: Change | None) -> bool:
+    """Whether the rules keep a core for the main process: fewer workers than cores
+    (one core kept when they do not say both)."""
+    c = _as_int(cores.value) if cores else None
+    w = _as_int(workers.value) if workers else None
+    return c is None or w is None or w < c
 
 
 def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
     findings = list(findings)
-    plan = Plan(
-        sbatch={k: _pick(k, v) for k, v in _merge(findings, "sbatch").items()},
-        script={k: _pick(k, v) for k, v in _merge(findings, "script").items()},
-        env={k: _pick(k, v) for k, v in _merge(findings, "env").items()},
-    )
+    sbatch = {k: _pick(k, v) for k, v in _merge(findings, "sbatch").items()}
+    script = {k: _pick(k, v) for k, v in _merge(findings, "script").items()}
+    env = {k: _pick(k, v) for k, v in _merge(findings, "env").items()}
     notes: list[str] = []
-    _bound_cores(plan, facts, notes)
-    _bound_memory(plan, facts, notes)
-    _bound_time(plan, facts, notes)
+    # as the rules chose it, before a cap (one core left has no main core to spare)
+    reserve = _reserves_main_core(sbatch.get("cpus-per-task"), script.get("num_workers"))
+    cores, workers = _bound_cores(
+        sbatch.get("cpus-per-task"), script.get("num_workers"), facts, notes
+    )
+    bounded = {
+        "cpus-per-task": cores,
+        "mem": _bound_memory(sbatch.get("mem"), facts, notes),
+        "time": _bound_time(sbatch.get("time"), facts, notes),
+    }
+    sbatch = {k: bounded.get(k) or c for k, c in sbatch.items()}
+    if workers is not None:
+        script["num_workers"] = workers
     # Values equal to what the job already has are no change at all.
     current = facts.get("job.cpus_per_task")
-    if "cpus-per-task" in plan.sbatch and plan.sbatch["cpus-per-task"].value == current:
-        del plan.sbatch["cpus-per-task"]
-    return Plan(plan.sbatch, plan.script, plan.env, tuple(notes))
+    if "cpus-per-task" in sbatch and sbatch["cpus-per-task"].value == current:
+        del sbatch["cpus-per-task"]
+    return Plan(sbatch, script, env, tuple(notes), reserve)

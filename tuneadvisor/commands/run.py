@@ -129,19 +129,19 @@ def print_record(console: Console, record: RunRecord) -> None:
     s = record.summary
     rate = record.samples_per_s
     console.print(
-        f"[bold]{record.id}[/]: {record.data.get('status')}, "
+        f"[bold]{record.id}[/]: {record.status}, "
         f"{record.settings.describe()}; "
         + (f"{rate:,.1f} samples/s (median of steps), " if rate else "")
         + (
-            f"final accuracy {100 * s['final_accuracy']:.1f} %, "
-            if s.get("final_accuracy") is not None
+            f"final accuracy {100 * s.final_accuracy:.1f} %, "
+            if s.final_accuracy is not None
             else ""
         )
         + f"record {record.path}",
         highlight=False,
         soft_wrap=True,
     )
-    used = record.resources.get("sampled") or {}
+    used = record.sampled
     if used.get("cores_used") is not None:
         settings = record.settings
         console.print(
@@ -160,7 +160,7 @@ def print_record(console: Console, record: RunRecord) -> None:
             highlight=False,
             soft_wrap=True,
         )
-    for note in record.data.get("notes", []):
+    for note in record.notes:
         console.print(f"  note: {note}", highlight=False, soft_wrap=True)
 
 
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     print_record(Console(), record)
     if not record.ok:
         tail = stderr_tail(record)
-        print(f"tuneadvisor: run {record.id} {record.data.get('status')}", file=sys.stderr)
+        print(f"tuneadvisor: run {record.id} {record.status}", file=sys.stderr)
         if tail:
             print(tail, file=sys.stderr)
         return EXIT_RUN_FAILED

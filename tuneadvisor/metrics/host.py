@@ -29,39 +29,27 @@ CPU percentages are computed here from CPU-time differences between rounds (100 
 busy), so no psutil module state is shared and the first round of a process is None rather
 than psutil's meaningless 0.0.
 
-Roles: ``worker`` is a child of a Python process that is a ``multiprocessing`` child of it
-(fork keeps the parent's command line; spawn and forkserver run ``spawn_main``), which is how
-PyTorch starts DataLoader workers; ``main`` is a Python process that is not a worker, with its
-DDP ``rank`` from ``RANK`` (torchrun) or ``SLURM_PROCID`` (srun with several tasks);
-``launcher`` is torchrun, srun, mpirun or a shell; ``helper`` is multiprocessing's resource
-tracker or forkserver, or slurmstepd.
+Process identity, roles (worker, main, launcher, helper), tree totals: ``metrics.proc_roles``.
 """
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 
 import psutil
 
 from tuneadvisor.metrics.model import HostSample
 from tuneadvisor.metrics.proc_readers import DEFAULT, ZOMBIE, Gone, Readers, Stat
+from tuneadvisor.metrics.proc_roles import ProcStatic, Tracked, role_of, tree_totals
 from tuneadvisor.metrics.snapshot import (
-    ROLE_CHILD,
-    ROLE_HELPER,
-    ROLE_LAUNCHER,
-    ROLE_MAIN,
-    ROLE_WORKER,
     ProcSample,
 )
 
 MIB = 1024 * 1024
 NODE_TOP = 15  # processes listed when watching the whole node
 REWALK_S = 10.0  # the whole process table is read at least this often (a safety net)
-_LAUNCHERS = frozenset({"torchrun", "srun", "mpirun", "mpiexec", "accelerate", "deepspeed"})
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "tcsh", "csh", "slurm_script"})
 _ENV_KEYS = (
     "RANK",
     "LOCAL_RANK",
@@ -73,47 +61,6 @@ _ENV_KEYS = (
     "SLURM_JOB_GPUS",
     "CUDA_VISIBLE_DEVICES",
 )
-# ---------------------------------------------------------------------- per process state
-
-
-def _base(arg: str) -> str:
-    return os.path.basename(arg)
-
-
-def _is_python(cmdline: Sequence[str], name: str) -> bool:
-    first = _base(cmdline[0]) if cmdline else name
-    return first.startswith("python") or name.startswith("python")
-
-
-@dataclass(frozen=True)
-class _Static:
-    """What does not change while a process runs one program; read once (psutil)."""
-
-    name: str
-    cmdline: tuple[str, ...]
-    text: str  # the command line joined with spaces
-    user: str | None
-    env: dict[str, str] | None  # None: not readable
-    denied: tuple[str, ...]
-
-    @property
-    def python(self) -> bool:
-        return _is_python(self.cmdline, self.name)
-
-
-@dataclass(eq=False)
-class _Tracked:
-    """One process (pid + start time) across rounds."""
-
-    start: float
-    image: tuple[str, int, int]
-    static: _Static | None = None
-    last_t: float | None = None
-    last_cpu_s: float | None = None
-    last_io: tuple[int, int] | None = None
-    role: tuple[str, int | None] | None = None  # cached with what it was decided from:
-    role_ppid: int | None = None
-    role_parent: _Static | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +75,7 @@ class HostReading:
 class _Row:
     pid: int
     st: Stat
-    tr: _Tracked
+    tr: Tracked
     rss: int
     cpu_pct: float | None
     read_mib_s: float | None
@@ -151,7 +98,7 @@ class HostSampler:
         self._read = readers
         self._job_id = job_id
         self._clock = clock
-        self._tracked: dict[int, _Tracked] = {}
+        self._tracked: dict[int, Tracked] = {}
         self._last_cores: list[tuple[float, float]] | None = None  # (busy, total) per core
         self._job_cache: dict[int, tuple[float, bool]] = {}  # pid -> (start time, member)
         self._members: dict[int, float] | None = None  # the tree: pid -> start time
@@ -443,7 +390,7 @@ class HostSampler:
             return ProcSample(pid=pid, state=ZOMBIE)
         tr = self._tracked.get(pid)
         if tr is None or tr.start != st.start:  # a new process (perhaps on a reused pid)
-            tr = self._tracked[pid] = _Tracked(st.start, st.image)
+            tr = self._tracked[pid] = Tracked(st.start, st.image)
         elif tr.image != st.image:  # exec'd: the same CPU counters, a new command line
             tr.image, tr.static, tr.role = st.image, None, None
         io_denied = False
@@ -504,7 +451,7 @@ class HostSampler:
             now = row.st
         if now is None or now.start != tr.start or now.image != tr.image:
             return False  # it exec'd (or ended) while we read: again next round
-        tr.static = _Static(name, cmdline, " ".join(cmdline), user, env, tuple(denied))
+        tr.static = ProcStatic(name, cmdline, " ".join(cmdline), user, env, tuple(denied))
         return True
 
     def _finish(self, shown: list[_Row], rows: list[_Row]) -> list[ProcSample]:
@@ -528,7 +475,7 @@ class HostSampler:
             parent_static = None if parent is None or parent.pid in ended else parent.tr.static
             tr = r.tr
             if tr.role is None or tr.role_ppid != r.st.ppid or tr.role_parent is not parent_static:
-                tr.role = _role(static, parent_static)
+                tr.role = role_of(static, parent_static)
                 tr.role_ppid, tr.role_parent = r.st.ppid, parent_static
             role, rank = tr.role
             out.append(
@@ -550,56 +497,3 @@ class HostSampler:
                 )
             )
         return out
-
-
-# ---------------------------------------------------------------------- roles
-
-
-def _role(me: _Static, parent: _Static | None) -> tuple[str, int | None]:
-    cmd = me.cmdline
-    text = me.text
-    python = me.python
-    if python and parent is not None and parent.python:
-        forked = cmd == parent.cmdline and bool(cmd)
-        if forked or "spawn_main" in text:  # forkserver children: forked from it
-            return ROLE_WORKER, None
-    if "multiprocessing.resource_tracker" in text or "multiprocessing.forkserver" in text:
-        return ROLE_HELPER, None
-    if me.name == "slurmstepd":
-        return ROLE_HELPER, None
-    words = {_base(a) for a in cmd[:3]} | {me.name}
-    if words & _LAUNCHERS or "torch.distributed." in text:
-        return ROLE_LAUNCHER, None
-    if python:
-        return ROLE_MAIN, _rank(me.env)
-    if me.name in _SHELLS:
-        return ROLE_LAUNCHER, None
-    return ROLE_CHILD, None
-
-
-def _rank(env: dict[str, str] | None) -> int | None:
-    if not env:
-        return None
-    value = env.get("RANK")
-    if value is None and int(env.get("SLURM_NTASKS", "1") or 1) > 1:
-        value = env.get("SLURM_PROCID")
-    try:
-        return None if value is None else int(value)
-    except ValueError:
-        return None
-
-
-def tree_totals(host: HostSample, procs: Iterable[ProcSample]) -> HostSample:
-    """The host sample with the watched tree's totals filled in."""
-    procs = list(procs)
-    cpu = [p.cpu_pct for p in procs if p.cpu_pct is not None]
-    rss = [p.rss_mib for p in procs if p.rss_mib is not None]
-    mains = [p.cpu_pct for p in procs if p.role == ROLE_MAIN and p.cpu_pct is not None]
-    return replace(
-        host,
-        proc_cpu_pct=sum(cpu) if cpu else None,
-        proc_rss_mib=sum(rss) if rss else None,
-        proc_count=len(procs),
-        main_cpu_pct=max(mains) if mains else None,
-        workers=sum(1 for p in procs if p.role == ROLE_WORKER),
-    )

@@ -1,10 +1,11 @@
 """``watch --record FILE``: JSON Lines, append-only, one line per sampling round.
 
-Line 1 is the header: ``{"format": "tuneadvisor-watch", "version": 1, ...}`` with the start
-time, host, interval, target and why GPU data is missing if it is. Every other line is one
-round: ``{"t": seconds since start, "gpus": [...], "host": {...}, "procs": [...], ...}``, with
-absent values left out (absent means "no data", as everywhere in ``model``). A process's
-name, command line and user are written on the first line it appears in, not repeated.
+Line 1 is the header (``RecordingHeader``): ``{"format": "tuneadvisor-watch", "version": 1,
+...}`` with the start time, host, interval, target and why GPU data is missing if it is.
+Every other line is one round: ``{"t": seconds since start, "gpus": [...], "host": {...},
+"procs": [...], ...}``, with absent values left out (absent means "no data", as everywhere
+in ``model``). A process's name, command line and user are written on the first line it
+appears in, not repeated.
 
 Each line is written whole, flushed and fsync'ed before the next round starts, so a crash of
 the sampler loses nothing and a crash of the node loses at most the round being written: a
@@ -24,7 +25,7 @@ import os
 import socket
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,6 +66,76 @@ def _compact(obj: object, names: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+@dataclass(frozen=True)
+class RecordingHeader:
+    """Line 1 of a recording (and of each recording appended after it): what was watched,
+    how often, and what could not be sampled. ``started`` and ``host`` are this moment and
+    this machine unless given.
+
+    A watch of one machine's processes writes ``driver`` (its NVML driver, null when
+    unknown); a merged multi-node watch writes ``nodes`` instead, and a node's sampler of
+    one (``--stream``) adds its ``node``."""
+
+    interval_s: float | None = None
+    window_s: float | None = None
+    target: str | None = None
+    gpu_no_data: str | None = None  # why there are no GPU samples, when there are none
+    job: Mapping[str, object] | None = None  # the job's requests (job.* facts)
+    nodes: tuple[str, ...] | None = None  # a merged multi-node watch
+    driver: str | None = None  # a one-machine watch (written only when ``nodes`` is None)
+    node: str | None = None  # a node's sampler of a multi-node watch
+    started: str = field(default_factory=_now)
+    host: str = field(default_factory=socket.gethostname)
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "format": FORMAT, "version": VERSION, "started": self.started, "host": self.host,
+            "interval_s": self.interval_s, "window_s": self.window_s, "target": self.target,
+        }  # fmt: skip
+        if self.nodes is not None:
+            out["nodes"] = list(self.nodes)
+        out["gpu_no_data"] = self.gpu_no_data
+        if self.nodes is None:
+            out["driver"] = self.driver
+        out["job"] = None if self.job is None else dict(self.job)
+        if self.node is not None:
+            out["node"] = self.node
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> RecordingHeader:
+        """A header line as read (missing keys are None: older writers had fewer).
+        ``RecordingError`` for another format's version or a value of the wrong type."""
+        if obj.get("version") != VERSION:
+            raise RecordingError(f"version {obj.get('version')!r} unknown")
+
+        def get(key: str, kind: type | tuple[type, ...], want: str) -> Any:
+            value = obj.get(key)
+            if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+                raise RecordingError(f"header {key} is {value!r}, not {want}")
+            return value
+
+        nodes = get("nodes", list, "a list of node names")
+        if nodes is not None and not all(isinstance(n, str) for n in nodes):
+            raise RecordingError(f"header nodes is {nodes!r}, not a list of node names")
+        return cls(
+            interval_s=get("interval_s", (int, float), "a number"),
+            window_s=get("window_s", (int, float), "a number"),
+            target=get("target", str, "a string"),
+            gpu_no_data=get("gpu_no_data", str, "a string"),
+            job=get("job", dict, "an object"),
+            nodes=None if nodes is None else tuple(nodes),
+            driver=get("driver", str, "a string"),
+            node=get("node", str, "a string"),
+            started=get("started", str, "a string") or "",
+            host=get("host", str, "a string") or "",
+        )
+
+
 class RecordingWriter:
     """Append rounds to a file; every line is on disk before ``write`` returns.
 
@@ -74,7 +145,7 @@ class RecordingWriter:
     def __init__(
         self,
         path: str | os.PathLike[str] | None,
-        header: Mapping[str, object],
+        header: RecordingHeader,
         *,
         stream: IO[str] | None = None,
     ) -> None:
@@ -87,14 +158,7 @@ class RecordingWriter:
         self._file: IO[str] = stream
         self._t0: float | None = None
         self._seen: set[tuple[str | None, int, str]] = set()
-        head = {
-            "format": FORMAT,
-            "version": VERSION,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "host": socket.gethostname(),
-            **header,
-        }
-        self._line(head)
+        self._line(header.to_json())
 
     def _line(self, obj: Mapping[str, object]) -> None:
         self._file.write(json.dumps(obj, separators=(",", ":")) + "\n")
@@ -137,14 +201,14 @@ class RecordingWriter:
 
 @dataclass(frozen=True)
 class Recording:
-    headers: tuple[Mapping[str, Any], ...]
+    headers: tuple[RecordingHeader, ...]
     snapshots: tuple[Snapshot, ...]
     notes: tuple[str, ...] = ()
     starts: tuple[int, ...] = ()  # where each header's rounds begin in ``snapshots``
 
     @property
-    def header(self) -> Mapping[str, Any]:
-        return self.headers[0] if self.headers else {}
+    def header(self) -> RecordingHeader | None:
+        return self.headers[0] if self.headers else None
 
     def series(self) -> MetricsSeries:
         return MetricsSeries.from_samples(
@@ -171,7 +235,7 @@ def _rows(text: str) -> Iterator[tuple[int, str, bool]]:
 def parse_recording(text: str) -> Recording:
     if not sniff(text):
         raise RecordingError(f"line 1: not a {FORMAT} recording")
-    headers: list[Mapping[str, Any]] = []
+    headers: list[RecordingHeader] = []
     starts: list[int] = []
     snaps: list[Snapshot] = []
     notes: list[str] = []
@@ -189,9 +253,10 @@ def parse_recording(text: str) -> Recording:
                 break
             raise RecordingError(f"line {number}: not JSON ({exc})") from None
         if obj.get("format") == FORMAT:
-            if obj.get("version") != VERSION:
-                raise RecordingError(f"line {number}: version {obj.get('version')!r} unknown")
-            headers.append(obj)
+            try:
+                headers.append(RecordingHeader.from_json(obj))
+            except RecordingError as exc:
+                raise RecordingError(f"line {number}: {exc}") from None
             starts.append(len(snaps))
             offset = last_t + (1.0 if snaps else 0.0)
             static = {}
@@ -216,16 +281,14 @@ class RowReader:
     node): ``feed`` each parsed line; the header is kept, each round comes back."""
 
     def __init__(self) -> None:
-        self.header: Mapping[str, Any] | None = None
+        self.header: RecordingHeader | None = None
         self._static: _Static = {}
 
     def feed(self, obj: Mapping[str, Any]) -> Snapshot | None:
         """The round of this line (its ``t`` as written), or None for a header line.
         Raises ``RecordingError`` for a line that is neither."""
         if obj.get("format") == FORMAT:
-            if obj.get("version") != VERSION:
-                raise RecordingError(f"version {obj.get('version')!r} unknown")
-            self.header, self._static = obj, {}
+            self.header, self._static = RecordingHeader.from_json(obj), {}
             return None
         try:
             return _snapshot(obj, float(obj["t"]), self._static)

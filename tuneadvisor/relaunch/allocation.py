@@ -51,6 +51,22 @@ class Allocation:
             "notes": list(self.notes),
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Allocation:
+        """As ``to_json`` wrote it (a wrong type raises TypeError or ValueError)."""
+        cores = data.get("cores", [])
+        env = data.get("env", {})
+        notes = data.get("notes", [])
+        if not (isinstance(cores, list) and isinstance(env, dict) and isinstance(notes, list)):
+            raise TypeError("cores, env or notes of the wrong type")
+        return cls(
+            job_id=str(data.get("job_id", "")),
+            hostname=str(data.get("hostname", "")),
+            cores=tuple(tuple(int(c) for c in task) for task in cores),
+            env={str(k): str(v) for k, v in env.items()},
+            notes=tuple(str(n) for n in notes),
+        )
+
 
 def emulate(
     settings: Settings, *, name: str, submit_dir: str, cores: Sequence[int] | None = None

@@ -54,8 +54,8 @@ def load_item(path_text: str) -> Item:
         # the recordings themselves where they are (a submitted job writes its own later),
         # else what the run recorded from them
         recordings = [p for p in run.metrics_paths() if p.is_file()]
-        metrics = read_usage(recordings) if recordings else dict(run.resources.get("sampled") or {})
-        return Item(run.label, str(path), run, kinds, metrics)
+        metrics = read_usage(recordings) if recordings else dict(run.sampled)
+        return Item(run.display_label, str(path), run, kinds, metrics)
     if path.suffix == ".lprof" or path.suffix == ".txt":
         return Item(path.stem, str(path), kinds=_kinds_of([path]))
     if path.is_file():
@@ -82,9 +82,8 @@ def throughput_table(items: Sequence[Item]) -> Table:
         run = item.run
         rate = item.samples_per_s
         speedup = f"{rate / base:.2f}x" if rate and base else "-"
-        summary = run.summary if run else {}
-        step = summary.get("step_time_s_median")
-        acc = summary.get("final_accuracy")
+        step = run.summary.step_time_s_median if run else None
+        acc = run.summary.final_accuracy if run else None
         table.add_row(
             item.label,
             run.settings.describe() if run else "(profile/recording)",
@@ -92,7 +91,7 @@ def throughput_table(items: Sequence[Item]) -> Table:
             speedup,
             f"{1000 * step:.1f} ms" if isinstance(step, int | float) else "-",
             f"{100 * acc:.1f} %" if isinstance(acc, int | float) else "-",
-            str(run.data.get("status")) if run else "-",
+            run.status if run else "-",
         )
     return table
 
@@ -117,13 +116,13 @@ def resources_table(items: Sequence[Item]) -> Table:
     for item in items:
         run = item.run
         settings = run.settings if run else None
-        res = run.resources if run else {}
+        cpu = run.resources.cpu if run and run.resources else None
         sampled = "cores_used" in item.metrics
         asked = settings.ntasks * settings.cpus_per_task if settings else None
-        mean = item.metrics.get("cores_used", res.get("cores_used"))
+        mean = item.metrics.get("cores_used", cpu.cores_used if cpu else None)
         p95 = item.metrics.get("cores_used_p95")
         cores = _fmt(mean, ".2f") + (f" / {p95:.2f}" if p95 is not None else "")
-        rss = item.metrics.get("max_rss_mib", res.get("max_rss_mib"))
+        rss = item.metrics.get("max_rss_mib", cpu.max_rss_mib if cpu else None)
         mem_mib = parse_memory_mib(settings.mem) if settings and settings.mem else None
         gpu = item.metrics.get("gpu_util_pct")
         samples = item.metrics.get("samples")
@@ -175,8 +174,7 @@ def epochs_table(items: Sequence[Item]) -> Table | None:
             epochs = item.run.epochs
             if index < len(epochs):
                 e = epochs[index]
-                loss = e.get("train_loss")
-                cells.append(f"{_fmt(loss, '.3f')} / {100 * float(e.get('accuracy') or 0):.1f} %")
+                cells.append(f"{_fmt(e.train_loss, '.3f')} / {100 * float(e.accuracy or 0):.1f} %")
             else:
                 cells.append("")
         table.add_row(str(index + 1), *cells)
@@ -203,10 +201,19 @@ def to_json(items: Sequence[Item]) -> list[dict[str, Any]]:
                 "samples_per_s": rate,
                 "speedup": rate / base if rate and base else None,
                 "settings": item.run.settings.to_json() if item.run else None,
-                "summary": dict(item.run.summary) if item.run else None,
-                "resources": dict(item.run.resources) if item.run else None,
+                "summary": _summary_json(item.run) if item.run else None,
+                "resources": _resources_json(item.run) if item.run else None,
                 "kinds": item.kinds,
                 "metrics": item.metrics,
             }
         )
     return out
+
+
+def _summary_json(run: RunRecord) -> dict[str, Any]:
+    """As the record has it; {} for a run not measured yet."""
+    return run.measured.summary.to_json() if run.measured is not None else {}
+
+
+def _resources_json(run: RunRecord) -> dict[str, Any]:
+    return run.resources.to_json() if run.resources is not None else {}

@@ -41,11 +41,11 @@ def panels(items: Sequence[Item]) -> list[Panel]:
     for item in runs:
         assert item.run is not None
         epochs = item.run.epochs
-        xs = [float(e.get("epoch", n + 1)) for n, e in enumerate(epochs)]
-        losses = [(x, e.get("train_loss")) for x, e in zip(xs, epochs, strict=True)]
-        accs = [(x, e.get("accuracy")) for x, e in zip(xs, epochs, strict=True)]
-        pl = [(x, float(v)) for x, v in losses if isinstance(v, int | float)]
-        pa = [(x, 100.0 * float(v)) for x, v in accs if isinstance(v, int | float)]
+        xs = [float(n + 1 if e.epoch is None else e.epoch) for n, e in enumerate(epochs)]
+        losses = [(x, e.train_loss) for x, e in zip(xs, epochs, strict=True)]
+        accs = [(x, e.accuracy) for x, e in zip(xs, epochs, strict=True)]
+        pl = [(x, float(v)) for x, v in losses if v is not None]
+        pa = [(x, 100.0 * float(v)) for x, v in accs if v is not None]
         if pl:
             loss.append(Series(item.label, [p[0] for p in pl], [p[1] for p in pl]))
         if pa:
@@ -62,7 +62,7 @@ def panels(items: Sequence[Item]) -> list[Panel]:
             if rate is None:
                 continue
             settings = item.run.settings
-            key = str(item.run.data.get("name", "run"))
+            key = item.run.name or "run"
             groups[key].append((float(getattr(settings, attr)), rate))
         distinct = {x for points in groups.values() for x, _ in points}
         if len(distinct) > 1:

@@ -6,7 +6,6 @@ start-up."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ if TYPE_CHECKING:
     from tuneadvisor.relaunch.runner import RunRequest
     from tuneadvisor.relaunch.settings import Settings
     from tuneadvisor.session.inputs import Inputs
+    from tuneadvisor.session.workspace import Workspace
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,17 +71,14 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def settings_from_args(
-    args: argparse.Namespace, report: Mapping[str, Any] | None, source: str | None
-) -> Settings:
+def settings_from_args(args: argparse.Namespace, advised: Settings | None = None) -> Settings:
+    """The settings flags over ``advised`` (the advice's settings, or the defaults)."""
     from dataclasses import replace
 
     from tuneadvisor.errors import InputError
-    from tuneadvisor.relaunch.settings import KNOBS, Settings, settings_from_report
+    from tuneadvisor.relaunch.settings import KNOBS, Settings
 
-    settings = Settings()
-    if report is not None:
-        settings = settings_from_report(settings, report, source or "report")
+    settings = advised if advised is not None else Settings()
     changes: dict[str, Any] = {}
     for key in ("cpus_per_task", "ntasks", "gpus", "mem", "time"):
         value = getattr(args, key, None)
@@ -100,18 +97,34 @@ def settings_from_args(
     return replace(settings, **changes, knobs=knobs, because=because, extra_args=extra)
 
 
-def _report(args: argparse.Namespace, request: Inputs | None) -> tuple[Any, str | None]:
-    from tuneadvisor.relaunch.settings import load_report
+def settings_from_workspace(base: Settings, workspace: Workspace, source: str) -> Settings:
+    """``base`` with the advice of these inputs: the job script's directives as given, then
+    the plan (as ``report`` shows them; nothing without advice)."""
+    from tuneadvisor.relaunch.settings import settings_from_advice
+
+    advice = workspace.advice
+    if advice is None:
+        return base
+    job = advice.original_job if workspace.job is not None else None
+    directives = job.directives() if job is not None else {}
+    return settings_from_advice(base, directives, advice.plan, source)
+
+
+def advised_settings(
+    args: argparse.Namespace, request: Inputs | None
+) -> tuple[Settings | None, str | None]:
+    """The advice's settings and where they came from: a saved report (``--from``), else
+    the advice on the inputs given; (None, None) without either."""
+    from tuneadvisor.relaunch.settings import Settings, load_report, settings_from_report
 
     if args.from_report:
-        return load_report(args.from_report), args.from_report
+        report = load_report(args.from_report)
+        return settings_from_report(Settings(), report, args.from_report), args.from_report
     if request is not None:
-        from tuneadvisor.report.json_report import to_json
         from tuneadvisor.session.workspace import load_workspace
 
-        return to_json(load_workspace(request)), "the report of " + (
-            ", ".join(request.profiles) or request.job or "the inputs"
-        )
+        source = "the report of " + (", ".join(request.profiles) or request.job or "the inputs")
+        return settings_from_workspace(Settings(), load_workspace(request), source), source
     return None, None
 
 
@@ -127,8 +140,8 @@ def build_request(args: argparse.Namespace, name: str, request: Inputs | None = 
     from tuneadvisor.relaunch.runner import RunRequest
 
     spec = bundled(name)
-    report, source = _report(args, request)
-    settings = settings_from_args(args, report, source)
+    advised, source = advised_settings(args, request)
+    settings = settings_from_args(args, advised)
     python = torch_python(args.python)
     root = runs_dir(args.runs).resolve()
     if args.synthetic:

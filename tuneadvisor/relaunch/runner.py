@@ -23,7 +23,15 @@ from typing import IO, Any
 from tuneadvisor import __version__
 from tuneadvisor.relaunch.allocation import Allocation, clean_environ, emulate, pin
 from tuneadvisor.relaunch.bundled import Bundled, script_path
-from tuneadvisor.relaunch.records import SCHEMA, Measurements, RunRecord, parse_event, write_record
+from tuneadvisor.relaunch.measurements import Measured, Measurements, parse_event
+from tuneadvisor.relaunch.records import (
+    CpuUse,
+    Host,
+    Paths,
+    Resources,
+    RunRecord,
+    write_record,
+)
 from tuneadvisor.relaunch.settings import Settings
 from tuneadvisor.relaunch.usage import recorded_usage
 from tuneadvisor.relaunch.watcher import Watcher
@@ -162,13 +170,8 @@ def _children_cpu() -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
 
 
-def _host(alloc: Allocation) -> dict[str, Any]:
-    return {
-        "hostname": socket.gethostname(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "cores_used": list(alloc.all_cores()),
-    }
+def _host(alloc: Allocation) -> Host:
+    return Host(socket.gethostname(), platform.platform(), os.cpu_count(), alloc.all_cores())
 
 
 def expected_steps(start: Mapping[str, Any], settings: Settings) -> int | None:
@@ -268,63 +271,58 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
             why = watcher.error or watcher.last_words() or "no output"
             notes.append(f"tuneadvisor watch recorded nothing ({why})")
     start = measurements.start
-    data: dict[str, Any] = {
-        "kind": "tuneadvisor-run",
-        "schema": SCHEMA,
-        "id": run_id,
-        "name": spec.name,
-        "label": req.label,
-        "status": status,
-        "exit_codes": [p.returncode for p in procs],
-        "task_pids": [p.pid for p in procs],  # what watch followed (its watch.log names them)
-        "where": "local",
-        "script": str(script_path(spec)),
-        "launcher": spec.launcher,
-        "settings": settings.to_json(),
-        "source": dict(req.source),
-        "commands": [t.argv for t in tasks],
-        "allocation": alloc.to_json(),
-        "host": _host(alloc),
-        "versions": {
+    record = RunRecord(
+        id=run_id,
+        name=spec.name,
+        label=req.label,
+        status=status,
+        exit_codes=tuple(p.returncode for p in procs),
+        task_pids=tuple(p.pid for p in procs),  # what watch followed (its watch.log names them)
+        where="local",
+        script=str(script_path(spec)),
+        launcher=spec.launcher,
+        settings=settings,
+        source=dict(req.source),
+        commands=tuple(tuple(t.argv) for t in tasks),
+        allocation=alloc,
+        host=_host(alloc),
+        versions={
             "tuneadvisor": __version__,
             "python": start.get("python"),
             "torch": start.get("torch"),
             "torchvision": start.get("torchvision"),
             "cuda": start.get("cuda"),
         },
-        "started": started.isoformat(timespec="seconds"),
-        "ended": datetime.now(UTC).isoformat(timespec="seconds"),
-        "wall_s": round(wall, 3),
-        "start": start,
-        "summary": measurements.summary(),
-        "steps": measurements.steps,
-        "epochs": measurements.epochs,
-        "events": measurements.other,
-        "resources": {
-            "requested_cores": settings.ntasks * settings.cpus_per_task,
-            "cores_allowed": len(alloc.all_cores()),
-            "cpu_s": round(cpu, 3),
-            "cores_used": round(cpu / wall, 3) if wall > 0 else None,
-            "max_rss_mib": round(maxrss, 1),
-            "sampled": sampled,  # by watch: the training tree, see launch/usage.py
-        },
-        "paths": {
-            "dir": str(run_dir),
-            "log": log_path.name,
-            "events": events_path.name,
-            "profiles": [p.name for p in profiles if p.exists()],
-            "metrics": metrics,
-        },
-        "notes": notes,
-    }
-    path = write_record(run_dir, data)
-    return RunRecord(data, path)
+        started=started.isoformat(timespec="seconds"),
+        ended=datetime.now(UTC).isoformat(timespec="seconds"),
+        wall_s=round(wall, 3),
+        measured=Measured.of(measurements),
+        resources=Resources(
+            CpuUse(
+                requested_cores=settings.ntasks * settings.cpus_per_task,
+                cores_allowed=len(alloc.all_cores()),
+                cpu_s=round(cpu, 3),
+                cores_used=round(cpu / wall, 3) if wall > 0 else None,
+                max_rss_mib=round(maxrss, 1),
+            ),
+            sampled=sampled,  # by watch: the training tree, see relaunch/usage.py
+        ),
+        paths=Paths(
+            dir=str(run_dir),
+            log=log_path.name,
+            events=events_path.name,
+            profiles=tuple(p.name for p in profiles if p.exists()),
+            metrics=tuple(metrics),
+        ),
+        notes=tuple(notes),
+    )
+    return write_record(run_dir, record)
 
 
 def stderr_tail(record: RunRecord, lines: int = 15) -> str:
     """The end of the failing task's stderr, for the error message."""
-    base = Path(record.data["paths"]["dir"])
-    codes = record.data.get("exit_codes") or []
+    base = Path(record.paths.dir)
+    codes = record.exit_codes or ()
     rank = next((i for i, c in enumerate(codes) if c not in (0, None)), 0)
     try:
         text = (base / f"stderr-rank{rank}.log").read_text(errors="replace")

@@ -1,9 +1,9 @@
 """What a run asks for: the allocation (tasks, cores, GPUs, memory, time) and the knobs of the
-training script, from explicit flags or from a report's advice (``report --format json``).
+training script, from explicit flags or from the advice (of the inputs, or of a saved
+``report --format json``).
 
-Later sources win: the bundled defaults, then the report's job directives (what the profiled
-run had), then the report's plan (what the advice changes), then flags given on the command
-line.
+Later sources win: the bundled defaults, then the job's directives (what the profiled run
+had), then the advice's plan (what it changes), then flags given on the command line.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import read_text_input
 
@@ -160,35 +161,57 @@ def _plain(value: object) -> object:
     return value
 
 
-def settings_from_report(base: Settings, report: Mapping[str, Any], source: str) -> Settings:
-    """``base`` with the report's job directives, then its plan, applied."""
-    if not isinstance(report, Mapping) or report.get("tool", {}).get("name") != "tuneadvisor":
-        raise InputError(source, "not a report of `tuneadvisor report --format json`")
-    settings = base
-    job = report.get("job") or {}
-    settings = _apply_sbatch(settings, job.get("directives") or {}, source)
-    advice = report.get("advice") or {}
-    plan = advice.get("plan") or {}
-    sbatch = {k: v.get("value") for k, v in (plan.get("sbatch") or {}).items()}
-    settings = _apply_sbatch(settings, sbatch, source)
+def settings_from_advice(
+    base: Settings, directives: Mapping[str, object], plan: Plan, source: str
+) -> Settings:
+    """``base`` with the job's directives (what the profiled run had), then the advice's plan
+    (what it changes), applied: how advice becomes settings, whether it comes from the
+    inputs (``run`` with the inputs of ``report``) or from a saved report (``--from``)."""
+    settings = _apply_sbatch(base, directives, source)
+    settings = _apply_sbatch(settings, {k: c.value for k, c in plan.sbatch.items()}, source)
     knobs = dict(settings.knobs)
     because: dict[str, tuple[str, ...]] = dict(settings.because)
     notes = list(settings.notes)
-    for key, change in (plan.get("script") or {}).items():
-        ids = tuple(change.get("because", ()))
+    for key, change in plan.script.items():
         if key in KNOBS:
-            knobs[key] = _plain(change.get("value"))
-            because[key] = ids
+            knobs[key] = _plain(change.value)
+            because[key] = change.because
         else:
             notes.append(
-                f"advice {key} = {change.get('value')!r} ({', '.join(ids)}) is not a setting "
-                "of the bundled scripts: they already do it right"
+                f"advice {key} = {change.value!r} ({', '.join(change.because)}) is not a "
+                "setting of the bundled scripts: they already do it right"
             )
-    for key, change in (plan.get("sbatch") or {}).items():
-        because["sbatch." + key] = tuple(change.get("because", ()))
-    for key, change in (plan.get("env") or {}).items():
-        notes.append(f"advice: export {key}={change.get('value')} (not applied to local runs)")
+    for key, change in plan.sbatch.items():
+        because["sbatch." + key] = change.because
+    for key, change in plan.env.items():
+        notes.append(f"advice: export {key}={change.value} (not applied to local runs)")
     return replace(settings, knobs=knobs, because=because, notes=tuple(notes))
+
+
+def _changes(table: object) -> dict[str, Change]:
+    """A plan section as ``report --format json`` writes it: key -> {value, because}."""
+    if not isinstance(table, Mapping):
+        return {}
+    return {
+        str(k): Change(v.get("value"), tuple(str(b) for b in v.get("because", ())))
+        for k, v in table.items()
+        if isinstance(v, Mapping)
+    }
+
+
+def settings_from_report(base: Settings, report: Mapping[str, Any], source: str) -> Settings:
+    """``base`` with a saved report's job directives, then its plan, applied."""
+    if not isinstance(report, Mapping) or report.get("tool", {}).get("name") != "tuneadvisor":
+        raise InputError(source, "not a report of `tuneadvisor report --format json`")
+    job = report.get("job") or {}
+    advice = report.get("advice") or {}
+    plan = advice.get("plan") or {}
+    saved = Plan(
+        sbatch=_changes(plan.get("sbatch")),
+        script=_changes(plan.get("script")),
+        env=_changes(plan.get("env")),
+    )
+    return settings_from_advice(base, job.get("directives") or {}, saved, source)
 
 
 def load_report(path: str) -> dict[str, Any]:

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from tuneadvisor import __version__
 from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.bundled import script_path
-from tuneadvisor.relaunch.records import SCHEMA, Measurements, RunRecord, parse_event, write_record
+from tuneadvisor.relaunch.measurements import Measured, Measurements, parse_event
+from tuneadvisor.relaunch.records import (
+    Paths,
+    Resources,
+    RunRecord,
+    write_record,
+)
 from tuneadvisor.relaunch.runner import RunRequest, new_run_dir, torchrun_command
 from tuneadvisor.relaunch.settings import render_job_script
 from tuneadvisor.relaunch.usage import recorded_usage
@@ -82,33 +88,30 @@ def write_submission(req: RunRequest) -> tuple[str, Path, Path]:
 def submitted_record(
     req: RunRequest, run_id: str, run_dir: Path, job: Path, job_id: str
 ) -> RunRecord:
-    data: dict[str, Any] = {
-        "kind": "tuneadvisor-run",
-        "schema": SCHEMA,
-        "id": run_id,
-        "name": req.spec.name,
-        "label": req.label,
-        "status": "submitted",
-        "where": "slurm",
-        "slurm_job_id": job_id,
-        "script": str(script_path(req.spec)),
-        "launcher": req.spec.launcher,
-        "settings": req.settings.to_json(),
-        "source": dict(req.source),
-        "commands": [launch_line(req)],
-        "versions": {"tuneadvisor": __version__, "python": sys.version.split()[0]},
-        "started": datetime.now(UTC).isoformat(timespec="seconds"),
-        "paths": {
-            "dir": str(run_dir),
-            "job": job.name,
-            "log": f"slurm-{job_id}.out",
-            "profiles": profile_names(req, job_id),
-            "metrics": [metrics_name(job_id)] if req.watch else [],
-        },
-        "notes": list(req.settings.notes),
-    }
-    path = write_record(run_dir, data)
-    return RunRecord(data, path)
+    record = RunRecord(
+        id=run_id,
+        name=req.spec.name,
+        label=req.label,
+        status="submitted",
+        where="slurm",
+        slurm_job_id=job_id,
+        script=str(script_path(req.spec)),
+        launcher=req.spec.launcher,
+        settings=req.settings,
+        source=dict(req.source),
+        commands=(tuple(launch_line(req)),),
+        versions={"tuneadvisor": __version__, "python": sys.version.split()[0]},
+        started=datetime.now(UTC).isoformat(timespec="seconds"),
+        paths=Paths(
+            dir=str(run_dir),
+            job=job.name,
+            log=f"slurm-{job_id}.out",
+            profiles=tuple(profile_names(req, job_id)),
+            metrics=(metrics_name(job_id),) if req.watch else (),
+        ),
+        notes=tuple(req.settings.notes),
+    )
+    return write_record(run_dir, record)
 
 
 def complete_from_output(record: RunRecord, state: str | None) -> RunRecord:
@@ -117,29 +120,28 @@ def complete_from_output(record: RunRecord, state: str | None) -> RunRecord:
     if record.path is None:
         raise InputError(None, "the run record has no folder")
     run_dir = record.path.parent
-    log = run_dir / str(record.data["paths"]["log"])
+    log = run_dir / record.paths.log
     measurements = Measurements()
     if log.is_file():
         for line in log.read_text(errors="replace").splitlines():
             event = parse_event(line)
             if event is not None:
                 measurements.add(event)
-    data = dict(record.data)
-    data.update(
-        status="completed" if state == "COMPLETED" else (state or "unknown").lower(),
-        slurm_state=state,
-        start=measurements.start,
-        summary=measurements.summary(),
-        steps=measurements.steps,
-        epochs=measurements.epochs,
-        events=measurements.other,
-        ended=datetime.now(UTC).isoformat(timespec="seconds"),
-    )
-    data["versions"] = {
-        **data.get("versions", {}),
+    versions = {
+        **record.versions,
         **{k: measurements.start.get(k) for k in ("torch", "torchvision", "cuda", "python")},
     }
+    resources = record.resources
     sampled = recorded_usage(record.metrics_paths())
     if sampled:
-        data["resources"] = {**data.get("resources", {}), "sampled": sampled}
-    return RunRecord(data, write_record(run_dir, data))
+        resources = replace(resources or Resources(), sampled=sampled)
+    done = replace(
+        record,
+        status="completed" if state == "COMPLETED" else (state or "unknown").lower(),
+        slurm_state=state,
+        measured=Measured.of(measurements),
+        ended=datetime.now(UTC).isoformat(timespec="seconds"),
+        versions=versions,
+        resources=resources,
+    )
+    return write_record(run_dir, done)

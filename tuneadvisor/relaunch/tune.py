@@ -84,9 +84,9 @@ class TuneResult:
 
 def measured_rate(record: RunRecord, warmup_steps: int) -> float | None:
     """Median samples/s of the steps after the warm-up."""
-    steps = list(record.data.get("steps") or [])
-    measured = [s for s in steps if int(s.get("step", 0)) > warmup_steps] or steps[1:]
-    rates = [float(s["samples_per_s"]) for s in measured if s.get("samples_per_s")]
+    steps = record.steps
+    measured = [s for s in steps if s.step > warmup_steps] or steps[1:]
+    rates = [float(s.samples_per_s) for s in measured if s.samples_per_s]
     return statistics.median(rates) if rates else None
 
 

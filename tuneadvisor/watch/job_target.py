@@ -26,7 +26,8 @@ from typing import Literal
 
 from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.errors import InputError
-from tuneadvisor.metrics.host import HostReading, HostSampler, tree_totals
+from tuneadvisor.metrics.host import HostReading, HostSampler
+from tuneadvisor.metrics.proc_roles import tree_totals
 from tuneadvisor.metrics.snapshot import ProcSample
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.listpids import StepPid

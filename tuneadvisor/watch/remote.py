@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.metrics.recording import RecordingError, RowReader
+from tuneadvisor.metrics.recording import RecordingError, RecordingHeader, RowReader
 from tuneadvisor.metrics.snapshot import Snapshot
 from tuneadvisor.watch.merge import merge_nodes
 
@@ -70,7 +70,7 @@ class LabelledLines:
 class _Node:
     task: int
     name: str
-    header: dict[str, Any]
+    header: RecordingHeader
     reader: RowReader
     latest: Snapshot | None = None
     received: int = 0  # rounds received
@@ -154,8 +154,9 @@ class RemoteSamplers:
             self._said.add(f"{self._node_name(task)}: {exc}")
             return
         if snap is None:  # the header: the node's name and what it could not sample
-            header = dict(obj)
-            name = str(header.get("node") or header.get("host") or f"task {task}")
+            header = reader.header
+            assert header is not None  # feed keeps the header line it was given
+            name = header.node or header.host or f"task {task}"
             # silent "since" counts from the header, not from the clock's zero
             self._nodes[task] = _Node(task, name, header, reader, last_at=self._clock())
             return
@@ -210,7 +211,7 @@ class RemoteSamplers:
             raise InputError(
                 None, f"watch: no sampler started on the job's nodes{when} (srun said: {said})"
             )
-        reasons = [n.header.get("gpu_no_data") for n in started]
+        reasons = [n.header.gpu_no_data for n in started]
         if all(reasons):
             self.gpu_reason = str(reasons[0])
 

@@ -16,16 +16,20 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
 
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import read_text_input
-from tuneadvisor.metrics.recording import Recording, RecordingError, parse_recording
+from tuneadvisor.metrics.recording import (
+    Recording,
+    RecordingError,
+    RecordingHeader,
+    parse_recording,
+)
 from tuneadvisor.metrics.snapshot import Snapshot
 from tuneadvisor.watch.session import SnapshotSession
 
@@ -39,27 +43,27 @@ _TICK_S = 0.2  # longest sleep of the playback thread: stop and commands are see
 class Part:
     """One recording of the file: its header and its rounds (clock as the reader set it)."""
 
-    header: Mapping[str, Any]
+    header: RecordingHeader
     snapshots: tuple[Snapshot, ...]
 
     @property
     def interval_s(self) -> float:
-        value = self.header.get("interval_s")
-        if isinstance(value, int | float) and value > 0:
+        value = self.header.interval_s
+        if value is not None and value > 0:
             return float(value)
         steps = [b.t - a.t for a, b in pairwise(self.snapshots)]
         return statistics.median(steps) if steps else 1.0
 
     @property
     def window_s(self) -> float:
-        value = self.header.get("window_s")
-        return float(value) if isinstance(value, int | float) and value > 0 else DEFAULT_WINDOW_S
+        value = self.header.window_s
+        return float(value) if value is not None and value > 0 else DEFAULT_WINDOW_S
 
     @property
     def job(self) -> dict[str, object]:
         """The job's requests the watch knew (``job.*`` facts); older headers have none."""
-        value = self.header.get("job")
-        if not isinstance(value, dict):
+        value = self.header.job
+        if value is None:
             return {}
         return {k: v for k, v in value.items() if k.startswith("job.") and k in FACTS}
 
@@ -86,7 +90,7 @@ def split_parts(recording: Recording) -> tuple[Part, ...]:
     """The file's recordings that hold at least one round (a header alone is skipped)."""
     starts = recording.starts or (0,)
     ends = [*starts[1:], len(recording.snapshots)]
-    headers = recording.headers or ({},)
+    headers = recording.headers or (RecordingHeader(started="", host=""),)
     return tuple(
         Part(header, recording.snapshots[start:end])
         for header, start, end in zip(headers, starts, ends, strict=False)
@@ -175,7 +179,7 @@ class ReplaySession(SnapshotSession):
                 ended=self.ended,
                 part=self._part + 1,
                 parts=len(self.parts),
-                target=str(part.header.get("target") or ""),
+                target=part.header.target or "",
             )
 
     # ------------------------------------------------------------------ playback thread

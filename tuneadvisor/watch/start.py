@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import FrameType
 from typing import TypedDict
 
@@ -16,7 +16,7 @@ from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.host import HostSampler
 from tuneadvisor.metrics.nvml import NvmlSampler, visible_filter
-from tuneadvisor.metrics.recording import RecordingWriter
+from tuneadvisor.metrics.recording import RecordingHeader, RecordingWriter
 from tuneadvisor.session.rule_files import load_rules, rule_dirs
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.watch.job_target import (
@@ -98,11 +98,11 @@ def _schedule(args: argparse.Namespace) -> _Schedule:
 
 
 def _recorder(
-    args: argparse.Namespace, header: dict[str, object], close: Callable[[], None]
+    args: argparse.Namespace, header: RecordingHeader, close: Callable[[], None]
 ) -> RecordingWriter | None:
     """--record FILE, or the --stream on stdout of a node's sampler."""
     if args.stream:
-        return RecordingWriter(None, {**header, "node": this_node()}, stream=sys.stdout)
+        return RecordingWriter(None, replace(header, node=this_node()), stream=sys.stdout)
     if not args.record:
         return None
     try:
@@ -141,14 +141,14 @@ def _merged_session(
     except BaseException:  # Ctrl-C or a failed start: no srun step may outlive the watch
         remote.close()
         raise
-    header: dict[str, object] = {
-        "interval_s": args.interval,
-        "window_s": args.window,
-        "target": plan.label,
-        "nodes": list(remote.nodes),
-        "gpu_no_data": remote.gpu_reason,
-        "job": dict(plan.facts),  # what a replay compares use with
-    }
+    header = RecordingHeader(
+        interval_s=args.interval,
+        window_s=args.window,
+        target=plan.label,
+        nodes=tuple(remote.nodes),
+        gpu_no_data=remote.gpu_reason,
+        job=dict(plan.facts),  # what a replay compares use with
+    )
     recorder = _recorder(args, header, remote.close)
     session = MergedSession(remote, rules, **_schedule(args), recorder=recorder, job=plan.facts)
     return session, remote
@@ -176,14 +176,14 @@ def build_session(
     plan = target.plan
     if plan is not None:
         job.update(plan.facts)  # slurmctld's word over the environment's
-    header: dict[str, object] = {
-        "interval_s": args.interval,
-        "window_s": args.window,
-        "target": target.label,
-        "gpu_no_data": sampler.gpu_reason,
-        "driver": gpu.driver,
-        "job": job,  # what a replay compares use with
-    }
+    header = RecordingHeader(
+        interval_s=args.interval,
+        window_s=args.window,
+        target=target.label,
+        gpu_no_data=sampler.gpu_reason,
+        driver=gpu.driver,
+        job=job,  # what a replay compares use with
+    )
     recorder = _recorder(args, header, sampler.close)
     session = WatchSession(
         sampler,

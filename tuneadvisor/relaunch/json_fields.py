@@ -1,0 +1,96 @@
+"""Reading a JSON object field by field with types checked: what ``run.json`` is read with.
+A missing field gives its default; a field of the wrong type is one ``InputError`` line that
+names the file and the field (``epochs[2].accuracy``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from tuneadvisor.errors import InputError
+
+
+class JsonFields:
+    """One JSON object of a run record read field by field: a missing field gives its
+    default, a field of the wrong type an ``InputError`` naming the file and the field."""
+
+    def __init__(self, data: object, file: Path | None, where: str = "") -> None:
+        if not isinstance(data, Mapping):
+            raise InputError(
+                file, f"run record: {where.rstrip('.') or 'the record'} is not an object"
+            )
+        self.data: Mapping[str, Any] = data
+        self.file = file
+        self.where = where
+
+    def get(self, key: str, ok: Callable[[object], bool], want: str, default: Any) -> Any:
+        if key not in self.data:
+            return default
+        value = self.data[key]
+        if not ok(value):
+            raise InputError(self.file, f"run record: {self.where}{key} is {value!r}, not {want}")
+        return value
+
+    def text(self, key: str, default: str = "") -> str:
+        return str(self.get(key, is_str, "a string", default))
+
+    def opt_text(self, key: str) -> str | None:
+        value = self.get(key, or_none(is_str), "a string or null", None)
+        return None if value is None else str(value)
+
+    def whole(self, key: str, default: int) -> int:
+        return int(self.get(key, is_int, "a whole number", default))
+
+    def opt_whole(self, key: str) -> int | None:
+        value = self.get(key, or_none(is_int), "a whole number or null", None)
+        return None if value is None else int(value)
+
+    def number(self, key: str) -> float | None:
+        """A number as written (an int stays an int: the file is rewritten as it was read)."""
+        value = self.get(key, or_none(is_number), "a number or null", None)
+        return cast("float | None", value)
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        items = self.get(key, list_of(is_str), "a list of strings", [])
+        return tuple(str(v) for v in items)
+
+    def mapping(self, key: str) -> dict[str, Any]:
+        """A JSON object kept as it is (what the training script or the allocation wrote)."""
+        return dict(self.get(key, is_mapping, "an object", {}))
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def obj(self, key: str) -> JsonFields:
+        return JsonFields(self.mapping(key), self.file, f"{self.where}{key}.")
+
+    def objects(self, key: str) -> tuple[JsonFields, ...]:
+        items = self.get(key, list_of(is_mapping), "a list of objects", [])
+        return tuple(
+            JsonFields(v, self.file, f"{self.where}{key}[{i}].") for i, v in enumerate(items)
+        )
+
+
+def is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_mapping(value: object) -> bool:
+    return isinstance(value, Mapping)
+
+
+def or_none(ok: Callable[[object], bool]) -> Callable[[object], bool]:
+    return lambda value: value is None or ok(value)
+
+
+def list_of(ok: Callable[[object], bool]) -> Callable[[object], bool]:
+    return lambda value: isinstance(value, list) and all(ok(v) for v in value)
