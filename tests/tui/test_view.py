@@ -19,14 +19,13 @@ from tuneadvisor.present.findings import (
 from tuneadvisor.present.numbers import format_seconds, heat_bar
 from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
-from tuneadvisor.session.apply import tuned_name, write_outputs
+from tuneadvisor.session.apply import can_apply, planned_writes, tuned_name, write_outputs
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.view import (
     FUNCTION_SORTS,
     LINE_SORTS,
     FunctionSort,
     LineSort,
-    can_apply,
     diff_line_kind,
     display_path,
     findings_tab_label,
@@ -36,7 +35,6 @@ from tuneadvisor.tui.view import (
     line_rows,
     merged_lines,
     next_in,
-    planned_writes,
 )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuneadvisor.profile.model import FunctionTiming, Profile, ProfileSet
+from tuneadvisor.profile.model import FunctionKey, FunctionTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.trainscript.kinds import LineKind, SourceInfo, analyze_source, classify_source
 from tuneadvisor.trainscript.parsed import ParsedScript, parse_script
@@ -68,6 +68,11 @@ class AnnotatedFunction:
     @property
     def qualified(self) -> str:
         return f"{self.name}()"
+
+    @property
+    def key(self) -> FunctionKey:
+        """As line_profiler keys it: the same function in every stage and every rank."""
+        return (self.filename, self.first_lineno, self.name)
 
 
 @dataclass(frozen=True)

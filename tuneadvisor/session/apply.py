@@ -92,6 +92,15 @@ def apply_target(inputs: Inputs, output: str | None = None, in_place: bool = Fal
     return ApplyTarget(job_path, out, in_place, from_slurm)
 
 
+def can_apply(advice: Advice | None) -> bool:
+    """Whether there is something to write: a tuned job script with a diff or a patch."""
+    return (
+        advice is not None
+        and advice.tuned_job is not None
+        and bool(advice.job_diff or advice.script_patch)
+    )
+
+
 def planned_writes(advice: Advice, out: Path) -> list[tuple[Path, str]]:
     """What `write_outputs(advice, job, out, in_place=False)` writes: (path, what), for the
     confirmation before anything is written."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import ClassVar, Literal
 
 from rich.text import Text
@@ -23,7 +22,15 @@ from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.errors import InputError
 from tuneadvisor.present.numbers import format_seconds
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
-from tuneadvisor.session.apply import refuse_overwriting_inputs, tuned_name, write_outputs
+from tuneadvisor.profile.model import FunctionKey
+from tuneadvisor.session.apply import (
+    ApplyTarget,
+    apply_advice,
+    apply_target,
+    can_apply,
+    planned_writes,
+)
+from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.workspace import Workspace
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.advice_widgets import AdviceBar, DiffPanel, FindingsPanel
@@ -34,7 +41,6 @@ from tuneadvisor.tui.view import (
     LINE_SORTS,
     FunctionSort,
     LineSort,
-    can_apply,
     display_path,
     findings_tab_label,
     function_rows,
@@ -43,7 +49,6 @@ from tuneadvisor.tui.view import (
     line_rows,
     merged_lines,
     next_in,
-    planned_writes,
 )
 from tuneadvisor.tui.widgets import (
     FunctionsTable,
@@ -56,16 +61,13 @@ from tuneadvisor.tui.widgets import (
 
 Pane = Literal["functions", "lines"]
 APPLY_WORKER = "apply-outputs"
-FunctionKey = tuple[str, str, int]  # name, file, first line: one function across both stages
 
 
-def _write(
-    advice: Advice, job_path: Path, out: Path, inputs: tuple[str, ...]
-) -> list[str] | InputError:
-    """Runs in a thread worker: what write_outputs says, or the InputError it raised."""
+def _write(advice: Advice, inputs: Inputs, target: ApplyTarget) -> list[str] | InputError:
+    """Runs in a thread worker: the apply of `tuneadvisor apply` (never in place here),
+    what it says it wrote, or the InputError it raised."""
     try:
-        refuse_overwriting_inputs(advice, out, inputs)
-        return write_outputs(advice, job_path, out, in_place=False)  # never in place here
+        return apply_advice(advice, inputs, target)
     except InputError as error:
         return error
 
@@ -185,7 +187,7 @@ class MainScreen(Screen[None]):
     async def show_workspace(self, workspace: Workspace) -> None:
         """Swap in another workspace (the full one after the quick one), keeping the chosen
         function (by name), the tab, the sorts and searches."""
-        key = self._function_key(self.current_function)
+        key = None if self.current_function is None else self.current_function.key
         same_shape = (workspace.analysis is None) == (self.analysis is None) and (
             workspace.job is None
         ) == (self.workspace.job is None)
@@ -209,18 +211,12 @@ class MainScreen(Screen[None]):
             self.action_show_tab(tab)
         self.refresh_bindings()
 
-    @staticmethod
-    def _function_key(function: AnnotatedFunction | None) -> FunctionKey | None:
-        if function is None:
-            return None
-        return (function.name, function.filename, function.first_lineno)
-
     def _index_of(self, key: FunctionKey | None) -> int | None:
         if key is None or self.analysis is None:
             return None
         functions = self.analysis.functions
-        exact = [i for i, f in enumerate(functions) if self._function_key(f) == key]
-        by_name = [i for i, f in enumerate(functions) if f.name == key[0]]
+        exact = [i for i, f in enumerate(functions) if f.key == key]
+        by_name = [i for i, f in enumerate(functions) if f.name == key[2]]
         found = exact or by_name
         return found[0] if found else None
 
@@ -460,20 +456,24 @@ class MainScreen(Screen[None]):
         advice = self.workspace.advice
         if job is None or advice is None or not can_apply(advice):
             return
-        job_path = Path(job.path)
-        out = tuned_name(job_path)
+        inputs = self.workspace.inputs
+        try:
+            target = apply_target(inputs)
+        except InputError as error:
+            self.notify(error.one_line(), title="Not written", severity="error",
+                        timeout=15, markup=False)  # fmt: skip
+            return
         self.app.push_screen(
-            ApplyScreen(out, planned_writes(advice, out)),
-            callback=partial(self._apply_answered, advice, job_path, out),
+            ApplyScreen(target.out, planned_writes(advice, target.out)),
+            callback=partial(self._apply_answered, advice, inputs, target),
         )
 
     def _apply_answered(
-        self, advice: Advice, job_path: Path, out: Path, confirmed: bool | None
+        self, advice: Advice, inputs: Inputs, target: ApplyTarget, confirmed: bool | None
     ) -> None:
         if confirmed:
-            profiles = self.analysis.origins if self.analysis is not None else ()
             self.run_worker(
-                partial(_write, advice, job_path, out, (str(job_path), *profiles)),
+                partial(_write, advice, inputs, target),
                 name=APPLY_WORKER,
                 group="apply",
                 thread=True,

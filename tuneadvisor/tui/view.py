@@ -20,7 +20,6 @@ from tuneadvisor.profile.analysis import (
     AnnotatedLine,
     ProfileAnalysis,
 )
-from tuneadvisor.session.apply import script_patch_path
 from tuneadvisor.trainscript.kinds import LineKind
 
 T = TypeVar("T")
@@ -190,29 +189,3 @@ def diff_line_kind(line: str) -> str:
     if line.startswith("-"):
         return "removed"
     return "context"
-
-
-def can_apply(advice: Advice | None) -> bool:
-    """Whether there is something to write: a tuned job script with a diff or a patch."""
-    return (
-        advice is not None
-        and advice.tuned_job is not None
-        and bool(advice.job_diff or advice.script_patch)
-    )
-
-
-def planned_writes(advice: Advice, out: Path) -> list[tuple[Path, str]]:
-    """What `write_outputs(advice, job, out, in_place=False)` writes: (path, what), for the
-    confirmation before anything is written."""
-    changes = [f"--{k}={c.value}" for k, c in advice.plan.sbatch.items()]
-    if not advice.job_diff:
-        what = "the job script, unchanged"
-    elif changes:
-        what = "the tuned job script: " + ", ".join(changes)
-    else:
-        what = "the tuned job script"
-    writes = [(out, what)]
-    patch = script_patch_path(advice, out)
-    if patch is not None:
-        writes.append((patch, f"a patch for {Path(advice.script_path or 'train.py').name}"))
-    return writes
