@@ -74,12 +74,11 @@ def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobSc
     # added to the header would move it.
     edits = plan_script_edits(
         {key: change.value for key, change in plan.script.items()},
-        gathered.scan.facts() if gathered.scan is not None else {},
+        gathered.scan,
         gathered.job,
         gathered.launch,
         gathered.script_path,
         gathered.script_text,
-        gathered.scan.options if gathered.scan is not None else None,
         reserve_main_core=plan.reserve_main_core,
     )
     tuned = edits.job

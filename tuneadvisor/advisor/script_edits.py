@@ -20,7 +20,8 @@ from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 if TYPE_CHECKING:
-    from tuneadvisor.trainscript.scan_results import ArgOption
+    from tuneadvisor.trainscript.scan import ScriptScan
+    from tuneadvisor.trainscript.scan_results import ArgOption, Origin
 
 # DataLoader settings the advisor changes, and how a value reads in Python source.
 LOADER_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
@@ -114,27 +115,35 @@ def _import_line(text: str) -> int:
     return end
 
 
+def _origin(scan: ScriptScan | None, setting: str) -> Origin | None:
+    """Where the training DataLoader's ``setting`` comes from, as the scan read it."""
+    loader = scan.train_loader if scan is not None else None
+    return loader.params.get(setting) if loader is not None else None
+
+
 def plan_script_edits(
     settings: Mapping[str, object],
-    scan_facts: Mapping[str, object],
+    scan: ScriptScan | None,
     job: JobScript | None,
     launch: LaunchLine | None,
     script_path: str | None,
     script_text: str | None,
-    options: Mapping[str, ArgOption] | None = None,
     reserve_main_core: bool = True,
 ) -> ScriptEdits:
-    """``options``: the script's argparse options (by dest), to pass flags as flags."""
+    """Each setting where it comes from: the launch-line option that sets it, or the literal
+    in the training script (a patch); a note where neither can be changed safely."""
     notes: list[str] = []
     patched = script_text
+    options: Mapping[str, ArgOption] = scan.options if scan is not None else {}
     for setting, value in settings.items():
         if setting not in LOADER_SETTINGS:
             notes.append(f"{setting}: change it in the training script to {value}")
             continue
-        source = scan_facts.get(f"script.{setting}.source")
-        option = scan_facts.get(f"script.{setting}.option")
-        if source == "argparse" and isinstance(option, str) and job is not None and launch:
-            action = next((o.action for o in (options or {}).values() if option in o.flags), None)
+        origin = _origin(scan, setting)
+        source = origin.source if origin is not None else None
+        option = origin.option.name if origin is not None and origin.option else None
+        if source == "argparse" and option is not None and job is not None and launch:
+            action = next((o.action for o in options.values() if option in o.flags), None)
             flag = _flag(action, option, value) if isinstance(value, bool) else None
             if isinstance(value, bool) and action is not None and flag is None:
                 notes.append(f"set {setting}={value} in the training script: {option} cannot")
@@ -151,7 +160,8 @@ def plan_script_edits(
                 f"(line {launch.line}); it was too complex to edit safely"
             )
             continue
-        line = scan_facts.get(f"script.{setting}.line") or scan_facts.get("script.dataloader.line")
+        loader = scan.train_loader if scan is not None else None
+        line = (origin.line if origin is not None else None) or (loader.line if loader else None)
         if source == "literal" and patched is not None and isinstance(line, int):
             new = _patch_literal(
                 patched, line, setting, _python_value(setting, value, reserve_main_core)
