@@ -77,23 +77,6 @@ def test_job_script_alone_is_reported(tmp_path: Path, capsys: pytest.CaptureFixt
     assert doc["job"]["path"] == str(job)
 
 
-def test_report_never_imports_the_tui_torch_or_nvml() -> None:
-    code = (
-        "import sys, contextlib, io\n"
-        "from tuneadvisor.cli import main\n"
-        f"with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main(['report', {str(EXAMPLE)!r}, '--job', {str(EXAMPLE_JOB)!r}])\n"
-        "heavy = [m for m in ('textual', 'torch', 'torchvision', 'pynvml', 'psutil')"
-        " if m in sys.modules]\n"
-        "print(','.join(heavy))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == ""
-
-
 def test_help_lists_the_commands() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
