@@ -163,19 +163,13 @@ def test_metrics_option_sniffs_a_recording(tmp_path: Path) -> None:
         _metrics([str(bad)])
 
 
-def test_report_reads_a_recording(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+def test_report_reads_a_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tuneadvisor.cli import main
 
     path = tmp_path / "rec.jsonl"
     write(path, [snap(float(i), util=4.0) for i in range(12)])
-    out = subprocess.run(
-        [sys.executable, "-m", "tuneadvisor", "report", "--metrics", str(path), "--format", "json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    ids = [f["id"] for f in json.loads(out.stdout)["findings"]]
+    assert main(["report", "--metrics", str(path), "--format", "json"]) == 0
+    ids = [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]]
     assert "gpu-idle" in ids
 
 
