@@ -180,6 +180,7 @@ def test_merge_keeps_peaks_and_averages_rates() -> None:
     assert merged.host is not None and merged.host.cpu_pct_per_core == (100.0, 12.5)
 
 
+@pytest.mark.slow  # about 10 s
 def test_a_million_rounds_in_bounded_memory() -> None:
     store = SnapshotStore(recent=100, history=64)
     one = snap(0.0)
