@@ -131,7 +131,7 @@ class ScriptedSampler:
 def session() -> tuple[WatchSession, ScriptedSampler]:
     sampler = ScriptedSampler()
     s = WatchSession(
-        sampler,  # type: ignore[arg-type]
+        sampler,
         load_rules([default_rules_dir()]),
         interval_s=0.1,
         window_s=30,

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tuneadvisor.advisor.evidence import Gathered
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.gather import Gathered, gather
+from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
 
 FIXTURES = REPO / "tests" / "fixtures"
@@ -167,7 +168,9 @@ def test_metrics_files_are_merged(tmp_path: Path) -> None:
     assert both.facts["gpu.count"] == 3  # two A100s and a GRID vGPU
     rows = (SMI / "power-na.csv").read_text().splitlines()[1:]
     # Samples per GPU: the vGPU's few rows are the fewest any GPU of the merged input has.
-    assert both.facts["gpu.samples"] == min(alone.facts["gpu.samples"], len(rows))
+    alone_samples = alone.facts["gpu.samples"]
+    assert isinstance(alone_samples, int)
+    assert both.facts["gpu.samples"] == min(alone_samples, len(rows))
     assert not any("--metrics" in s for s in both.sharpen)
 
 

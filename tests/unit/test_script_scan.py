@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import line_of
 from tuneadvisor.advisor import facts as registry
+from tuneadvisor.trainscript.fact_rows import FACT_ROWS
 from tuneadvisor.trainscript.scan import (
-    FACT_ROWS,
     SOURCES,
     ScriptScan,
     scan_script,
