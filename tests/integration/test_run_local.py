@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_training_mnist import _make_data, _need
+
+from tests.integration.test_training_mnist import _make_data, _need
 
 pytestmark = [pytest.mark.torch]
 
@@ -200,7 +201,7 @@ def test_run_submit_writes_the_job_script_and_calls_sbatch(
 @pytest.mark.slurm
 @pytest.mark.slow
 def test_run_submit_on_the_local_slurm(torch_python: str, mnist: Path, tmp_path: Path) -> None:
-    from slurm_cluster import start_cluster
+    from tests.integration.slurm_cluster import start_cluster
 
     env = start_cluster()  # skips where no local cluster can run
     proc = _cli(torch_python, tmp_path, "run", "mnist_single", "--data-dir", str(mnist),

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from slurm_cluster import Cluster, burner, start_cluster, with_burner
 
+from tests.integration.slurm_cluster import Cluster, burner, start_cluster, with_burner
 from tuneadvisor.slurm.client import SlurmError
 from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.seff import SeffReport

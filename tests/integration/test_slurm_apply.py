@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from slurm_cluster import Cluster, burner, start_cluster, with_burner
+
+from tests.integration.slurm_cluster import Cluster, burner, start_cluster, with_burner
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

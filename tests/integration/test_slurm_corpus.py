@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from slurm_cluster import REPO, Cluster, start_cluster
 
+from tests.integration.slurm_cluster import REPO, Cluster, start_cluster
 from tuneadvisor.slurm.client import SlurmError
 from tuneadvisor.slurm.options import parse_nodes
 from tuneadvisor.slurm.scontrol import JobInfo

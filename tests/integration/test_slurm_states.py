@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slurm_cluster import Cluster, start_cluster, with_burner
+
+from tests.integration.slurm_cluster import Cluster, start_cluster, with_burner
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

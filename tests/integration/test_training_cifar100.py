@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_training_mnist import PREFIX, REPO, _need
+
+from tests.integration.test_training_mnist import PREFIX, REPO, _need
 
 pytestmark = [pytest.mark.torch]
 

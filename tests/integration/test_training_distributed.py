@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_training_mnist import PREFIX, REPO, _make_data, _need
+
+from tests.integration.test_training_mnist import PREFIX, REPO, _make_data, _need
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 

@@ -22,7 +22,9 @@ A100 = REPO / "tests" / "fixtures" / "nvml" / "a100-2gpu.json"
 pytestmark = pytest.mark.slow
 
 
-def tuneadvisor(*args: str, fake_gpu: bool = False, stdin: str = "", timeout: float = 120):
+def tuneadvisor(
+    *args: str, fake_gpu: bool = False, stdin: str = "", timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ}
     if fake_gpu:
         env["PYTHONPATH"] = f"{FAKE}{os.pathsep}{REPO}"

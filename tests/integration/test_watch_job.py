@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from slurm_cluster import REPO, WAIT_S, Cluster, start_cluster
 
+from tests.integration.slurm_cluster import REPO, WAIT_S, Cluster, start_cluster
 from tuneadvisor.metrics.recording import parse_recording
 from tuneadvisor.metrics.snapshot import ROLE_LAUNCHER, ROLE_MAIN, ROLE_WORKER
 

@@ -29,6 +29,7 @@ from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.workspace import JobScriptText, Workspace
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.trainscript.kinds import LineKind
@@ -175,7 +176,9 @@ def workspace_of(
     profiles: Sequence[Profile], directory: Path, job: JobScriptText | None = None
 ) -> Workspace:
     finder = SourceFinder(profile_dirs=(directory,), cwd=directory)
-    return Workspace(analysis=analyze(ProfileSet.of(profiles), finder), job=job)
+    # As load_workspace would have it: the inputs it was read from (apply protects them).
+    inputs = Inputs(job=job.path if job is not None else None)
+    return Workspace(analysis=analyze(ProfileSet.of(profiles), finder), job=job, inputs=inputs)
 
 
 def mnist_workspace(directory: Path, with_job: bool = True) -> Workspace:

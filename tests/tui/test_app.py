@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -429,13 +427,3 @@ async def test_help_opened_while_loading_does_not_block_the_main_screen(
             await wait_loaded(pilot)
     finally:
         release.set()
-
-
-def test_importing_the_package_does_not_import_textual() -> None:
-    code = (
-        "import sys, tuneadvisor.tui\n"
-        "assert 'textual' not in sys.modules, 'textual imported'\n"
-        "from tuneadvisor.tui import run_open\n"
-        "assert 'textual' in sys.modules\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -8,7 +8,6 @@ from tests.tui.helpers import JOB_SCRIPT, mnist_workspace, sample_advice, sample
 from tuneadvisor.advisor.findings import Evidence, Suggestion
 from tuneadvisor.present.findings import (
     evidence_text,
-    finding_text,
     findings_summary,
     format_value,
     grouped_findings,
@@ -120,16 +119,6 @@ def test_bars_and_heat() -> None:
     assert heat_bar(50, 4) == "██  "
     assert len(heat_bar(84.5, 10)) == 10
     assert [heat_level(p) for p in (84.5, 12, 3, 0)] == ["high", "mid", "low", "none"]
-
-
-def test_finding_text_uses_id_and_title_when_present() -> None:
-    class Finding:
-        id = "dataloader-bound"
-        title = "The DataLoader is the bottleneck"
-        severity = "warning"
-
-    assert finding_text(Finding()) == "[warning] dataloader-bound: The DataLoader is the bottleneck"
-    assert finding_text("plain") == "plain"
 
 
 def test_findings_tab_label_counts_or_says_it_is_pending() -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -133,7 +131,7 @@ class ScriptedSampler:
 def session() -> tuple[WatchSession, ScriptedSampler]:
     sampler = ScriptedSampler()
     s = WatchSession(
-        sampler,  # type: ignore[arg-type]
+        sampler,
         load_rules([default_rules_dir()]),
         interval_s=0.1,
         window_s=30,
@@ -277,14 +275,3 @@ async def test_a_merged_watch_shows_use_per_node_not_sums_against_per_task_asks(
     assert "Use per node (asked: 1 per task): a 1.02 cores, 2500 MiB · b 1.02 cores" in text
     assert "of 1 requested" not in text
     assert text.count("python train.py --epochs 3") >= 4  # same pids, both nodes' rows drawn
-
-
-def test_textual_only_loaded_for_the_screen() -> None:
-    code = (
-        "import sys\n"
-        "from tuneadvisor.cli import main\n"
-        "import tuneadvisor.watch.start, tuneadvisor.present.watch_summary\n"
-        "assert 'textual' not in sys.modules\n"
-        "assert 'pynvml' not in sys.modules\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)

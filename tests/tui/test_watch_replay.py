@@ -364,17 +364,6 @@ def test_bad_replay_options(
     assert screens == {}
 
 
-def test_the_replay_stays_out_of_start_up_imports() -> None:
-    code = (
-        "import sys\n"
-        "from tuneadvisor.cli import build_parser\n"
-        "import tuneadvisor.watch.replay\n"
-        "build_parser()\n"
-        "assert 'textual' not in sys.modules\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
-
-
 def test_a_last_line_cut_short_is_replayed_without_it_and_said(tmp_path: Path) -> None:
     path = tmp_path / "cut.jsonl"
     path.write_text(FIXTURE.read_text()[:-40])  # the node died writing the last round

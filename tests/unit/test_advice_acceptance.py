@@ -482,7 +482,7 @@ class Case:
     fires: set[str]
     quiet: set[str] = field(default_factory=set)
     extra_args: tuple[str, ...] = ()
-    check: Callable[[dict[str, Any], Path], None] | None = None
+    check: Callable[[dict[str, Any], Path], object] | None = None
 
 
 def _evidence(fid: str, expected: dict[str, object]) -> Callable[[dict[str, Any], Path], None]:

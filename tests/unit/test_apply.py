@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor import files as atomic
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import backup_path, write_atomic
@@ -356,7 +355,7 @@ def test_write_atomic_keeps_the_old_file_when_the_rename_fails(
     def failing_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(atomic.os, "replace", failing_replace)
+    monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(InputError) as caught:
         write_atomic(target, b"half a file")
     assert str(target) in caught.value.one_line()
@@ -378,8 +377,8 @@ def test_write_atomic_syncs_before_the_rename(
         calls.append("replace")
         real_replace(src, dst)
 
-    monkeypatch.setattr(atomic.os, "fsync", fsync)
-    monkeypatch.setattr(atomic.os, "replace", replace)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
     write_atomic(tmp_path / "f", b"data")
     assert calls == ["fsync", "replace"]
 

@@ -638,6 +638,7 @@ def _big_source(lines: int) -> str:
     return "\n".join([blob] * copies)
 
 
+@pytest.mark.slow  # a few seconds
 def test_a_50000_line_file_costs_about_one_parse() -> None:
     text = _big_source(50_000)
     assert text.count("\n") >= 50_000

@@ -128,16 +128,3 @@ def test_asking_for_more_cores_than_there_are_shares_them_with_a_note() -> None:
 def test_the_callers_own_job_variables_do_not_leak_into_a_run() -> None:
     env = clean_environ({"PATH": "/bin", "SLURM_JOB_ID": "9", "RANK": "3", "MASTER_PORT": "1"})
     assert env == {"PATH": "/bin"}
-
-
-def test_the_new_commands_load_nothing_heavy_at_start_up() -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "import sys; from tuneadvisor.cli import build_parser; build_parser();"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('rich', 'plotext', 'matplotlib', 'torch', 'textual')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"

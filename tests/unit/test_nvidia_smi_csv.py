@@ -254,10 +254,6 @@ def test_empty_column_list_is_an_error() -> None:
         parse_nvidia_smi_csv("1\n", columns=" , ")
 
 
-def test_error_is_a_value_error() -> None:
-    assert issubclass(NvidiaSmiCsvError, ValueError)
-
-
 @pytest.mark.parametrize(
     ("raw", "unit", "value"),
     [("45 %", "%", 45.0), ("45", "%", 45.0), ("250.00 W", "W", 250.0), ("[N/A]", "W", None),

@@ -165,19 +165,13 @@ def test_metrics_option_sniffs_a_recording(tmp_path: Path) -> None:
         _metrics([str(bad)])
 
 
-def test_report_reads_a_recording(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+def test_report_reads_a_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tuneadvisor.cli import main
 
     path = tmp_path / "rec.jsonl"
     write(path, [snap(float(i), util=4.0) for i in range(12)])
-    out = subprocess.run(
-        [sys.executable, "-m", "tuneadvisor", "report", "--metrics", str(path), "--format", "json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    ids = [f["id"] for f in json.loads(out.stdout)["findings"]]
+    assert main(["report", "--metrics", str(path), "--format", "json"]) == 0
+    ids = [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]]
     assert "gpu-idle" in ids
 
 
@@ -188,6 +182,7 @@ def test_merge_keeps_peaks_and_averages_rates() -> None:
     assert merged.host is not None and merged.host.cpu_pct_per_core == (100.0, 12.5)
 
 
+@pytest.mark.slow  # about 10 s
 def test_a_million_rounds_in_bounded_memory() -> None:
     store = SnapshotStore(recent=100, history=64)
     one = snap(0.0)

@@ -328,10 +328,6 @@ def test_pipe_bad_input(text: str, message: str) -> None:
         parse_sacct_pipe(text)
 
 
-def test_errors_are_value_errors() -> None:
-    assert issubclass(SacctError, ValueError)
-
-
 # ------------------------------------------------------------------ values
 
 

@@ -207,10 +207,6 @@ def test_bad_input(text: str, message: str) -> None:
         parse_seff(text)
 
 
-def test_error_is_a_value_error() -> None:
-    assert issubclass(SeffError, ValueError)
-
-
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [

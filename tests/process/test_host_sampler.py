@@ -7,12 +7,14 @@ No timed assertions: tests wait (with a generous deadline) for a state, never fo
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -323,6 +325,16 @@ def needs_pid_control() -> None:
         pytest.skip("needs root to choose the next pid (/proc/sys/kernel/ns_last_pid)")
 
 
+@pytest.fixture
+def pid_cursor() -> Iterator[None]:
+    """The kernel's pid cursor to this test alone (across pytest-xdist workers): the tests
+    that move it back would make a sampler in a test running beside them walk the whole
+    table (it takes a cursor that went back for a wrap-around)."""
+    with open(Path(tempfile.gettempdir()) / "tuneadvisor-tests-pid-cursor.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def spawner(procs: list[subprocess.Popen[str]]) -> subprocess.Popen[str]:
     proc = spawn(sys.executable, "-c", SPAWNER)
     proc.graceful = True  # type: ignore[attr-defined]
@@ -346,7 +358,7 @@ def psutil_tree(root: int) -> set[int]:
 
 
 def test_a_reused_pid_does_not_inherit_the_old_process(
-    procs: list[subprocess.Popen[str]],
+    procs: list[subprocess.Popen[str]], pid_cursor: None
 ) -> None:
     """A member (Python: role main) ends and a new program (sleep: role child) gets its pid
     before the next round: the new one is read afresh, and its CPU share is not computed
@@ -380,7 +392,7 @@ def test_a_reused_pid_does_not_inherit_the_old_process(
 
 
 def test_a_pid_freed_outside_the_tree_and_reused_inside_it_is_found(
-    procs: list[subprocess.Popen[str]],
+    procs: list[subprocess.Popen[str]], pid_cursor: None
 ) -> None:
     """The /proc listing is the same before and after (the pid was listed already); only
     the kernel's last pid tells that it was handed out again. Found without a full walk.
@@ -411,7 +423,7 @@ def test_a_pid_freed_outside_the_tree_and_reused_inside_it_is_found(
 
 
 def test_a_job_process_pid_reused_by_another_process_leaves_the_job(
-    procs: list[subprocess.Popen[str]],
+    procs: list[subprocess.Popen[str]], pid_cursor: None
 ) -> None:
     needs_pid_control()
     env = {**os.environ, "SLURM_JOB_ID": "4343434"}
@@ -461,7 +473,7 @@ def test_an_exec_reads_the_new_program_and_keeps_measuring(
 
 
 def test_the_tree_is_walked_again_only_when_it_changes(
-    procs: list[subprocess.Popen[str]],
+    procs: list[subprocess.Popen[str]], pid_cursor: None
 ) -> None:
     """Steady state: no full walk of the process table, even while other processes come and
     go on the node; a new child is found from its parent; a member that ends while its own
@@ -506,9 +518,13 @@ def test_the_tree_is_walked_again_only_when_it_changes(
     check()
     assert sampler.walks == 1
     middle = int(ask(reaper, "spawn 0 sh -c 'sleep 600 & wait'"))
-    grandchild = until(lambda: psutil.Process(middle).children(), lambda c: len(c) == 1, "sleep")[
-        0
-    ].pid
+    # Waited for until it runs sleep: caught between sh's fork and its exec, the sampler drops
+    # it for that round (it changed program while being read), and psutil's tree has it.
+    grandchild = until(
+        lambda: psutil.Process(middle).children(),
+        lambda c: len(c) == 1 and c[0].name() == "sleep",
+        "sleep",
+    )[0].pid
     assert until(check, lambda pids: grandchild in pids, "the new grandchild") >= {
         middle,
         grandchild,

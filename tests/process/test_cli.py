@@ -1,8 +1,7 @@
-"""The command line's contract: one line on stderr and exit 2 for bad input, lazy imports."""
+"""The command line's contract in a real process: one line on stderr and exit 2 for bad input."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,10 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tuneadvisor.cli import main
 
 EXAMPLE = REPO / "examples" / "mnist" / "24752610.lprof"
-EXAMPLE_JOB = REPO / "examples" / "mnist" / "mnist.sbatch"
 
 
 def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -68,30 +65,23 @@ def test_corrupt_profile_via_cli_writes_nothing_to_stdout(tmp_path: Path) -> Non
     assert_one_line_error(run_cli("report", str(bad), "--format", "json"), str(bad))
 
 
-def test_job_script_alone_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_corrupt_seff_in_a_real_process_is_one_line(tmp_path: Path) -> None:
+    seff = tmp_path / "seff.txt"
+    seff.write_text("Job ID: 5\nMemory Utilized: a lot\n")
     job = tmp_path / "job.sbatch"
-    job.write_text("#!/bin/bash\n#SBATCH --cpus-per-task=1\npython train.py\n")
-    assert main(["report", "--job", str(job), "--format", "json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert doc["profile"] is None
-    assert doc["job"]["path"] == str(job)
-
-
-def test_report_never_imports_the_tui_torch_or_nvml() -> None:
-    code = (
-        "import sys, contextlib, io\n"
-        "from tuneadvisor.cli import main\n"
-        f"with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main(['report', {str(EXAMPLE)!r}, '--job', {str(EXAMPLE_JOB)!r}])\n"
-        "heavy = [m for m in ('textual', 'torch', 'torchvision', 'pynvml', 'psutil')"
-        " if m in sys.modules]\n"
-        "print(','.join(heavy))\n"
-    )
+    job.write_text("#!/bin/bash\n#SBATCH --cpus-per-task=2\npython train.py\n")
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+        [sys.executable, "-m", "tuneadvisor", "report", "--job", str(job), "--seff", str(seff)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": str(tmp_path / "cfg")},
     )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == ""
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"tuneadvisor: {seff}: ")
 
 
 def test_help_lists_the_commands() -> None:

@@ -174,8 +174,8 @@ def test_two_live_streams_merged_into_one_session(loader: int) -> None:
         assert {p.node for p in raw.procs} == {"node1", "node2"}
         assert len({g.gpu_key for g in raw.gpus}) == 4
         shown = session.state().latest
-        assert shown is not None and shown.procs[0].cmdline.startswith("[node")
-        assert session.view(None)[-1].gpus[0].name.startswith("node")
+        assert shown is not None and (shown.procs[0].cmdline or "").startswith("[node")
+        assert (session.view(None)[-1].gpus[0].name or "").startswith("node")
         summary = render_summary(session, "two nodes", None)
     finally:
         remote.close()

@@ -4,7 +4,7 @@ Each batch runs in a subprocess whose address space is capped (RLIMIT_AS), so an
 makes the loader allocate gigabytes fails the test with a MemoryError instead of taking the
 machine down. The cases are seeded: a failure prints the case, and rerunning reproduces it.
 
-Run one batch by hand: ``python tests/unit/test_lprof_fuzz.py pickle|text SEED COUNT``.
+Run one batch by hand: ``python tests/process/test_lprof_fuzz.py pickle|text SEED COUNT``.
 """
 
 from __future__ import annotations
