@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tuneadvisor.commands.relaunch_options import add_settings_arguments
 from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.allocation import clean_environ, emulate
-from tuneadvisor.relaunch.requests import add_settings_arguments, settings_from_args
+from tuneadvisor.relaunch.requests import settings_from_args
 from tuneadvisor.relaunch.settings import Settings, render_job_script, settings_from_report
 from tuneadvisor.slurm.jobscript.model import JobScript
 

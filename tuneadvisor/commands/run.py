@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of
+from tuneadvisor.commands.relaunch_options import add_settings_arguments
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,8 +32,6 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tuneadvisor.relaunch.requests import add_settings_arguments
-
     parser.add_argument("name", metavar="NAME", help="bundled script: " + BUNDLED_NAMES)
     add_settings_arguments(parser)
     parser.add_argument("--label", help="a name for this run in comparisons")

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tuneadvisor.commands.relaunch_options import add_settings_arguments
+
 HELP = "short trials over the knobs; writes the winning job"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tuneadvisor.relaunch.requests import add_settings_arguments
-
     parser.add_argument("name", metavar="NAME", help="bundled script to tune")
     add_settings_arguments(parser)
     tune = parser.add_argument_group("trials")

@@ -14,17 +14,6 @@ def finding_heading(finding: Finding) -> str:
     return f"[{finding.severity.value}] {finding.id}: {finding.title}"
 
 
-def finding_text(finding: object) -> str:
-    """One line for a finding: '[severity] id: title' when it has those, else str()."""
-    fid = getattr(finding, "id", None)
-    title = getattr(finding, "title", None)
-    severity = getattr(finding, "severity", None)
-    if fid is None or title is None:
-        return str(finding)
-    prefix = f"[{getattr(severity, 'value', severity)}] " if severity is not None else ""
-    return f"{prefix}{fid}: {title}"
-
-
 def format_value(value: object, unit: str = "") -> str:
     """An evidence value as the text report writes it: '80.1', '1 cores', '0.5 GiB'.
 
