@@ -4,9 +4,6 @@ with terminal plots and, on request, a PNG or SVG file. Only argparse loads at s
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 
 HELP = "runs or profiles side by side, with plots"
 
@@ -30,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+    from pathlib import Path
+
     from rich.console import Console
 
     from tuneadvisor.errors import InputError
