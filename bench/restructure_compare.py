@@ -155,7 +155,10 @@ def main() -> None:
         text = head + section + rest.split(END, 1)[1]
     else:
         text = text.rstrip() + "\n\n" + section + "\n"
-    results.write_text(text)
+    sys.path.insert(0, str(ROOT / "bench"))
+    from results_index import refresh as refresh_index
+
+    results.write_text(refresh_index(text))
     print(section)
 
 

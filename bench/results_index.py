@@ -48,6 +48,11 @@ PARTS = (
         ".venv/bin/python bench/slurm_bench.py --rounds 2",
         "the local cluster (`scripts/slurm-local.sh`); `--cold` is root-only and disruptive",
     ),
+    Part(
+        "restructure-bench",
+        "before and after the restructuring (issue 10)",
+        ".venv/bin/python bench/restructure_compare.py --before ca2a38a",
+    ),
 )
 
 RECORDED_RE = re.compile(r"Recorded (\d{4}-\d\d-\d\d \d\d:\d\d) UTC by `([^`]+)`")
