@@ -37,7 +37,10 @@ def read_job(path: str) -> JobScript:
     from tuneadvisor.slurm.jobscript.model import JobScript
 
     text = read_text_input(path, "job script")
-    return JobScript.parse(text, path)
+    job = JobScript.parse(text, path)
+    if job.not_a_script is not None:  # a Python file, an empty one: nothing to advise on
+        raise InputError(path, job.not_a_script)
+    return job
 
 
 def _script(
@@ -152,8 +155,11 @@ def gather(
     launch = None
     if job is None and paths.job is not None:
         job = read_job(paths.job)
-    elif job is None and live is not None:
-        job = live.script
+    elif job is None and live is not None and live.script is not None:
+        if live.script.not_a_script is None:
+            job = live.script
+        else:  # as a missing script: the live facts still stand
+            notes.append(f"job {live.job_id}: the script Slurm gave is {live.script.not_a_script}")
     if job is not None:
         from tuneadvisor.advisor.job_facts import job_facts
         from tuneadvisor.slurm.launch_line.search import find_launch

@@ -24,7 +24,15 @@ from tuneadvisor.slurm.jobscript.editing import (
     render_value,
 )
 from tuneadvisor.slurm.jobscript.getopt import read_options
-from tuneadvisor.slurm.jobscript.syntax import Directive, Line, Problem, Token, split_lines
+from tuneadvisor.slurm.jobscript.syntax import (
+    EMPTY_SCRIPT,
+    NOT_A_BATCH_SCRIPT,
+    Directive,
+    Line,
+    Problem,
+    Token,
+    split_lines,
+)
 from tuneadvisor.slurm.options import (
     Arg,
     JobRequest,
@@ -40,6 +48,8 @@ __all__ = ["JobScript"]
 _ADDING_UP = frozenset({"mail-type"})
 # Two names for one setting: the later one replaces the other.
 _SAME_SETTING = {"requeue": "no-requeue", "no-requeue": "requeue"}
+# Problems that make a file no job script at all (a Python file, an empty file).
+_NOT_A_SCRIPT = frozenset({EMPTY_SCRIPT, NOT_A_BATCH_SCRIPT})
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,18 @@ class JobScript:
 
     def request(self) -> JobRequest:
         return JobRequest.from_directives(self.directives())
+
+    @property
+    def not_a_script(self) -> str | None:
+        """Why this is no batch script at all (empty, or no ``#!`` first line), in sbatch's
+        words with what to do instead; None for a file sbatch would read as one."""
+        problem = next((p for p in self.problems if p.id in _NOT_A_SCRIPT), None)
+        if problem is None:
+            return None
+        hint = "give the job script you submit with sbatch, starting with a line like #!/bin/bash"
+        if self.path is not None and self.path.suffix == ".py":
+            hint = "this is a Python file: give it with --script, and " + hint
+        return f"not a Slurm job script: sbatch refuses it ({problem.message}); {hint}"
 
     @property
     def refused(self) -> bool:
