@@ -20,28 +20,22 @@ def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
     # sbatch refuses an unreadable --cpus-per-task; "1" would be a guess that rules then
     # double ("2 cores") while the user meant 72. Absent: invalid-directive says what to fix.
     if "cpus-per-task" not in invalid_options:
-        facts["job.cpus_per_task"] = req.cpus_per_task or 1
-    if req.mem_mib:  # 0 means "all of the node": no number to compare with
-        facts["job.mem_mib"] = float(req.mem_mib)
+        # --cpus-per-gpu counts too: 8 GPUs x 4 is 32 cores for a one-task job, not 1.
+        facts["job.cpus_per_task"] = req.task_cpus
+    mem_mib = req.node_mem_mib  # from --mem, --mem-per-cpu or --mem-per-gpu
+    if mem_mib is not None:
+        facts["job.mem_mib"] = float(mem_mib)
     if req.mem_per_cpu_mib:
         facts["job.mem_per_cpu_mib"] = float(req.mem_per_cpu_mib)
-        facts.setdefault("job.mem_mib", float(req.mem_per_cpu_mib * (req.cpus_per_task or 1)))
     if req.time_limit is not None and req.time_limit.seconds is not None:
         facts["job.time_s"] = req.time_limit.seconds
-    nodes = req.nodes.minimum if req.nodes is not None else 1
-    facts["job.nodes"] = nodes
+    facts["job.nodes"] = req.node_count
     if req.ntasks_per_node is not None:
         facts["job.ntasks_per_node"] = req.ntasks_per_node
-    tasks_total = req.ntasks or nodes * (req.ntasks_per_node or 1)
-    facts["job.ntasks"] = req.ntasks or tasks_total
-    facts["job.tasks_total"] = tasks_total
-    facts["job.tasks_per_node"] = req.ntasks_per_node or math.ceil(tasks_total / max(nodes, 1))
-    gpus = req.gpus_on_node
-    if gpus is None and req.gpus is not None:
-        gpus = math.ceil(gpu_count(req.gpus) / max(nodes, 1))
-    if gpus is None and req.gpus_per_task is not None:
-        gpus = gpu_count(req.gpus_per_task) * int(facts["job.tasks_per_node"])  # type: ignore[call-overload]
-    facts["job.gpus"] = gpus or 0
+    facts["job.ntasks"] = req.ntasks or req.tasks_total
+    facts["job.tasks_total"] = req.tasks_total
+    facts["job.tasks_per_node"] = req.tasks_per_node
+    facts["job.gpus"] = req.node_gpus or 0
     if req.gpus_per_task is not None:
         facts["job.gpus_per_task"] = gpu_count(req.gpus_per_task)
     if req.partition:
@@ -91,8 +85,16 @@ def as_run_facts(shown: JobInfo | None, acct: SacctJob | None) -> dict[str, obje
             facts["job.mem_mib"] = shown.mem_per_node_mib
         elif shown.mem_per_cpu_mib:
             facts["job.mem_per_cpu_mib"] = shown.mem_per_cpu_mib
-            facts["job.mem_mib"] = shown.mem_per_cpu_mib * (shown.cpus_per_task or 1)
+            facts["job.mem_mib"] = shown.mem_per_cpu_mib * _node_cpus(shown)
     return facts
+
+
+def _node_cpus(shown: JobInfo) -> int:
+    """CPUs on each node (slurmctld's NumCPUs over its nodes): --mem-per-cpu counts every
+    task's CPUs there, not one task's."""
+    if shown.num_cpus:
+        return max(1, math.ceil(shown.num_cpus / (shown.num_nodes or 1)))
+    return shown.cpus_per_task or 1
 
 
 _OPTIONS = {  # job.* fact -> the sbatch option and unit it comes from

@@ -14,6 +14,7 @@ for their syntax: whether a GRES name exists depends on the cluster.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -446,4 +447,62 @@ class JobRequest:
             return gpu_count(self.gpus_per_node)
         if self.gres is not None:
             return gpu_count(self.gres)
+        return None
+
+    # What the request adds up to on each node, as slurmctld allocates it (checked against
+    # `scontrol show job` on Slurm 22.05.8: tests/fixtures/slurm-local/requests/).
+
+    @property
+    def node_count(self) -> int:
+        """--nodes (its minimum); 1 when not given."""
+        return self.nodes.minimum if self.nodes is not None else 1
+
+    @property
+    def tasks_total(self) -> int:
+        """--ntasks, else nodes x --ntasks-per-node (1 per node when neither is given)."""
+        return self.ntasks or self.node_count * (self.ntasks_per_node or 1)
+
+    @property
+    def tasks_per_node(self) -> int:
+        """--ntasks-per-node, else the tasks spread evenly (the busiest node's share)."""
+        return self.ntasks_per_node or math.ceil(self.tasks_total / max(self.node_count, 1))
+
+    @property
+    def node_gpus(self) -> int | None:
+        """GPUs on each node from any GPU option: --gres/--gpus-per-node, --gpus spread over
+        the nodes, --gpus-per-task x the node's tasks. None when no option asks for GPUs."""
+        gpus = self.gpus_on_node
+        if gpus is None and self.gpus is not None:
+            gpus = math.ceil(gpu_count(self.gpus) / max(self.node_count, 1))
+        if gpus is None and self.gpus_per_task is not None:
+            gpus = gpu_count(self.gpus_per_task) * self.tasks_per_node
+        return gpus
+
+    @property
+    def node_cpus(self) -> int:
+        """CPUs allocated on each node: tasks x --cpus-per-task, else --cpus-per-gpu x the
+        node's GPUs (slurmctld's NumCPUs; CPUs/Task stays 1 there), else one per task."""
+        if self.cpus_per_task is None and self.cpus_per_gpu is not None and self.node_gpus:
+            return max(self.cpus_per_gpu * self.node_gpus, self.tasks_per_node)
+        return self.tasks_per_node * (self.cpus_per_task or 1)
+
+    @property
+    def task_cpus(self) -> int:
+        """Cores each task can use: --cpus-per-task, else its share of the CPUs that
+        --cpus-per-gpu brings (a one-task job with 8 GPUs x 4 has 32), else 1."""
+        if self.cpus_per_task is not None:
+            return self.cpus_per_task
+        return max(1, self.node_cpus // self.tasks_per_node)
+
+    @property
+    def node_mem_mib(self) -> int | None:
+        """Memory on each node: --mem, else --mem-per-cpu x the node's CPUs (every task's,
+        not one task's), else --mem-per-gpu x the node's GPUs. None when no option sets it
+        or --mem=0 (all of the node's memory: no number to compare with)."""
+        if self.mem_mib is not None:
+            return self.mem_mib or None
+        if self.mem_per_cpu_mib:
+            return self.mem_per_cpu_mib * self.node_cpus
+        if self.mem_per_gpu_mib and self.node_gpus:
+            return self.mem_per_gpu_mib * self.node_gpus
         return None
