@@ -194,9 +194,12 @@ def gather(
 
         try:
             jobs = parse_sacct(read_text_input(paths.sacct, "sacct output"))
-            facts.update(select_job(jobs, paths.jobid).facts())
         except SacctError as exc:
             raise InputError(paths.sacct, f"not sacct output: {exc}") from None
+        try:  # sacct output, but which job of it is meant is not clear
+            facts.update(select_job(jobs, paths.jobid).facts())
+        except SacctError as exc:
+            raise InputError(paths.sacct, str(exc)) from None
     if paths.seff is None and paths.sacct is None and live is None:
         sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
     usage_facts(facts, notes)
