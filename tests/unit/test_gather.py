@@ -132,6 +132,18 @@ def test_seff_gives_usage_facts(tmp_path: Path) -> None:
     assert facts["usage.state"] == "COMPLETED"
 
 
+def test_seff_lines_not_understood_reach_the_notes(tmp_path: Path) -> None:
+    seff = tmp_path / "seff.txt"
+    seff.write_text(SEFF + "GPU Utilisation: 45%\nEnergy: 3 kWh\nGPU Memory Efficiency: 9%\n")
+    gathered = run(Inputs(seff=str(seff)))
+    assert gathered.facts["usage.cores"] == 2  # what is known is still read
+    (note,) = [n for n in gathered.notes if n.startswith(str(seff))]
+    assert note.endswith(
+        "lines not understood, left out: line 12: 'Energy: 3 kWh';"
+        " line 13: 'GPU Memory Efficiency: 9%'"
+    )
+
+
 def test_sacct_wins_over_seff_for_usage(tmp_path: Path) -> None:
     seff = tmp_path / "seff.txt"
     seff.write_text(SEFF)
