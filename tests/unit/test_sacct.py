@@ -502,3 +502,51 @@ def test_json_het_component_ids() -> None:
     assert only(parse_sacct_json(text)).job_id == "1853+1"
     plain = _job_json(het={"job_id": 0, "job_offset": {"set": False, "number": 0}})
     assert only(parse_sacct_json(plain)).job_id != "0+0"
+
+
+# ------------------------------------------------------------------ real-world outputs
+
+REALWORLD = Path(__file__).resolve().parent.parent / "fixtures" / "realworld" / "accounting"
+
+
+def realworld(name: str) -> str:
+    return (REALWORLD / name).read_text(encoding="utf-8")
+
+
+def test_realworld_torchx_het_job_is_one_job() -> None:
+    jobs = parse_sacct(realworld("torchx-sacct-het-1853.txt"))
+    assert [j.job_id for j in jobs] == ["1853+0", "1853+1", "1853+2"]
+    for job in (select_job(jobs), select_job(jobs, "1853")):
+        assert (job.job_id, job.state, job.exit_code, job.alloc_cpus) == ("1853", "COMPLETED", 0, 3)
+        assert job.elapsed_s is None and job.cpu_efficiency_pct is None
+        assert job.mem_peak_mib is None
+    assert select_job(jobs, "1853+2").name == "echo-2"
+
+
+def test_realworld_torchx_cancelled_job() -> None:
+    job = select_job(parse_sacct(realworld("torchx-sacct-cancelled-89.txt")), "89")
+    assert (job.state, job.state_detail, job.alloc_cpus) == ("CANCELLED", "by 2166", 8)
+    assert (job.exit_code, job.exit_signal, job.elapsed_s) == (0, 0, None)
+    batch = job.step("batch")
+    assert batch is not None and (batch.state, batch.exit_signal) == ("CANCELLED", 15)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "torchx-slurm-squeue-output.json",
+            "jobs[0] has job_state but no steps or time: this is squeue or scontrol --json,"
+            " not sacct --json",
+        ),
+        (
+            "hb-jobinfo-sacct.txt",
+            "line 1: fields separated by '☃', not '|': print it with sacct -P, without"
+            " --delimiter or -n (--noheader)",
+        ),
+    ],
+)
+def test_realworld_outputs_refused_with_one_line(name: str, message: str) -> None:
+    with pytest.raises(SacctError) as err:
+        parse_sacct(realworld(name))
+    assert str(err.value) == message

@@ -288,3 +288,26 @@ def test_parse_duration(text: str, seconds: int) -> None:
 )
 def test_parse_size_mib(number: str, unit: str, mib: float) -> None:
     assert parse_size_mib(number, unit) == mib
+
+
+# ------------------------------------------------------------------ real-world outputs
+
+REALWORLD = Path(__file__).resolve().parent.parent / "fixtures" / "realworld" / "accounting"
+
+
+def test_realworld_sheffield_two_nodes_per_core_request() -> None:
+    """The seff block of a documentation page, as shown there (indented by four spaces)."""
+    page = (REALWORLD / "sheffield-hpc-memory-used-commands.rst").read_text(encoding="utf-8")
+    lines = page.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("$ seff"))
+    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
+    report = parse_seff("\n".join(lines[start + 1 : end]))
+    assert (report.job_id, report.state, report.exit_code) == ("64626", "COMPLETED", 0)
+    assert (report.nodes, report.cores_per_node, report.cores) == (2, 1, 2)
+    assert (report.cpu_used_s, report.cpu_efficiency_pct, report.core_walltime_s) == (157, 35.68, 440)
+    assert report.wall_s == 220
+    assert (report.mem_used_mib, report.mem_used_estimated) == (137.64, True)
+    assert report.mem_requested_mib == pytest.approx(7.84 * 1024)
+    assert report.mem_requested_per == "core"
+    assert report.mem_requested_per_unit_mib == pytest.approx(3.92 * 1024)
+    assert report.unread == ()

@@ -67,7 +67,27 @@ def _not_pipe(number: int, line: str) -> str:
         return f"line {number}: this is seff output; give it with --seff"
     if text.split()[:1] == ["JobID"] or text.startswith("JobIDRaw"):
         return f"line {number}: columns aligned by spaces: print it with sacct -P"
+    other = _other_delimiter(text)
+    if other is not None:
+        return (
+            f"line {number}: fields separated by {other!r}, not '|':"
+            " print it with sacct -P, without --delimiter"
+            + (" or -n (--noheader)" if _JOB_ID.fullmatch(text.split(other)[0]) else "")
+        )
     return f"line {number}: no '|' between fields: print it with sacct -P"
+
+
+def _other_delimiter(line: str) -> str | None:
+    """A character that repeats like a separator (sacct --delimiter=X), if one does."""
+    counts: dict[str, int] = {}
+    for char in line:
+        if not (char.isalnum() or char.isspace() or char in _IN_VALUES):
+            counts[char] = counts.get(char, 0) + 1
+    best = max(counts.items(), key=lambda item: item[1], default=None)
+    return best[0] if best is not None and best[1] >= 3 else None
+
+
+_IN_VALUES = frozenset(":-_./=,+()[]%*")  # found inside sacct's values; not a separator
 
 
 def _pipe_fields(line: str) -> list[str]:
