@@ -165,7 +165,9 @@ def test_jobid_picks_one_job_of_several(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         run(Inputs(sacct=str(table)))
     assert caught.value.path == str(table)
-    assert caught.value.problem == "4 jobs in the sacct output (7, 8, 9, 10): choose one with --jobid"
+    assert (
+        caught.value.problem == "4 jobs in the sacct output (7, 8, 9, 10): choose one with --jobid"
+    )
     with pytest.raises(InputError) as caught:
         run(Inputs(sacct=str(table), jobid="99"))
     assert "99" in caught.value.problem

@@ -458,8 +458,7 @@ def test_many_jobs_message_names_jobid_and_shortens() -> None:
     with pytest.raises(SacctError) as err:
         select_job(jobs)
     assert str(err.value) == (
-        "20 jobs in the sacct output (100, 101, 102, 103, 104 and 15 more):"
-        " choose one with --jobid"
+        "20 jobs in the sacct output (100, 101, 102, 103, 104 and 15 more): choose one with --jobid"
     )
     with pytest.raises(SacctError, match=r"no job 99 in the sacct output \(it has 100, 101"):
         select_job(jobs, "99")

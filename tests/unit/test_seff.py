@@ -304,7 +304,11 @@ def test_realworld_sheffield_two_nodes_per_core_request() -> None:
     report = parse_seff("\n".join(lines[start + 1 : end]))
     assert (report.job_id, report.state, report.exit_code) == ("64626", "COMPLETED", 0)
     assert (report.nodes, report.cores_per_node, report.cores) == (2, 1, 2)
-    assert (report.cpu_used_s, report.cpu_efficiency_pct, report.core_walltime_s) == (157, 35.68, 440)
+    assert (report.cpu_used_s, report.cpu_efficiency_pct, report.core_walltime_s) == (
+        157,
+        35.68,
+        440,
+    )
     assert report.wall_s == 220
     assert (report.mem_used_mib, report.mem_used_estimated) == (137.64, True)
     assert report.mem_requested_mib == pytest.approx(7.84 * 1024)

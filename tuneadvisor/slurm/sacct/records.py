@@ -212,8 +212,7 @@ def select_job(jobs: Sequence[SacctJob], job_id: str | None = None) -> SacctJob:
         if not merged:
             raise SacctError("no job in the sacct output")
         raise SacctError(
-            f"{len(merged)} jobs in the sacct output ({_ids(merged)}):"
-            " choose one with --jobid"
+            f"{len(merged)} jobs in the sacct output ({_ids(merged)}): choose one with --jobid"
         )
     for job in merged:
         if job.job_id == wanted:
