@@ -12,6 +12,11 @@ What seff computes, so the numbers can be read back exactly (from contribs/seff/
 - "Cores: 1" for one core, else "Nodes: N" and "Cores per node: C" (an integer division).
 - Running jobs get a warning line; pending jobs get no efficiency lines at all.
 
+Sites ship their own seff: "Job Wall-time: 51.4% of 01:00:00 time limit", "CPU Efficiency:
+18.75% (01:30:00 of 08:00:00 core-walltime)", "GPU Utilization: 45%", "GPU Memory Utilized:
+3.20 GB" are read (as fields, not facts); every other line is listed in ``SeffReport.unread``
+for the caller to report, rather than left out silently.
+
 Facts (absent when seff did not print the line): ``seff.state``, ``seff.exit_code``,
 ``seff.nodes``, ``seff.cores``, ``seff.cores_per_node``, ``seff.cpu_used_s``,
 ``seff.cpu_efficiency_pct``, ``seff.core_walltime_s``, ``seff.wall_s``, ``seff.mem_used_mib``,
