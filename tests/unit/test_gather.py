@@ -132,6 +132,18 @@ def test_seff_gives_usage_facts(tmp_path: Path) -> None:
     assert facts["usage.state"] == "COMPLETED"
 
 
+def test_seff_lines_not_understood_reach_the_notes(tmp_path: Path) -> None:
+    seff = tmp_path / "seff.txt"
+    seff.write_text(SEFF + "GPU Utilisation: 45%\nEnergy: 3 kWh\nGPU Memory Efficiency: 9%\n")
+    gathered = run(Inputs(seff=str(seff)))
+    assert gathered.facts["usage.cores"] == 2  # what is known is still read
+    (note,) = [n for n in gathered.notes if n.startswith(str(seff))]
+    assert note.endswith(
+        "lines not understood, left out: line 12: 'Energy: 3 kWh';"
+        " line 13: 'GPU Memory Efficiency: 9%'"
+    )
+
+
 def test_sacct_wins_over_seff_for_usage(tmp_path: Path) -> None:
     seff = tmp_path / "seff.txt"
     seff.write_text(SEFF)
@@ -153,10 +165,26 @@ def test_jobid_picks_one_job_of_several(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         run(Inputs(sacct=str(table)))
     assert caught.value.path == str(table)
-    assert "say which one" in caught.value.problem
+    assert (
+        caught.value.problem == "4 jobs in the sacct output (7, 8, 9, 10): choose one with --jobid"
+    )
     with pytest.raises(InputError) as caught:
         run(Inputs(sacct=str(table), jobid="99"))
     assert "99" in caught.value.problem
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("03-squeue.json", "not sacct output: jobs[0] has job_state but no steps or time"),
+        ("11-scontrol-show-job.txt", "not sacct output: line 1: "),
+    ],
+)
+def test_other_outputs_given_as_sacct_are_refused(name: str, problem: str) -> None:
+    with pytest.raises(InputError) as caught:
+        run(Inputs(sacct=str(SLURM / name)))
+    assert caught.value.path == str(SLURM / name)
+    assert caught.value.problem.startswith(problem)
 
 
 def test_metrics_files_are_merged(tmp_path: Path) -> None:

@@ -209,7 +209,7 @@ def test_json_running_job_is_not_complete() -> None:
     [
         ("{not json", "not JSON"),
         ('{"meta": {}}', "no 'jobs' list"),
-        ('{"jobs": [{"name": "x"}]}', "jobs[0]: no job_id"),
+        ('{"jobs": [{"name": "x", "steps": []}]}', "jobs[0]: no job_id"),
         (_job_json(time={"elapsed": "eleven"}), "jobs[0].time.elapsed: 'eleven' is not a number"),
     ],
 )
@@ -290,8 +290,10 @@ def test_pipe_without_header_needs_columns() -> None:
     text = "12|COMPLETED|00:01:00\n12.batch|COMPLETED|00:01:00\n"
     job = only(parse_sacct_pipe(text, columns=["JobID", "State", "Elapsed"]))
     assert (job.elapsed_s, len(job.steps)) == (60, 1)
-    with pytest.raises(SacctError, match="no JobID column"):
+    with pytest.raises(SacctError, match=r"line 1: a job's record where the header belongs"):
         parse_sacct_pipe(text)
+    with pytest.raises(SacctError, match="no JobID or JobIDRaw column"):
+        parse_sacct_pipe("State|Elapsed\nCOMPLETED|00:01:00\n")
 
 
 def test_pipe_old_reqmem_suffixes_per_node_and_per_cpu() -> None:
@@ -312,8 +314,11 @@ def test_array_and_orphan_steps() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "empty sacct output"),
-        ("       JobID    JobName\n------------ ----------\n", "line 1: no '|' between fields"),
+        ("", "the file is empty"),
+        ("       JobID    JobName\n------------ ----------\n", "line 1: columns aligned by spaces"),
+        ("JobId=5 JobName=x\n   UserId=a(1)\n", "line 1: this is scontrol show job output"),
+        ("Job ID: 5\nCluster: c\n", "line 1: this is seff output"),
+        ("hello\n", "line 1: no '|' between fields"),
         ("JobID|State\n1|COMPLETED|extra\n", r"line 2: 3 fields where the header has 2"),
         ("JobID|Elapsed\n1|eleven\n", r"line 2, job 1: 'eleven' is not a duration"),
         ("JobID|MaxRSS\n1.batch|lots\n", r"line 2, step batch: 'lots' is not a size"),
@@ -393,3 +398,154 @@ def test_select_job() -> None:
         select_job(jobs)
     with pytest.raises(SacctError, match="no job 99"):
         select_job(jobs, "99")
+
+
+# ------------------------------------------------------------------ issue 11: other shapes
+
+
+def test_pipe_keyed_on_jobidraw() -> None:
+    """Princeton's jobstats asks for JobIDRaw, NCPUS, ReqMem, ElapsedRaw, TimelimitRaw (-X)."""
+    text = (
+        "JobIDRaw|State|NNodes|NCPUS|ReqMem|ElapsedRaw|TimelimitRaw|Partition\n"
+        "1853|COMPLETED|1|4|16G|3600|120|gpu\n"
+    )
+    job = only(parse_sacct_pipe(text))
+    assert (job.job_id, job.alloc_cpus, job.alloc_nodes) == ("1853", 4, 1)
+    assert (job.elapsed_s, job.timelimit_s, job.req_mem_mib) == (3600, 7200, 16384)
+    both = "JobID|JobIDRaw|State\n7_2|9|COMPLETED\n7_2.batch|9.batch|COMPLETED\n"
+    assert only(parse_sacct_pipe(both)).job_id == "7_2"  # JobID wins: it keeps the array form
+
+
+def test_json_empty_allocated_falls_back_to_requested() -> None:
+    document = json.loads(fixture("05-sacct.json"))
+    job = document["jobs"][0]
+    job["tres"]["allocated"] = []
+    job["tres"]["requested"] = [
+        {"type": "cpu", "name": None, "id": 1, "count": 8},
+        {"type": "mem", "name": None, "id": 2, "count": 4096},
+        {"type": "node", "name": None, "id": 4, "count": 2},
+        {"type": "gres", "name": "gpu", "id": 1001, "count": 1},
+    ]
+    parsed = only(parse_sacct_json(json.dumps(document)))
+    assert (parsed.alloc_cpus, parsed.alloc_mem_mib, parsed.alloc_gpus) == (8, 4096, 1)
+    assert parsed.req_mem_mib == 4096
+    job["tres"]["requested"] = []
+    job["required"] = {"CPUs": 6, "memory_per_node": {"set": True, "number": 1000}}
+    job["allocation_nodes"] = 2
+    parsed = only(parse_sacct_json(json.dumps(document)))
+    assert (parsed.alloc_cpus, parsed.req_mem_mib, parsed.req_mem_per) == (6, 2000, "node")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (fixture("03-squeue.json"), "this is squeue or scontrol --json, not sacct --json"),
+        ('{"jobs": [{"job_id": 1}]}', "jobs[0] has no steps or time: not the output of sacct"),
+        ('{"jobs": [3]}', "jobs[0] is not an object"),
+        (section("11-scontrol-show-job.txt", "scontrol show job"), "scontrol show job output"),
+        ("", "the file is empty"),
+        ("\n\n", "the file is empty"),
+    ],
+)
+def test_not_sacct_is_refused(text: str, message: str) -> None:
+    with pytest.raises(SacctError, match=re.escape(message)):
+        parse_sacct(text)
+
+
+def test_many_jobs_message_names_jobid_and_shortens() -> None:
+    text = "JobID|State\n" + "".join(f"{n}|COMPLETED\n" for n in range(100, 120))
+    jobs = parse_sacct_pipe(text)
+    with pytest.raises(SacctError) as err:
+        select_job(jobs)
+    assert str(err.value) == (
+        "20 jobs in the sacct output (100, 101, 102, 103, 104 and 15 more): choose one with --jobid"
+    )
+    with pytest.raises(SacctError, match=r"no job 99 in the sacct output \(it has 100, 101"):
+        select_job(jobs, "99")
+
+
+HET = """\
+JobID|State|AllocCPUS|NNodes|ReqMem|Elapsed|TotalCPU|MaxRSS|NTasks
+1853+0|COMPLETED|4|1|4G|00:10:00|00:20:00||
+1853+0.batch|COMPLETED|4|1||00:10:00|00:20:00|1000M|1
+1853+1|COMPLETED|8|2|8G|00:10:00|01:00:00||
+1853+1.0|COMPLETED|8|2||00:09:00|01:00:00|3000M|2
+1854_4|FAILED|2|1|1G|00:01:00|00:00:30||
+1854_4.batch|FAILED|2|1||00:01:00|00:00:30|10M|1
+"""
+
+
+def test_het_components_are_one_job_by_base_id() -> None:
+    jobs = parse_sacct_pipe(HET)
+    assert [j.job_id for j in jobs] == ["1853+0", "1853+1", "1854_4"]
+    job = select_job(jobs, "1853")
+    assert (job.job_id, job.alloc_cpus, job.alloc_nodes, job.req_mem_mib) == ("1853", 12, 3, 12288)
+    assert (job.cpu_used_s, job.core_walltime_s) == (4800, 7200)
+    assert job.mem_peak_mib == 6000  # 3000M x 2 tasks of component 1's step
+    assert select_job(jobs, "1853+1").alloc_cpus == 8  # a component asked for by name
+    assert select_job(jobs, "1854_4").state == "FAILED"
+    assert select_job(jobs, "1854").job_id == "1854_4"  # the only task of array 1854 here
+    with pytest.raises(SacctError, match=r"2 jobs in the sacct output \(1853, 1854_4\)"):
+        select_job(jobs)
+    assert select_job(parse_sacct_pipe("\n".join(HET.splitlines()[:5]))).job_id == "1853"
+
+
+def test_array_base_with_several_tasks_asks_which() -> None:
+    text = "JobID|State\n7_1|COMPLETED\n7_2|FAILED\n"
+    with pytest.raises(SacctError, match=r"job 7 is an array of 2 tasks .*--jobid 7_1"):
+        select_job(parse_sacct_pipe(text), "7")
+
+
+def test_json_het_component_ids() -> None:
+    text = _job_json(het={"job_id": 1853, "job_offset": 1})
+    assert only(parse_sacct_json(text)).job_id == "1853+1"
+    plain = _job_json(het={"job_id": 0, "job_offset": {"set": False, "number": 0}})
+    assert only(parse_sacct_json(plain)).job_id != "0+0"
+
+
+# ------------------------------------------------------------------ real-world outputs
+
+REALWORLD = Path(__file__).resolve().parent.parent / "fixtures" / "realworld" / "accounting"
+
+
+def realworld(name: str) -> str:
+    return (REALWORLD / name).read_text(encoding="utf-8")
+
+
+def test_realworld_torchx_het_job_is_one_job() -> None:
+    jobs = parse_sacct(realworld("torchx-sacct-het-1853.txt"))
+    assert [j.job_id for j in jobs] == ["1853+0", "1853+1", "1853+2"]
+    for job in (select_job(jobs), select_job(jobs, "1853")):
+        assert (job.job_id, job.state, job.exit_code, job.alloc_cpus) == ("1853", "COMPLETED", 0, 3)
+        assert job.elapsed_s is None and job.cpu_efficiency_pct is None
+        assert job.mem_peak_mib is None
+    assert select_job(jobs, "1853+2").name == "echo-2"
+
+
+def test_realworld_torchx_cancelled_job() -> None:
+    job = select_job(parse_sacct(realworld("torchx-sacct-cancelled-89.txt")), "89")
+    assert (job.state, job.state_detail, job.alloc_cpus) == ("CANCELLED", "by 2166", 8)
+    assert (job.exit_code, job.exit_signal, job.elapsed_s) == (0, 0, None)
+    batch = job.step("batch")
+    assert batch is not None and (batch.state, batch.exit_signal) == ("CANCELLED", 15)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "torchx-slurm-squeue-output.json",
+            "jobs[0] has job_state but no steps or time: this is squeue or scontrol --json,"
+            " not sacct --json",
+        ),
+        (
+            "hb-jobinfo-sacct.txt",
+            "line 1: fields separated by '☃', not '|': print it with sacct -P, without"
+            " --delimiter or -n (--noheader)",
+        ),
+    ],
+)
+def test_realworld_outputs_refused_with_one_line(name: str, message: str) -> None:
+    with pytest.raises(SacctError) as err:
+        parse_sacct(realworld(name))
+    assert str(err.value) == message

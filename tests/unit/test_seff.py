@@ -179,12 +179,70 @@ def test_zero_core_walltime_means_unknown_cpu_efficiency() -> None:
     assert parse_seff(text).cpu_efficiency_pct is None
 
 
-def test_newer_seff_lines_are_ignored() -> None:
+def test_newer_seff_lines_are_read_or_set_aside() -> None:
     text = seff_section("04-finished.txt") + (
         "The task which had the largest memory consumption differs by 100.00% from the average"
         " task max memory consumption\nGPU Utilized: 12%\nSlurm data: 1 root ...\n"
     )
-    assert parse_seff(text).mem_used_mib == 316.26
+    report = parse_seff(text)
+    assert (report.mem_used_mib, report.gpu_util_pct, report.unread) == (316.26, 12, ())
+
+
+SITE_VARIANT = """Job ID: 3141
+Cluster: gpucluster
+User/Group: carol/users
+State: TIMEOUT (exit code 0)
+Nodes: 2
+Cores per node: 4
+CPU Utilized: 01:30:00
+CPU Efficiency: 18.75% (01:30:00 of 08:00:00 core-walltime)
+Job Wall-clock time: 01:00:00
+Job Wall-time: 100.0% of 01:00:00 time limit
+Memory Utilized: 0.00 MB (estimated maximum)
+Memory Efficiency: 0.00% of 1.95 GB (1.95 GB/core)
+GPU Utilisation: 37.5% (2 GPUs)
+GPU Memory Utilised: 3.50 GB
+GPU Memory Efficiency: 21.9% of 16.00 GB
+Energy: 1.2 kWh
+"""
+
+
+def test_site_variant_lines_are_read_and_the_rest_listed() -> None:
+    report = parse_seff(SITE_VARIANT)
+    assert (report.nodes, report.cores_per_node, report.cores) == (2, 4, 8)
+    assert (report.cpu_used_s, report.cpu_efficiency_pct, report.core_walltime_s) == (
+        5400,
+        18.75,
+        8 * 3600,
+    )
+    assert (report.timelimit_s, report.wall_pct_of_limit) == (3600, 100.0)
+    assert (report.mem_requested_mib, report.mem_requested_per) == (1.95 * 1024, "core")
+    assert report.mem_requested_per_unit_mib == 1.95 * 1024
+    assert (report.gpu_util_pct, report.gpu_mem_used_mib) == (37.5, 3.5 * 1024)
+    assert report.unread == (
+        "line 15: 'GPU Memory Efficiency: 21.9% of 16.00 GB'",
+        "line 16: 'Energy: 1.2 kWh'",
+    )
+
+
+def test_cpu_efficiency_forms() -> None:
+    base = "Job ID: 1\nCPU Utilized: 00:01:00\nCPU Efficiency: {}\n"
+    for form in ("50.00% of 00:02:00 core-walltime", "50.00% (00:02:00 core-walltime)"):
+        report = parse_seff(base.format(form))
+        assert (report.cpu_efficiency_pct, report.core_walltime_s, report.cpu_used_s) == (
+            50.0,
+            120,
+            60,
+        )
+
+
+def test_gpu_line_in_an_unknown_form_is_listed() -> None:
+    report = parse_seff("Job ID: 1\nGPU Utilization: n/a\nGPU Memory Used: 80% of 40 GB\n")
+    assert report.gpu_util_pct is None and report.gpu_mem_used_mib is None
+    assert report.unread == (
+        "line 2: 'GPU Utilization: n/a'",
+        "line 3: 'GPU Memory Used: 80% of 40 GB'",
+    )
 
 
 @pytest.mark.parametrize(
@@ -230,3 +288,30 @@ def test_parse_duration(text: str, seconds: int) -> None:
 )
 def test_parse_size_mib(number: str, unit: str, mib: float) -> None:
     assert parse_size_mib(number, unit) == mib
+
+
+# ------------------------------------------------------------------ real-world outputs
+
+REALWORLD = Path(__file__).resolve().parent.parent / "fixtures" / "realworld" / "accounting"
+
+
+def test_realworld_sheffield_two_nodes_per_core_request() -> None:
+    """The seff block of a documentation page, as shown there (indented by four spaces)."""
+    page = (REALWORLD / "sheffield-hpc-memory-used-commands.rst").read_text(encoding="utf-8")
+    lines = page.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("$ seff"))
+    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
+    report = parse_seff("\n".join(lines[start + 1 : end]))
+    assert (report.job_id, report.state, report.exit_code) == ("64626", "COMPLETED", 0)
+    assert (report.nodes, report.cores_per_node, report.cores) == (2, 1, 2)
+    assert (report.cpu_used_s, report.cpu_efficiency_pct, report.core_walltime_s) == (
+        157,
+        35.68,
+        440,
+    )
+    assert report.wall_s == 220
+    assert (report.mem_used_mib, report.mem_used_estimated) == (137.64, True)
+    assert report.mem_requested_mib == pytest.approx(7.84 * 1024)
+    assert report.mem_requested_per == "core"
+    assert report.mem_requested_per_unit_mib == pytest.approx(3.92 * 1024)
+    assert report.unread == ()

@@ -191,18 +191,24 @@ def gather(
         from tuneadvisor.slurm.seff import SeffError, parse_seff
 
         try:
-            facts.update(parse_seff(read_text_input(paths.seff, "seff output")).facts())
+            seff = parse_seff(read_text_input(paths.seff, "seff output"))
         except SeffError as exc:
             raise InputError(paths.seff, f"not seff output: {exc}") from None
+        facts.update(seff.facts())
+        if seff.unread:  # a site's seff adds lines: say what was left out, not half silently
+            notes.append(f"{paths.seff}: {_unread(seff.unread)}")
     if paths.sacct is not None:
         from tuneadvisor.slurm.sacct import parse_sacct
         from tuneadvisor.slurm.sacct.records import SacctError, select_job
 
         try:
             jobs = parse_sacct(read_text_input(paths.sacct, "sacct output"))
-            facts.update(select_job(jobs, paths.jobid).facts())
         except SacctError as exc:
             raise InputError(paths.sacct, f"not sacct output: {exc}") from None
+        try:  # sacct output, but which job of it is meant is not clear
+            facts.update(select_job(jobs, paths.jobid).facts())
+        except SacctError as exc:
+            raise InputError(paths.sacct, str(exc)) from None
     if paths.seff is None and paths.sacct is None and live is None:
         sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
     usage_facts(facts, notes)
@@ -233,6 +239,11 @@ def gather(
         sharpen=tuple(sharpen),
         notes=tuple(notes),
     )
+
+
+def _unread(lines: Sequence[str], shown: int = 3) -> str:
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+    return f"lines not understood, left out: {'; '.join(lines[:shown])}{more}"
 
 
 def load_site(path: str) -> Site:

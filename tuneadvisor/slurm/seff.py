@@ -12,6 +12,11 @@ What seff computes, so the numbers can be read back exactly (from contribs/seff/
 - "Cores: 1" for one core, else "Nodes: N" and "Cores per node: C" (an integer division).
 - Running jobs get a warning line; pending jobs get no efficiency lines at all.
 
+Sites ship their own seff: "Job Wall-time: 51.4% of 01:00:00 time limit", "CPU Efficiency:
+18.75% (01:30:00 of 08:00:00 core-walltime)", "GPU Utilization: 45%", "GPU Memory Utilized:
+3.20 GB" are read (as fields, not facts); every other line is listed in ``SeffReport.unread``
+for the caller to report, rather than left out silently.
+
 Facts (absent when seff did not print the line): ``seff.state``, ``seff.exit_code``,
 ``seff.nodes``, ``seff.cores``, ``seff.cores_per_node``, ``seff.cpu_used_s``,
 ``seff.cpu_efficiency_pct``, ``seff.core_walltime_s``, ``seff.wall_s``, ``seff.mem_used_mib``,
@@ -41,7 +46,17 @@ class SeffError(ValueError):
 
 _SIZE = r"(\d+(?:\.\d+)?) ([KMGTP]B)"
 _STATE = re.compile(r"(\S.*?)(?: \(exit code (\d+)\))?")
-_CPU_EFF = re.compile(r"(\d+(?:\.\d+)?)% of (\S+) core-walltime")
+# "90.91% of 00:00:11 core-walltime", and sites' "90.91% (00:00:10 of 00:00:11 core-walltime)"
+_CPU_EFF = re.compile(
+    r"(\d+(?:\.\d+)?)%\s+(?:of\s+(\S+)\s+core-walltime"
+    r"|\((?:(\S+)\s+of\s+)?(\S+)\s+core-walltime\))"
+)
+_WALL_OF_LIMIT = re.compile(r"(\d+(?:\.\d+)?)% of (\S+) time limit")
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
+_GPU_MEM = re.compile(_SIZE)
+# Lines of seff's own that carry nothing read here: seff -d's raw record, newer seff's note
+# on unbalanced tasks. Every other unknown line is reported as not understood.
+_SEFF_ASIDES = ("Slurm data:", "The task which had the largest memory consumption")
 _MEM_USED = re.compile(_SIZE + r"( \(estimated maximum\))?")
 _MEM_EFF = re.compile(r"(\d+(?:\.\d+)?)% of " + _SIZE + r"(?: \(" + _SIZE + r"/(node|core)\))?")
 _NOT_SEFF = ("Job not found", "Usage: seff", "Invalid job", "slurm_load_jobs error")
@@ -71,7 +86,12 @@ class SeffReport:
     mem_requested_mib: float | None = None
     mem_requested_per: Literal["node", "core"] | None = None
     mem_requested_per_unit_mib: float | None = None  # the "(X/node)" or "(X/core)" value
+    timelimit_s: int | None = None  # sites' "Job Wall-time: 51.4% of 01:00:00 time limit"
+    wall_pct_of_limit: float | None = None
+    gpu_util_pct: float | None = None  # sites' "GPU Utilization: 45%"
+    gpu_mem_used_mib: float | None = None  # sites' "GPU Memory Utilized: 3.20 GB"
     warnings: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()  # 'line N: text' of each line not understood, left out
 
     @property
     def final(self) -> bool:
@@ -125,13 +145,15 @@ def parse_size_mib(number: str, unit: str) -> float:
 class _Builder:
     fields: dict[str, object] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
 
     def set(self, **values: object) -> None:
         self.fields.update(values)
 
 
 def parse_seff(text: str) -> SeffReport:
-    """Parse one seff report. Unknown lines (newer seff versions, site additions) are kept out."""
+    """Parse one seff report. Lines not understood (newer seff versions, site additions) are
+    left out and listed in ``unread``, so that the caller can say so."""
     builder = _Builder()
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -142,14 +164,18 @@ def parse_seff(text: str) -> SeffReport:
         if line.startswith("WARNING:") or line.startswith("Efficiency not available"):
             builder.warnings.append(line)
             continue
+        if line.startswith(_SEFF_ASIDES):
+            continue
         key, sep, value = line.partition(":")
         handler = _HANDLERS.get(key.strip())
         if not sep or handler is None:
+            builder.unread.append(f"line {number}: {line!r}")
             continue
         if key.strip() == "Job ID" and "job_id" in builder.fields:
             raise SeffError(f"line {number}: a second report; give one seff report per file")
         try:
-            handler(builder, value.strip())
+            if handler(builder, value.strip()) is False:
+                builder.unread.append(f"line {number}: {line!r}")
         except SeffError as err:
             raise SeffError(f"line {number} ({key.strip()}): {err}") from None
     return _finish(builder)
@@ -159,7 +185,7 @@ def _finish(builder: _Builder) -> SeffReport:
     if "job_id" not in builder.fields:
         raise SeffError("not a seff report: no 'Job ID:' line")
     fields = cast("dict[str, Any]", builder.fields)  # keys and types set by the handlers below
-    report = SeffReport(warnings=tuple(builder.warnings), **fields)
+    report = SeffReport(warnings=tuple(builder.warnings), unread=tuple(builder.unread), **fields)
     return _without_placeholders(replace(report, cores=_cores(report)))
 
 
@@ -217,7 +243,32 @@ def _state(b: _Builder, value: str) -> None:
 
 def _cpu_eff(b: _Builder, value: str) -> None:
     match = _match(_CPU_EFF, value, "90.91% of 00:00:11 core-walltime")
-    b.set(cpu_efficiency_pct=float(match[1]), core_walltime_s=parse_duration(match[2]))
+    b.set(cpu_efficiency_pct=float(match[1]), core_walltime_s=parse_duration(match[2] or match[4]))
+    if match[3] and "cpu_used_s" not in b.fields:
+        b.set(cpu_used_s=parse_duration(match[3]))
+
+
+def _wall_of_limit(b: _Builder, value: str) -> None:
+    match = _match(_WALL_OF_LIMIT, value, "51.4% of 01:00:00 time limit")
+    b.set(wall_pct_of_limit=float(match[1]), timelimit_s=parse_duration(match[2]))
+
+
+def _gpu_util(b: _Builder, value: str) -> bool:
+    """Sites print GPU lines in their own forms: a leading percentage is read, else the
+    line is reported as not understood (False)."""
+    match = _PERCENT.match(value)
+    if match is None:
+        return False
+    b.set(gpu_util_pct=float(match[1]))
+    return True
+
+
+def _gpu_mem(b: _Builder, value: str) -> bool:
+    match = _GPU_MEM.match(value)
+    if match is None or "%" in value.split("(")[0]:
+        return False
+    b.set(gpu_mem_used_mib=parse_size_mib(match[1], match[2]))
+    return True
 
 
 def _mem_used(b: _Builder, value: str) -> None:
@@ -235,7 +286,7 @@ def _mem_eff(b: _Builder, value: str) -> None:
     )
 
 
-_HANDLERS: dict[str, Callable[[_Builder, str], None]] = {
+_HANDLERS: dict[str, Callable[[_Builder, str], bool | None]] = {
     "Job ID": _job_id,
     "Array Job ID": lambda b, v: b.set(array_job_id=v or None),
     "Cluster": lambda b, v: b.set(cluster=v or None),
@@ -249,4 +300,11 @@ _HANDLERS: dict[str, Callable[[_Builder, str], None]] = {
     "Job Wall-clock time": lambda b, v: b.set(wall_s=parse_duration(v)),
     "Memory Utilized": _mem_used,
     "Memory Efficiency": _mem_eff,
+    "Job Wall-time": _wall_of_limit,
+    "GPU Utilization": _gpu_util,
+    "GPU Utilisation": _gpu_util,
+    "GPU Utilized": _gpu_util,
+    "GPU Memory Utilized": _gpu_mem,
+    "GPU Memory Utilised": _gpu_mem,
+    "GPU Memory Used": _gpu_mem,
 }

@@ -18,10 +18,19 @@ the sum over steps; ``microseconds`` can exceed 10**6 and is added as microsecon
 ``tres.requested.total`` their sum. ``time.limit`` is in minutes. Later schemas (wrapped numbers
 ``{"set", "infinite", "number"}``, ``required.memory_per_cpu|node``, list states) are read too.
 
-Pipe (``sacct -P`` or ``-p``): the header names the columns, mapped by name. Sizes carry binary
+Pipe (``sacct -P`` or ``-p``): the header names the columns, mapped by name; rows are keyed on
+``JobID``, or on ``JobIDRaw`` when only that is there (the query Princeton's jobstats runs).
+Sizes carry binary
 suffixes (``323852K``, ``500M``, ``1.50G``); MaxRSS without a suffix is bytes, ReqMem and TRES
 ``mem`` without one are MiB; ``16?`` (an overflowing "unknown") reads as unknown. Durations are
 ``MM:SS.mmm``, ``HH:MM:SS`` or ``D-HH:MM:SS``.
+
+JSON whose ``tres.allocated`` is empty falls back to ``tres.requested`` and ``required.CPUs``.
+Text that is not sacct output (``squeue --json``, ``scontrol show job``, seff, another
+``--delimiter``, an empty file) is refused with a line saying what it looks like.
+
+Several jobs: ``select_job`` takes the one ``--jobid`` names; a heterogeneous job's components
+(``1853+0``, ``1853+1``) are one job, ``1853``, with their allocations summed.
 
 Accounting lags the job's end by seconds: ``SacctJob.missing`` lists what is not filled yet
 (state still running, Partition or ReqMem or End empty) so a poller can wait for ``complete``.

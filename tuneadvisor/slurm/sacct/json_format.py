@@ -27,7 +27,23 @@ def parse_sacct_json(text: str) -> tuple[SacctJob, ...]:
         raise SacctError(f"not JSON: {err.msg} at line {err.lineno}") from None
     if not isinstance(document, dict) or not isinstance(document.get("jobs"), list):
         raise SacctError("no 'jobs' list: not the output of sacct --json")
+    for position, job in enumerate(document["jobs"]):
+        _refuse_other_json(position, job)
     return tuple(_json_job(i, job) for i, job in enumerate(document["jobs"]))
+
+
+def _refuse_other_json(position: int, job: Any) -> None:
+    """squeue and scontrol ``--json`` print a ``jobs`` list too, without accounting."""
+    if not isinstance(job, Mapping):
+        raise SacctError(f"jobs[{position}] is not an object: not the output of sacct --json")
+    if "steps" in job or isinstance(job.get("time"), Mapping):
+        return
+    if "job_state" in job:
+        raise SacctError(
+            f"jobs[{position}] has job_state but no steps or time: this is squeue or"
+            " scontrol --json, not sacct --json"
+        )
+    raise SacctError(f"jobs[{position}] has no steps or time: not the output of sacct --json")
 
 
 @dataclass(frozen=True)
@@ -83,8 +99,15 @@ def _json_job(position: int, raw: Any) -> SacctJob:
     time = job.obj("time")
     alloc = _json_tres(job.obj("tres").array("allocated"))
     req = _json_tres(job.obj("tres").array("requested"))
-    nodes = job.whole("allocation_nodes") or tres_count(alloc, "node")
+    # Some sites' records (and jobs that never started) leave tres.allocated empty: the
+    # request is then the best account of what the job had, as sacct -P's ReqTRES would be.
+    granted = alloc or req
+    nodes = job.whole("allocation_nodes") or tres_count(granted, "node")
     cpus = tres_count(alloc, "cpu")
+    if cpus is None:
+        cpus = tres_count(req, "cpu")
+    if cpus is None:
+        cpus = job.obj("required").whole("CPUs") or None
     state, detail = split_state(job.obj("state").text("current") or "")
     code, signal = _json_exit(job.obj("exit_code"))
     req_mem, per = _json_req_mem(job.obj("required"), req, cpus, nodes)
@@ -103,8 +126,8 @@ def _json_job(position: int, raw: Any) -> SacctJob:
         end_time=time.whole("end") or None,
         alloc_cpus=cpus,
         alloc_nodes=nodes,
-        alloc_gpus=gpus_in_tres(alloc) if alloc else None,
-        alloc_mem_mib=alloc.get("mem"),
+        alloc_gpus=gpus_in_tres(granted) if granted else None,
+        alloc_mem_mib=granted.get("mem"),
         req_cpus=job.obj("required").whole("CPUs"),
         req_mem_mib=req_mem,
         req_mem_per=per,
@@ -117,8 +140,12 @@ def _json_job(position: int, raw: Any) -> SacctJob:
 def _json_job_id(job: _J) -> str:
     array = job.obj("array")
     array_job, task = array.whole("job_id"), array.whole("task_id")
-    if array_job and task is not None:
+    if array_job and task is not None and task < NO_VAL32:
         return f"{array_job}_{task}"
+    het = job.obj("het")
+    leader, offset = het.whole("job_id"), het.whole("job_offset")
+    if leader and offset is not None and offset < NO_VAL32:
+        return f"{leader}+{offset}"  # as sacct -P prints a heterogeneous component
     return str(job.whole("job_id"))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, TypeVar
 
@@ -23,6 +24,7 @@ from tuneadvisor.slurm.units import (
 __all__ = ["parse_sacct_pipe"]
 
 _T = TypeVar("_T")
+_JOB_ID = re.compile(r"\d+(?:_\d+|_\[[^]]*\]|\+\d+)?(?:\.\w+)?")
 
 
 def parse_sacct_pipe(text: str, columns: Sequence[str] | None = None) -> tuple[SacctJob, ...]:
@@ -33,18 +35,59 @@ def parse_sacct_pipe(text: str, columns: Sequence[str] | None = None) -> tuple[S
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if columns is None:
         if not lines:
-            raise SacctError("empty sacct output")
+            raise SacctError("the file is empty (no sacct output)")
         header_no, header = lines.pop(0)
         if "|" not in header:
-            raise SacctError(f"line {header_no}: no '|' between fields: print it with sacct -P")
+            raise SacctError(_not_pipe(header_no, header))
         names = _pipe_fields(header)
     else:
         header_no, names = 0, [c.strip() for c in columns]
     keys = [n.strip().lower() for n in names]
-    if "jobid" not in keys:
-        raise SacctError(f"line {header_no or 1}: no JobID column in {'|'.join(names)!r}")
+    if "jobid" not in keys and "jobidraw" not in keys:
+        if columns is None and _JOB_ID.fullmatch(names[0].strip()):
+            raise SacctError(
+                f"line {header_no}: a job's record where the header belongs:"
+                " print it with sacct -P without -n (--noheader)"
+            )
+        raise SacctError(
+            f"line {header_no or 1}: no JobID or JobIDRaw column in {'|'.join(names)!r}"
+        )
+    # JobID carries the array form (123_4); Princeton's jobstats asks for JobIDRaw only.
+    id_key = "jobid" if "jobid" in keys else "jobidraw"
     rows = [_pipe_row(number, line, keys) for number, line in lines]
-    return _group(rows, present=frozenset(keys))
+    return _group(rows, present=frozenset(keys), id_key=id_key)
+
+
+def _not_pipe(number: int, line: str) -> str:
+    """Why a first line without ``|`` is not ``sacct -P``, naming what it looks like."""
+    text = line.strip()
+    if text.startswith("JobId=") or " JobId=" in text:
+        return f"line {number}: this is scontrol show job output; give sacct -P or sacct --json"
+    if text.startswith(("Job ID:", "Job ID :")):
+        return f"line {number}: this is seff output; give it with --seff"
+    if text.split()[:1] == ["JobID"] or text.startswith("JobIDRaw"):
+        return f"line {number}: columns aligned by spaces: print it with sacct -P"
+    other = _other_delimiter(text)
+    if other is not None:
+        return (
+            f"line {number}: fields separated by {other!r}, not '|':"
+            " print it with sacct -P, without --delimiter"
+            + (" or -n (--noheader)" if _JOB_ID.fullmatch(text.split(other)[0]) else "")
+        )
+    return f"line {number}: no '|' between fields: print it with sacct -P"
+
+
+def _other_delimiter(line: str) -> str | None:
+    """A character that repeats like a separator (sacct --delimiter=X), if one does."""
+    counts: dict[str, int] = {}
+    for char in line:
+        if not (char.isalnum() or char.isspace() or char in _IN_VALUES):
+            counts[char] = counts.get(char, 0) + 1
+    best = max(counts.items(), key=lambda item: item[1], default=None)
+    return best[0] if best is not None and best[1] >= 3 else None
+
+
+_IN_VALUES = frozenset(":-_./=,+()[]%*")  # found inside sacct's values; not a separator
 
 
 def _pipe_fields(line: str) -> list[str]:
@@ -66,11 +109,13 @@ def _pipe_row(number: int, line: str, keys: Sequence[str]) -> dict[str, str]:
     return row
 
 
-def _group(rows: Iterable[dict[str, str]], present: frozenset[str]) -> tuple[SacctJob, ...]:
+def _group(
+    rows: Iterable[dict[str, str]], present: frozenset[str], id_key: str
+) -> tuple[SacctJob, ...]:
     jobs: dict[str, dict[str, str]] = {}
     steps: dict[str, list[SacctStep]] = {}
     for row in rows:
-        job_id, dot, step_id = row["jobid"].strip().partition(".")
+        job_id, dot, step_id = row[id_key].strip().partition(".")
         if not job_id:
             raise SacctError(f"line {row['_line']}: empty JobID")
         steps.setdefault(job_id, [])

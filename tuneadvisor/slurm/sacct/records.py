@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from tuneadvisor.slurm.states import ENDED
 
-__all__ = ["FactValue", "Facts", "SacctError", "SacctJob", "SacctStep", "select_job"]
+__all__ = [
+    "FactValue",
+    "Facts",
+    "SacctError",
+    "SacctJob",
+    "SacctStep",
+    "het_base",
+    "merge_het_jobs",
+    "select_job",
+]
 
 FactValue = bool | int | float | str
 Facts = dict[str, FactValue]
@@ -185,19 +194,105 @@ def _efficiency(used: float | None, available: float | None) -> float | None:
 
 
 def select_job(jobs: Sequence[SacctJob], job_id: str | None = None) -> SacctJob:
-    """The job asked for, or the only one; a clear error otherwise."""
+    """The job asked for, or the only one; a clear error otherwise.
+
+    A heterogeneous job's components (``1853+0``, ``1853+1``) are one job, ``1853``, their
+    allocations summed; an array task is its own job (``1853_4``), and ``1853`` picks it when
+    it is the only task of that array in the output.
+    """
     if job_id is not None:
-        for job in jobs:
-            if job.job_id == str(job_id):
-                return job
-        raise SacctError(f"no job {job_id} in the sacct output ({_ids(jobs)})")
-    if len(jobs) != 1:
-        raise SacctError(f"{len(jobs)} jobs in the sacct output ({_ids(jobs)}): say which one")
-    return jobs[0]
+        wanted = str(job_id).strip()
+        exact = [j for j in jobs if j.job_id == wanted]  # a het component asked for by name
+        if exact:
+            return exact[0]
+    merged = merge_het_jobs(jobs)
+    if job_id is None:
+        if len(merged) == 1:
+            return merged[0]
+        if not merged:
+            raise SacctError("no job in the sacct output")
+        raise SacctError(
+            f"{len(merged)} jobs in the sacct output ({_ids(merged)}): choose one with --jobid"
+        )
+    for job in merged:
+        if job.job_id == wanted:
+            return job
+    tasks = [j for j in merged if j.job_id.partition("_")[0] == wanted]
+    if len(tasks) == 1:
+        return tasks[0]
+    if tasks:
+        raise SacctError(
+            f"job {wanted} is an array of {len(tasks)} tasks in the sacct output"
+            f" ({_ids(tasks)}): choose one with --jobid {tasks[0].job_id}"
+        )
+    raise SacctError(f"no job {wanted} in the sacct output (it has {_ids(merged)})")
+
+
+_SHOWN_IDS = 5
 
 
 def _ids(jobs: Sequence[SacctJob]) -> str:
-    return ", ".join(j.job_id for j in jobs) or "none"
+    """The first few ids, then how many more: a month of jobs must not fill the screen."""
+    ids = [j.job_id for j in jobs]
+    if len(ids) <= _SHOWN_IDS + 1:
+        return ", ".join(ids) or "none"
+    return f"{', '.join(ids[:_SHOWN_IDS])} and {len(ids) - _SHOWN_IDS} more"
+
+
+def het_base(job_id: str) -> str | None:
+    """``1853`` of a heterogeneous component ``1853+1``; None for any other id."""
+    base, plus, offset = job_id.partition("+")
+    return base if plus and offset.isdigit() else None
+
+
+def merge_het_jobs(jobs: Sequence[SacctJob]) -> tuple[SacctJob, ...]:
+    """Each heterogeneous job's components as one job, in the order first seen."""
+    groups: dict[str, list[SacctJob]] = {}
+    for job in jobs:
+        groups.setdefault(het_base(job.job_id) or job.job_id, []).append(job)
+    return tuple(
+        _merge_components(base, parts) if het_base(parts[0].job_id) else parts[0]
+        for base, parts in groups.items()
+    )
+
+
+def _merge_components(base: str, parts: Sequence[SacctJob]) -> SacctJob:
+    """The leader (offset 0) names the job; the components' allocations add up, and they run
+    side by side, so the elapsed time is the longest."""
+    parts = sorted(parts, key=lambda j: int(j.job_id.partition("+")[2]))
+    lead = parts[0]
+    pers = {j.req_mem_per for j in parts}
+    return replace(
+        lead,
+        job_id=base,
+        elapsed_s=_most(j.elapsed_s for j in parts),
+        alloc_cpus=_sum_int(j.alloc_cpus for j in parts),
+        alloc_nodes=_sum_int(j.alloc_nodes for j in parts),
+        alloc_gpus=_sum_int(j.alloc_gpus for j in parts),
+        alloc_mem_mib=_sum(j.alloc_mem_mib for j in parts),
+        req_cpus=_sum_int(j.req_cpus for j in parts),
+        req_mem_mib=_sum(j.req_mem_mib for j in parts),
+        req_mem_per=lead.req_mem_per if len(pers) == 1 else None,
+        reported_cpu_time_s=_sum(j.reported_cpu_time_s for j in parts),
+        steps=tuple(step for j in parts for step in j.steps),
+        lagging=tuple(dict.fromkeys(reason for j in parts for reason in j.lagging)),
+    )
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    """The total, or None when any part is unknown (a partial sum would mislead)."""
+    known = list(values)
+    return None if any(v is None for v in known) else math.fsum(v for v in known if v is not None)
+
+
+def _sum_int(values: Iterable[int | None]) -> int | None:
+    total = _sum(values)
+    return None if total is None else int(total)
+
+
+def _most(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
 
 
 def split_state(text: str) -> tuple[str | None, str | None]:
