@@ -150,7 +150,8 @@ def test_content_decides_not_the_extension(tmp_path: Path) -> None:
 
 
 def test_fixtures_name_only_the_admitted_classes() -> None:
-    """The allow-list is exactly what real files use (see scripts/make_lprof_fixtures.sh)."""
+    """The allow-list is what real files use (see scripts/make_lprof_fixtures.sh), and 2.x's
+    name, which no 2.x build on this Python can write (test_a_2x_pickle_loads)."""
     import pickletools
 
     used = set()
@@ -158,7 +159,39 @@ def test_fixtures_name_only_the_admitted_classes() -> None:
         ops = list(pickletools.genops(path.read_bytes()))
         strings = [arg for op, arg, _ in ops if op.name == "SHORT_BINUNICODE"]
         used.add((strings[0], strings[1]))
-    assert used == safe_pickle.LINESTATS_CLASSES
+    assert used | {LP2_CLASS} == safe_pickle.LINESTATS_CLASSES
+
+
+LP2_CLASS = ("_line_profiler", "LineStats")
+
+
+class _Lp2LineStats:
+    """line_profiler 2.1.2's LineStats (_line_profiler.pyx, a plain Python class in a
+    top-level Cython module), under its own module and name: pickling it writes what 2.x's
+    dump_stats wrote (pickle.dump(stats, f, pickle.HIGHEST_PROTOCOL))."""
+
+    def __init__(self, timings: object, unit: float) -> None:
+        self.timings = timings
+        self.unit = unit
+
+
+@pytest.mark.parametrize("protocol", [2, 4])  # 4: HIGHEST_PROTOCOL of the Pythons 2.x ran on
+def test_a_2x_pickle_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, protocol: int) -> None:
+    import sys
+    import types
+
+    module = types.ModuleType(LP2_CLASS[0])
+    _Lp2LineStats.__module__, _Lp2LineStats.__qualname__ = LP2_CLASS
+    module.LineStats = _Lp2LineStats  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, LP2_CLASS[0], module)
+    stats = _Lp2LineStats({("train.py", 10, "train"): [(11, 3, 4000), (12, 1, 500)]}, 1e-6)
+    data = pickle.dumps(stats, protocol=protocol)
+    assert b"_line_profiler" in data and b"line_profiler._line_profiler" not in data
+    profile = load_profile(write(tmp_path, "lp2.lprof", data))
+    assert profile.unit_s == 1e-6
+    assert_same_numbers(
+        as_table(profile), {("train.py", 10, "train"): [(11, 3, 4e-3), (12, 1, 5e-4)]}
+    )
 
 
 # -- several ranks ------------------------------------------------------------------------
@@ -414,3 +447,16 @@ def test_unreadable_file_simulated(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(os, "open", deny)
     rejected(path, "permission denied")
+
+
+def test_an_unknown_line_profiler_layout_is_named_as_such(tmp_path: Path) -> None:
+    """A future or odd layout of line_profiler's class: the message says what it is and what
+    to do, not that the file is not line_profiler's."""
+    data = pickle.dumps(line_profiler.LineStats({}, 1e-9), protocol=4).replace(
+        b"line_profiler.line_profiler", b"line_profiler.line_prof_v99"
+    )
+    with pytest.raises(InputError) as caught:
+        load_profile(write(tmp_path, "new.lprof", data))
+    message = caught.value.one_line()
+    assert "line_profiler.line_prof_v99.LineStats" in message
+    assert "layout not known here" in message and "python -m line_profiler" in message

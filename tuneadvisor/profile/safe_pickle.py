@@ -23,11 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 # (module, name) of the class each line_profiler version pickles, as found in real files
-# (see tests/fixtures/lprof and scripts/make_lprof_fixtures.sh).
+# (see tests/fixtures/lprof and scripts/make_lprof_fixtures.sh) and in each version's source.
 LINESTATS_CLASSES: frozenset[tuple[str, str]] = frozenset(
     {
         ("line_profiler.line_profiler", "LineStats"),  # 5.x: the Python subclass
-        ("line_profiler._line_profiler", "LineStats"),  # 4.x: the Cython module's class
+        ("line_profiler._line_profiler", "LineStats"),  # 3.x and 4.x: the Cython module's class
+        # 2.x: the same class in a top-level Cython module (_line_profiler.pyx of 2.1.2); no
+        # 2.x builds on Python 3.11, so tests/unit/test_lprof_load.py pickles that class itself.
+        ("_line_profiler", "LineStats"),
     }
 )
 
@@ -219,6 +222,15 @@ class _Scan:
             target = f"{module.text} {qualname.text}"
         if target not in _ALLOWED_MODULE_NAMES:
             shown = ".".join(target.split(" ", 1))[:80]
+            if target.endswith(" LineStats") and "line_profiler" in target:
+                # Likely a line_profiler version whose layout is not known here: say so, rather
+                # than that the file is not line_profiler's.
+                known = ", ".join(sorted(".".join(c) for c in LINESTATS_CLASSES))
+                raise PickleRejected(
+                    f"refused: a LineStats pickled as {shown!r}, a line_profiler layout not "
+                    f"known here (known: {known}); print it as a table with that version's "
+                    "`python -m line_profiler FILE > FILE.txt` and give the .txt"
+                )
             raise PickleRejected(
                 f"refused: the pickle imports {shown!r}; an .lprof file only names "
                 "line_profiler's LineStats"
