@@ -66,3 +66,32 @@ def test_other_formats_are_named_for_what_they_are(
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and said in err and str(path) in err
     assert "--query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1" in err
+
+
+WATCH = Path(__file__).resolve().parents[1] / "fixtures" / "watch" / "replay-a100.jsonl"
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_the_report_says_what_it_read_from_a_log(
+    capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    """Not only the findings: the GPUs, samples, interval, span and per-GPU figures read."""
+    assert main(["report", "--format", fmt, "--metrics", str(SMI / "a100-2gpu-one-idle.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "Metrics read" in out
+    assert "nvidia-smi log: 2 GPUs, sampled every 1 s over 9.0 s" in out
+    assert "10 samples, utilisation mean 77 %, memory peak 17935 of 40960 MiB" in out
+    assert "10 samples, utilisation mean 0.0 %, memory peak 4 of 40960 MiB" in out
+
+
+def test_the_report_says_what_it_read_from_a_recording(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--metrics", str(WATCH)]) == 0
+    out = capsys.readouterr().out
+    assert "watch recording: 2 GPUs, sampled every 0.5 s over 10.0 s" in out
+    assert "host: 21 samples, the job's processes used 0.92 cores (mean), RSS peak 38 MiB" in out
+
+
+def test_without_metrics_there_is_no_such_section(capsys: pytest.CaptureFixture[str]) -> None:
+    job = Path(__file__).resolve().parents[2] / "examples" / "mnist" / "mnist.sbatch"
+    assert main(["report", "--job", str(job)]) == 0
+    assert "Metrics read" not in capsys.readouterr().out
