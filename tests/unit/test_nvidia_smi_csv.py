@@ -141,8 +141,15 @@ def test_noheader_nounits_with_column_list() -> None:
 
 
 def test_noheader_without_columns_is_an_error() -> None:
-    with pytest.raises(NvidiaSmiCsvError, match="line 1: values before any header; give the"):
+    with pytest.raises(NvidiaSmiCsvError, match="line 1: 6 values and no header") as caught:
         parse_nvidia_smi_csv(read("noheader-nounits.csv"))
+    # The message says exactly what to type.
+    assert "--metrics-columns timestamp,index,utilization.gpu,memory.used" in str(caught.value)
+
+
+def test_a_column_list_of_the_wrong_length_says_so() -> None:
+    with pytest.raises(NvidiaSmiCsvError, match="6 values where the column list names 2"):
+        parse_nvidia_smi_csv(read("noheader-nounits.csv"), "timestamp,index")
 
 
 def test_header_in_text_wins_over_column_argument() -> None:

@@ -46,6 +46,12 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
         help="GPU metrics: an nvidia-smi --query-gpu --format=csv log or a "
         "`tuneadvisor watch --record` file (repeatable)",
     )
+    parser.add_argument(
+        "--metrics-columns",
+        metavar="LIST",
+        help="the --query-gpu list of nvidia-smi logs written with --format=csv,noheader "
+        "(e.g. timestamp,index,utilization.gpu,memory.used); a log with a header uses its own",
+    )
     parser.add_argument("--seff", metavar="FILE", help="saved `seff JOBID` output")
     parser.add_argument("--sacct", metavar="FILE", help="saved `sacct -j JOBID --json` output")
     parser.add_argument(
@@ -87,6 +93,7 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
         source_roots=tuple(args.source_root),
         script=args.script,
         metrics=tuple(args.metrics),
+        metrics_columns=args.metrics_columns,
         seff=args.seff,
         sacct=args.sacct,
         jobid=args.jobid,
@@ -98,6 +105,9 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
         raise InputError(
             None, f"{args.command}: give at least one profile (.lprof), --job or --jobid"
         )
+    if inputs.metrics_columns is not None and not inputs.metrics_columns.strip(" ,"):
+        raise InputError(None, "--metrics-columns: give the --query-gpu list, e.g. "
+                         "timestamp,index,utilization.gpu,memory.used")  # fmt: skip
     for root in inputs.source_roots:
         if not Path(root).is_dir():
             raise InputError(root, "--source-root is not a directory")

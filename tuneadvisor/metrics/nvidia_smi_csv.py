@@ -163,12 +163,14 @@ class _Reader:
     def _sample(self, number: int, fields: Sequence[str]) -> GpuSample:
         if self.columns is None:
             raise NvidiaSmiCsvError(
-                f"line {number}: values before any header; "
-                "give the --query-gpu column list for logs written with noheader"
+                f"line {number}: {len(fields)} values and no header (a log written with "
+                "--format=csv,noheader): give its --query-gpu list in the same order, e.g. "
+                "--metrics-columns timestamp,index,utilization.gpu,memory.used"
             )
         if len(fields) != len(self.columns):
+            named = "the header has" if self.headers else "the column list names"
             raise NvidiaSmiCsvError(
-                f"line {number}: {len(fields)} values where the header has {len(self.columns)}"
+                f"line {number}: {len(fields)} values where {named} {len(self.columns)}"
             )
         try:
             return _build_sample(dict(zip(self.columns, fields, strict=True)))

@@ -6,6 +6,7 @@ import os
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.present.findings import rationale_line, suggestion_items
+from tuneadvisor.present.metrics_read import metrics_lines
 from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.session.workspace import Workspace
@@ -91,6 +92,13 @@ def render_markdown(workspace: Workspace) -> str:
         out += ["", *_analysis(workspace.analysis)]
     if workspace.job is not None:
         out += ["", "## Job script", "", f"`{workspace.job.path}`"]
+    if workspace.metrics is not None:
+        out += [
+            "",
+            "## Metrics read",
+            "",
+            *(f"- {line}" for line in metrics_lines(workspace.metrics)),
+        ]
     if workspace.advice is not None:
         out += _advice(workspace.advice)
     return "\n".join(out) + "\n"

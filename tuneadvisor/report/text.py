@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from tuneadvisor.present.advice_text import render_advice
+from tuneadvisor.present.metrics_read import metrics_lines
 from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.session.workspace import Workspace
@@ -87,6 +88,8 @@ def render_text(workspace: Workspace) -> str:
         out += render_analysis(workspace.analysis)
     if workspace.job is not None:
         out += ["", f"Job script: {workspace.job.path}"]
+    if workspace.metrics is not None:
+        out += ["", "Metrics read:", *(f"  {line}" for line in metrics_lines(workspace.metrics))]
     if workspace.advice is not None:
         out += render_advice(workspace.advice)
     if not out:

@@ -85,7 +85,9 @@ def _script_parse(
     return text
 
 
-def _metrics(paths: Sequence[str]) -> MetricsSeries | None:
+def _metrics(paths: Sequence[str], columns: str | None = None) -> MetricsSeries | None:
+    """Each file a watch recording or an nvidia-smi CSV log; ``columns``: the --query-gpu
+    list for logs written without a header."""
     if not paths:
         return None
     from tuneadvisor.metrics.model import merge_series
@@ -102,13 +104,34 @@ def _metrics(paths: Sequence[str]) -> MetricsSeries | None:
             except RecordingError as exc:
                 raise InputError(path, f"broken tuneadvisor watch recording: {exc}") from None
             continue
+        _refuse_other_formats(path, text)
         try:
-            series.append(parse_nvidia_smi_csv(text))
+            series.append(parse_nvidia_smi_csv(text, columns))
         except NvidiaSmiCsvError as exc:
             raise InputError(path, f"not an nvidia-smi --query-gpu CSV log: {exc}") from None
     if not series:
         return None
     return series[0] if len(series) == 1 else merge_series(series)
+
+
+_HOW_TO_LOG = (
+    "log with nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1"
+)
+
+
+def _refuse_other_formats(path: str, text: str) -> None:
+    """A JSON or XML file given as --metrics: say what it is, not a CSV hint."""
+    head = text.lstrip("\ufeff \t\r\n")[:64]
+    if head.startswith(("{", "[")):
+        raise InputError(
+            path, f"is JSON, not an nvidia-smi CSV log or a watch recording: {_HOW_TO_LOG}"
+        )
+    if head.startswith("<"):
+        raise InputError(
+            path,
+            f"is XML (nvidia-smi -q -x?), not an nvidia-smi CSV log or a watch recording: "
+            f"{_HOW_TO_LOG}",
+        )
 
 
 def _site_path(paths: Inputs, env: Mapping[str, str]) -> str | None:
@@ -212,7 +235,7 @@ def gather(
     if paths.seff is None and paths.sacct is None and live is None:
         sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
     usage_facts(facts, notes)
-    metrics = _metrics(paths.metrics)
+    metrics = _metrics(paths.metrics, paths.metrics_columns)
     if metrics is not None:
         facts.update(metrics.facts())
     else:

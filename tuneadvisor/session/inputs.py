@@ -13,6 +13,7 @@ class Inputs:
     source_roots: tuple[str, ...] = ()
     script: str | None = None
     metrics: tuple[str, ...] = ()
+    metrics_columns: str | None = None  # the --query-gpu list of noheader nvidia-smi logs
     seff: str | None = None
     sacct: str | None = None
     jobid: str | None = None  # with --sacct: which job of the file; alone: ask Slurm

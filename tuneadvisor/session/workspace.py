@@ -21,6 +21,7 @@ from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import load_rules, rule_dirs
 
 if TYPE_CHECKING:
+    from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.slurm.jobscript.model import JobScript
 
 
@@ -39,6 +40,7 @@ class Workspace:
     # advice are read. Not "source not found": the source has not been looked for yet.
     partial: bool = False
     inputs: Inputs = field(default_factory=Inputs)  # what it was loaded from (apply protects them)
+    metrics: MetricsSeries | None = None  # what --metrics held, as read
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -91,9 +93,12 @@ def load_workspace(
     if job_script is None and request.job is not None:
         job_script = read_job(request.job)
     analysis = analyze_profiles(request, cwd) if request.profiles else None
-    advice = advise(gather(request, analysis, job=job_script), rules)
+    gathered = gather(request, analysis, job=job_script)
+    advice = advise(gathered, rules)
     job = _job_text(request, advice.original_job)
-    return Workspace(analysis=analysis, job=job, advice=advice, inputs=request)
+    return Workspace(
+        analysis=analysis, job=job, advice=advice, inputs=request, metrics=gathered.metrics
+    )
 
 
 def _dirs_of(paths: Sequence[str]) -> tuple[Path, ...]:
