@@ -245,11 +245,12 @@ def test_a_table_cut_in_its_header_is_refused() -> None:
 
 
 def test_rows_adding_up_to_more_than_the_total() -> None:
-    text = TABLE.replace("Total time: 0.0042 s", "Total time: 0.0032 s")
+    # Without percentages (line_profiler leaves them blank only when the total is 0).
+    text = TABLE.replace("Total time: 0.0042 s", "Total time: 0 s")
     text = text.replace("     95.2      data", "           data").replace(
         "4.8      return", "   return"
     )
-    with pytest.raises(TableError, match="more than 'Total time"):
+    with pytest.raises(TableError, match="more than 'Total time: 0 s'"):
         parsed(text)
 
 
