@@ -13,7 +13,7 @@ from pathlib import Path
 
 import line_profiler
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tuneadvisor.errors import InputError
@@ -308,6 +308,18 @@ def functions(draw: st.DrawFn) -> list[tuple[list[str], dict[int, tuple[int, int
     sort=st.booleans(),
     with_source=st.booleans(),
     columns=st.sampled_from([60, 80, 120, 250]),
+)
+# A '%g' hit count ('1e+09') in a function whose total is 0 (no '% Time' cells) once read
+# as the previous row's time.
+@example(
+    funcs=[(["    x = x + 0  # "], {1: (1000000000, 0)})],
+    unit=1e-09,
+    output_unit=None,
+    rich=False,
+    summarize=False,
+    sort=False,
+    with_source=True,
+    columns=60,
 )
 def test_round_trip_through_line_profilers_printer(
     funcs: list[tuple[list[str], dict[int, tuple[int, int]]]],
