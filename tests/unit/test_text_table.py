@@ -375,3 +375,97 @@ def test_round_trip_through_line_profilers_printer(
             assert_same_source(func, source)
         else:
             assert func.embedded_source == {}
+
+
+# -- wide numbers and older layouts -------------------------------------------------------
+
+REALWORLD = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "profiles"
+WIDE_SOURCE = (REALWORLD / "train_wide.py").read_text(encoding="utf-8").splitlines()
+# The timings the two line_profiler 4.0.3 tables were printed from (see MANIFEST.md).
+WIDE_TIMINGS = {
+    ("train_wide.py", 4): [
+        (6, 2_500_000, 180_000_000),
+        (7, 2_502_500_000, 98_765_432_100),
+        (8, 2_500_000_000, 1_234_567_890_123),
+        (9, 2_500_000, 95_000_000),
+    ],
+    ("train_wide.py", 12): [(14, 1, 2_000), (15, 2_501, 1_500_000), (16, 2_500, 1_333_700_000_000)]
+    + [(17, 1, 900)],
+}
+
+
+@pytest.mark.parametrize(("name", "unit"), [("lp4.0.3-wide.txt", 1e-6), ("lp4.0.3-wide-ns.txt", 1e-9)])
+def test_values_wider_than_their_columns_push_the_row_right(name: str, unit: float) -> None:
+    """line_profiler before 4.1 never widens a column: hits past 10^9 and long times push."""
+    profile = load_profile(REALWORLD / name)
+    assert profile.unit_s == pytest.approx(unit)
+    got = by_place(profile)
+    assert set(got) == set(WIDE_TIMINGS)
+    for place, entries in WIDE_TIMINGS.items():
+        func = got[place]
+        assert [(ln.lineno, ln.hits) for ln in func.lines] == [(n, h) for n, h, _ in entries]
+        for line, (_, _, ticks) in zip(func.lines, entries, strict=True):
+            assert line.time_s == pytest.approx(ticks * 1e-9, abs=0.05 * unit)
+        assert_same_source(func, WIDE_SOURCE)
+
+
+def test_the_oldest_layout_file_function_then_total_time() -> None:
+    """line_profiler's own README: File, Function, Total time; integer times; indented."""
+    profile = load_profile(REALWORLD / "line_profiler-2.1.2-README-pystone.txt")
+    (func,) = profile.functions
+    assert func.key == ("pystone.py", 149, "Proc2")
+    assert [ln.lineno for ln in func.lines] == list(range(151, 160))
+    assert {ln.hits for ln in func.lines} == {50000}
+    assert func.lines[0].time_s == pytest.approx(82003e-6)
+    assert func.total_s == pytest.approx(0.606656, abs=1e-6)
+    assert func.embedded_source[149] == "@profile"
+    assert func.embedded_source[153] == "        if Char1Glob == 'A':"
+
+
+def test_both_orders_read_the_same() -> None:
+    old = re.sub(
+        r"(Total time: \S+ s)\n(File: .*)\n(Function: .*)\n", r"\2\n\3\n\1\n", TABLE
+    )
+    assert old != TABLE and old.index("File:") < old.index("Total time:")
+    assert parsed(old) == parsed(TABLE)
+
+
+def old_printer_table(rows: list[tuple[int, int, float]], source: list[str], first: int) -> str:
+    """A table as line_profiler 2.x to 4.0 print it: fixed widths, wide values push."""
+    template = "%6s %9s %12s %8s %8s  %-s"
+    total = sum(time for _, _, time in rows)
+    cells = {
+        lineno: (hits, "%5.1f" % time, "%5.1f" % (time / hits), "%5.1f" % (100 * time / total))
+        for lineno, hits, time in rows
+    }
+    header = template % ("Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents")
+    lines = [
+        "Timer unit: 1e-09 s",
+        "",
+        "Total time: %g s" % (total * 1e-9),
+        "File: wide.py",
+        f"Function: f at line {first}",
+        "",
+        header,
+        "=" * len(header),
+    ]
+    for offset, text in enumerate(source):
+        lineno = first + offset
+        lines.append(template % (lineno, *cells.get(lineno, ("", "", "", "")), text))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("digits", range(1, 16))  # 16 nines are no longer a float
+@pytest.mark.parametrize("first", [1, 99_999, 1_234_567])
+def test_numbers_of_every_width(digits: int, first: int) -> None:
+    """Hits and times of 1 to 16 digits, line numbers past their column, source that starts
+    with spaces or digits: the row is read by fields wherever the values push it."""
+    big = int("9" * digits)
+    source = ["def f(x):", "    1,", "        2.0", "", "    return x  # 7 8 9"]
+    rows = [(first + 1, big, float(big)), (first + 2, 3, 0.5 * big), (first + 4, big, 1.0)]
+    profile = parsed(old_printer_table(rows, source, first))
+    (func,) = profile.functions
+    assert [(ln.lineno, ln.hits) for ln in func.lines] == [(n, h) for n, h, _ in rows]
+    for line, (_, _, time) in zip(func.lines, rows, strict=True):
+        assert line.time_s == pytest.approx(time * 1e-9, abs=0.05e-9)
+    assert func.embedded_source == {first + i: text for i, text in enumerate(source)}
