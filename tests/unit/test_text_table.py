@@ -431,11 +431,16 @@ def test_both_orders_read_the_same() -> None:
 
 
 def old_printer_table(rows: list[tuple[int, int, float]], source: list[str], first: int) -> str:
-    """A table as line_profiler 2.x to 4.0 print it: fixed widths, wide values push."""
+    """A table as line_profiler 3.x and 4.0 print it: fixed widths, wide values push."""
     template = "%6s %9s %12s %8s %8s  %-s"
     total = sum(time for _, _, time in rows)
     cells = {
-        lineno: (hits, "%5.1f" % time, "%5.1f" % (time / hits), "%5.1f" % (100 * time / total))
+        lineno: (
+            hits,
+            "%5.1f" % time,
+            "%5.1f" % (time / hits),
+            "%5.1f" % (100 * time / total) if total else "",
+        )
         for lineno, hits, time in rows
     }
     header = template % ("Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents")
@@ -455,6 +460,16 @@ def old_printer_table(rows: list[tuple[int, int, float]], source: list[str], fir
     return "\n".join(lines) + "\n"
 
 
+def assert_reads_back(
+    table: str, rows: list[tuple[int, int, float]], source: list[str], first: int
+) -> None:
+    (func,) = parsed(table).functions
+    assert [(ln.lineno, ln.hits) for ln in func.lines] == [(n, h) for n, h, _ in rows]
+    for line, (_, _, time) in zip(func.lines, rows, strict=True):
+        assert line.time_s == pytest.approx(time * 1e-9, abs=0.05e-9)
+    assert func.embedded_source == {first + i: text.rstrip() for i, text in enumerate(source)}
+
+
 @pytest.mark.parametrize("digits", range(1, 16))  # 16 nines are no longer a float
 @pytest.mark.parametrize("first", [1, 99_999, 1_234_567])
 def test_numbers_of_every_width(digits: int, first: int) -> None:
@@ -463,9 +478,31 @@ def test_numbers_of_every_width(digits: int, first: int) -> None:
     big = int("9" * digits)
     source = ["def f(x):", "    1,", "        2.0", "", "    return x  # 7 8 9"]
     rows = [(first + 1, big, float(big)), (first + 2, 3, 0.5 * big), (first + 4, big, 1.0)]
-    profile = parsed(old_printer_table(rows, source, first))
-    (func,) = profile.functions
-    assert [(ln.lineno, ln.hits) for ln in func.lines] == [(n, h) for n, h, _ in rows]
-    for line, (_, _, time) in zip(func.lines, rows, strict=True):
-        assert line.time_s == pytest.approx(time * 1e-9, abs=0.05e-9)
-    assert func.embedded_source == {first + i: text for i, text in enumerate(source)}
+    assert_reads_back(old_printer_table(rows, source, first), rows, source, first)
+
+
+_source_lines = st.lists(
+    st.text(st.sampled_from(" 0123456789.,e+-x=#()"), max_size=30), min_size=1, max_size=8
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    source=_source_lines,
+    first=st.one_of(st.integers(1, 2000), st.integers(1, 10**8)),
+    data=st.data(),
+)
+def test_any_row_of_the_fixed_width_printer_reads_back(
+    source: list[str], first: int, data: st.DataObject
+) -> None:
+    """Values of any width, source made of digits, dots and spaces, zero totals."""
+    timed = data.draw(st.sets(st.integers(0, len(source) - 1)))
+    rows = [
+        (
+            first + offset,
+            data.draw(st.one_of(st.integers(1, 99), st.integers(1, 10**15))),
+            float(data.draw(st.one_of(st.integers(0, 99), st.integers(0, 10**15)))),
+        )
+        for offset in sorted(timed)
+    ]
+    assert_reads_back(old_printer_table(rows, source, first), rows, source, first)
