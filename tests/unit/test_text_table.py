@@ -389,12 +389,18 @@ WIDE_TIMINGS = {
         (8, 2_500_000_000, 1_234_567_890_123),
         (9, 2_500_000, 95_000_000),
     ],
-    ("train_wide.py", 12): [(14, 1, 2_000), (15, 2_501, 1_500_000), (16, 2_500, 1_333_700_000_000)]
-    + [(17, 1, 900)],
+    ("train_wide.py", 12): [
+        (14, 1, 2_000),
+        (15, 2_501, 1_500_000),
+        (16, 2_500, 1_333_700_000_000),
+        (17, 1, 900),
+    ],
 }
 
 
-@pytest.mark.parametrize(("name", "unit"), [("lp4.0.3-wide.txt", 1e-6), ("lp4.0.3-wide-ns.txt", 1e-9)])
+@pytest.mark.parametrize(
+    ("name", "unit"), [("lp4.0.3-wide.txt", 1e-6), ("lp4.0.3-wide-ns.txt", 1e-9)]
+)
 def test_values_wider_than_their_columns_push_the_row_right(name: str, unit: float) -> None:
     """line_profiler before 4.1 never widens a column: hits past 10^9 and long times push."""
     profile = load_profile(REALWORLD / name)
@@ -423,9 +429,7 @@ def test_the_oldest_layout_file_function_then_total_time() -> None:
 
 
 def test_both_orders_read_the_same() -> None:
-    old = re.sub(
-        r"(Total time: \S+ s)\n(File: .*)\n(Function: .*)\n", r"\2\n\3\n\1\n", TABLE
-    )
+    old = re.sub(r"(Total time: \S+ s)\n(File: .*)\n(Function: .*)\n", r"\2\n\3\n\1\n", TABLE)
     assert old != TABLE and old.index("File:") < old.index("Total time:")
     assert parsed(old) == parsed(TABLE)
 
@@ -437,9 +441,9 @@ def old_printer_table(rows: list[tuple[int, int, float]], source: list[str], fir
     cells = {
         lineno: (
             hits,
-            "%5.1f" % time,
-            "%5.1f" % (time / hits),
-            "%5.1f" % (100 * time / total) if total else "",
+            f"{time:5.1f}",
+            f"{time / hits:5.1f}",
+            f"{100 * time / total:5.1f}" if total else "",
         )
         for lineno, hits, time in rows
     }
@@ -447,7 +451,7 @@ def old_printer_table(rows: list[tuple[int, int, float]], source: list[str], fir
     lines = [
         "Timer unit: 1e-09 s",
         "",
-        "Total time: %g s" % (total * 1e-9),
+        f"Total time: {total * 1e-9:g} s",
         "File: wide.py",
         f"Function: f at line {first}",
         "",
