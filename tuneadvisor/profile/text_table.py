@@ -1,7 +1,7 @@
 """Reading the table ``python -m line_profiler [-r] [-m] [-t] [-u U] X.lprof`` prints.
 
-That is what people paste into help tickets and what lands in Slurm output files. The layout
-(line_profiler 4.x and 5.x)::
+That is what people paste into help tickets, what ``%lprun`` shows in a notebook and what
+lands in Slurm output files. The layout (line_profiler 1.0 to 5.x)::
 
     Timer unit: 1e-06 s                 output unit of every Time / Per Hit cell
 
@@ -24,9 +24,10 @@ the numbers as one token stream, the source as one line per row.
 Without rich, each row is one line read by fields: a value wider than its column pushes the
 rest of the row right (line_profiler before 4.1 never widens its columns: long runs in
 microseconds, ``1e-09 s`` units from ``%lprun``, hit counts past 10^9), so the source starts
-after the last number, not where the header says. line_profiler before 1.0 printed
-``File:``, ``Function:`` and then ``Total time:``; both orders are read, and a table pasted
-with an indentation (a code block in a ticket) is read as if it had none.
+after the last number, not where the header says. The oldest line_profiler printed
+``File:``, ``Function:`` and then ``Total time:`` (its README showed that until 2.x); both
+orders are read, and a table pasted with an indentation (a code block in a ticket) is read
+as if it had none.
 
 Parsed cells are checked against each other (per-hit = time / hits, % of the total) within
 their printed precision, so a table that was mangled or misread fails instead of loading
