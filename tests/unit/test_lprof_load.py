@@ -422,3 +422,16 @@ def test_unreadable_file_simulated(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(os, "open", deny)
     rejected(path, "permission denied")
+
+
+def test_report_on_a_profile_without_functions_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Never 'Findings: none' for a profile that holds nothing to advise on."""
+    from tuneadvisor.cli import main
+
+    path = write(tmp_path, "none.txt", b"Timer unit: 1e-06 s\n\n")
+    assert main(["report", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [f"tuneadvisor: {path}: {NO_FUNCTIONS}"]
