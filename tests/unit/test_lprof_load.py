@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.profile import safe_pickle
-from tuneadvisor.profile.lprof import load_profile, load_profiles
+from tuneadvisor.profile.lprof import NO_FUNCTIONS, load_profile, load_profiles
 from tuneadvisor.profile.model import Profile
 from tuneadvisor.profile.safe_pickle import PickleLimits, PickleRejected
 
@@ -115,7 +115,7 @@ _lines = st.dictionaries(
 
 @settings(max_examples=150, deadline=None)
 @given(
-    timings=st.dictionaries(_keys, _lines, max_size=6),
+    timings=st.dictionaries(_keys, _lines, min_size=1, max_size=6),  # none: refused
     unit=st.sampled_from([1e-9, 1e-7, 1e-6]),
     protocol=st.integers(2, 5),
 )
@@ -398,9 +398,17 @@ def test_line_stats_with_extra_attributes_loads(tmp_path: Path) -> None:
     assert_same_numbers(as_table(profile), {("a.py", 1, "f"): [(2, 3, 4e-6)]})
 
 
-def test_empty_line_stats_loads(tmp_path: Path) -> None:
-    profile = load_profile(write(tmp_path, "none.lprof", line_stats_pickle({}, 1e-9)))
-    assert profile.functions == ()
+def test_line_stats_without_functions_is_refused(tmp_path: Path) -> None:
+    """kernprof -l on a script without @profile: one line naming the file, not 'no findings'."""
+    path = write(tmp_path, "none.lprof", line_stats_pickle({}, 1e-9))
+    rejected(path, "this profile holds no functions: was @profile applied")
+
+
+def test_table_without_functions_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "none.txt", b"Wrote profile results to x.lprof\nTimer unit: 1e-06 s\n\n")
+    with pytest.raises(InputError) as error:
+        load_profile(path)
+    assert str(error.value) == f"{path}: {NO_FUNCTIONS}"
 
 
 def test_protocol_2_pickle_loads(tmp_path: Path) -> None:
@@ -460,3 +468,16 @@ def test_an_unknown_line_profiler_layout_is_named_as_such(tmp_path: Path) -> Non
     message = caught.value.one_line()
     assert "line_profiler.line_prof_v99.LineStats" in message
     assert "layout not known here" in message and "python -m line_profiler" in message
+
+
+def test_report_on_a_profile_without_functions_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Never 'Findings: none' for a profile that holds nothing to advise on."""
+    from tuneadvisor.cli import main
+
+    path = write(tmp_path, "none.txt", b"Timer unit: 1e-06 s\n\n")
+    assert main(["report", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [f"tuneadvisor: {path}: {NO_FUNCTIONS}"]

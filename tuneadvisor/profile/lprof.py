@@ -28,6 +28,9 @@ from tuneadvisor.profile.text_table import TableError, parse_table
 
 _PICKLE_START = 0x80  # PROTO, the first opcode of every pickle since protocol 2
 _MAX_COUNT = 2**64  # line_profiler counts hits and timer ticks in 64-bit integers
+NO_FUNCTIONS = (
+    "this profile holds no functions: was @profile applied and the script run under kernprof -l?"
+)
 
 
 class _NotLineStats(Exception):
@@ -43,9 +46,13 @@ def load_profile(path: str | os.PathLike[str], *, limits: PickleLimits = DEFAULT
     origin = os.fspath(path)
     data = _read(origin, limits.max_bytes)
     try:
-        return _parse(data, origin, limits)
+        profile = _parse(data, origin, limits)
     except (PickleRejected, TableError, _NotLineStats) as exc:
         raise InputError(origin, str(exc)) from None
+    if not profile.functions:
+        # kernprof -l without any @profile, or a table with only its 'Timer unit:' line.
+        raise InputError(origin, NO_FUNCTIONS)
+    return profile
 
 
 def load_profiles(

@@ -1,7 +1,7 @@
 """Reading the table ``python -m line_profiler [-r] [-m] [-t] [-u U] X.lprof`` prints.
 
-That is what people paste into help tickets and what lands in Slurm output files. The layout
-(line_profiler 4.x and 5.x)::
+That is what people paste into help tickets, what ``%lprun`` shows in a notebook and what
+lands in Slurm output files. The layout (line_profiler 1.0 to 5.x)::
 
     Timer unit: 1e-06 s                 output unit of every Time / Per Hit cell
 
@@ -21,6 +21,14 @@ console (80 columns in a Slurm log) rich wraps the numbers column onto extra lin
 source column keeps one line per row, cut with "…". Rows are therefore read as two columns:
 the numbers as one token stream, the source as one line per row.
 
+Without rich, each row is one line read by fields: a value wider than its column pushes the
+rest of the row right (line_profiler before 4.1 never widens its columns: long runs in
+microseconds, ``1e-09 s`` units from ``%lprun``, hit counts past 10^9), so the source starts
+after the last number, not where the header says. The oldest line_profiler printed
+``File:``, ``Function:`` and then ``Total time:`` (its README showed that until 2.x); both
+orders are read, and a table pasted with an indentation (a code block in a ticket) is read
+as if it had none.
+
 Parsed cells are checked against each other (per-hit = time / hits, % of the total) within
 their printed precision, so a table that was mangled or misread fails instead of loading
 wrong numbers.
@@ -35,18 +43,22 @@ from dataclasses import dataclass, field
 from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_TIMER = re.compile(r"Timer unit: (\S+) s")
+_TIMER = re.compile(r"( *)Timer unit: (\S+) s")
 _TOTAL = re.compile(r"Total time: (\S+) s")
 _FILE = re.compile(r"File: (.*)")
 _FUNCTION = re.compile(r"Function: (.*) at line ([0-9]{1,9})")
 _MISSING = re.compile(r"Could not find file (.*)")
-_HEADER = re.compile(r" *Line # +Hits +Time +Per Hit +% Time +Line Contents")
+_HEADER = re.compile(r" *(Line #) +(Hits) +(Time) +(Per Hit) +(% Time) +Line Contents")
 _RULE = re.compile(r"=+")
 _BLANK = re.compile("")
 _SUMMARY = re.compile(r" *(\S+) seconds - (.*):([0-9]{1,9}) - (.*)")
 # As line_profiler prints them ('%d', '%5.1f', '%g'); bounded, so int() and float() stay cheap.
 _NUMBER = re.compile(r"[0-9]{1,40}(?:\.[0-9]{0,40})?(?:e[+-]?[0-9]{1,2})?")
 _LINENO = re.compile(r"[0-9]{1,9}")
+# Hits as '%d', or '%g' past the column's width ('1e+09', '1.23457e+09').
+_HITS = re.compile(r"[0-9]{1,40}|[0-9](?:\.[0-9]{1,40})?e\+[0-9]{1,3}")
+_LEADING_LINENO = re.compile(r" *([0-9]{1,12})(?: |$)")
+_NEXT_TOKEN = re.compile(r" +(\S+)")
 # Wider than any real numbers column, even with line_profiler 5's configurable widths.
 _MAX_NUMBERS_WIDTH = 200
 _NUMBERS_PREFIX = re.compile(r"[0-9.e+\- ]*")  # what the numbers column can hold
@@ -109,14 +121,26 @@ class _Parser:
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self.at = 0
+        self.indent = ""  # the 'Timer unit:' line's, taken off every line of its table
         self.units: list[float] = []
         self.sections: list[_Section] = []
         self.summary: dict[tuple[str, int], str] = {}
 
     # -- cursor
 
+    def line(self, at: int) -> str | None:
+        if at >= len(self.lines):
+            return None
+        line = self.lines[at]
+        return line[len(self.indent) :] if line.startswith(self.indent) else line
+
     def peek(self) -> str | None:
-        return self.lines[self.at] if self.at < len(self.lines) else None
+        return self.line(self.at)
+
+    def ahead(self, count: int) -> list[str]:
+        """The next ``count`` lines after the current one (fewer at the end)."""
+        end = min(len(self.lines), self.at + 1 + count)
+        return [line for at in range(self.at + 1, end) if (line := self.line(at)) is not None]
 
     def take(self, what: str) -> str:
         line = self.peek()
@@ -141,19 +165,23 @@ class _Parser:
         """
         unit: float | None = None
         while (line := self.peek()) is not None:
-            if match := _TIMER.fullmatch(line):
-                unit = _positive(match[1], f"line {self.at + 1}: timer unit")
+            if match := _TIMER.fullmatch(self.lines[self.at]):
+                self.indent = match[1]
+                unit = _positive(match[2], f"line {self.at + 1}: timer unit")
                 self.units.append(unit)
                 self.at += 1
             elif unit is None or not line:
                 self.at += 1
             elif _TOTAL.fullmatch(line) and self.section_follows():
                 self.sections.append(self.section(unit))
+            elif _FILE.fullmatch(line) and self.old_section_follows():
+                self.sections.append(self.old_section(unit))
             elif match := _SUMMARY.fullmatch(line):
                 self.summary[(match[2], int(match[3]))] = match[4]
                 self.at += 1
             else:
                 unit = None  # output that follows the table
+                self.indent = ""
                 self.at += 1
 
     def section_follows(self) -> bool:
@@ -162,7 +190,7 @@ class _Parser:
         It does if 'File:' or the missing-source note follows, or the table's header comes
         within a few lines, before any other 'Total time:' or 'Timer unit:'.
         """
-        after = self.lines[self.at + 1 : self.at + 1 + _HEADER_WITHIN]
+        after = self.ahead(_HEADER_WITHIN)
         if after and _FILE.fullmatch(after[0]):
             return True
         if len(after) > 1 and not after[0] and _MISSING.fullmatch(after[1]):
@@ -173,6 +201,15 @@ class _Parser:
             if _TOTAL.fullmatch(line) or _TIMER.fullmatch(line):
                 return False
         return False
+
+    def old_section_follows(self) -> bool:
+        """Whether 'File:' opens a section in the oldest order: File, Function, Total time."""
+        after = self.ahead(2)
+        return (
+            len(after) == 2
+            and _FUNCTION.fullmatch(after[0]) is not None
+            and _TOTAL.fullmatch(after[1]) is not None
+        )
 
     def section(self, unit_s: float) -> _Section:
         total = self.expect(_TOTAL, "'Total time:'")[1]
@@ -188,19 +225,32 @@ class _Parser:
             section = _Section(missing[1], None, None, unit_s, total, has_source=False)
         else:
             raise TableError(f"line {self.at}: expected 'File:', found {line[:60]!r}")
+        self.table(section)
+        return section
+
+    def old_section(self, unit_s: float) -> _Section:
+        filename = self.expect(_FILE, "'File:'")[1]
+        function = self.expect(_FUNCTION, "'Function: NAME at line N'")
+        total = self.expect(_TOTAL, "'Total time:'")[1]
+        _number(total, f"line {self.at}: total time")
+        section = _Section(filename, function[1], int(function[2]), unit_s, total)
+        self.table(section)
+        return section
+
+    def table(self, section: _Section) -> None:
+        """The blank line, header, rule and rows that follow a section's heading."""
         self.expect(_BLANK, "a blank line")
-        header = self.expect(_HEADER, "the 'Line #  Hits  Time ...' header")[0]
+        header = self.expect(_HEADER, "the 'Line #  Hits  Time ...' header")
         self.expect(_RULE, "a '====' rule")
         body_start = self.at
         body: list[str] = []
         while (row := self.peek()) is not None and row:
             body.append(row)
             self.at += 1
-        width = header.index("Line Contents") - 2
-        if width > _MAX_NUMBERS_WIDTH:
+        columns = _Columns.of(header)
+        if columns.numbers > _MAX_NUMBERS_WIDTH:
             raise TableError(f"line {body_start - 1}: the header is implausibly wide")
-        section.rows = _body_rows(body, width, section, body_start)
-        return section
+        section.rows = _body_rows(body, columns, section, body_start)
 
     def function(self, section: _Section) -> FunctionTiming:
         first = section.first_lineno
@@ -220,32 +270,112 @@ class _Parser:
 
 # -- rows ---------------------------------------------------------------------------------
 
+_Row = tuple[int, _Cells | None, str]
 
-def _body_rows(
-    body: list[str], header_width: int, section: _Section, start: int
-) -> list[tuple[int, _Cells | None, str]]:
+
+@dataclass(frozen=True)
+class _Columns:
+    """Where the header's right-aligned columns end: the widths line_profiler printed with."""
+
+    lineno: int  # end of 'Line #'
+    numbers: int  # end of '% Time': the numbers column, when no value pushed it
+    percent: int  # width of the '% Time' column
+
+    @classmethod
+    def of(cls, header: re.Match[str]) -> _Columns:
+        return cls(header.end(1), header.end(5), header.end(5) - header.end(4) - 1)
+
+
+class _NotPlain(Exception):
+    """The body is not one row per line read by fields (rich wrapped it)."""
+
+
+def _body_rows(body: list[str], columns: _Columns, section: _Section, start: int) -> list[_Row]:
     """(lineno, cells or None, source text) for each row of one function's table."""
     where = f"table at line {start + 1}"
     if not body:
         return []
-    width = _numbers_width(body, header_width, where)
+    # line_profiler leaves '% Time' blank in every row when the total is 0, and only then.
+    has_percent = _number(section.total, f"{where}: total time") > 0
+    try:
+        rows = _plain_rows(body, columns, section, has_percent)
+    except _NotPlain as plain:
+        try:
+            rows = _wrapped_rows(body, columns, section, has_percent, where)
+        except _NoColumn:
+            raise TableError(f"{where}: {plain}") from None
+    _check_times(rows, section, where)
+    return rows
+
+
+def _plain_rows(
+    body: list[str], columns: _Columns, section: _Section, has_percent: bool
+) -> list[_Row]:
+    """One row per line, its cells read as fields: a wide value pushes what follows it.
+
+    The source starts two spaces after the numbers column, or after the last number when
+    the numbers pushed past it.
+    """
+    lineno = section.first_lineno
+    rows: list[_Row] = []
+    for line in body:
+        lead = _LEADING_LINENO.match(line)
+        if lead is None or (lineno is not None and int(lead[1]) != lineno):
+            raise _NotPlain(f"expected line number {lineno}, found {line.strip()[:20]!r}")
+        lineno = int(lead[1])
+        pos = lead.end(1)
+        push = max(0, pos - columns.lineno)  # a line number wider than its column
+        cells: _Cells | None = None
+        token = _NEXT_TOKEN.match(line, pos)
+        if token is None or token.start(1) >= columns.numbers + push:
+            end = columns.numbers + push
+        else:
+            values = []
+            for _ in range(3 + has_percent):
+                token = _NEXT_TOKEN.match(line, pos)
+                if token is None:
+                    raise _NotPlain(f"row {lineno} is missing cells")
+                values.append(token[1])
+                pos = token.end()
+            if not _HITS.fullmatch(values[0]) or not all(
+                _NUMBER.fullmatch(value) for value in values[1:]
+            ):
+                raise _NotPlain(f"row {lineno}: {' '.join(values)[:60]!r} are not its cells")
+            percent = values[3] if has_percent else None
+            cells = _Cells(values[0], values[1], values[2], percent)
+            end = max(columns.numbers, pos if has_percent else pos + 1 + columns.percent)
+        if line[pos : end + 2].strip():
+            raise _NotPlain("cannot tell the numbers from the line contents")
+        rows.append((lineno, cells, line[end + 2 :]))
+        lineno += 1
+    return rows
+
+
+class _NoColumn(Exception):
+    """No common column splits the numbers from the source."""
+
+
+def _wrapped_rows(
+    body: list[str], columns: _Columns, section: _Section, has_percent: bool, where: str
+) -> list[_Row]:
+    """Rich's layout: the numbers as one token stream, the source one line per row."""
+    width = _numbers_width(body, columns.numbers)
     tokens = [token for line in body for token in line[:width].split()]
     texts = [line[width + 2 :].rstrip() for line in body]
     first = section.first_lineno
     if first is None:
         first = _int(tokens[0], f"{where}: line number") if tokens else 0
-    rows = _rows(tokens, first, where)
+    rows = _rows(tokens, first, has_percent, where)
     # Rich may wrap a row's numbers onto more lines, never put two rows on one.
     if len(rows) > len(body):
         raise TableError(f"{where}: more rows than lines")
     if any(texts[len(rows) :]):
         raise TableError(f"{where}: more source lines than rows")
-    _check_times(rows, section, where)
     return [(lineno, cells, texts[i]) for i, (lineno, cells, _) in enumerate(rows)]
 
 
-def _numbers_width(body: list[str], header_width: int, where: str) -> int:
-    """Where the numbers column ends: header_width in a plain table, less when rich wrapped.
+def _numbers_width(body: list[str], header_width: int) -> int:
+    """Where rich's numbers column ends: header_width, or less when rich wrapped it.
 
     The widest split that leaves only number characters on the left and a two-space gap on
     every line; a body indented throughout may lose that common indentation, nothing more.
@@ -258,49 +388,47 @@ def _numbers_width(body: list[str], header_width: int, where: str) -> int:
             for line, r in zip(body, reach, strict=True)
         ):
             return width
-    raise TableError(f"{where}: cannot tell the numbers from the line contents")
+    raise _NoColumn
 
 
-def _rows(tokens: list[str], first: int, where: str) -> list[tuple[int, _Cells | None, str]]:
+def _rows(tokens: list[str], first: int, has_percent: bool, where: str) -> list[_Row]:
     """Rows from the numbers column: 'N' alone, or 'N hits time per-hit [percent]'."""
-    rows: list[tuple[int, _Cells | None, str]] = []
+    rows: list[_Row] = []
     at, lineno, count = 0, first, len(tokens)
+    cells = 3 + has_percent
     while at < count:
         if tokens[at] != str(lineno):
             raise TableError(f"{where}: expected line number {lineno}, found {tokens[at][:20]!r}")
         at += 1
-        if not _is_timed(tokens, at, lineno):
+        if not _is_timed(tokens, at, lineno, cells):
             rows.append((lineno, None, ""))
-        elif at + 3 > count:
+        elif at + cells > count:
             raise TableError(f"{where}: row {lineno} is missing cells")
         else:
             hits, time, per_hit = tokens[at : at + 3]
-            at += 3
-            percent = tokens[at] if at < count and "." in tokens[at] else None
-            at += percent is not None
+            percent = tokens[at + 3] if has_percent else None
+            at += cells
             rows.append((lineno, _Cells(hits, time, per_hit, percent), ""))
         lineno += 1
     return rows
 
 
-def _is_timed(tokens: list[str], at: int, lineno: int) -> bool:
+def _is_timed(tokens: list[str], at: int, lineno: int, cells: int) -> bool:
     """Whether the tokens from ``at`` are row ``lineno``'s cells, or the next row.
 
     Only 'N+1' is ambiguous: the next line number, or N+1 hits. As hits, it is followed by a
-    time (which always has a '.' or an exponent; a line number or a %d hit count never
-    does), a per-hit time, maybe a percentage (always with a '.'), and then line N+1.
+    time and a per-hit time (each with a '.' or an exponent, which a line number never has),
+    the percentage when the table has them, and then line N+1 or the end.
     """
     count = len(tokens)
     if at >= count:
         return False
     if tokens[at] != str(lineno + 1):
         return True
-    if at + 1 >= count or not _is_time(tokens[at + 1]):
+    end = at + cells
+    if end > count or not all(_is_time(token) for token in tokens[at + 1 : end]):
         return False
-    end = at + 3
-    if end < count and "." in tokens[end]:
-        end += 1
-    return end == count or (end < count and tokens[end] == str(lineno + 1))
+    return end == count or tokens[end] == str(lineno + 1)
 
 
 def _is_time(token: str) -> bool:
@@ -348,7 +476,7 @@ def _half_step(token: str) -> float:
 _RELATIVE_SLACK = 1e-5
 
 
-def _check_times(rows: list[tuple[int, _Cells | None, str]], section: _Section, where: str) -> None:
+def _check_times(rows: list[_Row], section: _Section, where: str) -> None:
     """Each row's cells agree with each other and with 'Total time', within print precision.
 
     Rows may add up to less than the total (lines outside the printed block still count in
@@ -361,7 +489,9 @@ def _check_times(rows: list[tuple[int, _Cells | None, str]], section: _Section, 
             time_s = _check_row(cells, total_s, section, f"{where}, row {lineno}")
             sum_s += time_s
             slack_s += _half_step(cells.time) * section.unit_s
-    slack_s += _half_step(section.total) + total_s * _RELATIVE_SLACK
+    # '%g' prints a positive total as at least its first digit: 'Total time: 0 s' is exact.
+    if total_s > 0:
+        slack_s += _half_step(section.total) + total_s * _RELATIVE_SLACK
     if sum_s > total_s + slack_s:
         raise TableError(f"{where}: rows add up to more than 'Total time: {section.total} s'")
 
