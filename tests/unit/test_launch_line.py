@@ -89,6 +89,114 @@ def test_launch_forms(body: str, launchers: list[str], script: str, args: list[s
     assert list(found.args) == args
 
 
+@pytest.mark.parametrize(
+    ("body", "launchers", "script", "args"),
+    [
+        # --use_env takes no value: the script is main.py, not --use_env's value
+        (
+            "python -m torch.distributed.launch --nproc_per_node=8 --use_env main.py --lr 1\n",
+            ["python -m torch.distributed.launch"],
+            "main.py",
+            ["--lr", "1"],
+        ),
+        (
+            "torchrun --virtual-local-rank --nnodes 2 -t 3 X.py --a\n",
+            ["torchrun"],
+            "X.py",
+            ["--a"],
+        ),
+        (
+            "accelerate launch --multi-gpu --same-network --debug -t 1 --num_processes 8 X.py\n",
+            ["accelerate launch"],
+            "X.py",
+            [],
+        ),
+        (
+            "accelerate launch --enable_cpu_affinity --dynamo_use_fullgraph -q X.py --b 2\n",
+            ["accelerate launch"],
+            "X.py",
+            ["--b", "2"],
+        ),
+        (
+            "deepspeed -H hostfile -i worker-0 --save_pid --no_local_rank X.py --ds\n",
+            ["deepspeed"],
+            "X.py",
+            ["--ds"],
+        ),
+        (
+            "lightning run model --accelerator gpu --devices 4 X.py --e 1\n",
+            ["lightning run model"],
+            "X.py",
+            ["--e", "1"],
+        ),
+        ("fabric run model --devices=2 X.py\n", ["fabric run"], "X.py", []),
+        (
+            "mpirun -np 4 --oversubscribe --report-bindings -x NCCL_DEBUG=INFO python X.py\n",
+            ["mpirun"],
+            "X.py",
+            [],
+        ),
+        ("mpiexec -n 8 -ppn 4 -genvall -l python X.py\n", ["mpiexec"], "X.py", []),
+        # srun -s is --oversubscribe (no value), -r is --relative (a value)
+        ("srun -s -r 1 python X.py\n", ["srun"], "X.py", []),
+        # site wrappers and container runtimes are skipped like `apptainer exec`
+        (
+            "srun apptainer_wrapper exec accelerate launch --num_processes 8 X.py --bs 2\n",
+            ["srun", "apptainer_wrapper exec", "accelerate launch"],
+            "X.py",
+            ["--bs", "2"],
+        ),
+        (
+            "srun singularity_wrapper exec deepspeed X.py --deepspeed\n",
+            ["srun", "singularity_wrapper exec", "deepspeed"],
+            "X.py",
+            ["--deepspeed"],
+        ),
+        ("srun my-wrapper python X.py\n", ["srun", "my-wrapper"], "X.py", []),
+        (
+            "srun --container-image=nvcr.io/nvidia/pytorch:24.01-py3 --container-mounts /d:/d "
+            "sh -c 'cd /d && python X.py --x 1'\n",
+            ["srun"],
+            "X.py",
+            ["--x", "1"],
+        ),
+        (
+            "srun singularity run --nv -B /d img.sif python X.py\n",
+            ["srun", "singularity run"],
+            "X.py",
+            [],
+        ),
+        (
+            "docker run --rm --gpus all -it -v /d:/d img:1 python X.py\n",
+            ["docker run"],
+            "X.py",
+            [],
+        ),
+        (
+            "podman run --rm --device nvidia.com/gpu=all img torchrun --nproc-per-node 2 X.py\n",
+            ["podman run", "torchrun"],
+            "X.py",
+            [],
+        ),
+        (
+            "srun enroot start --rw -m /d pytorch python X.py\n",
+            ["srun", "enroot start"],
+            "X.py",
+            [],
+        ),
+        ("srun ch-run -b /d:/d /img/torch -- python X.py\n", ["srun", "ch-run"], "X.py", []),
+        ("srun shifter --image=docker:a/b:1 python X.py\n", ["srun", "shifter"], "X.py", []),
+    ],
+)
+def test_launchers_and_their_flags(
+    body: str, launchers: list[str], script: str, args: list[str]
+) -> None:
+    found = launch(body)
+    assert names(found) == launchers
+    assert found.script == script
+    assert list(found.args) == args
+
+
 def test_variables_stay_as_written() -> None:
     found = launch('python train.py --num-workers "${SLURM_CPUS_PER_TASK}" --seed $SEED\n')
     assert found.options == {"--num-workers": "${SLURM_CPUS_PER_TASK}", "--seed": "$SEED"}
