@@ -197,6 +197,61 @@ def test_launchers_and_their_flags(
     assert list(found.args) == args
 
 
+@pytest.mark.parametrize(
+    ("body", "launchers", "script", "args"),
+    [
+        ("SCRIPT=train.py\npython $SCRIPT --a 1\n", [], "train.py", ["--a", "1"]),
+        (
+            'TRAINING_SCRIPT="train_ddp.py --batch-size 1024"\nsrun python $TRAINING_SCRIPT\n',
+            ["srun"],
+            "train_ddp.py",
+            ["--batch-size", "1024"],
+        ),
+        # quoted, the value is one word, as bash passes it
+        ('S="a b.py"\npython "$S" --x\n', [], "a b.py", ["--x"]),
+        (
+            "DIR=/p/src\nexport SCRIPT=${DIR}/main.py\nsrun python ${SCRIPT} --seed $SEED\n",
+            ["srun"],
+            "/p/src/main.py",
+            ["--seed", "$SEED"],
+        ),
+        (
+            'SCRIPT=${SCRIPT:-train.py}\nARGS="--lr 0.1 --epochs 3"\n'
+            "torchrun --nproc_per_node 2 $SCRIPT $ARGS\n",
+            ["torchrun"],
+            "train.py",
+            ["--lr", "0.1", "--epochs", "3"],
+        ),
+        ('CMD="python X.py --x 1"\nsrun bash -c "$CMD"\n', ["srun"], "X.py", ["--x", "1"]),
+        ('CMD="python X.py --x 1"\nsrun $CMD\n', ["srun"], "X.py", ["--x", "1"]),
+        # what running would tell stays as written
+        ("SCRIPT=$(ls *.py)\npython $SCRIPT\n", [], "$SCRIPT", []),
+        ("SCRIPT=x.py\nSCRIPT=`ls`\npython $SCRIPT\n", [], "$SCRIPT", []),
+        ("S=$HOME/x.py\npython $S\n", [], "$S", []),
+        (
+            "python X.py --nw ${SLURM_CPUS_PER_TASK:-4} '$S'\n",
+            [],
+            "X.py",
+            ["--nw", "${SLURM_CPUS_PER_TASK:-4}", "$S"],
+        ),
+        ("python $SCRIPT\nSCRIPT=x.py\n", [], "$SCRIPT", []),  # set after the line
+    ],
+)
+def test_variables_the_script_sets_are_followed(
+    body: str, launchers: list[str], script: str, args: list[str]
+) -> None:
+    found = launch(body)
+    assert names(found) == launchers
+    assert found.script == script
+    assert list(found.args) == args
+
+
+def test_a_variable_names_the_script_on_disk(project: Path) -> None:
+    found = launch('S="train.py --epochs 1"\nsrun python $S\n', project / "job.sh")
+    assert found.script_path == project / "train.py"
+    assert found.options == {"--epochs": "1"}
+
+
 def test_variables_stay_as_written() -> None:
     found = launch('python train.py --num-workers "${SLURM_CPUS_PER_TASK}" --seed $SEED\n')
     assert found.options == {"--num-workers": "${SLURM_CPUS_PER_TASK}", "--seed": "$SEED"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 REDIRECT = re.compile(r"[0-9]*(?:>>|>&|<&|<>|&>>|&>|>\||>|<)")
@@ -129,7 +129,7 @@ def lex_spans(text: str) -> tuple[list[tuple[int, int]], int | None]:
     return spans, None
 
 
-def _unquote(raw: str) -> str:
+def unquote(raw: str) -> str:
     """A word without its quotes, variables and substitutions kept as written."""
     if "$(" in raw or "`" in raw:
         return raw[1:-1] if len(raw) > 1 and raw[0] == raw[-1] == '"' else raw
@@ -142,8 +142,11 @@ def _unquote(raw: str) -> str:
     return raw if parts else ""  # several parts: blanks inside ${...}; keep it whole
 
 
-def commands(tokens: list[str]) -> Iterator[list[str]]:
-    """Simple commands: words between operators, without redirections and their targets."""
+def commands(
+    tokens: list[str], expand: Callable[[str], list[str] | None] | None = None
+) -> Iterator[list[str]]:
+    """Simple commands: words between operators, without redirections and their targets.
+    ``expand``: the words a raw word becomes (variables the script set), None to keep it."""
     words: list[str] = []
     target = False  # the next word is a redirection's file
     for token in tokens:
@@ -156,6 +159,7 @@ def commands(tokens: list[str]) -> Iterator[list[str]]:
         elif target:
             target = False
         else:
-            words.append(_unquote(token))
+            expanded = expand(token) if expand is not None else None
+            words.extend([unquote(token)] if expanded is None else expanded)
     if words:
         yield words

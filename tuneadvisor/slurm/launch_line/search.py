@@ -8,10 +8,13 @@ with interpreter options, ``python -m torch.distributed.run|launch``, ``torchrun
 (the string read as commands), ``torchrun --no-python PROGRAM``, ``tuneadvisor watch ... --``,
 a leading ``$WRAPPER``/``"${wrapper[@]}"`` word,
 ``VAR=value`` assignments before the command, ``\\`` line continuations, several commands
-on a line (``;``, ``&&``, ``|``) and redirections.
+on a line (``;``, ``&&``, ``|``) and redirections; site wrappers (``apptainer_wrapper exec``)
+and container runtimes; ``lightning run model``/``fabric run``.
 
-Nothing is expanded: ``--num-workers ${SLURM_CPUS_PER_TASK}`` stays as written, so the
-advisor can see where a value comes from. Words are split by a small shell lexer (quotes,
+Only variables the script itself set before the line to a value known without running
+anything are expanded (``SCRIPT=train.py`` then ``python $SCRIPT``, see ``variables``):
+``--num-workers ${SLURM_CPUS_PER_TASK}`` stays as written, so the advisor can see where a
+value comes from. Words are split by a small shell lexer (quotes,
 ``$(...)``, comments, operators) and unquoted with :func:`shlex.split`.
 """
 
@@ -26,6 +29,7 @@ from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.commands import ASSIGNMENT, Found, analyse
 from tuneadvisor.slurm.launch_line.lexing import Logical, commands, lex, logical_lines
 from tuneadvisor.slurm.launch_line.model import LaunchLine
+from tuneadvisor.slurm.launch_line.variables import expand_word, known_value
 
 __all__ = ["find_launch", "find_launches"]
 
@@ -34,11 +38,15 @@ _SUBMIT_DIR = re.compile(r'"?\$\{?SLURM_SUBMIT_DIR\}?"?')
 
 @dataclass
 class _Context:
-    """What the lines before a command tell: exports and the working directory."""
+    """What the lines before a command tell: exports, variables and the working directory."""
 
     job_dir: Path | None
     cwd: Path | None
     exported: dict[str, str] = field(default_factory=dict)
+    variables: dict[str, str] = field(default_factory=dict)  # known values only
+
+    def expand(self, raw: str) -> list[str] | None:
+        return expand_word(raw, self.variables)
 
 
 def _resolve(script: str, context: _Context) -> Path | None:
@@ -71,6 +79,20 @@ def _track(words: list[str], context: _Context) -> None:
             assignment = ASSIGNMENT.fullmatch(word)
             if assignment:
                 context.exported[assignment.group(1)] = assignment.group(2)
+                _remember(assignment.group(1), assignment.group(2), context)
+    elif all(ASSIGNMENT.fullmatch(word) for word in words):  # `SCRIPT=train.py`
+        for word in words:
+            name, _, value = word.partition("=")
+            _remember(name, value, context)
+
+
+def _remember(name: str, value: str, context: _Context) -> None:
+    """A variable set by the script: its value when known (expanded already), else unknown
+    from here on (a command substitution, a variable from the environment)."""
+    if known_value(value):
+        context.variables[name] = value
+    else:
+        context.variables.pop(name, None)
 
 
 def _start_dir(job: JobScript, job_dir: Path | None, chdir: str | None) -> Path | None:
@@ -101,7 +123,7 @@ def find_launches(
     body = [(line.number, line.text) for line in script.lines[script.first_command_line - 1 :]]
     found: list[LaunchLine] = []
     for logical in logical_lines(body):
-        for words in commands(lex(logical.text)):
+        for words in commands(lex(logical.text), context.expand):
             launch = _launch(words, logical, context)
             if launch is not None:
                 found.append(launch)
