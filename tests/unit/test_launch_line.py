@@ -9,7 +9,7 @@ import pytest
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
 from tuneadvisor.slurm.launch_line.model import LaunchLine, option_values
-from tuneadvisor.slurm.launch_line.search import find_launch, find_launches
+from tuneadvisor.slurm.launch_line.search import find_launch, find_launches, unfollowed_launch
 
 
 def launch(body: str, path: Path | None = None, header: str = "#SBATCH -c 4\n") -> LaunchLine:
@@ -186,6 +186,8 @@ def test_launch_forms(body: str, launchers: list[str], script: str, args: list[s
         ),
         ("srun ch-run -b /d:/d /img/torch -- python X.py\n", ["srun", "ch-run"], "X.py", []),
         ("srun shifter --image=docker:a/b:1 python X.py\n", ["srun", "shifter"], "X.py", []),
+        ("numactl --cpunodebind=0 -m 0 python X.py\n", ["numactl"], "X.py", []),
+        ("srun taskset -c 0-7 python X.py\n", ["srun", "taskset"], "X.py", []),
     ],
 )
 def test_launchers_and_their_flags(
@@ -250,6 +252,24 @@ def test_a_variable_names_the_script_on_disk(project: Path) -> None:
     found = launch('S="train.py --epochs 1"\nsrun python $S\n', project / "job.sh")
     assert found.script_path == project / "train.py"
     assert found.options == {"--epochs": "1"}
+
+
+@pytest.mark.parametrize(
+    ("body", "command"),
+    [
+        ("srun hostname\nsrun ./run_training.sh --x\n", "srun ./run_training.sh --x"),
+        ("python -c 'import torch'\nsrun bash train.sh\n", "srun bash train.sh"),
+        ("accelerate launch\n", "accelerate launch"),
+        ("srun apptainer exec img.sif ./run.sh\n", "srun apptainer exec img.sif ./run.sh"),
+        # followed, or nothing handed to a launcher: nothing to say
+        ("srun ./prepare.sh\nsrun python X.py\n", None),
+        ("srun nvidia-smi\necho done\n", None),
+        ("./run.sh\n", None),
+        ("", None),
+    ],
+)
+def test_a_launch_that_cannot_be_followed_is_named(body: str, command: str | None) -> None:
+    assert unfollowed_launch("#!/bin/bash\n" + body) == command
 
 
 def test_variables_stay_as_written() -> None:

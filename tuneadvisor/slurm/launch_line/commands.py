@@ -39,6 +39,7 @@ class Found:
     script: str | None = None
     module: str | None = None
     args: tuple[str, ...] = ()
+    stopped_at: str | None = None  # the program the walk could not see into
 
 
 def analyse(words: list[str], found: Found) -> Found | None:
@@ -84,6 +85,7 @@ def analyse(words: list[str], found: Found) -> Found | None:
     if _PYTHON.fullmatch(program):
         found.python = words[0]
         return _python(rest, found)
+    found.stopped_at = words[0]
     return None
 
 

@@ -103,6 +103,7 @@ _CHARLIECLOUD_VALUES = {"--bind", "--cd", "--gid", "--join-ct", "--join-pid", "-
 _CHARLIECLOUD_VALUES |= {"--mount", "--storage", "--unset-env", "--uid"}
 _SHIFTER_VALUES = {"--image", "-i", "--volume", "-V", "--module", "-m", "--env", "-e"}
 _SHIFTER_VALUES |= {"--env-file", "--workdir", "-w", "--user", "-u"}
+_NUMACTL_VALUES = {"--physcpubind", "--cpunodebind", "--membind", "--preferred", "--interleave"}
 _CONDA_VALUES = {"-n", "--name", "-p", "--prefix", "--cwd"}
 _UV_VALUES = {"--with", "--with-requirements", "--python", "-p", "--project", "--directory"}
 _UV_VALUES |= {"--env-file", "--group", "--extra", "--package", "--index", "--index-url"}
@@ -146,12 +147,15 @@ _DOCKER = Spec("acehlmpuvw", _long_except(_DOCKER_FLAGS), image=True)
 _ENROOT = Spec("cem", lambda w: w in _ENROOT_VALUES, image=True)
 CHARLIECLOUD = Spec("bcgmsu", lambda w: w in _CHARLIECLOUD_VALUES, image=True)
 SHIFTER = Spec("iVmewu", lambda w: w in _SHIFTER_VALUES)
+_NUMACTL = Spec("CNmpi", lambda w: w in _NUMACTL_VALUES)
+_TASKSET = Spec("", image=True)  # `taskset -c 0-7 CMD`: the CPU list comes first
 _CONDA = Spec("", lambda w: w in _CONDA_VALUES)
 _UV = Spec("", lambda w: w in _UV_VALUES)
 
 # Programs that take options and then a command to run (containers: then an image).
 WRAPPERS: dict[str, Spec] = {"srun": _SRUN, "mpirun": _MPI, "mpiexec": _MPI, "orterun": _MPI}
 WRAPPERS |= {"prterun": _MPI, "ch-run": CHARLIECLOUD, "shifter": SHIFTER}
+WRAPPERS |= {"numactl": _NUMACTL, "taskset": _TASKSET}
 # Programs whose subcommand takes options and then a command (containers: then an image).
 SUBCOMMANDS: dict[tuple[str, str], Spec] = {
     ("apptainer", "exec"): _CONTAINER,

@@ -31,7 +31,7 @@ from tuneadvisor.slurm.launch_line.lexing import Logical, commands, lex, logical
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 from tuneadvisor.slurm.launch_line.variables import expand_word, known_value
 
-__all__ = ["find_launch", "find_launches"]
+__all__ = ["find_launch", "find_launches", "unfollowed_launch"]
 
 _SUBMIT_DIR = re.compile(r'"?\$\{?SLURM_SUBMIT_DIR\}?"?')
 
@@ -141,6 +141,48 @@ def find_launch(
     """The first training command of the job script, or None when there is none."""
     launches = find_launches(job, path, chdir=chdir)
     return launches[0] if launches else None
+
+
+# What a job runs through srun & co. besides training: no launch line to follow.
+_UTILITIES = {
+    *("hostname", "nvidia-smi", "rocm-smi", "echo", "printf", "sleep", "date", "true"),
+    *("mkdir", "cp", "rsync", "rm", "mv", "ls", "cat", "tar", "which", "nproc", "lscpu"),
+    *("pip", "pip3", "uname", "free", "df", "du", "ln", "touch", "module", "ml", "source"),
+    *("ibstat", "ibv_devinfo", "ulimit", "pwd", "id", "whoami", "wait", "kill", "scontrol"),
+}
+
+
+def unfollowed_launch(
+    job: JobScript | str | bytes, path: str | os.PathLike[str] | None = None
+) -> str | None:
+    """The first command that hands something to a launcher (``srun ./run.sh``,
+    ``torchrun $(pick_script)``, ``accelerate launch`` with nothing after it) in which no
+    training script could be found: the line as written, for a note that says so. None
+    when there is none, or when the script has a launch line that was followed."""
+    script = job if isinstance(job, JobScript) else JobScript.parse(job, path)
+    if script.first_command_line is None:
+        return None
+    body = [(line.number, line.text) for line in script.lines[script.first_command_line - 1 :]]
+    context = _Context(None, None)
+    first: str | None = None
+    for logical in logical_lines(body):
+        for words in commands(lex(logical.text), context.expand):
+            found = Found()
+            result = analyse(words, found)
+            if result is not None and (result.script or result.module):
+                return None
+            if result is None and first is None and _hands_off(found):
+                first = logical.text.strip()
+            _track(words, context)
+    return first
+
+
+def _hands_off(found: Found) -> bool:
+    """A launcher took the command, and what it runs is not a known utility."""
+    if not found.launchers:
+        return False
+    stopped = os.path.basename(found.stopped_at or "")
+    return stopped not in _UTILITIES
 
 
 def _launch(words: list[str], logical: Logical, context: _Context) -> LaunchLine | None:
