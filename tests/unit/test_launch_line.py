@@ -227,9 +227,26 @@ def test_launchers_and_their_flags(
         ('CMD="python X.py --x 1"\nsrun bash -c "$CMD"\n', ["srun"], "X.py", ["--x", "1"]),
         ('CMD="python X.py --x 1"\nsrun $CMD\n', ["srun"], "X.py", ["--x", "1"]),
         # what running would tell stays as written
-        ("SCRIPT=$(ls *.py)\npython $SCRIPT\n", [], "$SCRIPT", []),
-        ("SCRIPT=x.py\nSCRIPT=`ls`\npython $SCRIPT\n", [], "$SCRIPT", []),
-        ("S=$HOME/x.py\npython $S\n", [], "$S", []),
+        ("SCRIPT=$(ls *.py)\npython $SCRIPT --a\n", [], "$(ls *.py)", ["--a"]),
+        ("SCRIPT=x.py\nSCRIPT=`ls`\npython $SCRIPT\n", [], "`ls`", []),
+        ("S=$HOME/x.py\npython $S\n", [], "$HOME/x.py", []),
+        (
+            'N=4\nC="accelerate launch --num_processes=$(expr $N \\* 2) '
+            '--machine_rank=\\${R} X.py"\n'
+            'srun bash -c "$C --lr 1"\n',
+            ["srun", "accelerate launch"],
+            "X.py",
+            ["--lr", "1"],
+        ),
+        # a quoted string over several lines is one command
+        (
+            'export CMD="\n  torchrun --nproc_per_node 4 \\\n  X.py --b 1\n"\nsrun sh -c "$CMD"\n',
+            ["srun", "torchrun"],
+            "X.py",
+            ["--b", "1"],
+        ),
+        # a here-document's body is no command
+        ("cat > cfg.sh <<'EOF'\npython other.py\nEOF\npython X.py\n", [], "X.py", []),
         (
             "python X.py --nw ${SLURM_CPUS_PER_TASK:-4} '$S'\n",
             [],
@@ -510,3 +527,70 @@ def test_set_flag_on_the_model(body: str, tuned: str) -> None:
     assert found is not None
     result = set_flag(job, found, "--pin-memory", {"--no-pin-memory"})
     assert result is not None and result.render_text() == "#!/bin/bash\n" + tuned
+
+
+# ------------------------------------------------------------------ real job scripts
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "jobscripts"
+CSC = "cscfi-pytorch-ddp-examples-"
+
+
+@pytest.mark.parametrize(
+    ("name", "launchers", "script", "args"),
+    [
+        (
+            f"{CSC}run-accelerate-gpu8.sh",
+            ["srun", "singularity_wrapper exec", "accelerate launch"],
+            "mnist_accelerate.py",
+            ["--epochs=100"],
+        ),
+        (
+            f"{CSC}run-accelerate-gpu4.sh",
+            ["srun", "apptainer_wrapper exec", "accelerate launch"],
+            "mnist_accelerate.py",
+            ["--epochs=100"],
+        ),
+        (
+            f"{CSC}run-deepspeed-gpu4.sh",
+            ["srun", "singularity_wrapper exec", "deepspeed"],
+            "mnist_deepspeed.py",
+            ["--epochs=100", "--deepspeed", "--deepspeed_config", "ds_config.json"],
+        ),
+        (
+            f"{CSC}run-ddp-gpu4.sh",
+            ["srun", "torchrun"],
+            "mnist_ddp.py",
+            ["--epochs=100"],
+        ),
+        (
+            "ds4dh-hai_project-run_controls.sh",
+            ["srun", "apptainer run"],
+            "run_controls.py",
+            [],
+        ),
+        (
+            "jh-lee-kr-nodestest-template.sh",
+            ["python -m torch.distributed.launch"],
+            "main.py",
+            [],
+        ),
+    ],
+)
+def test_real_job_scripts(name: str, launchers: list[str], script: str, args: list[str]) -> None:
+    found = find_launch(JobScript.read(REAL / name))
+    assert found is not None
+    assert (names(found), found.script, list(found.args)) == (launchers, script, args)
+
+
+def test_a_real_job_script_whose_script_comes_from_sbatch() -> None:
+    job = JobScript.read(REAL / f"{CSC}run-gpu4-deepspeed-mahti.sh")
+    found = find_launch(job)
+    assert found is not None and found.script == "$*"  # gather says it cannot follow it
+    assert names(found) == ["srun", "singularity_wrapper exec", "deepspeed"]
+
+
+def test_every_real_job_script_is_tested_and_listed() -> None:
+    manifest = (REAL / "MANIFEST.md").read_text()
+    scripts = sorted(p.name for p in REAL.glob("*.sh"))
+    assert all(f"`{name}`" in manifest for name in scripts)
+    assert len(scripts) == 7

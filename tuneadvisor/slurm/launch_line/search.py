@@ -29,7 +29,7 @@ from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.commands import ASSIGNMENT, Found, analyse
 from tuneadvisor.slurm.launch_line.lexing import Logical, commands, lex, logical_lines
 from tuneadvisor.slurm.launch_line.model import LaunchLine
-from tuneadvisor.slurm.launch_line.variables import expand_word, known_value
+from tuneadvisor.slurm.launch_line.variables import expand_word
 
 __all__ = ["find_launch", "find_launches", "unfollowed_launch"]
 
@@ -43,7 +43,7 @@ class _Context:
     job_dir: Path | None
     cwd: Path | None
     exported: dict[str, str] = field(default_factory=dict)
-    variables: dict[str, str] = field(default_factory=dict)  # known values only
+    variables: dict[str, str] = field(default_factory=dict)  # what is unknown as written
 
     def expand(self, raw: str) -> list[str] | None:
         return expand_word(raw, self.variables)
@@ -87,12 +87,9 @@ def _track(words: list[str], context: _Context) -> None:
 
 
 def _remember(name: str, value: str, context: _Context) -> None:
-    """A variable set by the script: its value when known (expanded already), else unknown
-    from here on (a command substitution, a variable from the environment)."""
-    if known_value(value):
-        context.variables[name] = value
-    else:
-        context.variables.pop(name, None)
+    """A variable set by the script, its value expanded already: what is known read, what
+    only running would tell (``$(hostname -i)``, ``$SLURM_NNODES``) as written."""
+    context.variables[name] = value
 
 
 def _start_dir(job: JobScript, job_dir: Path | None, chdir: str | None) -> Path | None:

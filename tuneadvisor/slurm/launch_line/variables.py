@@ -9,7 +9,7 @@ import re
 
 from tuneadvisor.slurm.launch_line.lexing import unquote
 
-__all__ = ["expand_word", "known_value"]
+__all__ = ["expand_word"]
 
 # $NAME, ${NAME}, ${NAME:-default}, ${NAME-default}
 _REFERENCE = re.compile(
@@ -17,30 +17,25 @@ _REFERENCE = re.compile(
     r"|\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?-)(?P<default>[^}]*))?\})"
 )
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_UNKNOWABLE = ("$(", "`")
-
-
-def known_value(value: str) -> bool:
-    """An assignment's value (expanded, unquoted) that is known without running anything."""
-    return "$" not in value and "`" not in value
 
 
 def expand_word(raw: str, known: dict[str, str]) -> list[str] | None:
     """The words one raw shell word becomes with ``known`` variables expanded: an unquoted
-    expansion split on blanks, a double-quoted one kept whole; None when the word needs no
-    expansion or holds what only running could tell (``$(...)``, single quotes).
+    expansion split on blanks, a double-quoted one kept whole, quotes removed; None when
+    there is no ``$`` in it. What only running could tell (``$(...)``, backquotes, unknown
+    variables) is kept as written.
 
     In an assignment (``NAME=$OTHER``) nothing is split, and ``${NAME:-default}`` of a
     variable the script does not set reads as its default (``SCRIPT=${SCRIPT:-train.py}``);
     elsewhere it stays, so ``${SLURM_CPUS_PER_TASK:-4}`` still says where a value comes
     from."""
-    if "$" not in raw or any(mark in raw for mark in _UNKNOWABLE) or "'" in raw:
+    if "$" not in raw:
         return None
     assignment = _ASSIGNMENT.match(raw) is not None
     words: list[str] = []
     current: list[str] = []
     started = False  # the current word exists (also when empty: "" makes one)
-    expanded = quoted = False
+    quoted = False
     pos = 0
     while pos < len(raw):
         char = raw[pos]
@@ -48,7 +43,21 @@ def expand_word(raw: str, known: dict[str, str]) -> list[str] | None:
             quoted, started = not quoted, True
             pos += 1
             continue
+        if char == "'" and not quoted:  # literal to the closing quote
+            end = raw.find("'", pos + 1)
+            end = len(raw) if end < 0 else end
+            current.append(raw[pos + 1 : end])
+            started, pos = True, end + 1
+            continue
+        verbatim = _substitution_end(raw, pos)
+        if verbatim is not None:  # `$(...)`, backquotes: what running would tell
+            current.append(raw[pos:verbatim])
+            started, pos = True, verbatim
+            continue
         if char == "\\" and pos + 1 < len(raw):
+            # in double quotes a backslash quotes only $ ` " \ (else it stays)
+            if quoted and raw[pos + 1] not in '$`"\\':
+                current.append(char)
             current.append(raw[pos + 1])
             started = True
             pos += 2
@@ -65,7 +74,6 @@ def expand_word(raw: str, known: dict[str, str]) -> list[str] | None:
             current.append(match.group(0))
             started = True
             continue
-        expanded = True
         if quoted or assignment:
             current.append(value)
             started = True
@@ -75,12 +83,44 @@ def expand_word(raw: str, known: dict[str, str]) -> list[str] | None:
             current = []
     if started:
         words.append("".join(current))
-    return words if expanded else None
+    return words
+
+
+def _substitution_end(raw: str, pos: int) -> int | None:
+    """Past the end of a command substitution or arithmetic starting at ``pos``."""
+    if raw.startswith("$(", pos):
+        depth, end = 0, pos + 1
+        while end < len(raw):
+            depth += (raw[end] == "(") - (raw[end] == ")")
+            end += 1
+            if depth == 0:
+                return end
+        return len(raw)
+    if raw[pos] == "`":
+        end = raw.find("`", pos + 1)
+        return len(raw) if end < 0 else end + 1
+    return None
+
+
+def _fields(value: str) -> list[str]:
+    """Split on blanks, a ``$(...)`` kept as written staying one field (its output would be
+    split, and that is unknown here)."""
+    fields: list[str] = []
+    pos = 0
+    while pos < len(value):
+        if value[pos].isspace():
+            pos += 1
+            continue
+        start = pos
+        while pos < len(value) and not value[pos].isspace():
+            pos = _substitution_end(value, pos) or pos + 1
+        fields.append(value[start:pos])
+    return fields
 
 
 def _split_into(value: str, words: list[str], current: list[str], started: bool) -> bool:
     """An unquoted expansion's blanks end words; whether a word is open after it."""
-    parts = value.split()
+    parts = _fields(value)
     if not parts:
         return started
     if value[0].isspace() and started:
