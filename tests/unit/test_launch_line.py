@@ -354,6 +354,12 @@ def test_launcher_options() -> None:
     assert found.launcher("torchrun") is torchrun and found.launcher("mpirun") is None
 
 
+def test_the_launch_chain() -> None:
+    assert launch("srun torchrun --nproc_per_node 2 X.py\n").chain == "srun -> torchrun -> X.py"
+    assert launch("python X.py\n").chain == "X.py"
+    assert launch("srun python -m pkg.train\n").chain == "srun -> -m pkg.train"
+
+
 def test_option_values() -> None:
     words = ["--lr", "-0.1", "--amp", "--epochs=3", "-j", "4", "data/", "--last"]
     assert option_values(words) == {
