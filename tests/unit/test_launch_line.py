@@ -254,6 +254,12 @@ def test_launchers_and_their_flags(
             ["--nw", "${SLURM_CPUS_PER_TASK:-4}", "$S"],
         ),
         ("python $SCRIPT\nSCRIPT=x.py\n", [], "$SCRIPT", []),  # set after the line
+        # set perhaps (after &&, in a block, in a subshell): as written
+        ("W=$((N - 1))\n[ $W -lt 0 ] && W=0\npython X.py --nw $W\n", [], "X.py", ["--nw", "$W"]),
+        ('S=a.py\nif [ -n "$B" ]; then\n  S=b.py\nfi\npython $S\n', [], "$S", []),
+        ("S=a.py\nf() {\n  S=b.py\n}\npython $S\n", [], "$S", []),  # if f ran
+        ("S=a.py\n( S=b.py )\npython $S\n", [], "$S", []),
+        ("for S in a.py b.py; do\n  python $S\ndone\n", [], "$S", []),
     ],
 )
 def test_variables_the_script_sets_are_followed(

@@ -199,12 +199,25 @@ def commands(
 ) -> Iterator[list[str]]:
     """Simple commands: words between operators, without redirections and their targets.
     ``expand``: the words a raw word becomes (variables the script set), None to keep it."""
+    for _, words in commands_after(tokens, expand):
+        yield words
+
+
+def commands_after(
+    tokens: list[str], expand: Callable[[str], list[str] | None] | None = None
+) -> Iterator[tuple[str | None, list[str]]]:
+    """Like :func:`commands`, each with the operator before it (None at the line's start):
+    after ``&&`` or ``|`` a command may not run, or runs in a subshell."""
     words: list[str] = []
+    before: str | None = None
     target = False  # the next word is a redirection's file
     for token in tokens:
         if token in OPERATORS:
             if words:
-                yield words
+                yield before, words
+                before = token
+            elif token != "\n":
+                before = token  # `( cd x )`: the subshell's opening
             words, target = [], False
         elif REDIRECT.fullmatch(token):
             target = True
@@ -214,4 +227,4 @@ def commands(
             expanded = expand(token) if expand is not None else None
             words.extend([unquote(token)] if expanded is None else expanded)
     if words:
-        yield words
+        yield before, words

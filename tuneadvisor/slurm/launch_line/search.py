@@ -22,12 +22,18 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.commands import ASSIGNMENT, Found, analyse
-from tuneadvisor.slurm.launch_line.lexing import Logical, commands, lex, logical_lines
+from tuneadvisor.slurm.launch_line.lexing import (
+    Logical,
+    commands_after,
+    lex,
+    logical_lines,
+)
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 from tuneadvisor.slurm.launch_line.variables import expand_word
 
@@ -44,9 +50,25 @@ class _Context:
     cwd: Path | None
     exported: dict[str, str] = field(default_factory=dict)
     variables: dict[str, str] = field(default_factory=dict)  # what is unknown as written
+    depth: int = 0  # inside if/for/while/case or a function: assignments may not run
+    maybe: bool = False  # the command being tracked runs only perhaps (after && || |)
 
     def expand(self, raw: str) -> list[str] | None:
         return expand_word(raw, self.variables)
+
+
+_OPENS = {"if", "for", "while", "until", "case", "select", "{"}
+_CLOSES = {"fi", "done", "esac", "}"}
+_MAYBE = {"&&", "||", "|", "|&", "("}
+
+
+def _commands(logical: Logical, context: _Context) -> Iterator[list[str]]:
+    """The commands of a logical line, keeping count of the blocks they are in."""
+    for before, words in commands_after(lex(logical.text), context.expand):
+        context.maybe = before in _MAYBE
+        yield words
+        context.depth += (words[0] in _OPENS) - (words[0] in _CLOSES)
+        context.depth = max(context.depth, 0)
 
 
 def _resolve(script: str, context: _Context) -> Path | None:
@@ -88,8 +110,12 @@ def _track(words: list[str], context: _Context) -> None:
 
 def _remember(name: str, value: str, context: _Context) -> None:
     """A variable set by the script, its value expanded already: what is known read, what
-    only running would tell (``$(hostname -i)``, ``$SLURM_NNODES``) as written."""
-    context.variables[name] = value
+    only running would tell (``$(hostname -i)``, ``$SLURM_NNODES``) as written. Set in a
+    block or after ``&&``, it may or may not be: unknown from here on."""
+    if context.depth or context.maybe:
+        context.variables.pop(name, None)
+    else:
+        context.variables[name] = value
 
 
 def _start_dir(job: JobScript, job_dir: Path | None, chdir: str | None) -> Path | None:
@@ -120,7 +146,7 @@ def find_launches(
     body = [(line.number, line.text) for line in script.lines[script.first_command_line - 1 :]]
     found: list[LaunchLine] = []
     for logical in logical_lines(body):
-        for words in commands(lex(logical.text), context.expand):
+        for words in _commands(logical, context):
             launch = _launch(words, logical, context)
             if launch is not None:
                 found.append(launch)
@@ -163,7 +189,7 @@ def unfollowed_launch(
     context = _Context(None, None)
     first: str | None = None
     for logical in logical_lines(body):
-        for words in commands(lex(logical.text), context.expand):
+        for words in _commands(logical, context):
             found = Found()
             result = analyse(words, found)
             if result is not None and (result.script or result.module):
