@@ -103,6 +103,55 @@ def test_script_that_is_not_here_is_a_note_not_an_error(tmp_path: Path) -> None:
     assert not [name for name in gathered.facts if name.startswith("script.")]
 
 
+@pytest.mark.parametrize(
+    ("launch", "command"),
+    [
+        ("srun ./run_training.sh --epochs 3", "srun ./run_training.sh --epochs 3"),
+        ("srun apptainer exec img.sif bash train.sh", "srun apptainer exec img.sif bash train.sh"),
+        ("torchrun --nproc_per_node 2 $(ls *.py)", "torchrun --nproc_per_node 2 $(ls *.py)"),
+        ("srun python $TRAINING_SCRIPT", "srun python $TRAINING_SCRIPT"),  # set outside
+    ],
+)
+def test_a_launch_line_that_cannot_be_followed_is_a_note(
+    tmp_path: Path, launch: str, command: str
+) -> None:
+    job = write_job(tmp_path, "srun hostname\n" + launch)
+    gathered = run(Inputs(job=str(job)))
+    assert gathered.script_path is None
+    note = (
+        f"the job runs `{command}`; tuneadvisor could not find the training script in it: "
+        "give --script"
+    )
+    assert note in gathered.notes
+    assert not run(Inputs(job=str(write_job(tmp_path, "srun hostname")))).notes
+
+
+def test_the_cannot_follow_note_reaches_the_text_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = write_job(tmp_path, "srun ./run_training.sh")
+    assert main(["report", "--job", str(job)]) == 0
+    assert "could not find the training script in it: give --script" in capsys.readouterr().out
+
+
+def test_the_text_report_names_the_training_script_and_its_launch_chain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    job = write_job(tmp_path, "srun torchrun --nproc_per_node 2 train.py --num-workers 5")
+    assert main(["report", "--job", str(job)]) == 0
+    out = capsys.readouterr().out
+    train = tmp_path / "train.py"
+    assert f"Training script: {train}, run as srun -> torchrun -> train.py\n" in out
+    assert main(["report", "--job", str(job), "--script", str(train)]) == 0
+    assert f"Training script: {train} (--script)\n" in capsys.readouterr().out
+    away = tmp_path / "away.sbatch"
+    away.write_text("#!/bin/bash\nsrun python /elsewhere/missing.py\n")
+    assert main(["report", "--job", str(away)]) == 0
+    out = capsys.readouterr().out
+    assert "Training script: not read; the job runs srun -> /elsewhere/missing.py\n" in out
+
+
 def test_script_option_wins_over_the_launch_line(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(TRAIN)
     other = tmp_path / "other.py"

@@ -9,7 +9,7 @@ import pytest
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
 from tuneadvisor.slurm.launch_line.model import LaunchLine, option_values
-from tuneadvisor.slurm.launch_line.search import find_launch, find_launches
+from tuneadvisor.slurm.launch_line.search import find_launch, find_launches, unfollowed_launch
 
 
 def launch(body: str, path: Path | None = None, header: str = "#SBATCH -c 4\n") -> LaunchLine:
@@ -89,6 +89,212 @@ def test_launch_forms(body: str, launchers: list[str], script: str, args: list[s
     assert list(found.args) == args
 
 
+@pytest.mark.parametrize(
+    ("body", "launchers", "script", "args"),
+    [
+        # --use_env takes no value: the script is main.py, not --use_env's value
+        (
+            "python -m torch.distributed.launch --nproc_per_node=8 --use_env main.py --lr 1\n",
+            ["python -m torch.distributed.launch"],
+            "main.py",
+            ["--lr", "1"],
+        ),
+        (
+            "torchrun --virtual-local-rank --nnodes 2 -t 3 X.py --a\n",
+            ["torchrun"],
+            "X.py",
+            ["--a"],
+        ),
+        (
+            "accelerate launch --multi-gpu --same-network --debug -t 1 --num_processes 8 X.py\n",
+            ["accelerate launch"],
+            "X.py",
+            [],
+        ),
+        (
+            "accelerate launch --enable_cpu_affinity --dynamo_use_fullgraph -q X.py --b 2\n",
+            ["accelerate launch"],
+            "X.py",
+            ["--b", "2"],
+        ),
+        (
+            "deepspeed -H hostfile -i worker-0 --save_pid --no_local_rank X.py --ds\n",
+            ["deepspeed"],
+            "X.py",
+            ["--ds"],
+        ),
+        (
+            "lightning run model --accelerator gpu --devices 4 X.py --e 1\n",
+            ["lightning run model"],
+            "X.py",
+            ["--e", "1"],
+        ),
+        ("fabric run model --devices=2 X.py\n", ["fabric run"], "X.py", []),
+        (
+            "mpirun -np 4 --oversubscribe --report-bindings -x NCCL_DEBUG=INFO python X.py\n",
+            ["mpirun"],
+            "X.py",
+            [],
+        ),
+        ("mpiexec -n 8 -ppn 4 -genvall -l python X.py\n", ["mpiexec"], "X.py", []),
+        # srun -s is --oversubscribe (no value), -r is --relative (a value)
+        ("srun -s -r 1 python X.py\n", ["srun"], "X.py", []),
+        # site wrappers and container runtimes are skipped like `apptainer exec`
+        (
+            "srun apptainer_wrapper exec accelerate launch --num_processes 8 X.py --bs 2\n",
+            ["srun", "apptainer_wrapper exec", "accelerate launch"],
+            "X.py",
+            ["--bs", "2"],
+        ),
+        (
+            "srun singularity_wrapper exec deepspeed X.py --deepspeed\n",
+            ["srun", "singularity_wrapper exec", "deepspeed"],
+            "X.py",
+            ["--deepspeed"],
+        ),
+        ("srun my-wrapper python X.py\n", ["srun", "my-wrapper"], "X.py", []),
+        (
+            "srun --container-image=nvcr.io/nvidia/pytorch:24.01-py3 --container-mounts /d:/d "
+            "sh -c 'cd /d && python X.py --x 1'\n",
+            ["srun"],
+            "X.py",
+            ["--x", "1"],
+        ),
+        (
+            "srun singularity run --nv -B /d img.sif python X.py\n",
+            ["srun", "singularity run"],
+            "X.py",
+            [],
+        ),
+        (
+            "docker run --rm --gpus all -it -v /d:/d img:1 python X.py\n",
+            ["docker run"],
+            "X.py",
+            [],
+        ),
+        (
+            "podman run --rm --device nvidia.com/gpu=all img torchrun --nproc-per-node 2 X.py\n",
+            ["podman run", "torchrun"],
+            "X.py",
+            [],
+        ),
+        (
+            "srun enroot start --rw -m /d pytorch python X.py\n",
+            ["srun", "enroot start"],
+            "X.py",
+            [],
+        ),
+        ("srun ch-run -b /d:/d /img/torch -- python X.py\n", ["srun", "ch-run"], "X.py", []),
+        ("srun shifter --image=docker:a/b:1 python X.py\n", ["srun", "shifter"], "X.py", []),
+        ("numactl --cpunodebind=0 -m 0 python X.py\n", ["numactl"], "X.py", []),
+        ("srun taskset -c 0-7 python X.py\n", ["srun", "taskset"], "X.py", []),
+    ],
+)
+def test_launchers_and_their_flags(
+    body: str, launchers: list[str], script: str, args: list[str]
+) -> None:
+    found = launch(body)
+    assert names(found) == launchers
+    assert found.script == script
+    assert list(found.args) == args
+
+
+@pytest.mark.parametrize(
+    ("body", "launchers", "script", "args"),
+    [
+        ("SCRIPT=train.py\npython $SCRIPT --a 1\n", [], "train.py", ["--a", "1"]),
+        (
+            'TRAINING_SCRIPT="train_ddp.py --batch-size 1024"\nsrun python $TRAINING_SCRIPT\n',
+            ["srun"],
+            "train_ddp.py",
+            ["--batch-size", "1024"],
+        ),
+        # quoted, the value is one word, as bash passes it
+        ('S="a b.py"\npython "$S" --x\n', [], "a b.py", ["--x"]),
+        (
+            "DIR=/p/src\nexport SCRIPT=${DIR}/main.py\nsrun python ${SCRIPT} --seed $SEED\n",
+            ["srun"],
+            "/p/src/main.py",
+            ["--seed", "$SEED"],
+        ),
+        (
+            'SCRIPT=${SCRIPT:-train.py}\nARGS="--lr 0.1 --epochs 3"\n'
+            "torchrun --nproc_per_node 2 $SCRIPT $ARGS\n",
+            ["torchrun"],
+            "train.py",
+            ["--lr", "0.1", "--epochs", "3"],
+        ),
+        ('CMD="python X.py --x 1"\nsrun bash -c "$CMD"\n', ["srun"], "X.py", ["--x", "1"]),
+        ('CMD="python X.py --x 1"\nsrun $CMD\n', ["srun"], "X.py", ["--x", "1"]),
+        # what running would tell stays as written
+        ("SCRIPT=$(ls *.py)\npython $SCRIPT --a\n", [], "$(ls *.py)", ["--a"]),
+        ("SCRIPT=x.py\nSCRIPT=`ls`\npython $SCRIPT\n", [], "`ls`", []),
+        ("S=$HOME/x.py\npython $S\n", [], "$HOME/x.py", []),
+        (
+            'N=4\nC="accelerate launch --num_processes=$(expr $N \\* 2) '
+            '--machine_rank=\\${R} X.py"\n'
+            'srun bash -c "$C --lr 1"\n',
+            ["srun", "accelerate launch"],
+            "X.py",
+            ["--lr", "1"],
+        ),
+        # a quoted string over several lines is one command
+        (
+            'export CMD="\n  torchrun --nproc_per_node 4 \\\n  X.py --b 1\n"\nsrun sh -c "$CMD"\n',
+            ["srun", "torchrun"],
+            "X.py",
+            ["--b", "1"],
+        ),
+        # a here-document's body is no command
+        ("cat > cfg.sh <<'EOF'\npython other.py\nEOF\npython X.py\n", [], "X.py", []),
+        (
+            "python X.py --nw ${SLURM_CPUS_PER_TASK:-4} '$S'\n",
+            [],
+            "X.py",
+            ["--nw", "${SLURM_CPUS_PER_TASK:-4}", "$S"],
+        ),
+        ("python $SCRIPT\nSCRIPT=x.py\n", [], "$SCRIPT", []),  # set after the line
+        # set perhaps (after &&, in a block, in a subshell): as written
+        ("W=$((N - 1))\n[ $W -lt 0 ] && W=0\npython X.py --nw $W\n", [], "X.py", ["--nw", "$W"]),
+        ('S=a.py\nif [ -n "$B" ]; then\n  S=b.py\nfi\npython $S\n', [], "$S", []),
+        ("S=a.py\nf() {\n  S=b.py\n}\npython $S\n", [], "$S", []),  # if f ran
+        ("S=a.py\n( S=b.py )\npython $S\n", [], "$S", []),
+        ("for S in a.py b.py; do\n  python $S\ndone\n", [], "$S", []),
+    ],
+)
+def test_variables_the_script_sets_are_followed(
+    body: str, launchers: list[str], script: str, args: list[str]
+) -> None:
+    found = launch(body)
+    assert names(found) == launchers
+    assert found.script == script
+    assert list(found.args) == args
+
+
+def test_a_variable_names_the_script_on_disk(project: Path) -> None:
+    found = launch('S="train.py --epochs 1"\nsrun python $S\n', project / "job.sh")
+    assert found.script_path == project / "train.py"
+    assert found.options == {"--epochs": "1"}
+
+
+@pytest.mark.parametrize(
+    ("body", "command"),
+    [
+        ("srun hostname\nsrun ./run_training.sh --x\n", "srun ./run_training.sh --x"),
+        ("python -c 'import torch'\nsrun bash train.sh\n", "srun bash train.sh"),
+        ("accelerate launch\n", "accelerate launch"),
+        ("srun apptainer exec img.sif ./run.sh\n", "srun apptainer exec img.sif ./run.sh"),
+        # followed, or nothing handed to a launcher: nothing to say
+        ("srun ./prepare.sh\nsrun python X.py\n", None),
+        ("srun nvidia-smi\necho done\n", None),
+        ("./run.sh\n", None),
+        ("", None),
+    ],
+)
+def test_a_launch_that_cannot_be_followed_is_named(body: str, command: str | None) -> None:
+    assert unfollowed_launch("#!/bin/bash\n" + body) == command
+
+
 def test_variables_stay_as_written() -> None:
     found = launch('python train.py --num-workers "${SLURM_CPUS_PER_TASK}" --seed $SEED\n')
     assert found.options == {"--num-workers": "${SLURM_CPUS_PER_TASK}", "--seed": "$SEED"}
@@ -152,6 +358,12 @@ def test_launcher_options() -> None:
     assert srun.options == {"-n": "2", "--cpu-bind": "cores"}
     assert torchrun.options == {"--nproc_per_node": "4"}
     assert found.launcher("torchrun") is torchrun and found.launcher("mpirun") is None
+
+
+def test_the_launch_chain() -> None:
+    assert launch("srun torchrun --nproc_per_node 2 X.py\n").chain == "srun -> torchrun -> X.py"
+    assert launch("python X.py\n").chain == "X.py"
+    assert launch("srun python -m pkg.train\n").chain == "srun -> -m pkg.train"
 
 
 def test_option_values() -> None:
@@ -327,3 +539,70 @@ def test_set_flag_on_the_model(body: str, tuned: str) -> None:
     assert found is not None
     result = set_flag(job, found, "--pin-memory", {"--no-pin-memory"})
     assert result is not None and result.render_text() == "#!/bin/bash\n" + tuned
+
+
+# ------------------------------------------------------------------ real job scripts
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "jobscripts"
+CSC = "cscfi-pytorch-ddp-examples-"
+
+
+@pytest.mark.parametrize(
+    ("name", "launchers", "script", "args"),
+    [
+        (
+            f"{CSC}run-accelerate-gpu8.sh",
+            ["srun", "singularity_wrapper exec", "accelerate launch"],
+            "mnist_accelerate.py",
+            ["--epochs=100"],
+        ),
+        (
+            f"{CSC}run-accelerate-gpu4.sh",
+            ["srun", "apptainer_wrapper exec", "accelerate launch"],
+            "mnist_accelerate.py",
+            ["--epochs=100"],
+        ),
+        (
+            f"{CSC}run-deepspeed-gpu4.sh",
+            ["srun", "singularity_wrapper exec", "deepspeed"],
+            "mnist_deepspeed.py",
+            ["--epochs=100", "--deepspeed", "--deepspeed_config", "ds_config.json"],
+        ),
+        (
+            f"{CSC}run-ddp-gpu4.sh",
+            ["srun", "torchrun"],
+            "mnist_ddp.py",
+            ["--epochs=100"],
+        ),
+        (
+            "ds4dh-hai_project-run_controls.sh",
+            ["srun", "apptainer run"],
+            "run_controls.py",
+            [],
+        ),
+        (
+            "jh-lee-kr-nodestest-template.sh",
+            ["python -m torch.distributed.launch"],
+            "main.py",
+            [],
+        ),
+    ],
+)
+def test_real_job_scripts(name: str, launchers: list[str], script: str, args: list[str]) -> None:
+    found = find_launch(JobScript.read(REAL / name))
+    assert found is not None
+    assert (names(found), found.script, list(found.args)) == (launchers, script, args)
+
+
+def test_a_real_job_script_whose_script_comes_from_sbatch() -> None:
+    job = JobScript.read(REAL / f"{CSC}run-gpu4-deepspeed-mahti.sh")
+    found = find_launch(job)
+    assert found is not None and found.script == "$*"  # gather says it cannot follow it
+    assert names(found) == ["srun", "singularity_wrapper exec", "deepspeed"]
+
+
+def test_every_real_job_script_is_tested_and_listed() -> None:
+    manifest = (REAL / "MANIFEST.md").read_text()
+    scripts = sorted(p.name for p in REAL.glob("*.sh"))
+    assert all(f"`{name}`" in manifest for name in scripts)
+    assert len(scripts) == 7

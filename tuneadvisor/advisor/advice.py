@@ -30,6 +30,7 @@ class Advice:
     job_diff: str  # unified diff of the job script ("" when unchanged)
     script_patch: str  # unified diff for the training script ("" when none)
     script_path: str | None
+    launch_chain: str | None = None  # `srun -> torchrun -> train.py`; None without a launch line
 
 
 def _job_diff(before: JobScript, after: JobScript, name: str) -> str:
@@ -112,4 +113,5 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
         job_diff=diff,
         script_patch=patch,
         script_path=gathered.script_path,
+        launch_chain=gathered.launch.chain if gathered.launch is not None else None,
     )

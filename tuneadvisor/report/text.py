@@ -82,12 +82,27 @@ def render_analysis(analysis: ProfileAnalysis) -> list[str]:
     return out
 
 
+def _training_script(workspace: Workspace) -> str | None:
+    """Which training script was read, and the launch chain that runs it."""
+    advice = workspace.advice
+    if advice is None or (advice.script_path is None and advice.launch_chain is None):
+        return None
+    if advice.script_path is None:
+        return f"Training script: not read; the job runs {advice.launch_chain}"
+    if workspace.inputs.script is not None:
+        return f"Training script: {advice.script_path} (--script)"
+    via = f", run as {advice.launch_chain}" if advice.launch_chain else ""
+    return f"Training script: {advice.script_path}{via}"
+
+
 def render_text(workspace: Workspace) -> str:
     out: list[str] = []
     if workspace.analysis is not None:
         out += render_analysis(workspace.analysis)
     if workspace.job is not None:
         out += ["", f"Job script: {workspace.job.path}"]
+    if workspace.advice is not None and (line := _training_script(workspace)) is not None:
+        out += [line] if workspace.job is not None else ["", line]
     if workspace.metrics is not None:
         out += ["", "Metrics read:", *(f"  {line}" for line in metrics_lines(workspace.metrics))]
     if workspace.advice is not None:

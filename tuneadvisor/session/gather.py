@@ -43,13 +43,23 @@ def read_job(path: str) -> JobScript:
     return job
 
 
+def _cannot_follow(command: str) -> str:
+    return (
+        f"the job runs `{command}`; tuneadvisor could not find the training script in it: "
+        "give --script"
+    )
+
+
 def _script(
-    paths: Inputs, launch: LaunchLine | None, notes: list[str]
+    paths: Inputs, launch: LaunchLine | None, notes: list[str], unfollowed: str | None = None
 ) -> tuple[str | None, str | None]:
-    """The training script: --script, else the one the job's launch line runs."""
+    """The training script: --script, else the one the job's launch line runs.
+    ``unfollowed``: the job's launch-like command that led to no script, to say so."""
     if paths.script is not None:
         return paths.script, read_text_input(paths.script, "training script")
     if launch is None:
+        if unfollowed is not None:
+            notes.append(_cannot_follow(unfollowed))
         return None, None
     if launch.script_path is not None and launch.script_path.is_file():
         path = str(launch.script_path)
@@ -59,7 +69,10 @@ def _script(
         beside = Path(paths.job).parent / Path(launch.script).name
         if beside.is_file():
             return str(beside), read_text_input(beside, "training script")
-    if launch.script:
+    name = Path(launch.script).name if launch.script else ""
+    if "$" in name or "`" in name:  # `python $SCRIPT` set from outside, `$(pick_script)`
+        notes.append(_cannot_follow(launch.text.strip()))
+    elif launch.script:
         notes.append(f"the job runs {launch.script}, which is not here: give --script to read it")
     return None, None
 
@@ -176,6 +189,7 @@ def gather(
         live = fetch_job(client, paths.jobid, want_script=paths.job is None)
         notes += live.notes
     launch = None
+    unfollowed = None
     if job is None and paths.job is not None:
         job = read_job(paths.job)
     elif job is None and live is not None and live.script is not None:
@@ -185,9 +199,11 @@ def gather(
             notes.append(f"job {live.job_id}: the script Slurm gave is {live.script.not_a_script}")
     if job is not None:
         from tuneadvisor.advisor.job_facts import job_facts
-        from tuneadvisor.slurm.launch_line.search import find_launch
+        from tuneadvisor.slurm.launch_line.search import find_launch, unfollowed_launch
 
         launch = find_launch(job)
+        if launch is None and paths.script is None:
+            unfollowed = unfollowed_launch(job)
         facts.update(job_facts(job, launch))
     else:
         sharpen.append("the job script (--job)")
@@ -198,7 +214,7 @@ def gather(
         notes += ran_differently(facts, as_run)
         facts.update(live.facts())
         facts.update(as_run)
-    script_path, script_text = _script(paths, launch, notes)
+    script_path, script_text = _script(paths, launch, notes, unfollowed)
     scan = None
     if script_text is not None:
         from tuneadvisor.trainscript.scan import scan_script

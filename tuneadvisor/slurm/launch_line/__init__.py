@@ -5,4 +5,6 @@
 - ``edit``: set an option on the launch line, on the job-script model (untouched bytes stay).
 - ``lexing``, ``launchers``, ``commands``: the small shell lexer, the launcher option tables,
   and the walk from a command down to the training script.
+- ``variables``: the variables the script sets before the line (``SCRIPT=train.py``),
+  expanded as far as that needs no running.
 """

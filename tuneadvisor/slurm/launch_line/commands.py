@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from tuneadvisor.slurm.launch_line.launchers import (
     ACCELERATE,
+    CONTAINER_WRAPPER,
+    LIGHTNING,
     PYTHON_MODULES,
     RUNNERS,
     SUBCOMMANDS,
@@ -23,6 +25,8 @@ ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
 _PYTHON = re.compile(r"python[0-9.]*")
 _PREFIXES = {"then", "do", "else", "{", "!", "time", "exec", "nohup", "command", "builtin"}
 _SHELLS = {"bash", "sh", "dash", "zsh", "ksh"}
+_SITE_WRAPPER = re.compile(r".+[_-]wrapper")  # `apptainer_wrapper exec CMD` (CSC, LUMI...)
+_WRAPPER_VERBS = {"exec", "run"}
 _EXPANSION = re.compile(r'"?\$(?:\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)"?')  # a parameter, whole
 
 
@@ -35,6 +39,7 @@ class Found:
     script: str | None = None
     module: str | None = None
     args: tuple[str, ...] = ()
+    stopped_at: str | None = None  # the program the walk could not see into
 
 
 def analyse(words: list[str], found: Found) -> Found | None:
@@ -68,9 +73,19 @@ def analyse(words: list[str], found: Found) -> Found | None:
         return _subcommand(f"{program} {rest[0]}", SUBCOMMANDS[program, rest[0]], rest[1:], found)
     if program == "accelerate" and rest[:1] == ["launch"]:
         return _runner("accelerate launch", ACCELERATE, rest[1:], found)
+    if program == "lightning" and rest[:2] == ["run", "model"]:
+        return _runner("lightning run model", LIGHTNING, rest[2:], found)
+    if program == "fabric" and rest[:1] == ["run"]:
+        words = rest[2:] if rest[1:2] == ["model"] else rest[1:]
+        return _runner("fabric run", LIGHTNING, words, found)
+    if _SITE_WRAPPER.fullmatch(program):
+        verb = rest[:1] if rest[:1] and rest[0] in _WRAPPER_VERBS else []
+        name = " ".join([program, *verb])
+        return _subcommand(name, CONTAINER_WRAPPER, rest[len(verb) :], found)
     if _PYTHON.fullmatch(program):
         found.python = words[0]
         return _python(rest, found)
+    found.stopped_at = words[0]
     return None
 
 
@@ -107,8 +122,6 @@ def _positional(words: list[str], values: list[str]) -> list[str]:
 def _subcommand(name: str, spec: Spec, words: list[str], found: Found) -> Found | None:
     """``apptainer exec [options] IMAGE command``, ``conda run [options] command``..."""
     options, command = split_options(words, spec)
-    if name.endswith(" exec"):  # a container image comes before the command
-        options, command = options + command[:1], command[1:]
     found.launchers.append(Launcher(name, tuple(options)))
     return analyse(command, found)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 REDIRECT = re.compile(r"[0-9]*(?:>>|>&|<&|<>|&>>|&>|>\||>|<)")
-OPERATORS = ("&&", "||", ";;", ";", "|&", "|", "&", "(", ")")
+OPERATORS = ("&&", "||", ";;", ";", "|&", "|", "&", "(", ")", "\n")
 
 
 @dataclass(frozen=True)
@@ -20,22 +20,74 @@ class Logical:
     starts: tuple[int, ...] = ()  # where each physical line's part begins in text
 
 
-def logical_lines(lines: list[tuple[int, str]]) -> Iterator[Logical]:
-    """Join ``\\``-continued lines (an odd number of trailing backslashes)."""
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z_0-9]*)\1")
+
+
+def logical_lines(lines: list[tuple[int, str]], quotes: bool = True) -> Iterator[Logical]:
+    """Join ``\\``-continued lines (an odd number of trailing backslashes), and the lines of
+    a quoted string that goes on past a line's end (kept apart by their newline). The body
+    of a here-document is no command: it is skipped. A quote that never closes joins
+    nothing (each line read alone, as before the quote)."""
     pending: list[str] = []
+    held: list[tuple[int, str]] = []  # the physical lines of pending
     first = 0
+    heredoc: str | None = None  # the word that ends the here-document being skipped
     for number, text in lines:
+        if heredoc is not None:
+            if text.strip() == heredoc:  # `<<-` allows leading tabs: strip covers both
+                heredoc = None
+            continue
         if not pending:
             first = number
+        held.append((number, text))
         trailing = len(text) - len(text.rstrip("\\"))
-        if trailing % 2:
+        so_far = "".join(pending)
+        open_quote = _open_quote(so_far + text) if quotes else None
+        if trailing % 2 and open_quote != "'":
             pending.append(text[:-1])
             continue
+        if open_quote:
+            pending.append(text + "\n")
+            continue
         pending.append(text)
-        yield _joined(first, number, pending)
-        pending = []
-    if pending:
-        yield _joined(first, lines[-1][0], pending)
+        logical = _joined(first, number, pending)
+        heredoc = _heredoc_word(logical.text)
+        yield logical
+        pending, held = [], []
+    if pending and quotes and _open_quote("".join(pending)):
+        yield from logical_lines(held, quotes=False)
+    elif pending:
+        pending[-1] = pending[-1].removesuffix("\n")
+        yield _joined(first, held[-1][0], pending)
+
+
+def _heredoc_word(text: str) -> str | None:
+    """The delimiter of a here-document the line starts (``cat <<EOF``), outside quotes."""
+    if "<<" not in text or _open_quote(text.split("<<", 1)[0]):
+        return None
+    match = _HEREDOC.search(text)
+    return match.group(2) if match is not None and "<<<" not in text else None
+
+
+def _open_quote(text: str) -> str | None:
+    """The quote still open at the end of ``text`` (``'`` or ``"``), None when none is;
+    a comment ends the scan."""
+    pos = 0
+    quote: str | None = None
+    while pos < len(text):
+        char = text[pos]
+        if quote == "'":
+            quote = None if char == "'" else quote
+        elif char == "\\":
+            pos += 1
+        elif quote == '"':
+            quote = None if char == '"' else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (pos == 0 or text[pos - 1] in " \t\n;&|()"):
+            return None
+        pos += 1
+    return quote
 
 
 def _joined(first: int, last: int, parts: list[str]) -> Logical:
@@ -108,7 +160,7 @@ def lex_spans(text: str) -> tuple[list[tuple[int, int]], int | None]:
     spans: list[tuple[int, int]] = []
     pos = 0
     while pos < len(text):
-        if text[pos] in " \t":
+        if text[pos] in " \t\r":
             pos += 1
             continue
         if text[pos] == "#":
@@ -123,13 +175,13 @@ def lex_spans(text: str) -> tuple[list[tuple[int, int]], int | None]:
             spans.append((pos, pos + len(operator)))
             pos += len(operator)
             continue
-        end = min(_word_end(text, pos), len(text))
+        end = max(min(_word_end(text, pos), len(text)), pos + 1)
         spans.append((pos, end))
         pos = end
     return spans, None
 
 
-def _unquote(raw: str) -> str:
+def unquote(raw: str) -> str:
     """A word without its quotes, variables and substitutions kept as written."""
     if "$(" in raw or "`" in raw:
         return raw[1:-1] if len(raw) > 1 and raw[0] == raw[-1] == '"' else raw
@@ -142,20 +194,37 @@ def _unquote(raw: str) -> str:
     return raw if parts else ""  # several parts: blanks inside ${...}; keep it whole
 
 
-def commands(tokens: list[str]) -> Iterator[list[str]]:
-    """Simple commands: words between operators, without redirections and their targets."""
+def commands(
+    tokens: list[str], expand: Callable[[str], list[str] | None] | None = None
+) -> Iterator[list[str]]:
+    """Simple commands: words between operators, without redirections and their targets.
+    ``expand``: the words a raw word becomes (variables the script set), None to keep it."""
+    for _, words in commands_after(tokens, expand):
+        yield words
+
+
+def commands_after(
+    tokens: list[str], expand: Callable[[str], list[str] | None] | None = None
+) -> Iterator[tuple[str | None, list[str]]]:
+    """Like :func:`commands`, each with the operator before it (None at the line's start):
+    after ``&&`` or ``|`` a command may not run, or runs in a subshell."""
     words: list[str] = []
+    before: str | None = None
     target = False  # the next word is a redirection's file
     for token in tokens:
         if token in OPERATORS:
             if words:
-                yield words
+                yield before, words
+                before = token
+            elif token != "\n":
+                before = token  # `( cd x )`: the subshell's opening
             words, target = [], False
         elif REDIRECT.fullmatch(token):
             target = True
         elif target:
             target = False
         else:
-            words.append(_unquote(token))
+            expanded = expand(token) if expand is not None else None
+            words.extend([unquote(token)] if expanded is None else expanded)
     if words:
-        yield words
+        yield before, words

@@ -47,6 +47,12 @@ class LaunchLine:
     def launcher(self, name: str) -> Launcher | None:
         return next((launcher for launcher in self.launchers if launcher.name == name), None)
 
+    @property
+    def chain(self) -> str:
+        """How the job reaches the training code: ``srun -> torchrun -> train_ddp.py``."""
+        target = self.script if self.script is not None else f"-m {self.module}"
+        return " -> ".join([*(launcher.name for launcher in self.launchers), target])
+
 
 def option_values(words: tuple[str, ...] | list[str]) -> dict[str, str]:
     """``--key=value``, ``--key value`` and ``-k value`` -> {key: value}; "" for flags."""

@@ -8,10 +8,13 @@ with interpreter options, ``python -m torch.distributed.run|launch``, ``torchrun
 (the string read as commands), ``torchrun --no-python PROGRAM``, ``tuneadvisor watch ... --``,
 a leading ``$WRAPPER``/``"${wrapper[@]}"`` word,
 ``VAR=value`` assignments before the command, ``\\`` line continuations, several commands
-on a line (``;``, ``&&``, ``|``) and redirections.
+on a line (``;``, ``&&``, ``|``) and redirections; site wrappers (``apptainer_wrapper exec``)
+and container runtimes; ``lightning run model``/``fabric run``.
 
-Nothing is expanded: ``--num-workers ${SLURM_CPUS_PER_TASK}`` stays as written, so the
-advisor can see where a value comes from. Words are split by a small shell lexer (quotes,
+Only variables the script itself set before the line to a value known without running
+anything are expanded (``SCRIPT=train.py`` then ``python $SCRIPT``, see ``variables``):
+``--num-workers ${SLURM_CPUS_PER_TASK}`` stays as written, so the advisor can see where a
+value comes from. Words are split by a small shell lexer (quotes,
 ``$(...)``, comments, operators) and unquoted with :func:`shlex.split`.
 """
 
@@ -19,26 +22,53 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.commands import ASSIGNMENT, Found, analyse
-from tuneadvisor.slurm.launch_line.lexing import Logical, commands, lex, logical_lines
+from tuneadvisor.slurm.launch_line.lexing import (
+    Logical,
+    commands_after,
+    lex,
+    logical_lines,
+)
 from tuneadvisor.slurm.launch_line.model import LaunchLine
+from tuneadvisor.slurm.launch_line.variables import expand_word
 
-__all__ = ["find_launch", "find_launches"]
+__all__ = ["find_launch", "find_launches", "unfollowed_launch"]
 
 _SUBMIT_DIR = re.compile(r'"?\$\{?SLURM_SUBMIT_DIR\}?"?')
 
 
 @dataclass
 class _Context:
-    """What the lines before a command tell: exports and the working directory."""
+    """What the lines before a command tell: exports, variables and the working directory."""
 
     job_dir: Path | None
     cwd: Path | None
     exported: dict[str, str] = field(default_factory=dict)
+    variables: dict[str, str] = field(default_factory=dict)  # what is unknown as written
+    depth: int = 0  # inside if/for/while/case or a function: assignments may not run
+    maybe: bool = False  # the command being tracked runs only perhaps (after && || |)
+
+    def expand(self, raw: str) -> list[str] | None:
+        return expand_word(raw, self.variables)
+
+
+_OPENS = {"if", "for", "while", "until", "case", "select", "{"}
+_CLOSES = {"fi", "done", "esac", "}"}
+_MAYBE = {"&&", "||", "|", "|&", "("}
+
+
+def _commands(logical: Logical, context: _Context) -> Iterator[list[str]]:
+    """The commands of a logical line, keeping count of the blocks they are in."""
+    for before, words in commands_after(lex(logical.text), context.expand):
+        context.maybe = before in _MAYBE
+        yield words
+        context.depth += (words[0] in _OPENS) - (words[0] in _CLOSES)
+        context.depth = max(context.depth, 0)
 
 
 def _resolve(script: str, context: _Context) -> Path | None:
@@ -71,6 +101,21 @@ def _track(words: list[str], context: _Context) -> None:
             assignment = ASSIGNMENT.fullmatch(word)
             if assignment:
                 context.exported[assignment.group(1)] = assignment.group(2)
+                _remember(assignment.group(1), assignment.group(2), context)
+    elif all(ASSIGNMENT.fullmatch(word) for word in words):  # `SCRIPT=train.py`
+        for word in words:
+            name, _, value = word.partition("=")
+            _remember(name, value, context)
+
+
+def _remember(name: str, value: str, context: _Context) -> None:
+    """A variable set by the script, its value expanded already: what is known read, what
+    only running would tell (``$(hostname -i)``, ``$SLURM_NNODES``) as written. Set in a
+    block or after ``&&``, it may or may not be: unknown from here on."""
+    if context.depth or context.maybe:
+        context.variables.pop(name, None)
+    else:
+        context.variables[name] = value
 
 
 def _start_dir(job: JobScript, job_dir: Path | None, chdir: str | None) -> Path | None:
@@ -101,7 +146,7 @@ def find_launches(
     body = [(line.number, line.text) for line in script.lines[script.first_command_line - 1 :]]
     found: list[LaunchLine] = []
     for logical in logical_lines(body):
-        for words in commands(lex(logical.text)):
+        for words in _commands(logical, context):
             launch = _launch(words, logical, context)
             if launch is not None:
                 found.append(launch)
@@ -119,6 +164,48 @@ def find_launch(
     """The first training command of the job script, or None when there is none."""
     launches = find_launches(job, path, chdir=chdir)
     return launches[0] if launches else None
+
+
+# What a job runs through srun & co. besides training: no launch line to follow.
+_UTILITIES = {
+    *("hostname", "nvidia-smi", "rocm-smi", "echo", "printf", "sleep", "date", "true"),
+    *("mkdir", "cp", "rsync", "rm", "mv", "ls", "cat", "tar", "which", "nproc", "lscpu"),
+    *("pip", "pip3", "uname", "free", "df", "du", "ln", "touch", "module", "ml", "source"),
+    *("ibstat", "ibv_devinfo", "ulimit", "pwd", "id", "whoami", "wait", "kill", "scontrol"),
+}
+
+
+def unfollowed_launch(
+    job: JobScript | str | bytes, path: str | os.PathLike[str] | None = None
+) -> str | None:
+    """The first command that hands something to a launcher (``srun ./run.sh``,
+    ``torchrun $(pick_script)``, ``accelerate launch`` with nothing after it) in which no
+    training script could be found: the line as written, for a note that says so. None
+    when there is none, or when the script has a launch line that was followed."""
+    script = job if isinstance(job, JobScript) else JobScript.parse(job, path)
+    if script.first_command_line is None:
+        return None
+    body = [(line.number, line.text) for line in script.lines[script.first_command_line - 1 :]]
+    context = _Context(None, None)
+    first: str | None = None
+    for logical in logical_lines(body):
+        for words in _commands(logical, context):
+            found = Found()
+            result = analyse(words, found)
+            if result is not None and (result.script or result.module):
+                return None
+            if result is None and first is None and _hands_off(found):
+                first = logical.text.strip()
+            _track(words, context)
+    return first
+
+
+def _hands_off(found: Found) -> bool:
+    """A launcher took the command, and what it runs is not a known utility."""
+    if not found.launchers:
+        return False
+    stopped = os.path.basename(found.stopped_at or "")
+    return stopped not in _UTILITIES
 
 
 def _launch(words: list[str], logical: Logical, context: _Context) -> LaunchLine | None:
