@@ -7,24 +7,29 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from tuneadvisor import __version__
-from tuneadvisor.commands import apply, compare, jobs, report, rules, run, tune, watch
-from tuneadvisor.commands import open as open_
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
 
-# In the order `--help` lists them.
-COMMANDS = {
-    "open": open_,
-    "report": report,
-    "apply": apply,
-    "jobs": jobs,
-    "watch": watch,
-    "run": run,
-    "compare": compare,
-    "tune": tune,
-    "rules": rules,
-}
+
+def commands() -> dict[str, ModuleType]:
+    """The commands, in the order `--help` lists them (imported inside main's guard, so a
+    Ctrl-C while they load exits 130 like any other)."""
+    from tuneadvisor.commands import apply, compare, jobs, report, rules, run, tune, watch
+    from tuneadvisor.commands import open as open_
+
+    return {
+        "open": open_,
+        "report": report,
+        "apply": apply,
+        "jobs": jobs,
+        "watch": watch,
+        "run": run,
+        "compare": compare,
+        "tune": tune,
+        "rules": rules,
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,16 +39,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tuneadvisor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, command in COMMANDS.items():
+    for name, command in commands().items():
         description = getattr(command, "DESCRIPTION", None)
         command.add_arguments(sub.add_parser(name, help=command.HELP, description=description))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        status: int = COMMANDS[args.command].run(args)
+        args = build_parser().parse_args(argv)
+        status: int = commands()[args.command].run(args)
         return status
     except InputError as err:
         print(f"tuneadvisor: {err.one_line()}", file=sys.stderr)

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,7 +158,28 @@ def _only_the_jobs_own_steps(cluster: Cluster, job: str) -> None:
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize(("signum", "after_s"), [(signal.SIGINT, 0.3), (signal.SIGHUP, 3.0)])
+def _srun_started(pid: int, timeout_s: float = 30.0) -> None:
+    """Wait until the watch has started its node samplers' `srun` (a fixed sleep raced the
+    interpreter's start-up on a loaded machine: the signal then came before the watch ran)."""
+    import psutil
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        children = psutil.Process(pid).children(recursive=True)
+        if any("srun" in " ".join(_cmdline(c)) for c in children):
+            return
+        time.sleep(0.02)
+    raise AssertionError("the watch started no srun step")
+
+
+def _cmdline(process: Any) -> list[str]:
+    try:
+        return list(process.cmdline())
+    except Exception:  # gone, or a zombie: not the srun we wait for
+        return []
+
+
+@pytest.mark.parametrize(("signum", "after_s"), [(signal.SIGINT, 0.0), (signal.SIGHUP, 3.0)])
 def test_an_interrupted_watch_leaves_no_sampler_step(
     cluster: Cluster, job: str, tmp_path: Path, signum: int, after_s: float
 ) -> None:
@@ -168,6 +190,7 @@ def test_an_interrupted_watch_leaves_no_sampler_step(
          "--job", job, "--all-nodes"],
         env=cluster.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    _srun_started(proc.pid)
     time.sleep(after_s)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
