@@ -53,7 +53,16 @@ def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
 
 
 # Launchers that start the ranks themselves, also when srun runs them (one per node).
-_SPAWNERS = ("torchrun", "python -m torch.distributed.run", "accelerate launch", "deepspeed")
+# Launchers that start the ranks themselves (one per GPU), as slurm/launch_line names them.
+_SPAWNERS = (
+    "torchrun",
+    "python -m torch.distributed.run",
+    "python -m torch.distributed.launch",
+    "accelerate launch",
+    "deepspeed",
+    "lightning run model",
+    "fabric run",
+)
 
 
 def _rank_launcher(launch: LaunchLine) -> str:
