@@ -1,0 +1,59 @@
+"""Every real file written by other people (tests/fixtures/realworld/) through the real command
+line: no traceback, exit 0 or one line and exit 2, and a job script that `apply` writes still
+parses as bash. The files' own expectations are tested where each kind is read."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tuneadvisor.cli import main
+
+REALWORLD = Path(__file__).resolve().parents[1] / "fixtures" / "realworld"
+JOBS = sorted((REALWORLD / "jobscripts").glob("*.sh"))
+TABLES = sorted((REALWORLD / "profiles").glob("*.txt"))
+SACCT = sorted((REALWORLD / "accounting").glob("*sacct*"))
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    if code == 2:
+        assert len(err.splitlines()) == 1, err
+    else:
+        assert code == 0, err
+    return code, out, err
+
+
+def test_the_corpus_is_there() -> None:
+    assert len(JOBS) >= 7 and len(TABLES) >= 3 and len(SACCT) >= 3
+
+
+@pytest.mark.parametrize("job", JOBS, ids=[p.name for p in JOBS])
+def test_a_real_job_script_is_reported_and_applied_to_valid_bash(
+    job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "report", "--job", str(job))
+    assert code == 0 and f"Job script: {job}" in out
+    tuned = tmp_path / "tuned.sh"
+    code, _, _ = run(capsys, "apply", "--job", str(job), "-o", str(tuned))
+    assert code == 0 and tuned.exists()
+    checked = subprocess.run(["bash", "-n", str(tuned)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    assert job.read_bytes().count(b"\n") <= tuned.read_bytes().count(b"\n") + 1
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[p.name for p in TABLES])
+def test_a_real_profile_table_is_reported(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "report", str(table))
+    assert (code == 0 and "Total" in out) or "%" in out
+
+
+@pytest.mark.parametrize("sacct", SACCT, ids=[p.name for p in SACCT])
+def test_a_real_sacct_output_is_read_or_refused_in_one_line(
+    sacct: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "report", "--sacct", str(sacct))
