@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -68,12 +69,14 @@ def test_the_bundled_example_matches_its_script_and_has_no_note(tmp_path: Path) 
 
 @pytest.mark.parametrize(
     ("script", "words"),
-    [(_without_profile_line, "shifted by 1 line up"), (_one_line_inserted, "shifted by 1 line down")],
+    [
+        (_without_profile_line, "shifted by 1 line up"),
+        (_one_line_inserted, "shifted by 1 line down"),
+    ],
 )
 def test_a_shifted_script_is_matched_by_content(
-    tmp_path: Path, script: object, words: str
+    tmp_path: Path, script: Callable[[], list[str]], words: str
 ) -> None:
-    assert callable(script)
     expected = _loader(_analysis(_case(tmp_path / "same", SCRIPT.read_text().splitlines())))
     analysis = _analysis(_case(tmp_path, script()))
     loader = _loader(analysis)
@@ -105,9 +108,8 @@ def test_an_unrelated_script_gives_way_to_the_tables_own_text(tmp_path: Path) ->
 
 @pytest.mark.parametrize("script", [_without_profile_line, _one_line_inserted])
 def test_report_finds_dataloader_bound_with_a_shifted_script(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], script: object
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], script: Callable[[], list[str]]
 ) -> None:
-    assert callable(script)
     table = _case(tmp_path, script())
     code = main(["report", str(table), "--format", "json"])
     out, err = capsys.readouterr()
