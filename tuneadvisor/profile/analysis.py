@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tuneadvisor.profile.alignment import align
 from tuneadvisor.profile.model import FunctionKey, FunctionTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.trainscript.kinds import LineKind, SourceInfo, analyze_source, classify_source
@@ -162,25 +163,34 @@ def _embedded_kinds(func: FunctionTiming) -> dict[int, LineKind]:
 
 
 def _analyze_function(
-    func: FunctionTiming, grand_total: float, cache: _SourceCache
+    func: FunctionTiming, grand_total: float, cache: _SourceCache, notes: list[str] | None = None
 ) -> AnnotatedFunction:
+    """``notes``: where to say that the file found differs from the profiled source."""
     found = cache.get(func.filename)
     block: tuple[tuple[int, str], ...] = ()
-    if found is not None:
+    alignment = align(func, found[0], found[1]) if found is not None else None
+    if alignment is not None and alignment.note is not None and notes is not None:
+        notes.append(alignment.note)
+    if found is not None and alignment is not None and alignment.offset is not None:
         path, file_lines, info = found
-        kinds = info.kinds
+        # The profile's line n is the file's line n + shift; the recorded numbers are kept
+        # for display, so the block is renumbered to them.
+        shift = alignment.offset
+        kinds = {n - shift: kind for n, kind in info.kinds.items()}
         source_path: str | None = str(path)
-        start = func.first_lineno
+        start = func.first_lineno + shift
         # The def's extent from the parse; without it (source changed since the profile
         # was taken), up to the last timed line.
-        end = info.function_ends.get(start, max((ln.lineno for ln in func.lines), default=start))
-        end = min(end, len(file_lines))
-        block = tuple((n, file_lines[n - 1]) for n in range(max(start, 1), end + 1))
+        last = max((ln.lineno for ln in func.lines), default=func.first_lineno) + shift
+        end = min(info.function_ends.get(start, last), len(file_lines))
+        block = tuple((n - shift, file_lines[n - 1]) for n in range(max(start, 1), end + 1))
 
         def text_of(lineno: int) -> str | None:
-            return file_lines[lineno - 1] if 0 < lineno <= len(file_lines) else None
+            at = lineno + shift
+            return file_lines[at - 1] if 0 < at <= len(file_lines) else None
     else:
-        source_path = None
+        # No file, or one that disagrees with the table's own text: that text is used.
+        source_path = str(found[0]) if found is not None else None
         kinds = _embedded_kinds(func)
         if func.embedded_source:
             block = tuple(sorted(func.embedded_source.items()))
@@ -228,15 +238,18 @@ def _sync_notes(functions: Iterable[AnnotatedFunction]) -> list[str]:
     return notes
 
 
-def _analyze_profile(profile: Profile, cache: _SourceCache) -> list[AnnotatedFunction]:
+def _analyze_profile(
+    profile: Profile, cache: _SourceCache, notes: list[str] | None = None
+) -> list[AnnotatedFunction]:
     grand_total = profile.total_s
-    funcs = [_analyze_function(f, grand_total, cache) for f in profile.functions]
+    funcs = [_analyze_function(f, grand_total, cache, notes) for f in profile.functions]
     return sorted(funcs, key=lambda f: (-f.total_s, f.filename, f.first_lineno))
 
 
 def analyze(profiles: ProfileSet, finder: SourceFinder) -> ProfileAnalysis:
     cache = _SourceCache(finder)
-    functions = _analyze_profile(profiles.merged, cache)
+    source_notes: list[str] = []
+    functions = _analyze_profile(profiles.merged, cache, source_notes)
     parts: tuple[PartSummary, ...] = ()
     if len(profiles.parts) > 1:
         parts = tuple(
@@ -250,7 +263,7 @@ def analyze(profiles: ProfileSet, finder: SourceFinder) -> ProfileAnalysis:
             for part in profiles.parts
         )
     missing = sorted({f.filename for f in functions if f.source_path is None and not f.block})
-    notes = _sync_notes(functions)
+    notes = list(dict.fromkeys(source_notes)) + _sync_notes(functions)
     if missing:
         notes.append(
             "source not found for " + ", ".join(missing) + ": numbers are shown without "
