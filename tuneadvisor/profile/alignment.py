@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from tuneadvisor.profile.model import FunctionTiming
@@ -34,11 +35,41 @@ class Alignment:
 SAME = Alignment(0)
 
 
-def align(func: FunctionTiming, path: Path, file_lines: list[str]) -> Alignment:
-    """How ``func``'s recorded line numbers map onto ``file_lines`` (found at ``path``)."""
+class SourceLines:
+    """One file found on disk, with the indexes a mismatch needs, built once per file (a
+    profile has many functions in one file, and each may need them)."""
+
+    def __init__(self, path: Path, lines: list[str]) -> None:
+        self.path = path
+        self.lines = lines
+
+    @cached_property
+    def where(self) -> dict[str, list[int]]:
+        """Each stripped line text -> the line numbers it stands at."""
+        found: dict[str, list[int]] = {}
+        for index, line in enumerate(self.lines, start=1):
+            found.setdefault(line.strip(), []).append(index)
+        return found
+
+    @cached_property
+    def _defs(self) -> dict[str, list[int]]:
+        """Each function name -> the lines of its ``def``s."""
+        found: dict[str, list[int]] = {}
+        for index, line in enumerate(self.lines, start=1):
+            match = _DEF.match(line)
+            if match:
+                found.setdefault(match[2], []).append(index)
+        return found
+
+    def defs_of(self, name: str) -> list[int]:
+        return self._defs.get(name, [])
+
+
+def align(func: FunctionTiming, source: SourceLines) -> Alignment:
+    """How ``func``'s recorded line numbers map onto the file found."""
     if func.embedded_source:
-        return _align_by_text(func, path.name, file_lines)
-    return _align_by_def(func, path.name, file_lines)
+        return _align_by_text(func, source)
+    return _align_by_def(func, source)
 
 
 def _shift_words(offset: int) -> str:
@@ -47,7 +78,8 @@ def _shift_words(offset: int) -> str:
     return f"{abs(offset)} {lines} {where}"
 
 
-def _align_by_text(func: FunctionTiming, name: str, file_lines: list[str]) -> Alignment:
+def _align_by_text(func: FunctionTiming, source: SourceLines) -> Alignment:
+    name, file_lines = source.path.name, source.lines
     recorded = {
         ln.lineno: func.embedded_source[ln.lineno].strip()
         for ln in func.lines
@@ -61,12 +93,9 @@ def _align_by_text(func: FunctionTiming, name: str, file_lines: list[str]) -> Al
 
     if all(disk(n) == text for n, text in recorded.items()):
         return SAME
-    where: dict[str, list[int]] = {}
-    for index, line in enumerate(file_lines, start=1):
-        where.setdefault(line.strip(), []).append(index)
     votes: Counter[int] = Counter()
     for n, text in recorded.items():
-        votes.update({found - n for found in where.get(text, ())})
+        votes.update({found - n for found in source.where.get(text, ())})
     best = max(votes.items(), key=lambda kv: (kv[1], -abs(kv[0])), default=None)
     if best is not None and best[0] != 0 and best[1] >= MATCH_SHARE * len(recorded):
         offset = best[0]
@@ -83,8 +112,12 @@ def _align_by_text(func: FunctionTiming, name: str, file_lines: list[str]) -> Al
     )
 
 
+_DEF = re.compile(r"\s*(async\s+)?def\s+(\w+)\s*[(\[]")
+
+
 def _is_def_of(line: str, name: str) -> bool:
-    return re.match(rf"\s*(async\s+)?def\s+{re.escape(name)}\s*[(\[]", line) is not None
+    match = _DEF.match(line)
+    return match is not None and match[2] == name
 
 
 def _is_start_of(line: str, name: str) -> bool:
@@ -92,7 +125,8 @@ def _is_start_of(line: str, name: str) -> bool:
     return line.lstrip().startswith("@") or _is_def_of(line, name)
 
 
-def _align_by_def(func: FunctionTiming, name: str, file_lines: list[str]) -> Alignment:
+def _align_by_def(func: FunctionTiming, source: SourceLines) -> Alignment:
+    name, file_lines = source.path.name, source.lines
     first = func.first_lineno
     last = max((ln.lineno for ln in func.lines), default=first)
     changed = Alignment(
@@ -102,7 +136,7 @@ def _align_by_def(func: FunctionTiming, name: str, file_lines: list[str]) -> Ali
     )
     if 0 < first <= len(file_lines) and _is_start_of(file_lines[first - 1], func.name):
         return SAME if last <= len(file_lines) else changed
-    defs = [i for i, line in enumerate(file_lines, start=1) if _is_def_of(line, func.name)]
+    defs = source.defs_of(func.name)
     if not defs:
         return changed
     target = min(defs, key=lambda i: (abs(i - first), i))

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuneadvisor.profile.alignment import align
+from tuneadvisor.profile.alignment import SourceLines, align
 from tuneadvisor.profile.model import FunctionKey, FunctionTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.trainscript.kinds import LineKind, SourceInfo, analyze_source, classify_source
@@ -134,6 +134,13 @@ class _SourceCache:
         self.finder = finder
         self._files: dict[str, tuple[Path, list[str], SourceInfo] | None] = {}
         self.parsed: dict[str, ParsedScript] = {}  # by the path each file was found at
+        self._lines: dict[str, SourceLines] = {}  # likewise: checked against each function
+
+    def lines_of(self, path: Path, lines: list[str]) -> SourceLines:
+        found = self._lines.get(str(path))
+        if found is None:
+            found = self._lines[str(path)] = SourceLines(path, lines)
+        return found
 
     def get(self, filename: str) -> tuple[Path, list[str], SourceInfo] | None:
         if filename not in self._files:
@@ -168,7 +175,7 @@ def _analyze_function(
     """``notes``: where to say that the file found differs from the profiled source."""
     found = cache.get(func.filename)
     block: tuple[tuple[int, str], ...] = ()
-    alignment = align(func, found[0], found[1]) if found is not None else None
+    alignment = align(func, cache.lines_of(found[0], found[1])) if found is not None else None
     if alignment is not None and alignment.note is not None and notes is not None:
         notes.append(alignment.note)
     if found is not None and alignment is not None and alignment.offset is not None:
