@@ -39,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tuneadvisor.present.findings import finding_heading
     from tuneadvisor.session.apply import apply_advice, apply_target
     from tuneadvisor.session.workspace import load_workspace
 
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     assert advice is not None
     written = apply_advice(advice, inputs, target)
     for finding in advice.findings:
-        print(f"[{finding.severity.value}] {finding.id}: {finding.title}")
+        print(finding_heading(finding))
     if not advice.findings:
         print("no findings: nothing to change")
     if advice.job_diff:
