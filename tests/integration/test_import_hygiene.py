@@ -43,6 +43,10 @@ CASES = {
         ("-m", "tuneadvisor", "report", str(EXAMPLE), "--job", str(EXAMPLE_JOB)),
         ("textual", "pynvml", "psutil", *TORCH),
     ),
+    # the metrics model (statistics, decimal, fractions) loads only when there are metrics
+    "tuneadvisor report PROFILE, no metrics": Case(
+        ("-m", "tuneadvisor", "report", str(EXAMPLE)), ("statistics", "decimal", "fractions")
+    ),
     "watch's headless modules": Case(
         (
             "-c",

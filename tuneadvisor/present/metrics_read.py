@@ -5,10 +5,13 @@ read, or read as the user meant."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from tuneadvisor.metrics.model import GpuSeries, MetricsSeries, Stats
+# The metrics model (and statistics, decimal, fractions with it) loads only when a report
+# has metrics: `report PROFILE` stays as quick to start as line_profiler's own viewer.
+if TYPE_CHECKING:
+    from tuneadvisor.metrics.model import GpuSeries, MetricsSeries
 
 
 def _number(value: float) -> str:
@@ -39,6 +42,8 @@ def _gpu_line(gpu: GpuSeries) -> str:
 
 
 def _interval(gpus: Sequence[GpuSeries]) -> str | None:
+    import statistics
+
     gaps = [gap for gpu in gpus for gap in gpu.intervals_s()]
     return f"every {statistics.median(gaps):.2g} s" if gaps else None
 
@@ -61,6 +66,8 @@ def metrics_lines(series: MetricsSeries) -> list[str]:
 
 
 def _host_line(series: MetricsSeries) -> str:
+    from tuneadvisor.metrics.model import Stats
+
     cores = Stats.of(s.proc_cpu_cores for s in series.host)
     rss = Stats.of(s.proc_rss_mib for s in series.host)
     parts = [f"host: {len(series.host)} samples"]
