@@ -33,7 +33,7 @@ JOB = """\
 #SBATCH --job-name=watchme
 #SBATCH --cpus-per-task=1
 #SBATCH --mem=200M
-#SBATCH --time=00:05:00
+#SBATCH --time=00:20:00
 sleep {seconds} | python loader.py fork 2 idle &
 srun --ntasks=1 --mem=20M sleep {seconds} &
 wait
@@ -60,7 +60,8 @@ def submit(cluster: Cluster, folder: Path, seconds: int) -> str:
 
 @pytest.fixture(scope="module")
 def job(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    job_id = submit(cluster, tmp_path_factory.mktemp("watchme"), 240)
+    # Long enough to outlast the module on a loaded machine; cancelled at its end.
+    job_id = submit(cluster, tmp_path_factory.mktemp("watchme"), 900)
     yield job_id
     cluster.run("scancel", job_id)
 
@@ -94,7 +95,7 @@ def test_the_job_seen_through_listpids(cluster: Cluster, job: str, tmp_path: Pat
     assert sum(1 for p in last.procs if p.role == ROLE_WORKER) == 2
     assert (ROLE_LAUNCHER, "slurm_script") in roles
     pids = {p.pid for p in last.procs}
-    step0 = [p for p in last.procs if p.cmdline.endswith("sleep 240") and p.ppid not in pids]
+    step0 = [p for p in last.procs if p.cmdline.endswith("sleep 900") and p.ppid not in pids]
     assert step0, "step 0's task (started by slurmstepd) was not found"
 
 
@@ -197,6 +198,41 @@ def test_an_interrupted_watch_leaves_no_sampler_step(
     assert proc.returncode in (0, 130), err
     assert "Traceback" not in err
     assert signum == signal.SIGINT or "rounds over" in out  # a hang-up still summarises
+    _only_the_jobs_own_steps(cluster, job)
+
+
+def test_a_step_whose_srun_was_killed_is_cancelled_by_its_name(cluster: Cluster, job: str) -> None:
+    """What the watch does when it ends: an srun killed (here with SIGKILL, as a watch's srun
+    is when it does not end on SIGTERM) leaves its tasks running in the job; the steps with the
+    watch's name are cancelled, and a step with another name is left alone."""
+    ours = [subprocess.Popen(
+        ["srun", "--overlap", f"--jobid={job}", "--ntasks=1", "--mem=10M",
+         "--job-name=tuneadvisor-watch-test", "sleep", "300"],
+        env=cluster.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    ) for _ in range(2)]  # fmt: skip
+    other = subprocess.Popen(
+        ["srun", "--overlap", f"--jobid={job}", "--ntasks=1", "--mem=10M",
+         "--job-name=someone-else", "sleep", "301"],
+        env=cluster.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while len({r.step for r in cluster.client.job_pids(job)}) < 5:  # batch, 0 and these 3
+            assert time.monotonic() < deadline, cluster.client.job_pids(job)
+            time.sleep(0.2)
+        for proc in ours:
+            proc.kill()
+            proc.wait(30)
+        cancelled = cluster.client.cancel_steps_named(job, "tuneadvisor-watch-test")
+        assert len(cancelled) == 2 and all(s.startswith(f"{job}.") for s in cancelled)
+        deadline = time.monotonic() + 60
+        while {r.step for r in cluster.client.job_pids(job)} & {s.split(".")[1] for s in cancelled}:
+            assert time.monotonic() < deadline, cluster.client.job_pids(job)
+            time.sleep(0.2)
+        assert other.poll() is None  # someone else's step runs on
+    finally:
+        other.terminate()
+        other.wait(30)
     _only_the_jobs_own_steps(cluster, job)
 
 

@@ -185,13 +185,14 @@ class SlurmClient:
             raise SlurmError(doing, f"unexpected scontrol output: {exc}") from None
 
     def overlap_step(
-        self, job_id: str, nodes: int, command: Sequence[str]
+        self, job_id: str, nodes: int, command: Sequence[str], name: str
     ) -> subprocess.Popen[str]:
         """``srun --overlap --jobid ID --nodes=N --ntasks-per-node=1 --label COMMAND``: one
         task on each node of a running job, beside its steps (sharing their CPUs, memory and
         GPUs). Its stdout and stderr are pipes; every line starts with ``TASK: `` (--label,
         and a line longer than 1024 bytes arrives in labelled pieces). Its own session, so a
-        Ctrl-C on the terminal does not reach srun: the caller ends it (``terminate``)."""
+        Ctrl-C on the terminal does not reach srun: the caller ends it (``terminate``), then
+        cancels what is left of the step by its NAME (``cancel_steps_named``)."""
         doing = f"starting a sampler on the nodes of job {job_id}"
         path = self.which("srun")
         if path is None:
@@ -206,6 +207,7 @@ class SlurmClient:
             "--label",
             "--mpi=none",  # no PMI set-up for a sampler
             "--quiet",
+            f"--job-name={name}",
             *command,
         ]
         try:
@@ -221,6 +223,32 @@ class SlurmClient:
             )
         except OSError as exc:
             raise SlurmError(doing, f"cannot run {path}: {exc.strerror or exc}") from None
+
+    def cancel_steps_named(self, job_id: str, name: str) -> tuple[str, ...]:
+        """Cancel the job's steps called NAME that are still listed, and return their ids.
+        An srun ended while it launched its tasks leaves them running in the job: the
+        signal it forwards reaches no task yet, and a killed srun forwards none. (squeue's
+        --name filters jobs, not steps, so the names are compared here.)"""
+        doing = f"listing the steps of job {job_id}"
+        listed = self._run(
+            doing, "squeue", ["--noheader", "--steps", f"--jobs={job_id}", "--format=%i|%j"]
+        )
+        if listed.returncode != 0:
+            if any(word in listed.stderr for word in _NO_STEPS_HERE):
+                return ()  # the job ended: so did its steps
+            raise SlurmError(doing, _said(listed, "squeue"))
+        steps = tuple(
+            step
+            for step, _, step_name in (
+                line.strip().partition("|") for line in listed.stdout.splitlines()
+            )
+            if step_name == name and step.startswith(f"{job_id}.")
+        )
+        for step in steps:
+            done = self._run(f"cancelling step {step}", "scancel", [step])
+            if done.returncode != 0 and not any(w in done.stderr for w in _NO_STEPS_HERE):
+                raise SlurmError(f"cancelling step {step}", _said(done, "scancel"))
+        return steps
 
     def batch_script(self, job_id: str) -> str | None:
         """The script the job ran: from slurmctld while it knows the job, else from

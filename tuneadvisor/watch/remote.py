@@ -99,8 +99,10 @@ class RemoteSamplers:
         nodes: Sequence[str],
         interval_s: float,
         clock: Callable[[], float] = time.monotonic,
+        leftovers: Callable[[], object] | None = None,
     ) -> None:
         self._proc = proc
+        self._leftovers = leftovers
         self.expected = tuple(nodes)
         self.interval_s = interval_s
         self._clock = clock
@@ -260,6 +262,9 @@ class RemoteSamplers:
                 self._proc.wait()
         for thread in self._threads:
             thread.join(5)
+        if self._leftovers is not None:
+            self._leftovers()  # the step's tasks, if srun ended before they had started
+            self._leftovers = None
 
     def _signal(self, signum: int) -> None:
         try:

@@ -18,7 +18,7 @@ from tuneadvisor.metrics.host import HostSampler
 from tuneadvisor.metrics.nvml import NvmlSampler, visible_filter
 from tuneadvisor.metrics.recording import RecordingHeader, RecordingWriter
 from tuneadvisor.session.rule_files import load_rules, rule_dirs
-from tuneadvisor.slurm.client import SlurmClient
+from tuneadvisor.slurm.client import SlurmClient, SlurmError
 from tuneadvisor.watch.job_target import (
     JobPlan,
     SlurmPids,
@@ -134,8 +134,16 @@ def _merged_session(
     if args.gpus is not None:
         command += ["--gpus", args.gpus]
     client = SlurmClient(timeout_s=SLURM_TIMEOUT_S)
-    remote = RemoteSamplers(client.overlap_step(plan.job_id, len(plan.nodes), command),
-                            plan.nodes, args.interval)  # fmt: skip
+    step_name = f"tuneadvisor-watch-{this_node()}-{os.getpid()}"  # this watch's own step
+
+    def cancel_leftovers() -> None:
+        try:
+            client.cancel_steps_named(plan.job_id, step_name)
+        except SlurmError as exc:  # said, not raised: the watch is ending anyway
+            print(f"tuneadvisor: {exc}", file=sys.stderr)
+
+    remote = RemoteSamplers(client.overlap_step(plan.job_id, len(plan.nodes), command, step_name),
+                            plan.nodes, args.interval, leftovers=cancel_leftovers)  # fmt: skip
     try:
         remote.wait_started()
     except BaseException:  # Ctrl-C or a failed start: no srun step may outlive the watch
