@@ -303,7 +303,11 @@ def test_conflicting_directives(header: list[str], message: str) -> None:
     "header",
     # sbatch 22.05.8 --test-only accepts these: a task count from --ntasks-per-node or a
     # fixed --nodes (Mila's `--nodes=2 --ntasks-per-node=4 --gpus-per-task=rtx8000:1`)
-    ["--ntasks-per-node=1 --gpus-per-task=1", "--nodes=1 --gpus-per-task=1", "-N 2 --gpus-per-task=1"],
+    [
+        "--ntasks-per-node=1 --gpus-per-task=1",
+        "--nodes=1 --gpus-per-task=1",
+        "-N 2 --gpus-per-task=1",
+    ],
 )
 def test_gpus_per_task_with_a_task_count(header: str) -> None:
     assert ids(script(f"#SBATCH {header}")) == []
