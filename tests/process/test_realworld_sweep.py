@@ -28,8 +28,12 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def _parses(script: Path) -> bool:
+    return subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+
+
 def test_the_corpus_is_there() -> None:
-    assert len(JOBS) >= 7 and len(TABLES) >= 3 and len(SACCT) >= 3
+    assert len(JOBS) >= 40 and len(TABLES) >= 3 and len(SACCT) >= 3
 
 
 @pytest.mark.parametrize("job", JOBS, ids=[p.name for p in JOBS])
@@ -42,7 +46,8 @@ def test_a_real_job_script_is_reported_and_applied_to_valid_bash(
     code, _, _ = run(capsys, "apply", "--job", str(job), "-o", str(tuned))
     assert code == 0 and tuned.exists()
     checked = subprocess.run(["bash", "-n", str(tuned)], capture_output=True, text=True)
-    assert checked.returncode == 0, checked.stderr
+    # a published script bash cannot parse (an unclosed quote) stays as broken as it was
+    assert checked.returncode == 0 or not _parses(job), checked.stderr
     assert job.read_bytes().count(b"\n") <= tuned.read_bytes().count(b"\n") + 1
 
 

@@ -74,6 +74,21 @@ def test_the_job_as_it_ran_has_slurms_memory(path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("directives", "nodes", "tasks_per_node"),
+    [
+        ("--ntasks=4 --ntasks-per-node=2", 2, 2),  # at most 2 a node: Mila's multi-node example
+        ("--ntasks=5 --ntasks-per-node=2", 3, 2),
+        ("--nodes=3 --ntasks=4 --ntasks-per-node=2", 3, 2),  # --nodes says
+        ("--ntasks=4", 1, 4),
+        ("--ntasks-per-node=4", 1, 4),
+    ],
+)
+def test_nodes_a_task_count_needs(directives: str, nodes: int, tasks_per_node: int) -> None:
+    request = _script(directives.split()).request()
+    assert (request.node_count, request.tasks_per_node) == (nodes, tasks_per_node)
+
+
+@pytest.mark.parametrize(
     ("directives", "cpus", "task_cpus", "mem_mib"),
     [
         # What the one-node test cluster cannot hold, by the rules the captures show.

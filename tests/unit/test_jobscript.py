@@ -299,6 +299,25 @@ def test_conflicting_directives(header: list[str], message: str) -> None:
     assert job.refused
 
 
+@pytest.mark.parametrize(
+    "header",
+    # sbatch 22.05.8 --test-only accepts these: a task count from --ntasks-per-node or a
+    # fixed --nodes (Mila's `--nodes=2 --ntasks-per-node=4 --gpus-per-task=rtx8000:1`)
+    [
+        "--ntasks-per-node=1 --gpus-per-task=1",
+        "--nodes=1 --gpus-per-task=1",
+        "-N 2 --gpus-per-task=1",
+    ],
+)
+def test_gpus_per_task_with_a_task_count(header: str) -> None:
+    assert ids(script(f"#SBATCH {header}")) == []
+
+
+def test_gpus_per_task_with_a_range_of_nodes_has_no_task_count() -> None:
+    job = script("#SBATCH --nodes=1-2 --gpus-per-task=1")  # sbatch 22.05.8 refuses it
+    assert ids(job) == [CONFLICTING_DIRECTIVES] and job.refused
+
+
 def test_heterogeneous_job_components() -> None:
     job = script("#SBATCH -c 2", "#SBATCH hetjob", "#SBATCH -c 1 --mem=4G")
     assert job.components == 2

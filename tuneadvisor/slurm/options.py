@@ -454,8 +454,13 @@ class JobRequest:
 
     @property
     def node_count(self) -> int:
-        """--nodes (its minimum); 1 when not given."""
-        return self.nodes.minimum if self.nodes is not None else 1
+        """--nodes (its minimum); else as many nodes as --ntasks needs at --ntasks-per-node
+        each (Slurm reads that as a maximum a node); 1 when neither says."""
+        if self.nodes is not None:
+            return self.nodes.minimum
+        if self.ntasks and self.ntasks_per_node:
+            return math.ceil(self.ntasks / self.ntasks_per_node)
+        return 1
 
     @property
     def tasks_total(self) -> int:

@@ -163,7 +163,7 @@ def _per_task_gpu_conflicts(
     per_task = _typed_value(last.get("gpus-per-task"), parse_gpus)
     if per_task is None:
         return
-    if "gpus" not in last and "ntasks" not in last:
+    if not _counts_tasks(last):
         yield (
             "gpus-per-task",
             "Failed to validate job spec. --gpus-per-task used without either --gpus"
@@ -186,6 +186,15 @@ def _per_task_gpu_conflicts(
             " --gpus-per-task requested number of tasks per node differ from"
             " --ntasks-per-node.",
         )
+
+
+def _counts_tasks(last: dict[str, Directive]) -> bool:
+    """sbatch takes a task count for --gpus-per-task from --gpus, --ntasks, --ntasks-per-node
+    or a fixed --nodes (not a range): checked with sbatch --test-only on Slurm 22.05.8."""
+    if any(name in last for name in ("gpus", "ntasks", "ntasks-per-node")):
+        return True
+    nodes = _typed_value(last.get("nodes"), parse_nodes)
+    return nodes is not None and nodes.maximum == nodes.minimum
 
 
 def _gpus_of(name: str) -> Callable[[str], tuple[GresItem, ...]]:

@@ -18,7 +18,7 @@ from tuneadvisor.slurm.launch_line.launchers import (
     Spec,
     split_options,
 )
-from tuneadvisor.slurm.launch_line.lexing import commands, lex
+from tuneadvisor.slurm.launch_line.lexing import commands, lex, logical_lines
 from tuneadvisor.slurm.launch_line.model import Launcher
 
 ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
@@ -95,11 +95,14 @@ def _shell_string(command: str, positional: list[str], found: Found) -> Found | 
     ``"$@"`` and ``$1``... standing for the words after the string's ``$0``."""
     if len(command) > 1 and command[0] == command[-1] and command[0] in "'\"":
         command = command[1:-1]  # still quoted when it holds a $(...)
-    for words in commands(lex(command)):
-        inner = Found(dict(found.env), list(found.launchers), shell_string=True)
-        result = analyse(_positional(words, positional), inner)
-        if result is not None:
-            return result
+    # the string's own `\<newline>` continuations (kept by single quotes) join its lines
+    lines = list(enumerate(command.split("\n"), start=1))
+    for logical in logical_lines(lines):
+        for words in commands(lex(logical.text)):
+            inner = Found(dict(found.env), list(found.launchers), shell_string=True)
+            result = analyse(_positional(words, positional), inner)
+            if result is not None:
+                return result
     return None
 
 
