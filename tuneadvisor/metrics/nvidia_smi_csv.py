@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 
-
 # The banner line of the plain `nvidia-smi` table: "| NVIDIA-SMI 550.144.03   Driver ..."
 _PLAIN_TABLE = re.compile(r"\|\s*NVIDIA-SMI \d")
 
