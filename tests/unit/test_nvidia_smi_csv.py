@@ -225,6 +225,10 @@ def test_nvidia_smi_messages_are_skipped_and_noted() -> None:
         (f"{HEADER}\n", "no GPU samples"),
         ("No devices were found\n", "no GPU samples; nvidia-smi said: No devices were found"),
         (
+            "Wed Feb  5 14:07:58 2025\n+-----+\n| NVIDIA-SMI 550.144.03   Driver Version\n",
+            r"it is the plain nvidia-smi table \(one snapshot\): record one with nvidia-smi",
+        ),
+        (
             log("2024/01/31 12:00:00.000, 0, 50 %"),
             "line 2: 3 values where the header has 4",
         ),

@@ -24,6 +24,9 @@ from datetime import UTC, datetime
 
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 
+# The banner line of the plain `nvidia-smi` table: "| NVIDIA-SMI 550.144.03   Driver ..."
+_PLAIN_TABLE = re.compile(r"\|\s*NVIDIA-SMI \d")
+
 
 class NvidiaSmiCsvError(ValueError):
     """The text is not an nvidia-smi --query-gpu CSV log. The message names the line."""
@@ -193,6 +196,13 @@ class _Reader:
         return replace(sample, uuid=known)
 
     def why_empty(self) -> str:
+        if any(_PLAIN_TABLE.match(line) for line in self.lines):
+            # `nvidia-smi` with no options prints one snapshot as a box table: no series
+            return (
+                "it is the plain nvidia-smi table (one snapshot): "
+                "record one with nvidia-smi --query-gpu=timestamp,index,utilization.gpu,"
+                "memory.used --format=csv -l 1"
+            )
         if self.messages:
             return f"no GPU samples; nvidia-smi said: {self.messages[0]}"
         return "no GPU samples (an empty log, or only a header)"

@@ -1,0 +1,255 @@
+"""What a careful reader concludes from each real file in tests/fixtures/realworld/ (profiles,
+accounting, nvidia-smi), one row per file, checked against the JSON report of the real command
+line. The rows were written by reading the files (and, for .lprof files, their pickled timings),
+not by running the tool: see each folder's MANIFEST.md for where the files come from.
+
+A row is either what the file says (the hottest line of a profile and its share of its function;
+a job's state, elapsed time, peak memory and CPU efficiency; the GPUs' mean utilisation and peak
+memory) or a refusal: exit 2 and one line that names the file and says what it is instead."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tuneadvisor.cli import main
+
+REALWORLD = Path(__file__).resolve().parents[1] / "fixtures" / "realworld"
+FOLDERS = ("profiles", "accounting", "nvidia-smi")
+
+
+@dataclass(frozen=True)
+class Hottest:
+    """The line with the most time in the whole profile, its % Time in its function."""
+
+    function: str
+    line: int
+    percent: float
+    unit_s: float
+
+
+@dataclass(frozen=True)
+class NoTime:
+    """A profile whose functions recorded no time: read, total 0, no hottest line."""
+
+    function: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """seff (--seff) or sacct (--sacct): state, elapsed s, peak memory MiB, CPU efficiency %."""
+
+    option: str
+    state: str
+    elapsed_s: int | None
+    mem_peak_mib: float | None
+    cpu_efficiency_pct: float | None
+
+
+@dataclass(frozen=True)
+class Gpus:
+    """An nvidia-smi log: GPUs, mean utilisation % over all samples, peak memory MiB."""
+
+    count: int
+    util_mean: float | None
+    mem_peak_mib: float | None
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Exit 2, one line naming the file and containing ``says``."""
+
+    option: str | None
+    says: str
+
+
+Expectation = Hottest | NoTime | Job | Gpus | Refused
+
+EXPECTED: dict[str, Expectation] = {
+    # --- profiles: text tables -------------------------------------------------------------
+    "profiles/line_profiler-2.1.2-README-pystone.txt": Hottest("Proc2", 151, 13.5, 1e-6),
+    "profiles/lp4.0.3-wide.txt": Hottest("train", 16, 100.0, 1e-6),
+    "profiles/lp4.0.3-wide-ns.txt": Hottest("train", 16, 100.0, 1e-9),
+    # line 150 `PI = self._rbf.calc_PI()`, 4931005.0 of 15.5956 s
+    "profiles/rbf-mran-lprof.txt": Hottest("update_rbf", 150, 31.6, 1e-6),
+    # kernprof -lv: the program's output first; line 142, 1339343.0
+    "profiles/neural-net-kernprof-lv.txt": Hottest("backward", 142, 22.5, 1e-6),
+    # 1e-09 unit, per-hit printed as "1e+06"; the hottest is calc's line 370 (47.9 ms, 93.7 %),
+    # not collision_test's line 222 (34.5 ms, 73.6 %)
+    "profiles/ftddp-1e-09.txt": Hottest("calc", 370, 93.7, 1e-9),
+    # cProfile output, then kernprof -lv of 7 functions; main's line 195 plt.pause, 5.05 s
+    "profiles/dd2358-cprofile-then-kernprof.txt": Hottest("main", 195, 55.8, 1e-6),
+    # the oldest layout (File, Function, then Total time), integer times; line 180, 8141941
+    "profiles/pycircleriser-old-layout.txt": Hottest("circlerise", 180, 26.8, 1e-6),
+    "profiles/line_profiler-issue230-two-functions.txt": Hottest("g", 16, 60.0, 1e-6),
+    # %lprun -u 1e-3: "Timer unit: 0.001 s", times in ms with a decimal
+    "profiles/line_profiler-pr98-lprun-u1e-3.txt": Hottest("m", 2, 100.0, 1e-3),
+    # hand-edited: rows 98-110 cut out and a source line broken ("ation"); a reader still sees
+    # gradient's line 140 (24.1 %), the tool refuses the table as not line_profiler's own
+    "profiles/project-hpc-hand-edited.txt": Refused(None, "expected line number 98"),
+    # --- profiles: .lprof files (read with pickletools, never unpickled) ---------------------
+    # timer unit 3.6467e-07 s (not a 1e-06 platform); main() line 330, 2048 hits
+    "profiles/pytorch-a2c-ppo-acktr-main.py.lprof": Hottest(
+        "main", 330, 53.0, 3.6467216519357346e-07
+    ),
+    "profiles/aiayn-train.py.lprof": Hottest("forward", 198, 37.8, 1e-6),
+    # protocol 2 pickle of _line_profiler.LineStats (line_profiler 2.x era)
+    "profiles/aiayn-py2-train.py.lprof": Hottest("forward", 393, 77.5, 1e-6),
+    # line_profiler.line_profiler.LineStats (3.x and later); one timed line
+    "profiles/watchmal-main.py.lprof": Hottest("SubsetSequentialSampler", 10, 100.0, 1e-6),
+    # _get_move() decorated but never run: its timings list is empty
+    "profiles/supergo-empty-train.py.lprof": NoTime("_get_move"),
+    # --- seff ------------------------------------------------------------------------------
+    # 2 nodes x 1 core; memory 137.64 MB estimated from several tasks
+    "accounting/sheffield-hpc-memory-used-commands.rst": Job(
+        "--seff", "COMPLETED", 220, 137.64, 35.68
+    ),
+    "accounting/reportseff-issue16-seff-2nodes.seff.txt": Job(
+        "--seff", "COMPLETED", 27363, 7.70 * 1024, 98.62
+    ),
+    "accounting/csc-seff-puhti-2nodes.seff.txt": Job(
+        "--seff", "COMPLETED", 742, 23.68 * 1024, 97.17
+    ),
+    # CSC's seff adds Partition and billing lines (listed as not understood)
+    "accounting/csc-seff-roihu-billing.seff.txt": Job(
+        "--seff", "COMPLETED", 579, 76.45 * 1024, 92.44
+    ),
+    # a site's banner form ("# Job ID:  131042"); a reader sees COMPLETED, 53 s, 14.86 GB, 98.58 %
+    "accounting/reportseff-issue41-seff-banner.seff.txt": Refused("--seff", "no 'Job ID:' line"),
+    # only the two memory lines pasted
+    "accounting/jobstats-issue57-seff-partial.seff.txt": Refused("--seff", "no 'Job ID:' line"),
+    # NeSI's seff ("Job Wall-time: 7.67% 00:01:09 of 00:15:00 time limit", "Mem Efficiency:",
+    # "CPU Utilisation:", "GPU Utilisation:  43  %", "State: ['OUT_OF_MEMORY']"): not read yet;
+    # a reader sees, in order, COMPLETED 69 s 111 MB 98.55 %; COMPLETED 46 s 233.29 MB 141.30 %;
+    # TIMEOUT 904 s 284.46 MB 98.5 % (GPU 43 %, 510 MB); COMPLETED 11:17:04 107.69 GB 76.6 %;
+    # OUT_OF_MEMORY 05:20:01 44.55 GB 79.4 %; COMPLETED on 3 nodes 1-03:24:26 170.59 GB 34.8 %
+    "accounting/nesi-seff-completed.seff.txt": Refused("--seff", "time limit"),
+    "accounting/nesi-seff-cpu-over-100.seff.txt": Refused("--seff", "time limit"),
+    "accounting/nesi-seff-gpu-timeout.seff.txt": Refused("--seff", "time limit"),
+    "accounting/nesi-seff-nextflow-completed.seff.txt": Refused("--seff", "time limit"),
+    "accounting/nesi-seff-nextflow-oom.seff.txt": Refused("--seff", "time limit"),
+    "accounting/nesi-seff-nextflow-3nodes.seff.txt": Refused("--seff", "time limit"),
+    # --- sacct -----------------------------------------------------------------------------
+    # Slurm 23.02.8 (data_parser v0.0.39), array task 12078642_6: 326 s on 10 CPUs, user+system
+    # 1218 s -> 37.4 %; batch step MaxRSS 3462881280 bytes = 3302.46 MiB
+    "accounting/slurmdog-sacct-23.02.json": Job("--sacct", "COMPLETED", 326, 3302.46, 37.36),
+    # -P keyed on JobIDRaw, times as epoch seconds, no Elapsed, TotalCPU or MaxRSS columns
+    "accounting/jobstats-sacct-P-jobidraw-timeout.txt": Job("--sacct", "TIMEOUT", None, None, None),
+    "accounting/torchx-sacct-het-1853.txt": Job("--sacct", "COMPLETED", None, None, None),
+    "accounting/torchx-sacct-cancelled-89.txt": Job("--sacct", "CANCELLED", None, None, None),
+    "accounting/torchx-slurm-squeue-output.json": Refused("--sacct", "not sacct --json"),
+    "accounting/hb-jobinfo-sacct.txt": Refused("--sacct", "not '|'"),
+    "accounting/slurmdog-sacct-noheader.txt": Refused("--sacct", "without -n (--noheader)"),
+    "accounting/reportseff-issue37.sacct.txt": Refused("--sacct", "without -n (--noheader)"),
+    "accounting/reportseff-issue41-debug.sacct.txt": Refused("--sacct", "no JobID or JobIDRaw"),
+    "accounting/nesi-fixed-width.sacct.txt": Refused("--sacct", "columns aligned by spaces"),
+    "accounting/jobstats-issue57-fixed-width.sacct.txt": Refused(
+        "--sacct", "columns aligned by spaces"
+    ),
+    # --- nvidia-smi ------------------------------------------------------------------------
+    # two RTX A6000, 473 rounds each: GPU 0 at 91.0 % on average, GPU 1 idle; peak 25073 MiB
+    "nvidia-smi/openad-2gpu-query.csv": Gpus(2, 45.5, 25073.0),
+    # only power.draw, every 50 ms: no utilisation, no memory
+    "nvidia-smi/flame-power-only.csv": Gpus(1, None, None),
+    # written by scripts, with query names as header: ISO and epoch timestamps
+    "nvidia-smi/gpu-glasses-script-header.csv": Refused("--metrics", "is not like 2024/01/31"),
+    "nvidia-smi/rpf-epoch-noheader-units.csv": Refused("--metrics", "is not like 2024/01/31"),
+    "nvidia-smi/triton-cc-plain-table.txt": Refused("--metrics", "plain nvidia-smi table"),
+}
+
+
+def corpus() -> list[str]:
+    return sorted(
+        str(p.relative_to(REALWORLD))
+        for folder in FOLDERS
+        for p in (REALWORLD / folder).iterdir()
+        if p.name != "MANIFEST.md" and p.suffix != ".py"
+    )
+
+
+def test_every_file_has_one_row() -> None:
+    assert corpus() == sorted(EXPECTED)
+
+
+def run(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def args_for(name: str, option: str | None) -> list[str]:
+    path = str(REALWORLD / name)
+    return ["report", *([option, path] if option else [path]), "--format", "json"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_what_a_careful_reader_concludes(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    expected = EXPECTED[name]
+    option = "--metrics" if isinstance(expected, Gpus) else None
+    if isinstance(expected, Job | Refused):
+        option = expected.option
+    code, out, err = run(capsys, args_for(name, option))
+    if isinstance(expected, Refused):
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert str(REALWORLD / name) in err and expected.says in err, err
+        return
+    assert code == 0, err
+    report = json.loads(out)
+    if isinstance(expected, Hottest):
+        check_hottest(report["profile"], expected)
+    elif isinstance(expected, NoTime):
+        assert [fn["name"] for fn in report["profile"]["functions"]] == [expected.function]
+        assert report["profile"]["total_s"] == 0
+    elif isinstance(expected, Job):
+        check_job(report["advice"]["facts"], expected)
+    else:
+        check_gpus(report["advice"]["facts"], expected)
+
+
+def check_hottest(profile: dict[str, Any], expected: Hottest) -> None:
+    lines = [(fn["name"], ln) for fn in profile["functions"] for ln in fn["lines"]]
+    function, hottest = max(lines, key=lambda pair: pair[1]["time_s"])
+    assert (function, hottest["line"]) == (expected.function, expected.line)
+    assert hottest["percent"] == pytest.approx(expected.percent, abs=0.06)
+    assert profile["unit_s"] == pytest.approx(expected.unit_s, rel=1e-9)
+
+
+def check_job(facts: dict[str, Any], expected: Job) -> None:
+    if expected.option == "--seff":
+        state, elapsed, mem, cpu = (
+            "seff.state",
+            "seff.wall_s",
+            "seff.mem_used_mib",
+            "seff.cpu_efficiency_pct",
+        )
+    else:
+        state, elapsed, mem, cpu = (
+            "sacct.state",
+            "sacct.elapsed_s",
+            "sacct.mem_peak_mib",
+            "sacct.cpu_efficiency_pct",
+        )
+    assert facts.get(state) == expected.state
+    assert facts.get(elapsed) == expected.elapsed_s
+    for key, value in ((mem, expected.mem_peak_mib), (cpu, expected.cpu_efficiency_pct)):
+        if value is None:
+            assert key not in facts
+        else:
+            assert facts[key] == pytest.approx(value, abs=0.01)
+
+
+def check_gpus(facts: dict[str, Any], expected: Gpus) -> None:
+    assert facts["gpu.count"] == expected.count
+    for key, value in (
+        ("gpu.util.mean", expected.util_mean),
+        ("gpu.mem_used.max_mib", expected.mem_peak_mib),
+    ):
+        if value is None:
+            assert key not in facts
+        else:
+            assert facts[key] == pytest.approx(value, abs=0.05)
