@@ -12,6 +12,11 @@ answer does not change while the driver runs); a device that answered ``GPU is l
 asked again. PCIe throughput is a sampled counter that NVML measures over ~20 ms inside the call,
 so it is optional (``pcie=False`` for short intervals).
 
+Memory used is read with ``nvmlDeviceGetMemoryInfo_v2`` where the driver has it: its ``used``
+leaves out the memory the driver reserves for itself, as ``nvidia-smi`` does (on an H200 with
+driver 580 the first version's ``used`` was about 600 MiB higher than nvidia-smi's: see
+bench/RESULTS.md, the GPU acceptance run); older drivers answer with the first version.
+
 Units at the boundary: memory in bytes, power in mW, PCIe throughput in KB/s; the samples are
 in MiB, W and MiB/s (see ``model``).
 """
@@ -247,7 +252,7 @@ class NvmlSampler:
                 continue
             call = self._device_call
             util = call(device, "utilization", problems, "nvmlDeviceGetUtilizationRates")
-            mem = call(device, "memory", problems, "nvmlDeviceGetMemoryInfo")
+            mem = self._memory(device, problems)
             power = call(device, "power", problems, "nvmlDeviceGetPowerUsage")
             limit = call(device, "power limit", problems, "nvmlDeviceGetEnforcedPowerLimit")
             temp = call(
@@ -313,6 +318,20 @@ class NvmlSampler:
                     )
                 )
         return NvmlReading(tuple(samples), tuple(procs), tuple(problems))
+
+    def _memory(self, device: _Device, problems: list[str]) -> Any:
+        """Memory as nvidia-smi shows it (v2: without the driver's reserve), else v1's."""
+        version = getattr(self._nvml, "nvmlMemory_v2", None)
+        if version is not None and "memory v2" not in device.skip:
+            unused: list[str] = []  # v2 missing or refused is no problem: v1 answers
+            mem = self._device_call(device, "memory v2", unused, "nvmlDeviceGetMemoryInfo", version)
+            if mem is not None:
+                return mem
+            if device.lost is not None:
+                problems += unused
+                return None
+            device.skip["memory v2"] = unused[-1] if unused else "no answer"
+        return self._device_call(device, "memory", problems, "nvmlDeviceGetMemoryInfo")
 
     @staticmethod
     def _identity(device: _Device, t: float) -> GpuSample:
