@@ -57,6 +57,8 @@ class SlurmError(InputError):
     """A Slurm command failed (or is missing): what tuneadvisor was doing, then Slurm's words."""
 
     def __init__(self, doing: str, message: str) -> None:
+        self.doing = doing
+        self.said = message  # Slurm's words (or why the command did not run)
         super().__init__(None, f"{doing}: {message}")
 
 

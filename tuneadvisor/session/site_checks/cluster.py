@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tuneadvisor.session.site_checks.model import Check
 from tuneadvisor.slurm.cgroup import CgroupPlace, parse_cgroup
 from tuneadvisor.slurm.client import SlurmClient, SlurmError
-from tuneadvisor.session.site_checks.model import Check
 
 LOAD_SLURM = "load the Slurm module (module load slurm) or run this on a login node"
 
@@ -14,7 +14,7 @@ LOAD_SLURM = "load the Slurm module (module load slurm) or run this on a login n
 def slurm_words(err: SlurmError) -> str:
     """The line of Slurm's message that says most: its last ``fatal:``/``error:`` line (a
     node without a Slurm configuration says four lines, the last is the reason)."""
-    lines = [line.strip() for line in err.problem.splitlines() if line.strip()]
+    lines = [line.strip() for line in err.said.splitlines() if line.strip()]
     telling = [line for line in lines if "fatal:" in line or "error:" in line]
     return (telling or lines or [err.one_line()])[-1]
 
@@ -106,9 +106,7 @@ def _cgroup(env: Mapping[str, str], place: CgroupPlace | None) -> Check:
     if place is None:
         return Check("slurm.cgroup", "not-applicable", "no /proc/self/cgroup on this system")
     where = f"cgroup v{place.version}: {place.path}"
-    inside = (
-        f"srun --jobid {job_id} --overlap --pty python -m tuneadvisor doctor" if job_id else ""
-    )
+    inside = f"srun --jobid {job_id} --overlap --pty python -m tuneadvisor doctor" if job_id else ""
     if place.job_id is None:
         if job_id is None:
             return Check("slurm.cgroup", "not-applicable", f"in no job's cgroup ({where})")

@@ -37,7 +37,9 @@ def gpu_checks(inv: NvmlInventory, cuda_visible: str | None, *, root: bool) -> l
         else:
             checks.append(Check("gpu.devices", "not-applicable", why))
         shown = "unset" if cuda_visible is None else repr(cuda_visible)
-        checks.append(Check("gpu.visible", "not-applicable", f"CUDA_VISIBLE_DEVICES {shown}; {why}"))
+        checks.append(
+            Check("gpu.visible", "not-applicable", f"CUDA_VISIBLE_DEVICES {shown}; {why}")
+        )
         for name in ("gpu.mig", "gpu.processes", "gpu.process_util"):
             checks.append(Check(name, "not-applicable", why))
         return checks
