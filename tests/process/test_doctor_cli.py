@@ -132,6 +132,17 @@ def test_with_the_nvml_stand_in_on_a_recorded_h200(tmp_path: Path) -> None:
     assert "srun --jobid 4711 --overlap" in cgroup["fix"]
 
 
+def test_the_recorder_writes_the_recorded_fixture_back(tmp_path: Path) -> None:
+    """record_fixture.py, run against the stand-in answering from the H200 recording, gives
+    that recording back: the recorder and the stand-in read the same format."""
+    out = tmp_path / "recorded.json"
+    env = {**os.environ, "PYTHONPATH": str(FAKE_NVML), "TUNEADVISOR_FAKE_NVML": str(H200)}
+    recorder = FAKE_NVML.parent / "record_fixture.py"
+    subprocess.run([sys.executable, str(recorder), str(out)], env=env, check=True, timeout=60)
+    again, recorded = json.loads(out.read_text()), json.loads(H200.read_text())
+    assert {**again, "_source": None} == {**recorded, "_source": None}
+
+
 def test_a_hanging_slurm_does_not_hang_doctor(tmp_path: Path) -> None:
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir()

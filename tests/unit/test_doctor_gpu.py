@@ -60,15 +60,17 @@ def test_the_recorded_h200(fake: ModuleType, tmp_path: Path) -> None:
     assert checks["gpu.mig"].status == "ok" and checks["gpu.mig"].value == "MIG off on every GPU"
     running = len(device["nvmlDeviceGetComputeRunningProcesses"])
     assert checks["gpu.processes"].status == "ok"
-    assert f"({running} process(es) now)" in checks["gpu.processes"].value
+    assert f", {running} process(es) now" in checks["gpu.processes"].value
     assert checks["gpu.process_util"].status == "ok"
     assert all(c.fix is None for c in checks.values())
 
 
 def test_root_is_said_because_a_user_may_be_refused(fake: ModuleType, tmp_path: Path) -> None:
     inv = taken(fake, H200, tmp_path)
-    assert "as root" in lines(inv, root=True)["gpu.processes"].value
-    assert "without root" in lines(inv, root=False)["gpu.processes"].value
+    assert lines(inv, root=True)["gpu.processes"].value.endswith(
+        "(asked as root: a user may be refused)"
+    )
+    assert lines(inv, root=False)["gpu.processes"].value.endswith("now without root")
 
 
 @pytest.mark.parametrize(
@@ -132,6 +134,7 @@ def test_a_mig_gpu_and_its_instances(fake: ModuleType, tmp_path: Path) -> None:
     # per-process utilisation is not offered by MIG (the fixture's device has no answer)
     util = checks["gpu.process_util"]
     assert util.status == "not-applicable" and "Not Supported" in util.value
+    assert util.value.endswith("(GPUs in MIG mode do not offer it)")
     visible = lines(inv, "MIG-9f8e7d6c")["gpu.visible"]
     assert visible.value.endswith("-> MIG-9f8e7d6c on GPU 0")
     assert lines(inv, "0")["gpu.visible"].value.endswith("-> GPU 0 GPU-4cf8db2d")
@@ -224,3 +227,13 @@ def test_short_names() -> None:
     assert short_uuid("MIG-GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c/1/0") == "MIG-GPU-4cf8db2d"
     assert short_uuid(None) == "?"
     assert mig_profile("NVIDIA A100-SXM4-40GB MIG 3g.20gb") == "3g.20gb"
+
+
+def test_process_utilization_not_offered_outside_mig(fake: ModuleType, tmp_path: Path) -> None:
+    """The recorded A100 node has no answer for it: the stand-in says Not Supported."""
+    util = lines(taken(fake, FIXTURES / "a100-2gpu.json", tmp_path))["gpu.process_util"]
+    assert util.status == "not-applicable"
+    assert util.value == (
+        "per-process GPU utilisation not offered: GPU 0: Not Supported; GPU 1: Not Supported "
+        "(this GPU or driver does not offer it)"
+    )

@@ -208,7 +208,7 @@ def _device_name(device: DeviceInfo) -> str:
 
 
 def _as_root(root: bool) -> str:
-    return " (as root: another user may be refused)" if root else " without root"
+    return " (asked as root: a user may be refused)" if root else " without root"
 
 
 def _processes(devices: Sequence[DeviceInfo], root: bool) -> Check:
@@ -224,8 +224,8 @@ def _processes(devices: Sequence[DeviceInfo], root: bool) -> Check:
         )
     count = sum(d.processes or 0 for d in devices)
     value = (
-        f"per-process GPU memory readable{_as_root(root)} on {len(devices)} device(s) "
-        f"({count} process(es) now)"
+        f"per-process GPU memory readable on {len(devices)} device(s), {count} process(es) "
+        f"now{_as_root(root)}"
     )
     return Check("gpu.processes", "ok", value)
 
@@ -233,14 +233,16 @@ def _processes(devices: Sequence[DeviceInfo], root: bool) -> Check:
 def _process_util(devices: Sequence[DeviceInfo], root: bool) -> Check:
     refused = [d for d in devices if d.process_util_error is not None]
     if not refused:
-        value = f"per-process GPU utilisation readable{_as_root(root)} on {len(devices)} device(s)"
+        value = f"per-process GPU utilisation readable on {len(devices)} device(s){_as_root(root)}"
         return Check("gpu.process_util", "ok", value)
     where = "; ".join(f"{_device_name(d)}: {d.process_util_error}" for d in refused)
     if all(d.process_util_error == "Not Supported" for d in refused):
+        mig = any(d.mig_parent is not None or (d.mig_mode or (0,))[0] == 1 for d in refused)
+        why = "GPUs in MIG mode do not offer it" if mig else "this GPU or driver does not offer it"
         return Check(
             "gpu.process_util",
             "not-applicable",
-            f"per-process GPU utilisation not offered: {where} (MIG instances never offer it)",
+            f"per-process GPU utilisation not offered: {where} ({why})",
         )
     return Check(
         "gpu.process_util",
