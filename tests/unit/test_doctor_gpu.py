@@ -166,12 +166,34 @@ def test_process_utilization_with_nothing_sampled_yet_answers(
     assert lines(taken(fake, fixture, tmp_path))["gpu.process_util"].status == "ok"
 
 
-def test_a_gpu_counted_but_not_opened(fake: ModuleType, tmp_path: Path) -> None:
+def test_a_gpu_closed_to_this_process_is_said_not_failed(fake: ModuleType, tmp_path: Path) -> None:
+    """In a job whose cgroup closes the other jobs' GPUs, NVML counts them and refuses them."""
     fixture = json.loads((FIXTURES / "a100-2gpu.json").read_text())
     fixture["devices"][1]["handle"] = {"error": "NO_PERMISSION"}
     check = lines(taken(fake, fixture, tmp_path))["gpu.devices"]
+    assert check == Check(
+        "gpu.devices",
+        "ok",
+        "1 GPU: NVIDIA A100-SXM4-40GB (0 GPU-4cf8db2d); GPU 1 closed to this process "
+        "(Insufficient Permissions)",
+    )
+    assert lines(taken(fake, fixture, tmp_path))["gpu.processes"].status == "ok"  # GPU 0 only
+    fixture["devices"][0]["handle"] = {"error": "NO_PERMISSION"}
+    checks = lines(taken(fake, fixture, tmp_path))
+    assert checks["gpu.processes"].value == "not checked: no GPU open to this process"
+    none_open = checks["gpu.devices"]
+    assert none_open.status == "failed"
+    assert none_open.value == "0 GPUs; GPU 0, 1 closed to this process (Insufficient Permissions)"
+    assert none_open.fix is not None and "--gres=gpu:1" in none_open.fix
+
+
+def test_a_gpu_lost_at_start_fails(fake: ModuleType, tmp_path: Path) -> None:
+    fixture = json.loads((FIXTURES / "a100-2gpu.json").read_text())
+    fixture["devices"][1]["handle"] = {"error": "GPU_IS_LOST"}
+    check = lines(taken(fake, fixture, tmp_path))["gpu.devices"]
     assert check.status == "failed"
-    assert check.value.endswith("cannot open GPU 1: Insufficient Permissions")
+    assert check.value.endswith("(0 GPU-4cf8db2d); cannot open GPU 1: GPU is lost")
+    assert check.fix is not None and "admins" in check.fix
 
 
 def test_nvml_started_but_no_gpu(fake: ModuleType, tmp_path: Path) -> None:

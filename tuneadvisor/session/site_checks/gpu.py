@@ -11,6 +11,7 @@ from tuneadvisor.session.site_checks.model import Check
 
 ON_A_GPU_NODE = "srun --gres=gpu:1 --pty python -m tuneadvisor doctor"
 _NO_DRIVER = ("Library Not Found", "Driver Not Loaded")
+_NO_PERMISSION = "Insufficient Permissions"
 _SHORT = re.compile(r"(?:[A-Z]+-)+[0-9a-fA-F]{8}")
 
 
@@ -48,8 +49,13 @@ def gpu_checks(inv: NvmlInventory, cuda_visible: str | None, *, root: bool) -> l
     visible_check, used = _visible(inv.devices, cuda_visible)
     checks.append(visible_check)
     checks.append(_mig(inv.devices))
-    checks.append(_processes(used or inv.devices, root))
-    checks.append(_process_util(used or inv.devices, root))
+    asked = [d for d in (used or inv.devices) if d.unreachable is None]
+    if not asked:
+        for name in ("gpu.processes", "gpu.process_util"):
+            checks.append(Check(name, "not-applicable", "not checked: no GPU open to this process"))
+        return checks
+    checks.append(_processes(asked, root))
+    checks.append(_process_util(asked, root))
     return checks
 
 
@@ -97,27 +103,32 @@ def _driver(inv: NvmlInventory) -> Check:
 
 
 def _devices(gpus: Sequence[DeviceInfo]) -> Check:
+    ask_for_one = "in a job, ask for a GPU (--gres=gpu:1 or --gpus=1); else run on a GPU node"
     if not gpus:
-        return Check(
-            "gpu.devices",
-            "failed",
-            "NVML sees no GPU on this node",
-            "in a job, ask for a GPU (--gres=gpu:1 or --gpus=1); else run on a GPU node",
-        )
-    names = Counter(d.name or "?" for d in gpus)
+        return Check("gpu.devices", "failed", "NVML sees no GPU on this node", ask_for_one)
+    open_ = [d for d in gpus if d.unreachable is None]
+    names = Counter(d.name or "?" for d in open_)
     kinds = ", ".join(f"{n} {name}" if n > 1 else name for name, n in names.items())
-    listed = ", ".join(f"{d.index} {short_uuid(d.uuid)}" for d in gpus if d.unreachable is None)
-    value = f"{len(gpus)} GPU{'s' if len(gpus) > 1 else ''}: {kinds} ({listed})"
-    lost = [d for d in gpus if d.unreachable is not None]
+    listed = ", ".join(f"{d.index} {short_uuid(d.uuid)}" for d in open_)
+    value = f"{len(open_)} GPU{'s' if len(open_) != 1 else ''}" + (
+        f": {kinds} ({listed})" if open_ else ""
+    )
+    # A job's cgroup can close the other jobs' GPUs to NVML: counted, not opened, not wrong.
+    closed = [d.index for d in gpus if d.unreachable == _NO_PERMISSION]
+    if closed:
+        value += f"; GPU {', '.join(map(str, closed))} closed to this process ({_NO_PERMISSION})"
+    lost = [d for d in gpus if d.unreachable not in (None, _NO_PERMISSION)]
     if lost:
         where = "; ".join(f"GPU {d.index}: {d.unreachable}" for d in lost)
         return Check(
             "gpu.devices",
             "failed",
             f"{value}; cannot open {where}",
-            "NVML counts a GPU it cannot open: not one of this job's GPUs, or it has fallen "
-            "off the bus (nvidia-smi shows which; tell the admins if it is lost)",
+            "NVML counts a GPU it cannot open: nvidia-smi shows the same; tell the site's "
+            "admins (a GPU that is lost needs a reset)",
         )
+    if not open_:
+        return Check("gpu.devices", "failed", value, ask_for_one)
     return Check("gpu.devices", "ok", value)
 
 
