@@ -12,6 +12,9 @@ answer does not change while the driver runs); a device that answered ``GPU is l
 asked again. PCIe throughput is a sampled counter that NVML measures over ~20 ms inside the call,
 so it is optional (``pcie=False`` for short intervals).
 
+``inventory()`` is `tuneadvisor doctor`'s one look: the library, driver and CUDA versions, every
+device with its MIG mode, and whether the per-process queries answer for this user.
+
 Units at the boundary: memory in bytes, power in mW, PCIe throughput in KB/s; the samples are
 in MiB, W and MiB/s (see ``model``).
 """
