@@ -16,7 +16,7 @@ from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
 def commands() -> dict[str, ModuleType]:
     """The commands, in the order `--help` lists them (imported inside main's guard, so a
     Ctrl-C while they load exits 130 like any other)."""
-    from tuneadvisor.commands import apply, compare, jobs, report, rules, run, tune, watch
+    from tuneadvisor.commands import apply, compare, doctor, jobs, report, rules, run, tune, watch
     from tuneadvisor.commands import open as open_
 
     return {
@@ -29,6 +29,7 @@ def commands() -> dict[str, ModuleType]:
         "compare": compare,
         "tune": tune,
         "rules": rules,
+        "doctor": doctor,
     }
 
 

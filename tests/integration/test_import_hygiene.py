@@ -63,6 +63,13 @@ CASES = {
         (),
         ("pynvml",),
     ),
+    # doctor must run where only nvidia-ml-py, psutil and rich are there besides torch, and
+    # torch only in the probe's own interpreter
+    "tuneadvisor doctor": Case(
+        ("-m", "tuneadvisor", "doctor", "--format", "json"),
+        ("textual", "plotext", "matplotlib", "simpleeval", "line_profiler", *TORCH),
+        ("pynvml",),
+    ),
     "scanning a training script": Case(
         (
             "-c",

@@ -17,6 +17,9 @@ leaves out the memory the driver reserves for itself, as ``nvidia-smi`` does (on
 driver 580 the first version's ``used`` was about 600 MiB higher than nvidia-smi's: see
 bench/RESULTS.md, the GPU acceptance run); older drivers answer with the first version.
 
+``inventory()`` is `tuneadvisor doctor`'s one look: the library, driver and CUDA versions, every
+device with its MIG mode, and whether the per-process queries answer for this user.
+
 Units at the boundary: memory in bytes, power in mW, PCIe throughput in KB/s; the samples are
 in MiB, W and MiB/s (see ``model``).
 """
@@ -71,6 +74,7 @@ class _Device:
     name: str | None
     pci_bus_id: str | None
     mig_parent: str | None = None  # parent GPU's uuid for a MIG instance
+    mig_mode: tuple[int, int] | None = None  # (current, pending); None: not asked or refused
     lost: str | None = None
     skip: dict[str, str] = field(default_factory=dict)  # call -> sticky reason
 
@@ -97,6 +101,15 @@ def visible_filter(spec: str | None) -> tuple[str, ...] | None:
     if spec is None:
         return None
     return tuple(tok.strip() for tok in spec.split(",") if tok.strip())
+
+
+def token_matches(token: str, index: int, uuid: str | None, mig_parent: str | None) -> bool:
+    """Whether one ``CUDA_VISIBLE_DEVICES`` token names this device: an index names a whole
+    GPU (never a MIG instance), a UUID or its prefix names a GPU, a MIG instance, or every
+    instance of the GPU it names."""
+    if token.isdigit():
+        return mig_parent is None and int(token) == index
+    return any(u and u.startswith(token) for u in (uuid, mig_parent))
 
 
 class NvmlSampler:
@@ -175,6 +188,8 @@ class NvmlSampler:
         )
         self._devices.append(device)
         mode, _ = self._call("mig mode", nvml.nvmlDeviceGetMigMode, handle)
+        if mode:
+            device.mig_mode = (int(mode[0]), int(mode[1]))
         if not mode or mode[0] != getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1):
             return
         slots, _ = self._call("mig count", nvml.nvmlDeviceGetMaxMigDeviceCount, handle)
@@ -198,15 +213,10 @@ class NvmlSampler:
     def _is_visible(self, device: _Device) -> bool:
         if self._visible is None:
             return True
-        for token in self._visible:
-            if token.isdigit():
-                if device.mig_parent is None and int(token) == device.index:
-                    return True
-                if device.mig_parent is not None:
-                    continue
-            elif any(u and u.startswith(token) for u in (device.uuid, device.mig_parent)):
-                return True
-        return False
+        return any(
+            token_matches(token, device.index, device.uuid, device.mig_parent)
+            for token in self._visible
+        )
 
     # ------------------------------------------------------------------ sampling
 
@@ -342,3 +352,110 @@ class NvmlSampler:
             name=device.name,
             pci_bus_id=device.pci_bus_id,
         )
+
+
+# ---------------------------------------------------------------------- what this site offers
+
+# NVML's words for "the call works, it has nothing to say": no process sampled in the window
+# (nvidia-ml-py raises NVMLError(0) when the first call answers Success with no samples).
+_NOTHING_YET = ("Not Found", "NVML Error with code 0")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One device as ``tuneadvisor doctor`` reports it (a whole GPU or a MIG instance)."""
+
+    index: int  # the physical GPU's index (a MIG instance has its parent's)
+    uuid: str | None
+    name: str | None
+    mig_parent: str | None  # the parent GPU's uuid for a MIG instance
+    mig_mode: tuple[int, int] | None  # (current, pending), 1 = enabled; None: not supported
+    unreachable: str | None  # NVML counted it but gave no handle (why)
+    processes: int | None  # processes nvmlDeviceGetComputeRunningProcesses listed
+    processes_error: str | None  # why it did not answer
+    process_util_error: str | None  # why nvmlDeviceGetProcessUtilization did not answer
+
+
+@dataclass(frozen=True)
+class NvmlInventory:
+    """NVML on this node: the library, the driver, the devices and which queries answer."""
+
+    reason: str | None  # why there is no device list (None: NVML started and counted)
+    started: bool = False  # nvmlInit succeeded
+    missing: bool = False  # nvidia-ml-py itself is not installed
+    bindings: str | None = None  # the nvidia-ml-py version
+    nvml_version: str | None = None
+    driver: str | None = None
+    cuda_driver: str | None = None  # the newest CUDA the driver supports, "12.4"
+    devices: tuple[DeviceInfo, ...] = ()
+
+
+def _bindings_version() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version("nvidia-ml-py")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cuda_version(value: object) -> str | None:
+    """NVML's CUDA version integer (12040) as text ("12.4")."""
+    if not isinstance(value, int) or value <= 0:
+        return None
+    return f"{value // 1000}.{value % 1000 // 10}"
+
+
+def inventory(import_module: Callable[[str], ModuleType] | None = None) -> NvmlInventory:
+    """Every device NVML sees (no ``CUDA_VISIBLE_DEVICES`` filter) and whether the
+    per-process queries answer without root. Never raises NVML errors."""
+    sampler = NvmlSampler(import_module=import_module)
+    reason = sampler.open()
+    nvml = sampler._nvml
+    if nvml is None:
+        missing = reason == "nvidia-ml-py (pynvml) is not installed"
+        return NvmlInventory(reason=reason, missing=missing, bindings=_bindings_version())
+    try:
+        version, _ = sampler._call("nvml version", nvml.nvmlSystemGetNVMLVersion)
+        cuda, _ = sampler._call("cuda version", nvml.nvmlSystemGetCudaDriverVersion)
+        devices = tuple(_describe(sampler, nvml, d) for d in sampler._devices)
+    finally:
+        sampler.close()
+    # No device at all is a line of doctor's own, not a reason to skip the others.
+    failed = reason if reason is not None and reason.startswith("no GPU count") else None
+    return NvmlInventory(
+        reason=failed,
+        started=True,
+        bindings=_bindings_version(),
+        nvml_version=None if version is None else _text(version),
+        driver=sampler.driver if sampler.driver is None else _text(sampler.driver),
+        cuda_driver=_cuda_version(cuda),
+        devices=devices,
+    )
+
+
+def _describe(sampler: NvmlSampler, nvml: Any, device: _Device) -> DeviceInfo:
+    procs: Any = None
+    procs_error = util_error = device.lost
+    if device.lost is None:
+        procs, procs_error = sampler._call(
+            "processes", nvml.nvmlDeviceGetComputeRunningProcesses, device.handle
+        )
+        fn = getattr(nvml, "nvmlDeviceGetProcessUtilization", None)
+        if fn is None:
+            util_error = "not in this nvidia-ml-py"
+        else:
+            _, util_error = sampler._call("process utilization", fn, device.handle, 0)
+            if util_error in _NOTHING_YET:
+                util_error = None
+    return DeviceInfo(
+        index=device.index,
+        uuid=device.uuid,
+        name=device.name,
+        mig_parent=device.mig_parent,
+        mig_mode=device.mig_mode,
+        unreachable=device.lost,
+        processes=None if procs is None else len(procs),
+        processes_error=procs_error,
+        process_util_error=util_error,
+    )

@@ -57,6 +57,8 @@ class SlurmError(InputError):
     """A Slurm command failed (or is missing): what tuneadvisor was doing, then Slurm's words."""
 
     def __init__(self, doing: str, message: str) -> None:
+        self.doing = doing
+        self.said = message  # Slurm's words (or why the command did not run)
         super().__init__(None, f"{doing}: {message}")
 
 
@@ -346,6 +348,25 @@ class SlurmClient:
             raise SlurmError(doing, f"unexpected seff output: {exc}") from None
 
     # ------------------------------------------------------------------ the cluster
+
+    def version(self, command: str) -> str:
+        """``COMMAND --version``: "slurm 23.02.7" (no daemon asked)."""
+        return self._output(f"asking {command} its version", command, ["--version"]).strip()
+
+    def ping(self) -> str:
+        """``scontrol ping``: slurmctld's own words ("Slurmctld(primary) at head is UP");
+        a SlurmError when it is down or cannot be reached."""
+        said = self._output("asking whether slurmctld is up", "scontrol", ["ping"]).strip()
+        if "DOWN" in said:
+            raise SlurmError("asking whether slurmctld is up", said)
+        return said
+
+    def accounting_answers(self) -> int:
+        """One small ``sacct`` query (your jobs of the last hour) that reaches slurmdbd: how
+        many rows it listed; a SlurmError when accounting does not answer."""
+        args = ["-X", "-n", "-P", "-o", "JobID", "-S", "now-1hours"]
+        said = self._output("asking the accounting (slurmdbd)", "sacct", args)
+        return len([line for line in said.splitlines() if line.strip()])
 
     def partitions(self) -> list[PartitionShape]:
         doing = "reading the partitions' node shapes"
