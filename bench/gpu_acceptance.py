@@ -606,16 +606,21 @@ def _markdown(checks: list[Check], env: dict[str, Any], seconds: float) -> str:
     lines = [
         "## GPU acceptance run (issue 16)",
         "",
-        f"`python bench/gpu_acceptance.py --record` on {time.strftime('%Y-%m-%d')}, "
+        f"`python bench/gpu_acceptance.py` on {env.get('date') or time.strftime('%Y-%m-%d')}, "
         f"{seconds:.0f} s. GPU: {gpus}. Host: {env.get('cpus')} CPUs, kernel {env.get('kernel')}, "
         f"torch {env.get('torch', {}).get('torch')} (CUDA {env.get('torch', {}).get('cuda')}).",
         "",
     ]
     for check in checks:
         lines.append(f"### {check.name}: {check.status}")
-        lines += [f"- {d}" for d in check.detail]
-        if check.numbers and check.name != "environment":
-            lines += ["", "```json", json.dumps(check.numbers, indent=1, default=str)[:4000], "```"]
+        lines += [f"- {d}".replace("\n", " ").rstrip() for d in check.detail]
+        if check.name == "doctor" and check.numbers.get("checks"):
+            lines += ["", "| check | status | value |", "|---|---|---|"]
+            lines += [
+                f"| {c['id']} | {c['status']} | {c['value']} |" for c in check.numbers["checks"]
+            ]
+        elif check.numbers and check.name != "environment":
+            lines += ["", "```json", json.dumps(check.numbers, indent=1, default=str)[:3000], "```"]
         lines.append("")
     return "\n".join(lines)
 
@@ -638,7 +643,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", action="store_true", help="write the section of RESULTS.md")
     parser.add_argument("--steps", type=int, default=None, help="mnist steps per run")
     parser.add_argument("--python", default=sys.executable, help="the training interpreter")
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        metavar="FILE",
+        help="record an acceptance.json brought back from a GPU machine",
+    )
     args = parser.parse_args(argv)
+    if args.from_json is not None:  # the results of a run elsewhere, recorded here
+        saved = [Check(**c) for c in json.loads(args.from_json.read_text())]
+        env_saved = saved[0].numbers
+        section = _markdown(saved, env_saved, float(env_saved.get("seconds", 0)))
+        record(section)
+        print(section)
+        return 0
     work = args.out or Path(tempfile.mkdtemp(prefix="gpu-acceptance-"))
     work.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -659,6 +677,8 @@ def main(argv: list[str] | None = None) -> int:
             checks.append(Check(name, "failed", [f"{type(exc).__name__}: {exc}"]))
         print(f"{checks[-1].name}: {checks[-1].status}", flush=True)
     seconds = time.monotonic() - started
+    env.numbers["seconds"] = round(seconds)
+    env.numbers["date"] = time.strftime("%Y-%m-%d")
     (work / "acceptance.json").write_text(
         json.dumps([asdict(c) for c in checks], indent=1, default=str)
     )

@@ -8,6 +8,7 @@ classes (LibraryNotFound, DriverNotLoaded, GPU is lost, Not Supported, NoPermiss
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +194,33 @@ def test_only_the_jobs_gpus(fake: ModuleType, spec: str | None, expected: tuple[
 def test_one_mig_instance_visible(fake: ModuleType) -> None:
     sampler = opened(fake, "a100-mig.json", visible=("MIG-9f8e7d6c",))
     assert sampler.devices == ("MIG-9f8e7d6c-5b4a-5392-8170-6f5e4d3c2b1a",)
+
+
+def test_memory_used_as_nvidia_smi_shows_it_on_a_recorded_h200(fake: ModuleType) -> None:
+    """Recorded on an H200 (driver 580): v1's `used` counts the driver's reserve (4434 MiB),
+    v2's does not (3819 MiB, what nvidia-smi printed at that moment). The sampler reads v2."""
+    sampler = opened(fake, "h200-memory-v2.json")
+    fake.CALLS.clear()
+    reading = sampler.sample(1.0)
+    (gpu,) = reading.gpus
+    assert gpu.mem_used_mib == pytest.approx(4004315136 / MIB)
+    assert round(gpu.mem_used_mib or 0) == 3819 and gpu.mem_total_mib == 143771.0
+    recorded = json.loads((FIXTURES / "h200-memory-v2.json").read_text())["devices"][0]
+    assert gpu.name == "NVIDIA H200"
+    assert gpu.power_w == pytest.approx(recorded["nvmlDeviceGetPowerUsage"] / 1000)
+    assert [(p.pid, p.used_mib) for p in reading.procs] == [(494, 3810.0)]
+    assert (
+        "nvmlDeviceGetMemoryInfo_v2" in fake.CALLS and "nvmlDeviceGetMemoryInfo" not in fake.CALLS
+    )
+    assert reading.problems == ()
+
+
+def test_a_driver_without_memory_v2_is_read_with_v1_and_asked_once(fake: ModuleType) -> None:
+    sampler = opened(fake, "a100-2gpu.json")  # recorded before v2: Function Not Found
+    fake.CALLS.clear()
+    first = sampler.sample(1.0)
+    second = sampler.sample(2.0)
+    assert first.gpus[0].mem_used_mib == second.gpus[0].mem_used_mib == 17935.0
+    assert fake.CALLS.count("nvmlDeviceGetMemoryInfo_v2") == 2  # once per GPU, then never
+    assert fake.CALLS.count("nvmlDeviceGetMemoryInfo") == 4
+    assert first.problems == second.problems == ()  # v1 answered: nothing is missing
