@@ -89,8 +89,11 @@ EXPECTED: dict[str, Expectation] = {
     # %lprun -u 1e-3: "Timer unit: 0.001 s", times in ms with a decimal
     "profiles/line_profiler-pr98-lprun-u1e-3.txt": Hottest("m", 2, 100.0, 1e-3),
     # hand-edited: rows 98-110 cut out and a source line broken ("ation"); a reader still sees
-    # gradient's line 140 (24.1 %), the tool refuses the table as not line_profiler's own
-    "profiles/project-hpc-hand-edited.txt": Refused(None, "expected line number 98"),
+    # gradient's line 140 (24.1 %), the tool refuses the table as not line_profiler's own and
+    # says what to give instead
+    "profiles/project-hpc-hand-edited.txt": Refused(
+        None, "rows 98-110 are missing, as in a table shortened by hand; give the .lprof file"
+    ),
     # --- profiles: .lprof files (read with pickletools, never unpickled) ---------------------
     # timer unit 3.6467e-07 s (not a 1e-06 platform); main() line 330, 2048 hits
     "profiles/pytorch-a2c-ppo-acktr-main.py.lprof": Hottest(
