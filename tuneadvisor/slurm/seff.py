@@ -94,7 +94,7 @@ _MEM_EFF = re.compile(
 )
 _NOT_SEFF = ("Job not found", "Usage: seff", "Invalid job", "slurm_load_jobs error")
 # A site's framed form: "#### JOB EFFICIENCY REPORT ####", then "# Job ID:  131042", ...
-_BANNER_FRAME = re.compile(r"##+.*")
+_BANNER_FRAME = re.compile(r"#{2,}(?:\s.*\s#{2,})?")
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ def parse_seff(text: str) -> SeffReport:
         line = raw.strip()
         if _BANNER_FRAME.fullmatch(line):
             continue
-        line = line.removeprefix("#").strip()
+        line = line.lstrip("#").strip()
         if not line:
             continue
         if line.startswith(_NOT_SEFF):
