@@ -444,8 +444,10 @@ def test_realworld_banner_form() -> None:
 
 
 def test_banner_lines_not_understood_are_still_listed() -> None:
-    text = "#### REPORT ####\n# Job ID: 5\n# Energy: 3 kWh\n######\n"
-    assert parse_seff(text).unread == ("line 3: 'Energy: 3 kWh'",)
+    text = "#### REPORT ####\n# Job ID: 5\n## Cores: 1\n# Energy: 3 kWh\n######\n"
+    report = parse_seff(text)
+    assert (report.job_id, report.cores) == ("5", 1)
+    assert report.unread == ("line 4: 'Energy: 3 kWh'",)
 
 
 # What seff prints since Slurm 24.11 (contribs/seff/seff after commits 42ea3cf and 1f1c492,
