@@ -89,8 +89,11 @@ EXPECTED: dict[str, Expectation] = {
     # %lprun -u 1e-3: "Timer unit: 0.001 s", times in ms with a decimal
     "profiles/line_profiler-pr98-lprun-u1e-3.txt": Hottest("m", 2, 100.0, 1e-3),
     # hand-edited: rows 98-110 cut out and a source line broken ("ation"); a reader still sees
-    # gradient's line 140 (24.1 %), the tool refuses the table as not line_profiler's own
-    "profiles/project-hpc-hand-edited.txt": Refused(None, "expected line number 98"),
+    # gradient's line 140 (24.1 %), the tool refuses the table as not line_profiler's own and
+    # says what to give instead
+    "profiles/project-hpc-hand-edited.txt": Refused(
+        None, "rows 98-110 are missing, as in a table shortened by hand; give the .lprof file"
+    ),
     # --- profiles: .lprof files (read with pickletools, never unpickled) ---------------------
     # timer unit 3.6467e-07 s (not a 1e-06 platform); main() line 330, 2048 hits
     "profiles/pytorch-a2c-ppo-acktr-main.py.lprof": Hottest(
@@ -118,21 +121,33 @@ EXPECTED: dict[str, Expectation] = {
     "accounting/csc-seff-roihu-billing.seff.txt": Job(
         "--seff", "COMPLETED", 579, 76.45 * 1024, 92.44
     ),
-    # a site's banner form ("# Job ID:  131042"); a reader sees COMPLETED, 53 s, 14.86 GB, 98.58 %
-    "accounting/reportseff-issue41-seff-banner.seff.txt": Refused("--seff", "no 'Job ID:' line"),
+    # a site's banner form: each line behind "# ", "Wall-clock time: 00:00:53", CPU 00:06:58 of
+    # 00:07:04 core-walltime, 14.86 GB estimated maximum, no memory request
+    "accounting/reportseff-issue41-seff-banner.seff.txt": Job(
+        "--seff", "COMPLETED", 53, 14.86 * 1024, 98.58
+    ),
     # only the two memory lines pasted
     "accounting/jobstats-issue57-seff-partial.seff.txt": Refused("--seff", "no 'Job ID:' line"),
-    # NeSI's seff ("Job Wall-time: 7.67% 00:01:09 of 00:15:00 time limit", "Mem Efficiency:",
-    # "CPU Utilisation:", "GPU Utilisation:  43  %", "State: ['OUT_OF_MEMORY']"): not read yet;
-    # a reader sees, in order, COMPLETED 69 s 111 MB 98.55 %; COMPLETED 46 s 233.29 MB 141.30 %;
-    # TIMEOUT 904 s 284.46 MB 98.5 % (GPU 43 %, 510 MB); COMPLETED 11:17:04 107.69 GB 76.6 %;
-    # OUT_OF_MEMORY 05:20:01 44.55 GB 79.4 %; COMPLETED on 3 nodes 1-03:24:26 170.59 GB 34.8 %
-    "accounting/nesi-seff-completed.seff.txt": Refused("--seff", "time limit"),
-    "accounting/nesi-seff-cpu-over-100.seff.txt": Refused("--seff", "time limit"),
-    "accounting/nesi-seff-gpu-timeout.seff.txt": Refused("--seff", "time limit"),
-    "accounting/nesi-seff-nextflow-completed.seff.txt": Refused("--seff", "time limit"),
-    "accounting/nesi-seff-nextflow-oom.seff.txt": Refused("--seff", "time limit"),
-    "accounting/nesi-seff-nextflow-3nodes.seff.txt": Refused("--seff", "time limit"),
+    # NeSI's seff: elapsed on the "Job Wall-time: 7.67% 00:01:09 of 00:15:00 time limit" line,
+    # memory used on "Mem Efficiency: 10.84% 111.00 MB of 1.00 GB", CPU efficiency as printed
+    # (141.30 %: more CPU time than core-walltime), "State: ['OUT_OF_MEMORY']" and "State:
+    # TIMEOUT" without an exit code; GPU 43 % and 510 MB are read by the parser, not facts
+    "accounting/nesi-seff-completed.seff.txt": Job("--seff", "COMPLETED", 69, 111.0, 98.55),
+    "accounting/nesi-seff-cpu-over-100.seff.txt": Job("--seff", "COMPLETED", 46, 233.29, 141.30),
+    "accounting/nesi-seff-gpu-timeout.seff.txt": Job("--seff", "TIMEOUT", 904, 284.46, 98.5),
+    # 11:17:04 = 40624 s, 107.69 GB
+    "accounting/nesi-seff-nextflow-completed.seff.txt": Job(
+        "--seff", "COMPLETED", 40624, 107.69 * 1024, 76.6
+    ),
+    # 05:20:01 = 19201 s, 44.55 GB
+    "accounting/nesi-seff-nextflow-oom.seff.txt": Job(
+        "--seff", "OUT_OF_MEMORY", 19201, 44.55 * 1024, 79.4
+    ),
+    # 3 nodes x 12 cores, 3 tasks: 1-03:24:26 = 98666 s; 170.59 GB over all tasks (55.79 to
+    # 58.00 GB each) of 600 GB (200 GB per task)
+    "accounting/nesi-seff-nextflow-3nodes.seff.txt": Job(
+        "--seff", "COMPLETED", 98666, 170.59 * 1024, 34.8
+    ),
     # --- sacct -----------------------------------------------------------------------------
     # Slurm 23.02.8 (data_parser v0.0.39), array task 12078642_6: 326 s on 10 CPUs, user+system
     # 1218 s -> 37.4 %; batch step MaxRSS 3462881280 bytes = 3302.46 MiB

@@ -315,3 +315,201 @@ def test_realworld_sheffield_two_nodes_per_core_request() -> None:
     assert report.mem_requested_per == "core"
     assert report.mem_requested_per_unit_mib == pytest.approx(3.92 * 1024)
     assert report.unread == ()
+
+
+def realworld(name: str) -> str:
+    return (REALWORLD / name).read_text(encoding="utf-8")
+
+
+# NeSI's seff, as read from each file: state, exit code, wall s, limit s, cores, nodes, tasks,
+# CPU used s, CPU %, core-walltime s, memory used MiB, memory %, memory requested MiB.
+NESI = {
+    "nesi-seff-completed.seff.txt": (
+        ("COMPLETED", 0, 69, 900, 1, 1, 1),
+        (68, 98.55, 69, 111.0, 10.84, 1024.0),
+    ),
+    "nesi-seff-cpu-over-100.seff.txt": (
+        ("COMPLETED", 0, 46, 900, 1, 1, 1),
+        (65, 141.30, 46, 233.29, 93.31, 250.0),
+    ),
+    "nesi-seff-gpu-timeout.seff.txt": (
+        ("TIMEOUT", None, 15 * 60 + 4, 900, 4, 1, 1),
+        (59 * 60 + 20, 98.5, 3600 + 16, 284.46, 1.2, 24 * 1024),
+    ),
+    "nesi-seff-nextflow-completed.seff.txt": (
+        ("COMPLETED", None, 11 * 3600 + 17 * 60 + 4, 12 * 3600, 16, 1, 1),
+        (
+            5 * 86400 + 18 * 3600 + 19 * 60 + 39,
+            76.6,
+            7 * 86400 + 12 * 3600 + 33 * 60 + 4,
+            107.69 * 1024,
+            53.8,
+            200 * 1024,
+        ),
+    ),
+    "nesi-seff-nextflow-oom.seff.txt": (
+        ("OUT_OF_MEMORY", None, 5 * 3600 + 20 * 60 + 1, 12 * 3600, 12, 1, 1),
+        (
+            2 * 86400 + 2 * 3600 + 47 * 60 + 46,
+            79.4,
+            2 * 86400 + 16 * 3600 + 12,
+            44.55 * 1024,
+            61.9,
+            72 * 1024,
+        ),
+    ),
+    "nesi-seff-nextflow-3nodes.seff.txt": (
+        ("COMPLETED", None, 86400 + 3 * 3600 + 24 * 60 + 26, 2 * 86400, 36, 3, 3),
+        (
+            14 * 86400 + 7 * 3600 + 51 * 60 + 2,
+            34.8,
+            41 * 86400 + 2 * 3600 + 39 * 60 + 36,
+            170.59 * 1024,
+            28.4,
+            600 * 1024,
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESI))
+def test_realworld_nesi_seff_is_read_whole(name: str) -> None:
+    """NeSI's seff: 'Job Wall-time: P% ELAPSED of LIMIT time limit', 'CPU Efficiency: P% USED
+    of CORE-WALLTIME', 'Mem Efficiency: P% USED of REQUESTED', 'State: ['COMPLETED']'."""
+    report = parse_seff(realworld(name))
+    job, usage = NESI[name]
+    assert (
+        report.state,
+        report.exit_code,
+        report.wall_s,
+        report.timelimit_s,
+        report.cores,
+        report.nodes,
+        report.tasks,
+    ) == job
+    cpu_used, cpu_pct, core_walltime, mem_used, mem_pct, mem_requested = usage
+    assert (report.cpu_used_s, report.cpu_efficiency_pct, report.core_walltime_s) == (
+        cpu_used,
+        cpu_pct,
+        core_walltime,
+    )
+    assert report.mem_used_mib == pytest.approx(mem_used)
+    assert (report.mem_efficiency_pct, report.mem_requested_mib) == (mem_pct, mem_requested)
+    assert report.mem_used_estimated is False  # NeSI prints the total, not max x tasks
+    assert report.final and report.unread == () and report.warnings == ()
+    # the printed percentages agree with the numbers read (as printed, rounded)
+    wall, limit = job[2], job[3]
+    assert 100 * wall / limit == pytest.approx(report.wall_pct_of_limit, abs=0.06)
+    assert 100 * mem_used / mem_requested == pytest.approx(mem_pct, abs=0.06)
+
+
+def test_realworld_nesi_gpu_lines() -> None:
+    report = parse_seff(realworld("nesi-seff-gpu-timeout.seff.txt"))
+    assert report.gpu_util_pct == 43.0
+    assert (report.gpu_mem_used_mib, report.gpu_mem_total_mib) == (510.0, 23 * 1024)
+    assert (report.timelimit_s, report.wall_pct_of_limit) == (900, 100.4)
+
+
+def test_realworld_nesi_three_nodes_memory_per_task() -> None:
+    report = parse_seff(realworld("nesi-seff-nextflow-3nodes.seff.txt"))
+    assert (report.nodes, report.cores_per_node, report.cores, report.tasks) == (3, 12, 36, 3)
+    assert report.mem_used_task_min_mib == pytest.approx(55.79 * 1024)
+    assert report.mem_used_task_max_mib == 58 * 1024
+    assert (report.mem_requested_per, report.mem_requested_per_unit_mib) == ("task", 200 * 1024)
+    assert report.facts()["seff.mem_requested_per"] == "task"
+
+
+def test_nesi_state_lists() -> None:
+    base = "Job ID: 7\nState: {}\n"
+    assert parse_seff(base.format("['OUT_OF_MEMORY']")).state == "OUT_OF_MEMORY"
+    several = parse_seff(base.format("['COMPLETED', 'FAILED']"))
+    assert several.state is None and "seff.state" not in several.facts()
+    assert several.unread == ("line 2: \"State: ['COMPLETED', 'FAILED']\"",)
+
+
+def test_realworld_banner_form() -> None:
+    """reportseff #41: every line behind '# ', framed by lines of '#'."""
+    report = parse_seff(realworld("reportseff-issue41-seff-banner.seff.txt"))
+    assert (report.job_id, report.state, report.exit_code) == ("131042", "COMPLETED", 0)
+    assert (report.cpu_used_s, report.cpu_efficiency_pct, report.core_walltime_s) == (
+        6 * 60 + 58,
+        98.58,
+        7 * 60 + 4,
+    )
+    assert (report.wall_s, report.cores) == (53, 8)
+    assert (report.mem_used_mib, report.mem_used_estimated) == (14.86 * 1024, True)
+    # "Cores: 8" and no "Nodes:" line: how many nodes is not said, so not guessed
+    assert report.nodes is None and report.cores_per_node is None
+    assert report.unread == () and report.mem_requested_mib is None
+
+
+def test_banner_lines_not_understood_are_still_listed() -> None:
+    text = "#### REPORT ####\n# Job ID: 5\n## Cores: 1\n# Energy: 3 kWh\n######\n"
+    report = parse_seff(text)
+    assert (report.job_id, report.cores) == ("5", 1)
+    assert report.unread == ("line 4: 'Energy: 3 kWh'",)
+
+
+# What seff prints since Slurm 24.11 (contribs/seff/seff after commits 42ea3cf and 1f1c492,
+# 2024-10): Memory Utilized is the step's TRESUsageInTot (the tasks' peaks summed), without
+# "(estimated maximum)"; "(X/node)" always; a note when one task's peak is far above the
+# average; the running-job warning reworded (478e485, 2024-09). Written from its printf lines.
+SLURM_24_11 = """\
+Job ID: 812
+Cluster: hpc
+User/Group: dana/staff
+State: COMPLETED (exit code 0)
+Nodes: 1
+Cores per node: 8
+CPU Utilized: 03:12:00
+CPU Efficiency: 80.00% of 04:00:00 core-walltime
+Job Wall-clock time: 00:30:00
+Memory Utilized: 9.50 GB
+Memory Efficiency: 29.69% of 32.00 GB (32.00 GB/node)
+The task which had the largest memory consumption differs by 180.00% from the average task max memory consumption
+"""  # noqa: E501
+
+SLURM_24_11_RUNNING = """\
+Job ID: 813
+Cluster: hpc
+User/Group: dana/staff
+State: RUNNING
+Cores: 1
+CPU Utilized: 00:00:03
+CPU Efficiency: 50.00% of 00:00:06 core-walltime
+Job Wall-clock time: 00:00:06
+Memory Utilized: 1.20 MB
+Memory Efficiency: 0.12% of 1.00 GB (1.00 GB/core)
+WARNING: Efficiency statistics can only be obtained after the job has ended as seff tool is based on the accounting database data.
+"""  # noqa: E501
+
+
+def test_slurm_24_11_seff() -> None:
+    report = parse_seff(SLURM_24_11)
+    assert (report.nodes, report.cores_per_node, report.cores) == (1, 8, 8)
+    assert (report.cpu_used_s, report.cpu_efficiency_pct, report.wall_s) == (11520, 80.0, 1800)
+    assert (report.mem_used_mib, report.mem_used_estimated) == (9.5 * 1024, False)
+    assert (report.mem_requested_mib, report.mem_requested_per) == (32 * 1024, "node")
+    assert report.unread == () and report.warnings == () and report.final
+
+
+def test_slurm_24_11_seff_of_a_running_job() -> None:
+    report = parse_seff(SLURM_24_11_RUNNING)
+    assert (report.state, report.final, report.exit_code) == ("RUNNING", False, None)
+    assert (report.nodes, report.cores, report.mem_requested_per) == (1, 1, "core")
+    assert report.warnings[0].startswith("WARNING: Efficiency statistics can only be obtained")
+    assert report.unread == ()
+
+
+@pytest.mark.parametrize(
+    ("lines", "layout"),
+    [
+        ("Cores: 1\n", (1, 1, 1)),  # Slurm's seff: one core, so one node
+        ("Cores: 8\n", (None, None, 8)),  # nodes not said: not guessed
+        ("Cores: 36\nNodes: 3\n", (3, 12, 36)),
+        ("Cores: 10\nNodes: 3\n", (3, None, 10)),  # uneven: no one count per node
+    ],
+)
+def test_cores_and_nodes(lines: str, layout: tuple[int | None, ...]) -> None:
+    report = parse_seff("Job ID: 1\n" + lines)
+    assert (report.nodes, report.cores_per_node, report.cores) == layout

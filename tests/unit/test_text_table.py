@@ -239,6 +239,45 @@ def test_a_function_printed_twice_is_refused() -> None:
         parsed(TABLE + TABLE)
 
 
+GIVE_INSTEAD = "give the .lprof file, or the whole table as line_profiler printed it"
+
+
+def without_rows(text: str, *numbers: int) -> str:
+    """The text less the table rows whose line number is one of ``numbers`` (ANSI or not)."""
+    row = re.compile(r" *(?:\x1b\[[0-9;]*m)?([0-9]+)(?:\x1b\[0m)? ")
+    kept = []
+    for line in text.splitlines(keepends=True):
+        match = row.match(line)
+        if match is None or int(match[1]) not in numbers:
+            kept.append(line)
+    assert len(kept) == len(text.splitlines()) - len(numbers)
+    return "".join(kept)
+
+
+def test_rows_cut_by_hand_are_refused_saying_what_to_give() -> None:
+    """A shortened table (Project_HPC's) cannot be read back: the line says what to give."""
+    with pytest.raises(TableError) as cut:
+        parsed(without_rows(TABLE, 6, 7))
+    assert str(cut.value) == (
+        "table at line 9: expected line number 6, found 8: rows 6-7 are missing, as in a table"
+        f" shortened by hand; {GIVE_INSTEAD}"
+    )
+    with pytest.raises(TableError, match=r"found 16: row 15 is missing, as in a table"):
+        parsed(without_rows(TABLE, 15))
+
+
+def test_rows_cut_from_a_rich_table_are_refused_the_same_way() -> None:
+    rich = (FIXTURES / "lp5.1.0-r-wide.txt").read_text(encoding="utf-8")
+    with pytest.raises(TableError, match=r"rows 13-14 are missing.*" + re.escape(GIVE_INSTEAD)):
+        parse_table(without_rows(rich, 13, 14), "x")
+
+
+def test_a_row_out_of_order_is_not_called_cut() -> None:
+    with pytest.raises(TableError, match="expected line number 8, found '7") as err:
+        parsed(TABLE.replace("     8       120", "     7       120", 1))
+    assert "missing" not in str(err.value)
+
+
 def test_a_table_cut_in_its_header_is_refused() -> None:
     with pytest.raises(TableError, match="ends where"):
         parsed(TABLE[: TABLE.index("Line #")])

@@ -290,6 +290,10 @@ class _NotPlain(Exception):
     """The body is not one row per line read by fields (rich wrapped it)."""
 
 
+class _RowsCut(_NotPlain):
+    """A row's line number jumps ahead: rows were cut, whichever layout the table has."""
+
+
 def _body_rows(body: list[str], columns: _Columns, section: _Section, start: int) -> list[_Row]:
     """(lineno, cells or None, source text) for each row of one function's table."""
     where = f"table at line {start + 1}"
@@ -304,6 +308,10 @@ def _body_rows(body: list[str], columns: _Columns, section: _Section, start: int
             rows = _wrapped_rows(body, columns, section, has_percent, where)
         except _NoColumn:
             raise TableError(f"{where}: {plain}") from None
+        except TableError:
+            if isinstance(plain, _RowsCut):  # says more than the misaligned rich reading
+                raise TableError(f"{where}: {plain}") from None
+            raise
     _check_times(rows, section, where)
     return rows
 
@@ -321,6 +329,9 @@ def _plain_rows(
     for line in body:
         lead = _LEADING_LINENO.match(line)
         if lead is None or (lineno is not None and int(lead[1]) != lineno):
+            cut = _rows_cut(lineno, None if lead is None else int(lead[1]))
+            if cut is not None:
+                raise _RowsCut(cut)
             raise _NotPlain(f"expected line number {lineno}, found {line.strip()[:20]!r}")
         lineno = int(lead[1])
         pos = lead.end(1)
@@ -349,6 +360,18 @@ def _plain_rows(
         rows.append((lineno, cells, line[end + 2 :]))
         lineno += 1
     return rows
+
+
+def _rows_cut(expected: int | None, found: int | None) -> str | None:
+    """line_profiler prints every line of a function, so a later line number means rows were
+    cut (a table shortened by hand): no reading undoes that, so say what to give instead."""
+    if expected is None or found is None or found <= expected:
+        return None
+    missing = f"row {expected} is" if found == expected + 1 else f"rows {expected}-{found - 1} are"
+    return (
+        f"expected line number {expected}, found {found}: {missing} missing, as in a table "
+        "shortened by hand; give the .lprof file, or the whole table as line_profiler printed it"
+    )
 
 
 class _NoColumn(Exception):
@@ -398,6 +421,10 @@ def _rows(tokens: list[str], first: int, has_percent: bool, where: str) -> list[
     cells = 3 + has_percent
     while at < count:
         if tokens[at] != str(lineno):
+            found = int(tokens[at]) if _LINENO.fullmatch(tokens[at]) else None
+            cut = _rows_cut(lineno, found)
+            if cut is not None:
+                raise TableError(f"{where}: {cut}")
             raise TableError(f"{where}: expected line number {lineno}, found {tokens[at][:20]!r}")
         at += 1
         if not _is_timed(tokens, at, lineno, cells):

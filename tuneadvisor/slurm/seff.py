@@ -1,28 +1,44 @@
-"""Parse the text ``seff JOBID`` prints (Slurm's contribs/seff, versions 2.x).
+"""Parse the text ``seff JOBID`` prints: Slurm's contribs/seff and the variants sites ship.
 
-What seff computes, so the numbers can be read back exactly (from contribs/seff/seff):
+What Slurm's seff computes, so the numbers can be read back exactly (contribs/seff/seff; it
+has said "Version 2.1" since it joined Slurm in 2015, while its output changed):
 
 - CPU utilized = the steps' user+system CPU time, summed, rounded to whole seconds;
   core-walltime = elapsed x allocated cores; CPU efficiency = utilized / core-walltime.
-- Memory utilized = the largest per-task RSS peak of the step with the largest one, times that
-  step's task count; printed with "(estimated maximum)" when the step had several tasks.
-- Memory requested = ``--mem`` x nodes, or ``--mem-per-cpu`` x cores, printed with
-  "(X/node)" or "(X/core)" when the step had several tasks. Sizes are printed in binary units
-  with two decimals (``316.26 MB`` is 316.26 MiB), so values read back are rounded.
+- Memory utilized, to 24.05: the largest per-task RSS peak of the step with the largest one,
+  times that step's task count, printed with "(estimated maximum)" when the step had several
+  tasks. From 24.11: the step's TRESUsageInTot (its tasks' peaks summed), never marked
+  estimated, followed by a line when one task's peak is far above the average (set aside).
+- Memory requested = the allocated memory (from 23.02; before, the requested), printed with
+  "(X/node)" or "(X/core)" when the step had several tasks (from 24.11: always). Sizes are
+  printed in binary units with two decimals (``316.26 MB`` is 316.26 MiB): values read back
+  are rounded.
 - "Cores: 1" for one core, else "Nodes: N" and "Cores per node: C" (an integer division).
-- Running jobs get a warning line; pending jobs get no efficiency lines at all.
+- Running jobs get a WARNING line (reworded in 24.11); pending jobs get no efficiency lines.
+  Slurm's seff prints no time limit and no GPU line.
 
-Sites ship their own seff: "Job Wall-time: 51.4% of 01:00:00 time limit", "CPU Efficiency:
-18.75% (01:30:00 of 08:00:00 core-walltime)", "GPU Utilization: 45%", "GPU Memory Utilized:
-3.20 GB" are read (as fields, not facts); every other line is listed in ``SeffReport.unread``
-for the caller to report, rather than left out silently.
+Sites ship their own seff, read into the same report:
+
+- NeSI: "Cores: 36", "Tasks: 3", "Nodes: 3"; "Job Wall-time: 7.67% 00:01:09 of 00:15:00 time
+  limit" (elapsed and limit); "CPU Efficiency:" or "CPU Utilisation: 98.55% 00:01:08 of
+  00:01:09 core-walltime"; "Mem Efficiency:" or "Mem Utilisation: 10.84% 111.00 MB of 1.00 GB",
+  with "(55.79 GB to 58.00 GB / task)" and "(200.00 GB/task)" for several tasks; "GPU
+  Utilisation:  43  %"; "GPU Memory: 2.2% 510.00 MB of 23 GB"; "State: TIMEOUT" without an
+  exit code, or "State: ['COMPLETED']" (a list: with several states, the line is not read).
+- A framed form (reportseff #41): "#### JOB EFFICIENCY REPORT ####", then each line behind
+  "# ", "Wall-clock time:" for "Job Wall-clock time:".
+- Others: "Job Wall-time: 51.4% of 01:00:00 time limit", "CPU Efficiency: 18.75% (01:30:00 of
+  08:00:00 core-walltime)", "GPU Utilization: 45%", "GPU Memory Utilized: 3.20 GB".
+
+GPU and time-limit lines are read as fields, not facts. Every line not understood is listed in
+``SeffReport.unread`` for the caller to report, rather than left out silently.
 
 Facts (absent when seff did not print the line): ``seff.state``, ``seff.exit_code``,
 ``seff.nodes``, ``seff.cores``, ``seff.cores_per_node``, ``seff.cpu_used_s``,
 ``seff.cpu_efficiency_pct``, ``seff.core_walltime_s``, ``seff.wall_s``, ``seff.mem_used_mib``,
 ``seff.mem_used_estimated`` (bool), ``seff.mem_efficiency_pct``, ``seff.mem_requested_mib``,
-``seff.mem_requested_per`` (``"node"`` or ``"core"``), ``seff.final`` (bool: the job has
-ended, so the numbers are not provisional).
+``seff.mem_requested_per`` (``"node"``, ``"core"`` or NeSI's ``"task"``), ``seff.final``
+(bool: the job has ended, so the numbers are not provisional).
 """
 
 from __future__ import annotations
@@ -44,22 +60,41 @@ class SeffError(ValueError):
     """The text is not seff's report. The message says what is wrong, without the file name."""
 
 
-_SIZE = r"(\d+(?:\.\d+)?) ([KMGTP]B)"
+_PCT = r"(?P<pct>\d+(?:\.\d+)?)\s*%"
+_SIZE = r"(\d+(?:\.\d+)?)\s*([KMGTP]B)"
+
+
+def _size(name: str) -> str:
+    return rf"(?P<{name}>\d+(?:\.\d+)?)\s*(?P<{name}_unit>[KMGTP]B)"
+
+
 _STATE = re.compile(r"(\S.*?)(?: \(exit code (\d+)\))?")
-# "90.91% of 00:00:11 core-walltime", and sites' "90.91% (00:00:10 of 00:00:11 core-walltime)"
+_STATE_LIST = re.compile(r"\[\s*'([^']+)'\s*\]")  # NeSI: "['OUT_OF_MEMORY']"
+# "90.91% of 00:00:11 core-walltime"; NeSI's "98.55% 00:01:08 of 00:01:09 core-walltime";
+# other sites' "90.91% (00:00:10 of 00:00:11 core-walltime)"
 _CPU_EFF = re.compile(
-    r"(\d+(?:\.\d+)?)%\s+(?:of\s+(\S+)\s+core-walltime"
-    r"|\((?:(\S+)\s+of\s+)?(\S+)\s+core-walltime\))"
+    _PCT + r"\s+(?:(?:(?P<used>\S+)\s+)?of\s+(?P<cw>\S+)\s+core-walltime"
+    r"|\((?:(?P<used2>\S+)\s+of\s+)?(?P<cw2>\S+)\s+core-walltime\))"
 )
-_WALL_OF_LIMIT = re.compile(r"(\d+(?:\.\d+)?)% of (\S+) time limit")
+# "51.4% of 01:00:00 time limit"; NeSI's "7.67% 00:01:09 of 00:15:00 time limit"
+_WALL_OF_LIMIT = re.compile(_PCT + r"\s+(?:(?P<wall>\S+)\s+)?of\s+(?P<limit>\S+)\s+time limit")
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
-_GPU_MEM = re.compile(_SIZE)
+# "3.20 GB"; NeSI's "2.2%  510.00 MB of 23 GB"
+_GPU_MEM = re.compile(rf"(?:{_PCT}\s+)?{_size('used')}(?:\s+of\s+{_size('total')})?")
 # Lines of seff's own that carry nothing read here: seff -d's raw record, newer seff's note
 # on unbalanced tasks. Every other unknown line is reported as not understood.
 _SEFF_ASIDES = ("Slurm data:", "The task which had the largest memory consumption")
 _MEM_USED = re.compile(_SIZE + r"( \(estimated maximum\))?")
-_MEM_EFF = re.compile(r"(\d+(?:\.\d+)?)% of " + _SIZE + r"(?: \(" + _SIZE + r"/(node|core)\))?")
+# "13.16% of 200.00 MB (200.00 MB/node)"; NeSI's "10.84% 111.00 MB of 1.00 GB" and
+# "28.4%  170.59 GB (55.79 GB to 58.00 GB / task) of 600.00 GB (200.00 GB/task)"
+_MEM_EFF = re.compile(
+    rf"{_PCT}\s+(?:{_size('used')}"
+    rf"(?:\s+\({_size('task_min')}\s+to\s+{_size('task_max')}\s*/\s*task\))?\s+)?"
+    rf"of\s+{_size('req')}(?:\s+\({_size('per')}\s*/\s*(?P<per_what>node|core|task)\))?"
+)
 _NOT_SEFF = ("Job not found", "Usage: seff", "Invalid job", "slurm_load_jobs error")
+# A site's framed form: "#### JOB EFFICIENCY REPORT ####", then "# Job ID:  131042", ...
+_BANNER_FRAME = re.compile(r"#{2,}(?:\s.*\s#{2,})?")
 
 
 @dataclass(frozen=True)
@@ -76,20 +111,24 @@ class SeffReport:
     nodes: int | None = None
     cores_per_node: int | None = None
     cores: int | None = None
+    tasks: int | None = None  # NeSI's "Tasks: 3"
     cpu_used_s: int | None = None
     cpu_efficiency_pct: float | None = None
     core_walltime_s: int | None = None
     wall_s: int | None = None
     mem_used_mib: float | None = None
     mem_used_estimated: bool = False  # max task RSS x tasks, not a measured total
+    mem_used_task_min_mib: float | None = None  # NeSI's "(55.79 GB to 58.00 GB / task)"
+    mem_used_task_max_mib: float | None = None
     mem_efficiency_pct: float | None = None
     mem_requested_mib: float | None = None
-    mem_requested_per: Literal["node", "core"] | None = None
-    mem_requested_per_unit_mib: float | None = None  # the "(X/node)" or "(X/core)" value
+    mem_requested_per: Literal["node", "core", "task"] | None = None
+    mem_requested_per_unit_mib: float | None = None  # the "(X/node)", "(X/core)" or "(X/task)"
     timelimit_s: int | None = None  # sites' "Job Wall-time: 51.4% of 01:00:00 time limit"
     wall_pct_of_limit: float | None = None
-    gpu_util_pct: float | None = None  # sites' "GPU Utilization: 45%"
+    gpu_util_pct: float | None = None  # sites' "GPU Utilization: 45%", NeSI's "43  %"
     gpu_mem_used_mib: float | None = None  # sites' "GPU Memory Utilized: 3.20 GB"
+    gpu_mem_total_mib: float | None = None  # NeSI's "GPU Memory: 2.2%  510.00 MB of 23 GB"
     warnings: tuple[str, ...] = ()
     unread: tuple[str, ...] = ()  # 'line N: text' of each line not understood, left out
 
@@ -157,6 +196,9 @@ def parse_seff(text: str) -> SeffReport:
     builder = _Builder()
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
+        if _BANNER_FRAME.fullmatch(line):
+            continue
+        line = line.lstrip("#").strip()
         if not line:
             continue
         if line.startswith(_NOT_SEFF):
@@ -186,7 +228,8 @@ def _finish(builder: _Builder) -> SeffReport:
         raise SeffError("not a seff report: no 'Job ID:' line")
     fields = cast("dict[str, Any]", builder.fields)  # keys and types set by the handlers below
     report = SeffReport(warnings=tuple(builder.warnings), unread=tuple(builder.unread), **fields)
-    return _without_placeholders(replace(report, cores=_cores(report)))
+    report = replace(report, cores=_cores(report))
+    return _without_placeholders(_layout(report))
 
 
 def _without_placeholders(report: SeffReport) -> SeffReport:
@@ -210,6 +253,17 @@ def _cores(report: SeffReport) -> int | None:
     if report.cores is None and report.nodes is not None and report.cores_per_node is not None:
         return report.nodes * report.cores_per_node  # seff printed C with %d: may round down
     return report.cores
+
+
+def _layout(report: SeffReport) -> SeffReport:
+    """Nodes and cores per node where "Cores: N" leaves them out: Slurm's seff prints it only
+    for one core (so one node); NeSI's prints "Cores: 36" and "Nodes: 3" (12 per node)."""
+    cores, nodes = report.cores, report.nodes
+    if cores is None or report.cores_per_node is not None:
+        return report
+    if nodes is None:
+        return replace(report, nodes=1, cores_per_node=1) if cores == 1 else report
+    return replace(report, cores_per_node=cores // nodes) if cores % nodes == 0 else report
 
 
 def _match(pattern: re.Pattern[str], value: str, example: str) -> re.Match[str]:
@@ -236,21 +290,33 @@ def _user_group(b: _Builder, value: str) -> None:
     b.set(user=user or None, group=group or None)
 
 
-def _state(b: _Builder, value: str) -> None:
+def _state(b: _Builder, value: str) -> bool:
+    """Slurm's "COMPLETED (exit code 0)" or "RUNNING"; NeSI's "['COMPLETED']" (a Python list:
+    with several states there is no one job state, so the line is not read)."""
+    if value.startswith("["):
+        listed = _STATE_LIST.fullmatch(value)
+        if listed is None:
+            return False
+        value = listed[1]
     match = _match(_STATE, value, "COMPLETED (exit code 0)")
     b.set(state=match[1], exit_code=int(match[2]) if match[2] else None)
+    return True
 
 
 def _cpu_eff(b: _Builder, value: str) -> None:
     match = _match(_CPU_EFF, value, "90.91% of 00:00:11 core-walltime")
-    b.set(cpu_efficiency_pct=float(match[1]), core_walltime_s=parse_duration(match[2] or match[4]))
-    if match[3] and "cpu_used_s" not in b.fields:
-        b.set(cpu_used_s=parse_duration(match[3]))
+    core_walltime = match["cw"] or match["cw2"]
+    b.set(cpu_efficiency_pct=float(match["pct"]), core_walltime_s=parse_duration(core_walltime))
+    used = match["used"] or match["used2"]
+    if used and "cpu_used_s" not in b.fields:
+        b.set(cpu_used_s=parse_duration(used))
 
 
 def _wall_of_limit(b: _Builder, value: str) -> None:
     match = _match(_WALL_OF_LIMIT, value, "51.4% of 01:00:00 time limit")
-    b.set(wall_pct_of_limit=float(match[1]), timelimit_s=parse_duration(match[2]))
+    b.set(wall_pct_of_limit=float(match["pct"]), timelimit_s=parse_duration(match["limit"]))
+    if match["wall"] and "wall_s" not in b.fields:
+        b.set(wall_s=parse_duration(match["wall"]))
 
 
 def _gpu_util(b: _Builder, value: str) -> bool:
@@ -264,11 +330,21 @@ def _gpu_util(b: _Builder, value: str) -> bool:
 
 
 def _gpu_mem(b: _Builder, value: str) -> bool:
-    match = _GPU_MEM.match(value)
-    if match is None or "%" in value.split("(")[0]:
+    match = _GPU_MEM.fullmatch(value)
+    if match is None:
         return False
-    b.set(gpu_mem_used_mib=parse_size_mib(match[1], match[2]))
+    b.set(gpu_mem_used_mib=_mib(match, "used"))
+    if match["total"]:
+        b.set(gpu_mem_total_mib=_mib(match, "total"))
     return True
+
+
+def _mib(match: re.Match[str], name: str) -> float:
+    return parse_size_mib(match[name], match[f"{name}_unit"])
+
+
+def _wall_clock(b: _Builder, value: str) -> None:
+    b.set(wall_s=parse_duration(value))
 
 
 def _mem_used(b: _Builder, value: str) -> None:
@@ -279,11 +355,16 @@ def _mem_used(b: _Builder, value: str) -> None:
 def _mem_eff(b: _Builder, value: str) -> None:
     match = _match(_MEM_EFF, value, "13.16% of 200.00 MB (200.00 MB/node)")
     b.set(
-        mem_efficiency_pct=float(match[1]),
-        mem_requested_mib=parse_size_mib(match[2], match[3]),
-        mem_requested_per=match[6],
-        mem_requested_per_unit_mib=parse_size_mib(match[4], match[5]) if match[4] else None,
+        mem_efficiency_pct=float(match["pct"]),
+        mem_requested_mib=_mib(match, "req"),
+        mem_requested_per=match["per_what"],
+        mem_requested_per_unit_mib=_mib(match, "per") if match["per"] else None,
     )
+    if match["used"] and "mem_used_mib" not in b.fields:  # NeSI: used only on this line
+        b.set(mem_used_mib=_mib(match, "used"))
+    if match["task_min"]:
+        b.set(mem_used_task_min_mib=_mib(match, "task_min"))
+        b.set(mem_used_task_max_mib=_mib(match, "task_max"))
 
 
 _HANDLERS: dict[str, Callable[[_Builder, str], bool | None]] = {
@@ -294,12 +375,17 @@ _HANDLERS: dict[str, Callable[[_Builder, str], bool | None]] = {
     "State": _state,
     "Nodes": lambda b, v: b.set(nodes=_int(v)),
     "Cores per node": lambda b, v: b.set(cores_per_node=_int(v)),
-    "Cores": lambda b, v: b.set(cores=_int(v), nodes=1, cores_per_node=_int(v)),
+    "Cores": lambda b, v: b.set(cores=_int(v)),
+    "Tasks": lambda b, v: b.set(tasks=_int(v)),
     "CPU Utilized": lambda b, v: b.set(cpu_used_s=parse_duration(v)),
     "CPU Efficiency": _cpu_eff,
-    "Job Wall-clock time": lambda b, v: b.set(wall_s=parse_duration(v)),
+    "CPU Utilisation": _cpu_eff,
+    "Job Wall-clock time": _wall_clock,
+    "Wall-clock time": _wall_clock,
     "Memory Utilized": _mem_used,
     "Memory Efficiency": _mem_eff,
+    "Mem Efficiency": _mem_eff,
+    "Mem Utilisation": _mem_eff,
     "Job Wall-time": _wall_of_limit,
     "GPU Utilization": _gpu_util,
     "GPU Utilisation": _gpu_util,
@@ -307,4 +393,5 @@ _HANDLERS: dict[str, Callable[[_Builder, str], bool | None]] = {
     "GPU Memory Utilized": _gpu_mem,
     "GPU Memory Utilised": _gpu_mem,
     "GPU Memory Used": _gpu_mem,
+    "GPU Memory": _gpu_mem,
 }
