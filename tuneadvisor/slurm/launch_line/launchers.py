@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tuneadvisor.slurm.jobscript.plugins import VALUE_OPTIONS
 from tuneadvisor.slurm.options import OPTIONS, Arg
 
 
@@ -31,15 +32,8 @@ _SRUN_LONG_VALUES = _long_names(Arg.REQUIRED) | {
         "wait",
         "multi-prog-file",
         "relative",
-        # the pyxis plugin's (``srun --container-image IMAGE``)
-        "container-image",
-        "container-mounts",
-        "container-workdir",
-        "container-name",
-        "container-save",
-        "container-env",
     )
-}
+} | VALUE_OPTIONS  # site plugins' (``srun --container-image IMAGE``, ``--uenv X``)
 # Open MPI (mpirun/orterun, prterun), MPICH/Intel MPI hydra (mpiexec): the options that take
 # a value; every other option is a flag.
 _MPI_TWO_VALUES = {"-mca", "--mca", "-gmca", "--gmca", "-genv", "-env", "--env"}
