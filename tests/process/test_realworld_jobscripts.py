@@ -289,6 +289,36 @@ def test_a_launch_that_cannot_be_followed_is_named_in_the_report(
     assert any("could not find the training script" in note for note in notes)
 
 
+@pytest.mark.parametrize(
+    ("file", "finding", "note"),
+    [
+        ("wusize-raw_ovd-slurm_train.sh", "directive-after-command", "multi-node_run.sh"),
+        ("nersc-sc23-dl-tutorial-submit_pm.sh", None, "--image, --module: options of NERSC's"),
+        (f"{HF}submit_multicpu.sh", None, "bash -n would refuse it (line 61: unexpected EOF"),
+        (f"{MILA}advanced-imagenet-job.sh", None, "prepare_data.py (line 30), main.py (line 66)"),
+        (f"{MILA}distributed-accelerate_example-job.sh", None, "./accelerate_launch.sh is the"),
+    ],
+)
+def test_what_the_report_says_of_the_scripts_gaps(
+    file: str, finding: str | None, note: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "--job", str(JOBS / file), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    ids = {f["id"] for f in report["findings"]}
+    assert (finding in ids) if finding else "invalid-directive" not in ids
+    assert any(note in line for line in report["advice"]["notes"])
+
+
+def test_ignored_directives_are_a_warning_with_their_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["report", "--job", str(JOBS / "wusize-raw_ovd-slurm_train.sh")]) == 0
+    out = capsys.readouterr().out
+    assert "Findings: none" not in out
+    assert "[warning] directive-after-command: These #SBATCH lines are ignored by sbatch" in out
+    assert "where: lines 6-13: #SBATCH -p ${PARTITION}; #SBATCH --nodes=2;" in out
+
+
 COMPANIONS = sorted(JOBS.glob("*.py"))
 
 

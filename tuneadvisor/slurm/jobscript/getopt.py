@@ -55,12 +55,14 @@ class _Getopt:
         option = plugin_option(name)
         if option is None:
             return False
+        if option.arg is Arg.NONE and attached:
+            self._problem(token, None, f"option '--{name}' doesn't allow an argument")
+            return True
         if option.arg is Arg.REQUIRED and not attached and self._next_value() is None:
             self._problem(token, None, f"option '--{name}' requires an argument")
             return True
         message = (
-            f"--{name} is an option of {option.plugin}: that site's sbatch checks it, "
-            "not this one"
+            f"--{name} is an option of {option.plugin}: that site's sbatch checks it, not this one"
         )
         self.problems.append(Problem(SITE_PLUGIN_OPTION, token.line, name, message, False))
         return True

@@ -58,9 +58,7 @@ def unclosed_quote(lines: list[tuple[int, str]]) -> tuple[int, int, str] | None:
     return held[part][0], logical.first, quote
 
 
-def _join(
-    lines: list[tuple[int, str]], quotes: bool
-) -> Generator[Logical, None, _Unclosed | None]:
+def _join(lines: list[tuple[int, str]], quotes: bool) -> Generator[Logical, None, _Unclosed | None]:
     """The logical lines; what is left open by a quote at the end is returned, not yielded
     (only when ``quotes``)."""
     pending: list[str] = []

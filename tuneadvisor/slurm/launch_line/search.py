@@ -9,7 +9,10 @@ with interpreter options, ``python -m torch.distributed.run|launch``, ``torchrun
 a leading ``$WRAPPER``/``"${wrapper[@]}"`` word,
 ``VAR=value`` assignments before the command, ``\\`` line continuations, several commands
 on a line (``;``, ``&&``, ``|``) and redirections; site wrappers (``apptainer_wrapper exec``)
-and container runtimes; ``lightning run model``/``fabric run``.
+and container runtimes; ``lightning run model``/``fabric run``; the job's own shell script
+(``srun ./launch.sh ARGS``, ``bash run.sh``), read with ``"$@"`` standing for ARGS when it is
+on disk beside the job script or in its working directory. Of several launches, ``choose``
+says which one trains.
 
 Only variables the script itself set before the line to a value known without running
 anything are expanded (``SCRIPT=train.py`` then ``python $SCRIPT``, see ``variables``):
@@ -196,7 +199,10 @@ def _through_script(words: list[str], logical: Logical, context: _Context) -> La
     wrapper = _shell_script(program, context) if program is not None else None
     if program is None or wrapper is None:
         return None
-    script = JobScript.read(wrapper)
+    try:
+        script = JobScript.read(wrapper)
+    except OSError:  # unreadable here: named as a hand-off that cannot be followed
+        return None
     launch = choose_launch(_launches(script, _inner(context, wrapper, outer.stopped_args)))
     if launch is None:
         return None
