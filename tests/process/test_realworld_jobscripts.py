@@ -56,10 +56,6 @@ STAS = "stas00-ml-engineering-orchestration-slurm-"
 HF = "huggingface-accelerate-examples-slurm-"
 HF_SCRIPT = "/accelerate/examples/complete_nlp_example.py"  # ${ACCELERATE_DIR:-/accelerate}
 STAS_SCRIPT = "torch-distributed-gpu-test.py"
-SHIFTER = (
-    "--image and --module are options of NERSC's Shifter plugin to sbatch; tuneadvisor "
-    "reads them as unknown options that sbatch refuses"
-)
 
 # One row per file, its fields in Reading's order: a table, kept as one.
 # fmt: off
@@ -144,16 +140,13 @@ ROWS = [
     ),
     Reading(  # the first srun stages the data (prepare_data.py); the second one trains
         f"{MILA}advanced-imagenet-job.sh", 1, 1, 4, 1, 16 * G, 2 * H, UV, "main.py",
-        gap="the first Python launch (the data staging step) is taken as the training",
     ),
     Reading(  # --gpus-per-task=rtx8000:1 times 4 tasks on a node
         f"{MILA}distributed-003_multi_node-job.sh", 2, 4, 1, 4, 16 * G, 900, SRUN, "main.py",
     ),
-    Reading(
-        f"{MILA}distributed-accelerate_example-job.sh", 1, 1, 48, 4, None, None,
-        ("srun", "./accelerate_launch.sh", "uv run"), "main.py",
-        gap="the job's own wrapper (srun ./accelerate_launch.sh ... uv run python main.py) "
-        "is not followed",
+    Reading(  # the wrapper, accelerate_launch.sh, is kept beside job.sh upstream, not here
+        f"{MILA}distributed-accelerate_example-job.sh", 1, 1, 48, 4, None, None, (), None,
+        why="srun runs ./accelerate_launch.sh, the job's own script, which is not kept here",
     ),
     Reading(  # bash -c '... \<newline> ...'$VAR'...': continuations inside the string
         f"{MILA}distributed-llm_training-job.sh", 2, 1, 12, 2, 512 * G, H,
@@ -172,13 +165,16 @@ ROWS = [
         f"{MILA}good_practices-many_tasks_per_gpu-job.sh", 1, 2, 4, 1, 16 * G, 900, UV, "main.py",
     ),
     Reading("mmmmayi-grad-w-irm-run.sh", 1, 1, 8, 1, None, None, ("torchrun",), "train.py"),
+    # --image/--module: options of Shifter, a site plugin (a note, not refused). Refused all
+    # the same: --gpus-per-task with no task count (sbatch's man page: "requires an explicit
+    # task count"); found once Shifter's options no longer hid it.
     Reading(
         "nersc-sc23-dl-tutorial-submit_pm.sh", 1, 1, 32, 1, None, H, ("srun", "shifter"),
-        "train.py", gap=SHIFTER,
+        "train.py", refused=True,
     ),
     Reading(
         "nersc-sc23-dl-tutorial-submit_pm_mp.sh", 1, 4, 32, 4, None, H, ("srun", "shifter"),
-        "train_mp.py", gap=SHIFTER,
+        "train_mp.py",
     ),
     Reading(
         "nigelawj-mmalnet-randaug-mmal-net-master-job.sh", 1, 1, 1, 1, 8000, None, (), "train.py",
@@ -291,6 +287,36 @@ def test_a_launch_that_cannot_be_followed_is_named_in_the_report(
     assert main(["report", "--job", str(JOBS / row.file), "--format", "json"]) == 0
     notes = json.loads(capsys.readouterr().out)["advice"]["notes"]
     assert any("could not find the training script" in note for note in notes)
+
+
+@pytest.mark.parametrize(
+    ("file", "finding", "note"),
+    [
+        ("wusize-raw_ovd-slurm_train.sh", "directive-after-command", "multi-node_run.sh"),
+        ("nersc-sc23-dl-tutorial-submit_pm.sh", None, "--image, --module: options of NERSC's"),
+        (f"{HF}submit_multicpu.sh", None, "bash -n would refuse it (line 61: unexpected EOF"),
+        (f"{MILA}advanced-imagenet-job.sh", None, "prepare_data.py (line 30), main.py (line 66)"),
+        (f"{MILA}distributed-accelerate_example-job.sh", None, "./accelerate_launch.sh is the"),
+    ],
+)
+def test_what_the_report_says_of_the_scripts_gaps(
+    file: str, finding: str | None, note: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "--job", str(JOBS / file), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    ids = {f["id"] for f in report["findings"]}
+    assert (finding in ids) if finding else "invalid-directive" not in ids
+    assert any(note in line for line in report["advice"]["notes"])
+
+
+def test_ignored_directives_are_a_warning_with_their_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["report", "--job", str(JOBS / "wusize-raw_ovd-slurm_train.sh")]) == 0
+    out = capsys.readouterr().out
+    assert "Findings: none" not in out
+    assert "[warning] directive-after-command: These #SBATCH lines are ignored by sbatch" in out
+    assert "where: lines 6-13: #SBATCH -p ${PARTITION}; #SBATCH --nodes=2;" in out
 
 
 COMPANIONS = sorted(JOBS.glob("*.py"))

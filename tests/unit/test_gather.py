@@ -103,11 +103,34 @@ def test_script_that_is_not_here_is_a_note_not_an_error(tmp_path: Path) -> None:
     assert not [name for name in gathered.facts if name.startswith("script.")]
 
 
+OWN = "is the job's own script, and it is neither beside the job script nor in its working"
+
+
+@pytest.mark.parametrize(
+    ("launch", "why"),
+    [
+        ("srun ./run_training.sh --epochs 3", f"./run_training.sh {OWN} directory"),
+        ("srun apptainer exec img.sif bash train.sh", f"train.sh {OWN} directory"),
+        ("srun ./bin/launcher", "./bin/launcher " + OWN + " directory"),
+        ("srun my_launcher --gpus 2", "my_launcher is no launcher tuneadvisor knows"),
+    ],
+)
+def test_a_launch_that_cannot_be_followed_is_a_note_with_the_reason(
+    tmp_path: Path, launch: str, why: str
+) -> None:
+    job = write_job(tmp_path, "srun hostname\n" + launch)
+    gathered = run(Inputs(job=str(job)))
+    assert gathered.script_path is None
+    note = (
+        f"the job runs `{launch}`; tuneadvisor could not find the training script in it: "
+        f"{why}; give --script"
+    )
+    assert note in gathered.notes
+
+
 @pytest.mark.parametrize(
     ("launch", "command"),
     [
-        ("srun ./run_training.sh --epochs 3", "srun ./run_training.sh --epochs 3"),
-        ("srun apptainer exec img.sif bash train.sh", "srun apptainer exec img.sif bash train.sh"),
         ("torchrun --nproc_per_node 2 $(ls *.py)", "torchrun --nproc_per_node 2 $(ls *.py)"),
         ("srun python $TRAINING_SCRIPT", "srun python $TRAINING_SCRIPT"),  # set outside
     ],
@@ -131,7 +154,12 @@ def test_the_cannot_follow_note_reaches_the_text_report(
 ) -> None:
     job = write_job(tmp_path, "srun ./run_training.sh")
     assert main(["report", "--job", str(job)]) == 0
-    assert "could not find the training script in it: give --script" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "could not find the training script in it: ./run_training.sh is the job's own" in out
+    (tmp_path / "run_training.sh").write_text("#!/bin/bash\nsrun hostname\n")
+    assert main(["report", "--job", str(job)]) == 0
+    out = capsys.readouterr().out
+    assert "./run_training.sh, the job's own shell script, starts no Python program" in out
 
 
 def test_the_text_report_names_the_training_script_and_its_launch_chain(

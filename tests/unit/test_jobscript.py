@@ -27,6 +27,7 @@ from tuneadvisor.slurm.jobscript.syntax import (
     INVALID_DIRECTIVE,
     NOT_A_BATCH_SCRIPT,
     NULL_CHARACTER,
+    SITE_PLUGIN_OPTION,
 )
 from tuneadvisor.slurm.launch_line.search import find_launch
 
@@ -652,3 +653,39 @@ def test_corpus_expectations_match_real_sbatch(name: str) -> None:
     for option, shown in read.items():
         if option != "verbose":
             assert same_value(option, ours[option], shown), option
+
+
+@pytest.mark.parametrize(
+    ("lines", "plugin_options", "directives"),
+    [
+        (["#SBATCH --image=nersc/pytorch:23.07", "#SBATCH --module=gpu -N 2"], 2, {"nodes": "2"}),
+        (["#SBATCH --image docker:x --ccm -c 4"], 2, {"cpus-per-task": "4"}),  # value taken
+        (["#SBATCH --container-image=nvcr.io#nvidia/pytorch:24.01-py3"], 1, {}),
+        (["#SBATCH --container-mounts /data:/data --no-container-mount-home"], 2, {}),
+        (["#SBATCH --environment=my-edf --uenv=prgenv-gnu/24.11:v1 --view=default"], 3, {}),
+    ],
+)
+def test_site_plugin_options_are_notes_not_refusals(
+    lines: list[str], plugin_options: int, directives: dict[str, str]
+) -> None:
+    job = script(*lines)
+    assert not job.refused
+    found = [p for p in job.problems if p.id == SITE_PLUGIN_OPTION]
+    assert len(found) == plugin_options
+    assert all(not p.fatal and "that site's sbatch checks it" in p.message for p in found)
+    assert job.directives() == directives
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("#SBATCH --imag=x", "unrecognized option '--imag=x'"),  # no prefixes of plugin names
+        ("#SBATCH --container-image", "option '--container-image' requires an argument"),
+        ("#SBATCH --shifter-image=x", "unrecognized option '--shifter-image=x'"),
+        ("#SBATCH --ccm=1", "option '--ccm' doesn't allow an argument"),
+    ],
+)
+def test_near_plugin_options_stay_invalid(line: str, message: str) -> None:
+    job = script(line)
+    assert job.refused
+    assert message in [p.message for p in job.problems if p.id == INVALID_DIRECTIVE]

@@ -8,6 +8,7 @@ import pytest
 
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
+from tuneadvisor.slurm.launch_line.lexing import unclosed_quote
 from tuneadvisor.slurm.launch_line.model import LaunchLine, option_values
 from tuneadvisor.slurm.launch_line.search import find_launch, find_launches, unfollowed_launch
 
@@ -292,7 +293,8 @@ def test_a_variable_names_the_script_on_disk(project: Path) -> None:
     ],
 )
 def test_a_launch_that_cannot_be_followed_is_named(body: str, command: str | None) -> None:
-    assert unfollowed_launch("#!/bin/bash\n" + body) == command
+    unfollowed = unfollowed_launch("#!/bin/bash\n" + body)
+    assert (unfollowed.command if unfollowed else None) == command
 
 
 def test_variables_stay_as_written() -> None:
@@ -340,11 +342,51 @@ def test_modules_and_non_launches() -> None:
         assert find_launch("#!/bin/bash\n" + body) is None
 
 
-def test_the_first_launch_is_the_one() -> None:
+def test_every_launch_is_found_in_order() -> None:
     text = "#!/bin/bash\npython prepare.py\nsrun python train.py\n"
     assert [f.script for f in find_launches(text)] == ["prepare.py", "train.py"]
-    found = find_launch(text)
-    assert found is not None and found.script == "prepare.py"
+
+
+@pytest.mark.parametrize(
+    ("body", "training"),
+    [
+        ("srun python prepare_data.py\nsrun python main.py\n", "main.py"),  # Mila's imagenet
+        ("python train.py\npython evaluate.py\n", "train.py"),
+        ("python download.py\npython model.py\npython plot_curves.py\n", "model.py"),
+        ("python preprocessData.py\ntorchrun --standalone net.py\n", "net.py"),
+        ("python setup_env.py\npython train_and_eval.py\n", "train_and_eval.py"),
+        ("python run_eval.py\npython -m mypkg.finetune\n", None),  # -m mypkg.finetune
+        ("python retrieval.py\npython a.py\n", "retrieval.py"),  # no "eval" in retrieval
+        ("python train.py --lr 1\npython train.py --lr 2\n", "train.py"),
+        ("python test.py\n", "test.py"),  # the only one
+    ],
+)
+def test_the_training_launch_is_chosen_as_a_reader_does(body: str, training: str | None) -> None:
+    found = find_launch("#!/bin/bash\n" + body)
+    assert found is not None
+    assert found.script == training
+    if training is None:
+        assert found.module == "mypkg.finetune"
+    if body.count("train.py") == 2:
+        assert found.args == ("--lr", "1")  # between equals, the first
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('#!/bin/bash\necho hi\necho "a\nb\n', (3, 3, '"')),
+        ("#!/bin/bash\nx='a\nb\n", (2, 2, "'")),
+        # reopened: bash names the line where the last quote left open starts
+        ('#!/bin/bash\nA="x \\\n  y\nB="z"\necho ""\n', (5, 2, '"')),
+        ("#!/bin/bash\necho \"it's\" 'a \"b' $'c\\'d'\n", None),
+        ("#!/bin/bash\ncat <<EOF\nit's\nEOF\necho ok # don't\n", None),
+        ('#!/bin/bash\nS="multi\nline"\n', None),
+    ],
+)
+def test_a_quote_that_never_closes_is_found_where_bash_finds_it(
+    text: str, expected: tuple[int, int, str] | None
+) -> None:
+    assert unclosed_quote(list(enumerate(text.split("\n"), start=1))) == expected
 
 
 def test_directives_are_not_commands() -> None:

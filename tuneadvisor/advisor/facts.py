@@ -57,6 +57,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.invalid_directive.first", "str", "", "the first invalid directive, with its line"),
     ("job.dos_line_breaks", "bool", "", "the script has CRLF line ends"),
     ("job.invalid_directives", "int", "", "directives sbatch would refuse"),
+    ("job.ignored_directives", "int", "", "#SBATCH lines after the first command"),
+    ("job.ignored_directive.lines", "str", "", "those lines, with their numbers"),
     ("job.launcher", "str", "", "python, kernprof, srun, torchrun, ..."),
     # seff
     ("seff.state", "str", "", "job state"),

@@ -4,9 +4,12 @@ else accounting's), with a note where the two differ."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.jobscript.plugins import plugin_option
+from tuneadvisor.slurm.jobscript.syntax import DIRECTIVE_AFTER_COMMAND, SITE_PLUGIN_OPTION
+from tuneadvisor.slurm.launch_line.lexing import unclosed_quote
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.scontrol import JobInfo
@@ -47,12 +50,71 @@ def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
         first = invalid[0]
         where = f"line {first.line}: " if first.line else ""
         facts["job.invalid_directive.first"] = where + first.message
+    ignored = [p for p in job.problems if p.id == DIRECTIVE_AFTER_COMMAND and p.line]
+    facts["job.ignored_directives"] = len(ignored)
+    if ignored:
+        facts["job.ignored_directive.lines"] = _lines_text(job, [p.line or 0 for p in ignored])
     if launch is not None:
         facts["job.launcher"] = _rank_launcher(launch)
     return facts
 
 
-# Launchers that start the ranks themselves, also when srun runs them (one per node).
+def job_notes(
+    job: JobScript, launches: Sequence[LaunchLine] = (), launch: LaunchLine | None = None
+) -> list[str]:
+    """What the report says about the script besides findings: which of several Python
+    launches is read as the training, options of site plugins (checked by that site's
+    sbatch, not here) and a script bash would not run at all."""
+    notes: list[str] = []
+    if launch is not None and len(launches) > 1:
+        seen = ", ".join(f"{_target(other)} (line {other.line})" for other in launches)
+        notes.append(
+            f"the job runs {len(launches)} Python programs: {seen}; {_target(launch)} (line "
+            f"{launch.line}) is read as the training, the others as side steps: give --script "
+            "to read another"
+        )
+    by_plugin: dict[str, list[str]] = {}
+    for problem in job.problems:
+        known = plugin_option(problem.option or "")
+        if problem.id == SITE_PLUGIN_OPTION and known is not None:
+            by_plugin.setdefault(known.plugin, []).append(f"--{known.name}")
+    for plugin, options in by_plugin.items():
+        what = "an option" if len(options) == 1 else "options"
+        notes.append(
+            f"{', '.join(options)}: {what} of {plugin}, a site plugin to sbatch; that "
+            "site's sbatch checks them, not tuneadvisor"
+        )
+    unclosed = unclosed_quote([(line.number, line.text) for line in job.lines])
+    if unclosed is not None:
+        at, since, quote = unclosed
+        notes.append(
+            f"bash cannot run this script: bash -n would refuse it (line {at}: unexpected "
+            f"EOF while looking for matching `{quote}'); the quotes pair up wrongly from "
+            f"line {since} on, so the commands after it are not what they look like"
+        )
+    return notes
+
+
+def _target(launch: LaunchLine) -> str:
+    return launch.script if launch.script is not None else f"-m {launch.module}"
+
+
+def _lines_text(job: JobScript, numbers: list[int], shown: int = 3) -> str:
+    """``lines 6-13: #SBATCH -p x; #SBATCH --nodes=2; ... and 5 more``: every line number
+    (as ranges), the first few lines as written."""
+    ranges: list[list[int]] = []
+    for number in numbers:
+        if ranges and number == ranges[-1][1] + 1:
+            ranges[-1][1] = number
+        else:
+            ranges.append([number, number])
+    where = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+    label = "line" if len(numbers) == 1 else "lines"
+    texts = "; ".join(job.lines[n - 1].text.strip() for n in numbers[:shown])
+    more = f" and {len(numbers) - shown} more" if len(numbers) > shown else ""
+    return f"{label} {where}: {texts}{more}"
+
+
 # Launchers that start the ranks themselves (one per GPU), as slurm/launch_line names them.
 _SPAWNERS = (
     "torchrun",

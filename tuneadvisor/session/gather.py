@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.client import SlurmClient
     from tuneadvisor.slurm.jobscript.model import JobScript
     from tuneadvisor.slurm.launch_line.model import LaunchLine
+    from tuneadvisor.slurm.launch_line.search import Unfollowed
     from tuneadvisor.trainscript.parsed import ParsedScript
 
 SITE_ENV = "TUNEADVISOR_SITE"
@@ -43,15 +44,16 @@ def read_job(path: str) -> JobScript:
     return job
 
 
-def _cannot_follow(command: str) -> str:
+def _cannot_follow(command: str, reason: str | None = None) -> str:
+    why = f": {reason};" if reason else ":"
     return (
-        f"the job runs `{command}`; tuneadvisor could not find the training script in it: "
-        "give --script"
+        f"the job runs `{command}`; tuneadvisor could not find the training script in "
+        f"it{why} give --script"
     )
 
 
 def _script(
-    paths: Inputs, launch: LaunchLine | None, notes: list[str], unfollowed: str | None = None
+    paths: Inputs, launch: LaunchLine | None, notes: list[str], unfollowed: Unfollowed | None = None
 ) -> tuple[str | None, str | None]:
     """The training script: --script, else the one the job's launch line runs.
     ``unfollowed``: the job's launch-like command that led to no script, to say so."""
@@ -59,7 +61,7 @@ def _script(
         return paths.script, read_text_input(paths.script, "training script")
     if launch is None:
         if unfollowed is not None:
-            notes.append(_cannot_follow(unfollowed))
+            notes.append(_cannot_follow(unfollowed.command, unfollowed.reason))
         return None, None
     if launch.script_path is not None and launch.script_path.is_file():
         path = str(launch.script_path)
@@ -198,13 +200,16 @@ def gather(
         else:  # as a missing script: the live facts still stand
             notes.append(f"job {live.job_id}: the script Slurm gave is {live.script.not_a_script}")
     if job is not None:
-        from tuneadvisor.advisor.job_facts import job_facts
-        from tuneadvisor.slurm.launch_line.search import find_launch, unfollowed_launch
+        from tuneadvisor.advisor.job_facts import job_facts, job_notes
+        from tuneadvisor.slurm.launch_line.choose import choose_launch
+        from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch
 
-        launch = find_launch(job)
+        launches = find_launches(job)
+        launch = choose_launch(launches)
         if launch is None and paths.script is None:
             unfollowed = unfollowed_launch(job)
         facts.update(job_facts(job, launch))
+        notes += job_notes(job, launches, launch)
     else:
         sharpen.append("the job script (--job)")
     if live is not None:

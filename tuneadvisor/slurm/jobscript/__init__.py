@@ -5,6 +5,8 @@
   ``Directive``, ``Problem`` and the problem ids).
 - ``getopt``: the arguments read as sbatch's getopt_long reads them.
 - ``checks``: the header, and sbatch's checks of the whole script and of combinations.
+- ``plugins``: options sites add to sbatch by SPANK plugins (Shifter, pyxis, CSCS), read
+  as notes.
 - ``editing``: values rendered back and pending line edits.
 
 What sbatch does (src/sbatch/opt.c ``_opt_batch_script`` and ``_get_argument``; checked

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tuneadvisor.slurm.jobscript.syntax import INVALID_DIRECTIVE, Directive, Problem, Token
+from tuneadvisor.slurm.jobscript.plugins import plugin_option
+from tuneadvisor.slurm.jobscript.syntax import (
+    INVALID_DIRECTIVE,
+    SITE_PLUGIN_OPTION,
+    Directive,
+    Problem,
+    Token,
+)
 from tuneadvisor.slurm.options import Arg, SbatchOption, match_long, short_option, validate
 
 
@@ -42,6 +49,24 @@ class _Getopt:
     def _problem(self, token: Token, option: str | None, message: str) -> None:
         self.problems.append(Problem(INVALID_DIRECTIVE, token.line, option, message, True))
 
+    def _plugin(self, token: Token, name: str, attached: bool) -> bool:
+        """A site plugin's option (``--image=...`` of Shifter): a note, its value taken as
+        getopt would take it where the plugin is loaded. False when it is none."""
+        option = plugin_option(name)
+        if option is None:
+            return False
+        if option.arg is Arg.NONE and attached:
+            self._problem(token, None, f"option '--{name}' doesn't allow an argument")
+            return True
+        if option.arg is Arg.REQUIRED and not attached and self._next_value() is None:
+            self._problem(token, None, f"option '--{name}' requires an argument")
+            return True
+        message = (
+            f"--{name} is an option of {option.plugin}: that site's sbatch checks it, not this one"
+        )
+        self.problems.append(Problem(SITE_PLUGIN_OPTION, token.line, name, message, False))
+        return True
+
     def _next_value(self) -> tuple[int, Token] | None:
         if self.position >= len(self.tokens):
             return None
@@ -51,6 +76,8 @@ class _Getopt:
     def _long(self, index: int, token: Token) -> None:
         spelled, equals, _ = token.value[2:].partition("=")
         match = match_long(spelled, token.value)
+        if match.option is None and self._plugin(token, spelled, bool(equals)):
+            return
         if match.option is None:
             self._problem(token, None, match.error or f"unrecognized option '{token.value}'")
             return

@@ -19,6 +19,7 @@ __all__ = [
     "INVALID_DIRECTIVE",
     "NOT_A_BATCH_SCRIPT",
     "NULL_CHARACTER",
+    "SITE_PLUGIN_OPTION",
     "Directive",
     "Line",
     "Problem",
@@ -36,6 +37,7 @@ DIRECTIVE_AFTER_COMMAND = "directive-after-command"
 IGNORED_DIRECTIVE = "ignored-directive"
 DEPRECATED_PREFIX = "deprecated-prefix"
 HETJOB_COMPONENTS = "hetjob-components"
+SITE_PLUGIN_OPTION = "site-plugin-option"  # a SPANK plugin's option (Shifter's --image...)
 
 MAGIC = ("#SBATCH", "#SLURM")
 HETJOB_WORD = re.compile(r"(?i)(?:het|pack)job(?=[ \t\n\v\f\r]|$)")

@@ -40,6 +40,7 @@ class Found:
     module: str | None = None
     args: tuple[str, ...] = ()
     stopped_at: str | None = None  # the program the walk could not see into
+    stopped_args: tuple[str, ...] = ()  # the words given to it
 
 
 def analyse(words: list[str], found: Found) -> Found | None:
@@ -57,6 +58,10 @@ def analyse(words: list[str], found: Found) -> Found | None:
     if program in _SHELLS and "-c" in rest[:-1]:
         at = rest.index("-c")
         return _shell_string(rest[at + 1], rest[at + 3 :], found)  # after the string: $0 ARGS
+    if program in _SHELLS and rest and not rest[0].startswith("-"):
+        # `bash run.sh ARGS`: the walk stops at the script, as at `./run.sh ARGS`
+        found.stopped_at, found.stopped_args = rest[0], tuple(rest[1:])
+        return None
     if program == "tuneadvisor" and rest[:1] == ["watch"] and "--" in rest:
         return analyse(rest[rest.index("--") + 1 :], found)  # watch -- COMMAND
     if program in _PREFIXES:
@@ -85,7 +90,7 @@ def analyse(words: list[str], found: Found) -> Found | None:
     if _PYTHON.fullmatch(program):
         found.python = words[0]
         return _python(rest, found)
-    found.stopped_at = words[0]
+    found.stopped_at, found.stopped_args = words[0], tuple(words[1:])
     return None
 
 
@@ -100,7 +105,7 @@ def _shell_string(command: str, positional: list[str], found: Found) -> Found | 
     for logical in logical_lines(lines):
         for words in commands(lex(logical.text)):
             inner = Found(dict(found.env), list(found.launchers), shell_string=True)
-            result = analyse(_positional(words, positional), inner)
+            result = analyse(with_arguments(words, positional), inner)
             if result is not None:
                 return result
     return None
@@ -109,7 +114,8 @@ def _shell_string(command: str, positional: list[str], found: Found) -> Found | 
 _POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
 
 
-def _positional(words: list[str], values: list[str]) -> list[str]:
+def with_arguments(words: list[str], values: list[str] | tuple[str, ...]) -> list[str]:
+    """``"$@"``, ``$*`` and ``$1``... of a script or string replaced by its arguments."""
     out: list[str] = []
     for word in words:
         if word in ("$@", "$*", "${@}", "${*}"):

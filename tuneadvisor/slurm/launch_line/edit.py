@@ -6,7 +6,8 @@ comments known; the string of ``bash -c '...'`` read as commands too), and only 
 of the words that change are replaced (:meth:`JobScript.with_text`): every other byte of
 the script stays identical. An edit that cannot be made safely returns None, for the
 caller to say so: a value that is a command substitution, words after the line's end that
-would reach ``bash -c`` or a pipe instead of the training script.
+would reach ``bash -c`` or a pipe instead of the training script, a line that runs the job's
+own script which does not pass its words on (``"$@"``) to the training script.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def set_option(job: JobScript, launch: LaunchLine, option: str, value: str) -> J
     """``option value`` on the launch line: its value replaced where the option is written
     (``--name value`` or ``--name=value``), else appended to the line's end. ``value`` is
     written as given (a shell word). None when that is not safe."""
+    if not launch.forwards_words:
+        return None
     read = _read(job, launch)
     words = read.words
     for index, word in enumerate(words):
@@ -79,6 +82,8 @@ def set_flag(
     """The flag ``word`` on the launch line: the job as it is when the line says it
     already, else the first of ``replaces`` (``--no-pin-memory``) replaced by it, else
     ``word`` appended. None when that is not safe."""
+    if not launch.forwards_words:
+        return None
     words = _read(job, launch).words
     if any(not w.operator and w.raw == word for w in words):
         return job
@@ -93,7 +98,9 @@ def append_words(job: JobScript, launch: LaunchLine, words: str) -> JobScript | 
     """``words`` added at the end of the launch line; None when words there would not reach
     the training script: inside ``bash -c '...'`` they go to bash, after a pipe or a
     redirection to another program or a file, after a comment nowhere."""
-    if launch.shell_string or not _read(job, launch).last_line_plain:
+    if launch.shell_string or not launch.forwards_words:
+        return None
+    if not _read(job, launch).last_line_plain:
         return None
     text = job.lines[launch.end_line - 1].text
     body = text.rstrip()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tuneadvisor.slurm.jobscript.plugins import VALUE_OPTIONS
 from tuneadvisor.slurm.options import OPTIONS, Arg
 
 
@@ -14,32 +15,31 @@ def _long_names(arg: Arg) -> frozenset[str]:
     return frozenset(f"--{name}" for o in OPTIONS if o.arg is arg for name in (o.name, *o.aliases))
 
 
-_SRUN_LONG_VALUES = _long_names(Arg.REQUIRED) | {
-    f"--{name}"
-    for name in (
-        "cpu-bind",
-        "mpi",
-        "accel-bind",
-        "epilog",
-        "prolog",
-        "task-epilog",
-        "task-prolog",
-        "jobid",
-        "slurmd-debug",
-        "het-group",
-        "tres-per-task",
-        "wait",
-        "multi-prog-file",
-        "relative",
-        # the pyxis plugin's (``srun --container-image IMAGE``)
-        "container-image",
-        "container-mounts",
-        "container-workdir",
-        "container-name",
-        "container-save",
-        "container-env",
-    )
-}
+# srun's own options that take a value, sbatch's among them, and site plugins' (``srun
+# --container-image IMAGE``, ``--uenv X``)
+_SRUN_LONG_VALUES = (
+    VALUE_OPTIONS
+    | _long_names(Arg.REQUIRED)
+    | {
+        f"--{name}"
+        for name in (
+            "cpu-bind",
+            "mpi",
+            "accel-bind",
+            "epilog",
+            "prolog",
+            "task-epilog",
+            "task-prolog",
+            "jobid",
+            "slurmd-debug",
+            "het-group",
+            "tres-per-task",
+            "wait",
+            "multi-prog-file",
+            "relative",
+        )
+    }
+)
 # Open MPI (mpirun/orterun, prterun), MPICH/Intel MPI hydra (mpiexec): the options that take
 # a value; every other option is a flag.
 _MPI_TWO_VALUES = {"-mca", "--mca", "-gmca", "--gmca", "-genv", "-env", "--env"}

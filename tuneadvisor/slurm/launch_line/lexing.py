@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 
 REDIRECT = re.compile(r"[0-9]*(?:>>|>&|<&|<>|&>>|&>|>\||>|<)")
@@ -20,6 +20,8 @@ class Logical:
     starts: tuple[int, ...] = ()  # where each physical line's part begins in text
 
 
+# A command left open by a quote at the end, and the physical lines it was made of.
+_Unclosed = tuple[Logical, list[tuple[int, str]]]
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z_0-9]*)\1")
 
 
@@ -28,6 +30,37 @@ def logical_lines(lines: list[tuple[int, str]], quotes: bool = True) -> Iterator
     a quoted string that goes on past a line's end (kept apart by their newline). The body
     of a here-document is no command: it is skipped. A quote that never closes joins
     nothing (each line read alone, as before the quote)."""
+    unclosed = yield from _join(lines, quotes)
+    if unclosed is not None:
+        yield from _join(unclosed[1], quotes=False)
+
+
+def unclosed_quote(lines: list[tuple[int, str]]) -> tuple[int, int, str] | None:
+    """A quote that nothing closes before the end, as ``bash -n`` finds it ("unexpected EOF
+    while looking for matching"): the line bash names (where the last quote left open
+    starts), the first line of the command it swallowed, and the quote. None when every
+    quote closes."""
+    joiner = _join(lines, quotes=True)
+    while True:
+        try:
+            next(joiner)
+        except StopIteration as stop:
+            unclosed: _Unclosed | None = stop.value
+            break
+    if unclosed is None:
+        return None
+    logical, held = unclosed
+    at = _open_quote_at(logical.text)
+    if at is None:  # cannot happen: the text was left open
+        return None
+    part = max(index for index, start in enumerate(logical.starts) if start <= at)
+    quote = "'" if logical.text[at] == "'" else '"'
+    return held[part][0], logical.first, quote
+
+
+def _join(lines: list[tuple[int, str]], quotes: bool) -> Generator[Logical, None, _Unclosed | None]:
+    """The logical lines; what is left open by a quote at the end is returned, not yielded
+    (only when ``quotes``)."""
     pending: list[str] = []
     held: list[tuple[int, str]] = []  # the physical lines of pending
     first = 0
@@ -55,10 +88,11 @@ def logical_lines(lines: list[tuple[int, str]], quotes: bool = True) -> Iterator
         yield logical
         pending, held = [], []
     if pending and quotes and _open_quote("".join(pending)):
-        yield from logical_lines(held, quotes=False)
-    elif pending:
+        return _joined(first, held[-1][0], pending), held
+    if pending:
         pending[-1] = pending[-1].removesuffix("\n")
         yield _joined(first, held[-1][0], pending)
+    return None
 
 
 def _heredoc_word(text: str) -> str | None:
@@ -72,22 +106,31 @@ def _heredoc_word(text: str) -> str | None:
 def _open_quote(text: str) -> str | None:
     """The quote still open at the end of ``text`` (``'`` or ``"``), None when none is;
     a comment ends the scan."""
+    at = _open_quote_at(text)
+    return None if at is None else ("'" if text[at] == "'" else '"')
+
+
+def _open_quote_at(text: str) -> int | None:
+    """Where the quote still open at the end of ``text`` starts, None when none is. In
+    ``$'...'`` a backslash quotes the next character, as in bash."""
     pos = 0
-    quote: str | None = None
+    quote: str | None = None  # "'", '"' or "$'"
+    start = 0
     while pos < len(text):
         char = text[pos]
         if quote == "'":
             quote = None if char == "'" else quote
         elif char == "\\":
             pos += 1
-        elif quote == '"':
-            quote = None if char == '"' else quote
+        elif quote is not None:  # '"' or "$'"
+            quote = None if char == quote[-1] else quote
         elif char in "'\"":
-            quote = char
+            ansi = char == "'" and pos > 0 and text[pos - 1] == "$"
+            quote, start = ("$'" if ansi else char), pos
         elif char == "#" and (pos == 0 or text[pos - 1] in " \t\n;&|()"):
             return None
         pos += 1
-    return quote
+    return start if quote is not None else None
 
 
 def _joined(first: int, last: int, parts: list[str]) -> Logical:

@@ -38,6 +38,11 @@ class LaunchLine:
     args: tuple[str, ...]  # the training script's arguments
     script_path: Path | None  # the script on disk, when it exists
     shell_string: bool = False  # inside ``bash -c '...'``: words after the line reach bash
+    # The job's own script the line runs (``srun ./launch.sh ...``), read for the training
+    # command: the launch is that script's, the line the job's. None when there is none.
+    via: Path | None = None
+    # Words added at the line's end reach the training script (``"$@"`` passes them on).
+    forwards_words: bool = True
 
     @property
     def options(self) -> dict[str, str]:

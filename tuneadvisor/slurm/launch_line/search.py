@@ -9,7 +9,10 @@ with interpreter options, ``python -m torch.distributed.run|launch``, ``torchrun
 a leading ``$WRAPPER``/``"${wrapper[@]}"`` word,
 ``VAR=value`` assignments before the command, ``\\`` line continuations, several commands
 on a line (``;``, ``&&``, ``|``) and redirections; site wrappers (``apptainer_wrapper exec``)
-and container runtimes; ``lightning run model``/``fabric run``.
+and container runtimes; ``lightning run model``/``fabric run``; the job's own shell script
+(``srun ./launch.sh ARGS``, ``bash run.sh``), read with ``"$@"`` standing for ARGS when it is
+on disk beside the job script or in its working directory. Of several launches, ``choose``
+says which one trains.
 
 Only variables the script itself set before the line to a value known without running
 anything are expanded (``SCRIPT=train.py`` then ``python $SCRIPT``, see ``variables``):
@@ -23,21 +26,22 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.launch_line.commands import ASSIGNMENT, Found, analyse
+from tuneadvisor.slurm.launch_line.choose import choose_launch
+from tuneadvisor.slurm.launch_line.commands import ASSIGNMENT, Found, analyse, with_arguments
 from tuneadvisor.slurm.launch_line.lexing import (
     Logical,
     commands_after,
     lex,
     logical_lines,
 )
-from tuneadvisor.slurm.launch_line.model import LaunchLine
+from tuneadvisor.slurm.launch_line.model import Launcher, LaunchLine
 from tuneadvisor.slurm.launch_line.variables import expand_word
 
-__all__ = ["find_launch", "find_launches", "unfollowed_launch"]
+__all__ = ["Unfollowed", "find_launch", "find_launches", "unfollowed_launch"]
 
 _SUBMIT_DIR = re.compile(r'"?\$\{?SLURM_SUBMIT_DIR\}?"?')
 
@@ -52,6 +56,8 @@ class _Context:
     variables: dict[str, str] = field(default_factory=dict)  # what is unknown as written
     depth: int = 0  # inside if/for/while/case or a function: assignments may not run
     maybe: bool = False  # the command being tracked runs only perhaps (after && || |)
+    arguments: tuple[str, ...] | None = None  # "$@" of a script the job runs; None: the job's
+    wrappers: int = 0  # scripts followed to get here
 
     def expand(self, raw: str) -> list[str] | None:
         return expand_word(raw, self.variables)
@@ -136,23 +142,12 @@ def find_launches(
 ) -> list[LaunchLine]:
     """Every command in the job script's body that runs Python training code, in order.
     ``path`` (default: the JobScript's own) locates relative scripts; ``chdir`` overrides
-    the script's ``--chdir``."""
+    the script's ``--chdir``. A command that runs a shell script of the job's own
+    (``srun ./launch.sh ARGS``) is read through it when that script is here."""
     script = job if isinstance(job, JobScript) else JobScript.parse(job, path)
     where = Path(path) if path is not None else script.path
     job_dir = where.resolve().parent if where is not None else None
-    context = _Context(job_dir, _start_dir(script, job_dir, chdir))
-    if script.first_command_line is None:
-        return []
-    body = [(line.number, line.text) for line in script.lines[script.first_command_line - 1 :]]
-    found: list[LaunchLine] = []
-    for logical in logical_lines(body):
-        for words in _commands(logical, context):
-            launch = _launch(words, logical, context)
-            if launch is not None:
-                found.append(launch)
-            else:
-                _track(words, context)
-    return found
+    return _launches(script, _Context(job_dir, _start_dir(script, job_dir, chdir)))
 
 
 def find_launch(
@@ -161,9 +156,100 @@ def find_launch(
     *,
     chdir: str | None = None,
 ) -> LaunchLine | None:
-    """The first training command of the job script, or None when there is none."""
-    launches = find_launches(job, path, chdir=chdir)
-    return launches[0] if launches else None
+    """The training command of the job script (see ``choose``), or None when there is
+    none."""
+    return choose_launch(find_launches(job, path, chdir=chdir))
+
+
+def _body(script: JobScript) -> list[tuple[int, str]]:
+    if script.first_command_line is None:
+        return []
+    return [(line.number, line.text) for line in script.lines[script.first_command_line - 1 :]]
+
+
+def _launches(script: JobScript, context: _Context) -> list[LaunchLine]:
+    found: list[LaunchLine] = []
+    for logical in logical_lines(_body(script)):
+        for words in _commands(logical, context):
+            if context.arguments is not None:
+                words = with_arguments(words, context.arguments)
+            launch = _launch(words, logical, context) or _through_script(words, logical, context)
+            if launch is not None:
+                found.append(launch)
+            else:
+                _track(words, context)
+    return found
+
+
+# How deep scripts that run scripts are followed; a script that runs itself stops there.
+_MAX_WRAPPERS = 3
+_SHELL_SUFFIXES = (".sh", ".bash")
+_SHEBANG = re.compile(r"#!.*\b(?:ba|da|k|z)?sh\b")  # #!/bin/bash, #!/usr/bin/env sh
+_FORWARDED = "\x00forwarded\x00"  # stands for a word the job adds after the script's name
+
+
+def _through_script(words: list[str], logical: Logical, context: _Context) -> LaunchLine | None:
+    """``srun ./launch.sh ARGS``: the training command of the job's own shell script, read
+    with ``"$@"`` standing for ARGS, given as the job's line with the script among its
+    launchers. None when the command runs no such script, or it has no launch."""
+    outer = Found()
+    if context.wrappers >= _MAX_WRAPPERS or analyse(words, outer) is not None:
+        return None
+    program = outer.stopped_at
+    wrapper = _shell_script(program, context) if program is not None else None
+    if program is None or wrapper is None:
+        return None
+    try:
+        script = JobScript.read(wrapper)
+    except OSError:  # unreadable here: named as a hand-off that cannot be followed
+        return None
+    launch = choose_launch(_launches(script, _inner(context, wrapper, outer.stopped_args)))
+    if launch is None:
+        return None
+    marked = (*outer.stopped_args, _FORWARDED)
+    probe = choose_launch(_launches(script, _inner(context, wrapper, marked)))
+    forwards = probe is not None and probe.args[-1:] == (_FORWARDED,)
+    return replace(
+        launch,
+        line=logical.first,
+        end_line=logical.last,
+        text=logical.text,
+        env={**outer.env, **launch.env},
+        launchers=(*outer.launchers, Launcher(program, ()), *launch.launchers),
+        shell_string=outer.shell_string or launch.shell_string,
+        via=wrapper,
+        forwards_words=forwards and launch.forwards_words,
+    )
+
+
+def _inner(context: _Context, wrapper: Path, arguments: tuple[str, ...]) -> _Context:
+    """What a script the job runs starts with: the job's exported variables, the job's
+    working directory, its own arguments."""
+    known = {name: value for name, value in context.variables.items() if name in context.exported}
+    return _Context(
+        wrapper.parent,
+        context.cwd,
+        exported=dict(context.exported),
+        variables=known,
+        arguments=arguments,
+        wrappers=context.wrappers + 1,
+    )
+
+
+def _shell_script(program: str, context: _Context) -> Path | None:
+    """The job's own shell script a command runs (``./launch.sh``, ``bash run.sh``), on
+    disk: a ``.sh``/``.bash`` file or one whose ``#!`` names a shell."""
+    path = _resolve(program, context)
+    if path is None:
+        return None
+    if path.suffix in _SHELL_SUFFIXES:
+        return path
+    try:
+        with path.open("rb") as file:
+            head = file.readline(256).decode("utf-8", "replace")
+    except OSError:
+        return None
+    return path if _SHEBANG.match(head) else None
 
 
 # What a job runs through srun & co. besides training: no launch line to follow.
@@ -175,29 +261,51 @@ _UTILITIES = {
 }
 
 
+@dataclass(frozen=True)
+class Unfollowed:
+    """A command that hands something to a launcher, in which no training script was found."""
+
+    command: str  # the line as written
+    reason: str  # why: what the launcher runs, and why that was not read
+
+
 def unfollowed_launch(
     job: JobScript | str | bytes, path: str | os.PathLike[str] | None = None
-) -> str | None:
+) -> Unfollowed | None:
     """The first command that hands something to a launcher (``srun ./run.sh``,
     ``torchrun $(pick_script)``, ``accelerate launch`` with nothing after it) in which no
-    training script could be found: the line as written, for a note that says so. None
-    when there is none, or when the script has a launch line that was followed."""
+    training script could be found, and why, for a note that says so. None when there is
+    none, or when the script has a launch line that was followed."""
     script = job if isinstance(job, JobScript) else JobScript.parse(job, path)
-    if script.first_command_line is None:
-        return None
-    body = [(line.number, line.text) for line in script.lines[script.first_command_line - 1 :]]
-    context = _Context(None, None)
-    first: str | None = None
-    for logical in logical_lines(body):
+    where = Path(path) if path is not None else script.path
+    job_dir = where.resolve().parent if where is not None else None
+    context = _Context(job_dir, _start_dir(script, job_dir, None))
+    first: Unfollowed | None = None
+    for logical in logical_lines(_body(script)):
         for words in _commands(logical, context):
             found = Found()
             result = analyse(words, found)
             if result is not None and (result.script or result.module):
                 return None
             if result is None and first is None and _hands_off(found):
-                first = logical.text.strip()
+                first = Unfollowed(logical.text.strip(), _why(found, context))
             _track(words, context)
     return first
+
+
+def _why(found: Found, context: _Context) -> str:
+    program = found.stopped_at
+    if program is None:
+        return f"{found.launchers[-1].name} is given no program to run"
+    name = os.path.basename(program)
+    if _shell_script(program, context) is not None:
+        return f"{program}, the job's own shell script, starts no Python program seen here"
+    if program.endswith(_SHELL_SUFFIXES) or "/" in program:
+        return (
+            f"{program} is the job's own script, and it is neither beside the job script "
+            "nor in its working directory"
+        )
+    return f"{name} is no launcher tuneadvisor knows"
 
 
 def _hands_off(found: Found) -> bool:
