@@ -203,9 +203,15 @@ def test_sstat_of_a_job_without_running_steps(fake: FakeSlurm) -> None:
 
 
 def test_sstat_of_a_running_job(fake: FakeSlurm) -> None:
-    fake.add("sstat", 'echo "5.batch|1|00:00:03|96896K"\necho "5.0|2|00:00:01|1000K"\n')
-    steps = fake.client().step_stats("5")
-    assert steps is not None and steps.mem_peak_mib == pytest.approx(96896 / 1024)
+    """The two sstat lines of 17-gpu-tres-admincomment.txt (22.05.8: no GPU TRES)."""
+    recorded = (FIXTURES / "17-gpu-tres-admincomment.txt").read_text().splitlines()
+    lines = [line for line in recorded if line.startswith(("17.batch|1|", "17.0|1|"))]
+    assert len(lines) == 2
+    (fake.folder / "sstat.txt").write_text("\n".join(lines) + "\n")
+    fake.add("sstat", f"/bin/cat {fake.folder}/sstat.txt\n")
+    steps = fake.client().step_stats("17")
+    assert steps is not None and steps.mem_peak_mib == pytest.approx(95328 / 1024)
+    assert [s.gpu_util_max_pct for s in steps.steps] == [None, None]
 
 
 # ------------------------------------------------------------------ the commands, on fake Slurm
@@ -341,7 +347,7 @@ def test_jobs_lists_state_efficiency_and_top_finding(
     assert main(["jobs", "--user", "root", "--limit", "2"]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[0].split() == ["JOBID", "NAME", "STATE", "ELAPSED", "CPU", "MEM",
-                                            "TOP", "FINDING"]  # fmt: skip
+                                            "GPU", "TOP", "FINDING"]  # fmt: skip
     assert "job-cancelled" in text and "job-out-of-memory" in text
     assert "job-timed-out" not in text
 
