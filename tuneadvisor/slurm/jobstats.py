@@ -27,9 +27,9 @@ import gzip
 import json
 import math
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "SAMPLING_PERIOD_S",
@@ -40,6 +40,8 @@ __all__ = [
     "is_jobstats",
     "parse_jobstats",
 ]
+
+_N = TypeVar("_N", int, float)
 
 PREFIX = "JS1:"
 # jobstats' default SAMPLING_PERIOD (config.py), the Prometheus scrape interval its docs use.
@@ -203,9 +205,9 @@ def _mib(value: Any, path: str) -> float | None:
     return None if number is None else number / _MIB
 
 
-def _total(values: Any) -> Any:
+def _total(values: Iterable[_N | None]) -> _N | None:
     """The sum, or None when any node lacks the figure (a partial sum would mislead)."""
     known = list(values)
     if not known or any(v is None for v in known):
         return None
-    return sum(known)
+    return sum(v for v in known if v is not None)

@@ -121,9 +121,7 @@ def _jobstats_line(summary: JobstatsSummary) -> str:
     parts = []
     for gpu in summary.gpus:
         util = (
-            "no utilization"
-            if gpu.util_pct is None
-            else f"utilization mean {gpu.util_pct:.1f} %"
+            "no utilization" if gpu.util_pct is None else f"utilization mean {gpu.util_pct:.1f} %"
         )
         mem = ""
         if gpu.mem_used_mib is not None:

@@ -194,14 +194,15 @@ def _pipe_elapsed(row: dict[str, str]) -> float | None:
 
 def _moment(text: str) -> float | None:
     """Start or End as sacct prints it: epoch seconds (SLURM_TIME_FORMAT=%s) or ISO 8601
-    local time; None while unknown (``Unknown``, ``None``: not started or still running)."""
+    local time; None while unknown (``Unknown``, ``None``: not started or still running) and
+    for a site's own SLURM_TIME_FORMAT (only a fallback for a missing Elapsed rests on it)."""
     value = text.strip()
     if value.isdigit():
         return float(value)
     try:
-        return datetime.fromisoformat(value).timestamp() if "T" in value else None
+        return datetime.fromisoformat(value).timestamp()
     except ValueError:
-        raise SacctError(f"{value!r} is not a time like 2024-01-31T12:00:00") from None
+        return None
 
 
 def _pipe_job(
