@@ -314,6 +314,27 @@ def test_report_jobid_uses_what_the_job_ran_with(
     assert report["job"]["directives"]["cpus-per-task"] == "1"  # type: ignore[index]
 
 
+def test_report_jobid_of_a_running_job_notes_sstat_gpu_use(
+    cluster: FakeSlurm, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Job 6 of 11-scontrol-show-job.txt (one GPU) made RUNNING; sstat as Slurm 23.02+ with
+    NVML prints it (CU Boulder's TRESUsageInMax string): notes, and no GPU facts."""
+    shown = (FIXTURES / "11-scontrol-show-job.txt").read_text().splitlines()[3]
+    running = shown.replace("JobState=PENDING Reason=JobHeldUser", "JobState=RUNNING Reason=None")
+    (cluster.folder / "shown.txt").write_text(running + "\n")
+    cluster.add("scontrol", f'case "$1" in show) /bin/cat {cluster.folder}/shown.txt ;; esac\n')
+    tres = "cpu=00:56:24,gres/gpumem=38888M,gres/gpuutil=100,mem=10372780K"
+    cluster.add("sstat", f"echo '6.batch|1|00:56:24|10372780K|{tres}|{tres}'\n")
+    report = _report(capsys, "--jobid", "6")
+    notes = report["advice"]["notes"]  # type: ignore[index]
+    assert "peak memory so far: 10130 MiB (sstat)" in notes
+    [gpu] = [n for n in notes if n.startswith("GPU so far: from Slurm TRES")]
+    assert "1 GPU; utilization peak 100 % (per GPU, step batch)" in gpu
+    assert "memory peak 38888 MiB" in gpu
+    facts = report["advice"]["facts"]  # type: ignore[index]
+    assert not any(name.startswith("gpu.") for name in facts)
+
+
 def test_report_jobid_without_slurm(
     fake: FakeSlurm, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
