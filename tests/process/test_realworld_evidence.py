@@ -51,6 +51,18 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Jobstats:
+    """sacct -P with jobstats' summary in AdminComment (--sacct): state, End - Start s, the
+    summary's CPU efficiency % and memory peak MiB (as usage.*), and its GPUs, if any."""
+
+    state: str
+    elapsed_s: int | None
+    cpu_efficiency_pct: float | None
+    mem_peak_mib: float | None
+    gpus: Gpus | None
+
+
+@dataclass(frozen=True)
 class Gpus:
     """An nvidia-smi log: GPUs, mean utilisation % over all samples, peak memory MiB."""
 
@@ -67,7 +79,7 @@ class Refused:
     says: str
 
 
-Expectation = Hottest | NoTime | Job | Gpus | Refused
+Expectation = Hottest | NoTime | Job | Gpus | Refused | Jobstats
 
 EXPECTED: dict[str, Expectation] = {
     # --- profiles: text tables -------------------------------------------------------------
@@ -152,8 +164,25 @@ EXPECTED: dict[str, Expectation] = {
     # Slurm 23.02.8 (data_parser v0.0.39), array task 12078642_6: 326 s on 10 CPUs, user+system
     # 1218 s -> 37.4 %; batch step MaxRSS 3462881280 bytes = 3302.46 MiB
     "accounting/slurmdog-sacct-23.02.json": Job("--sacct", "COMPLETED", 326, 3302.46, 37.36),
-    # -P keyed on JobIDRaw, times as epoch seconds, no Elapsed, TotalCPU or MaxRSS columns
-    "accounting/jobstats-sacct-P-jobidraw-timeout.txt": Job("--sacct", "TIMEOUT", None, None, None),
+    # -P keyed on JobIDRaw, times as epoch seconds, no Elapsed, TotalCPU or MaxRSS columns:
+    # 1690964225 - 1690927903 s; jobstats: 505333.1 CPU s on 15 cores, 1983451136 B peak
+    "accounting/jobstats-sacct-P-jobidraw-timeout.txt": Jobstats(
+        "TIMEOUT", 36322, 505333.1 / (36322 * 15) * 100, 1983451136 / 2**20, None
+    ),
+    # one A100: mean 98.6 %, 83314868224 B peak of 85899345920; 57620.8 CPU s on 12 cores
+    "accounting/jobstats-sacct-P-gpu-completed-60155093.txt": Jobstats(
+        "COMPLETED",
+        50944,
+        57620.8 / (50944 * 12) * 100,
+        84683702272 / 2**20,
+        Gpus(1, 98.6, 83314868224 / 2**20),
+    ),
+    # AllocTRES has gres/gpu=1 but the summary has "gpus": 0 and no GPU figures
+    "accounting/jobstats-sacct-P-gpu-no-utilization-845136.txt": Jobstats(
+        "COMPLETED", 19281, 19095.2 / 19281 * 100, 62427136 / 2**20, None
+    ),
+    # End Unknown: still running; a running job's figures are no one's advice
+    "accounting/jobstats-sacct-P-running-10920562.txt": Jobstats("RUNNING", None, None, None, None),
     "accounting/torchx-sacct-het-1853.txt": Job("--sacct", "COMPLETED", None, None, None),
     "accounting/torchx-sacct-cancelled-89.txt": Job("--sacct", "CANCELLED", None, None, None),
     "accounting/torchx-slurm-squeue-output.json": Refused("--sacct", "not sacct --json"),
@@ -206,6 +235,8 @@ def args_for(name: str, option: str | None) -> list[str]:
 def test_what_a_careful_reader_concludes(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     expected = EXPECTED[name]
     option = "--metrics" if isinstance(expected, Gpus) else None
+    if isinstance(expected, Jobstats):
+        option = "--sacct"
     if isinstance(expected, Job | Refused):
         option = expected.option
     code, out, err = run(capsys, args_for(name, option))
@@ -222,6 +253,8 @@ def test_what_a_careful_reader_concludes(name: str, capsys: pytest.CaptureFixtur
         assert report["profile"]["total_s"] == 0
     elif isinstance(expected, Job):
         check_job(report["advice"]["facts"], expected)
+    elif isinstance(expected, Jobstats):
+        check_jobstats(report["advice"]["facts"], expected)
     else:
         check_gpus(report["advice"]["facts"], expected)
 
@@ -256,6 +289,24 @@ def check_job(facts: dict[str, Any], expected: Job) -> None:
             assert key not in facts
         else:
             assert facts[key] == pytest.approx(value, abs=0.01)
+
+
+def check_jobstats(facts: dict[str, Any], expected: Jobstats) -> None:
+    assert facts["sacct.state"] == expected.state
+    assert facts.get("sacct.elapsed_s") == expected.elapsed_s
+    for key, value in (
+        ("usage.cpu_efficiency_pct", expected.cpu_efficiency_pct),
+        ("usage.mem_peak_mib", expected.mem_peak_mib),
+    ):
+        if value is None:
+            assert key not in facts
+        else:
+            assert facts[key] == pytest.approx(value, abs=0.01)
+    if expected.gpus is None:
+        assert not any(key.startswith("gpu.") for key in facts)
+    else:
+        assert facts["gpu.source"] == "jobstats"
+        check_gpus(facts, expected.gpus)
 
 
 def check_gpus(facts: dict[str, Any], expected: Gpus) -> None:

@@ -203,9 +203,15 @@ def test_sstat_of_a_job_without_running_steps(fake: FakeSlurm) -> None:
 
 
 def test_sstat_of_a_running_job(fake: FakeSlurm) -> None:
-    fake.add("sstat", 'echo "5.batch|1|00:00:03|96896K"\necho "5.0|2|00:00:01|1000K"\n')
-    steps = fake.client().step_stats("5")
-    assert steps is not None and steps.mem_peak_mib == pytest.approx(96896 / 1024)
+    """The two sstat lines of 17-gpu-tres-admincomment.txt (22.05.8: no GPU TRES)."""
+    recorded = (FIXTURES / "17-gpu-tres-admincomment.txt").read_text().splitlines()
+    lines = [line for line in recorded if line.startswith(("17.batch|1|", "17.0|1|"))]
+    assert len(lines) == 2
+    (fake.folder / "sstat.txt").write_text("\n".join(lines) + "\n")
+    fake.add("sstat", f"/bin/cat {fake.folder}/sstat.txt\n")
+    steps = fake.client().step_stats("17")
+    assert steps is not None and steps.mem_peak_mib == pytest.approx(95328 / 1024)
+    assert [s.gpu_util_max_pct for s in steps.steps] == [None, None]
 
 
 # ------------------------------------------------------------------ the commands, on fake Slurm
@@ -308,6 +314,27 @@ def test_report_jobid_uses_what_the_job_ran_with(
     assert report["job"]["directives"]["cpus-per-task"] == "1"  # type: ignore[index]
 
 
+def test_report_jobid_of_a_running_job_notes_sstat_gpu_use(
+    cluster: FakeSlurm, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Job 6 of 11-scontrol-show-job.txt (one GPU) made RUNNING; sstat as Slurm 23.02+ with
+    NVML prints it (CU Boulder's TRESUsageInMax string): notes, and no GPU facts."""
+    shown = (FIXTURES / "11-scontrol-show-job.txt").read_text().splitlines()[3]
+    running = shown.replace("JobState=PENDING Reason=JobHeldUser", "JobState=RUNNING Reason=None")
+    (cluster.folder / "shown.txt").write_text(running + "\n")
+    cluster.add("scontrol", f'case "$1" in show) /bin/cat {cluster.folder}/shown.txt ;; esac\n')
+    tres = "cpu=00:56:24,gres/gpumem=38888M,gres/gpuutil=100,mem=10372780K"
+    cluster.add("sstat", f"echo '6.batch|1|00:56:24|10372780K|{tres}|{tres}'\n")
+    report = _report(capsys, "--jobid", "6")
+    notes = report["advice"]["notes"]  # type: ignore[index]
+    assert "peak memory so far: 10130 MiB (sstat)" in notes
+    [gpu] = [n for n in notes if n.startswith("GPU so far: from Slurm TRES")]
+    assert "1 GPU; utilization peak 100 % (per GPU, step batch)" in gpu
+    assert "memory peak 38888 MiB" in gpu
+    facts = report["advice"]["facts"]  # type: ignore[index]
+    assert not any(name.startswith("gpu.") for name in facts)
+
+
 def test_report_jobid_without_slurm(
     fake: FakeSlurm, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -341,7 +368,7 @@ def test_jobs_lists_state_efficiency_and_top_finding(
     assert main(["jobs", "--user", "root", "--limit", "2"]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[0].split() == ["JOBID", "NAME", "STATE", "ELAPSED", "CPU", "MEM",
-                                            "TOP", "FINDING"]  # fmt: skip
+                                            "GPU", "TOP", "FINDING"]  # fmt: skip
     assert "job-cancelled" in text and "job-out-of-memory" in text
     assert "job-timed-out" not in text
 

@@ -31,6 +31,7 @@ from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.model import option_values
 from tuneadvisor.slurm.launch_line.search import find_launch
 from tuneadvisor.slurm.sacct import parse_sacct
+from tuneadvisor.slurm.sacct.gpu import accounting_gpu
 from tuneadvisor.slurm.seff import parse_seff
 from tuneadvisor.trainscript.scan import scan_script
 
@@ -133,6 +134,20 @@ def accounting_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
             yield f"{path.name} job {job.job_id}", job.facts()
     for path in _files("tests/fixtures/advice/*/seff.txt"):
         yield str(path), parse_seff(path.read_text()).facts()
+    # GPU use in accounting: jobstats' real summaries, a 22.05 job's, Slurm's GPU TRES.
+    tres = (
+        "JobID|State|AllocTRES|NTasks|TRESUsageInMax\n1|COMPLETED|gres/gpu=1|1|\n"
+        "1.batch|COMPLETED||1|gres/gpumem=38888M,gres/gpuutil=100\n"
+    )
+    tables = [
+        (p.name, p.read_text())
+        for p in _files("tests/fixtures/realworld/accounting/jobstats-sacct-P-*")
+    ]
+    for name, text in [*tables, ("gres/gpuutil", tres)]:
+        for job in parse_sacct(text):
+            found, _ = accounting_gpu(job)
+            if found is not None:
+                yield f"{name} job {job.job_id} ({found.source})", found.facts
 
 
 def metrics_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:

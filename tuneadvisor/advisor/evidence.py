@@ -33,16 +33,28 @@ class Gathered:
 def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> None:
     """usage.* from sacct, else seff: rules read one name whichever the user gave.
 
+    CPU and memory use come from jobstats' summary first when the accounting has one: its
+    figures are the job's cgroups on each node, measured, where sacct and seff estimate the
+    memory peak as the largest task's MaxRSS x tasks.
+
     Only ``usage.state`` while the job runs: a peak so far would make over-requested-memory
     cut --mem below what the rest of the run needs, and efficiency so far is not the job's.
     """
     pairs = {
         "usage.state": ("sacct.state", "seff.state"),
-        "usage.cores": ("sacct.alloc_cpus", "seff.cores"),
-        "usage.cpu_efficiency_pct": ("sacct.cpu_efficiency_pct", "seff.cpu_efficiency_pct"),
-        "usage.mem_peak_mib": ("sacct.mem_peak_mib", "seff.mem_used_mib"),
+        "usage.cores": ("sacct.alloc_cpus", "seff.cores", "jobstats.cores"),
+        "usage.cpu_efficiency_pct": (
+            "jobstats.cpu_efficiency_pct",
+            "sacct.cpu_efficiency_pct",
+            "seff.cpu_efficiency_pct",
+        ),
+        "usage.mem_peak_mib": ("jobstats.mem_peak_mib", "sacct.mem_peak_mib", "seff.mem_used_mib"),
         "usage.elapsed_s": ("sacct.elapsed_s", "seff.wall_s"),
-        "usage.mem_efficiency_pct": ("sacct.mem_efficiency_pct", "seff.mem_efficiency_pct"),
+        "usage.mem_efficiency_pct": (
+            "jobstats.mem_efficiency_pct",
+            "sacct.mem_efficiency_pct",
+            "seff.mem_efficiency_pct",
+        ),
     }
     for usage, sources in pairs.items():
         for source in sources:

@@ -104,9 +104,15 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("usage.elapsed_s", "float", "s", "wall-clock time"),
     ("usage.mem_efficiency_pct", "float", "%", "peak memory over requested memory"),
     ("usage.killed_for_memory", "bool", "", "OUT_OF_MEMORY, or ended FAILED/CANCELLED over --mem"),
-    # GPU metrics (nvidia-smi logs, watch recordings)
+    # Princeton jobstats' summary in AdminComment, all nodes together
+    ("jobstats.cores", "int", "cores", "cores of the job's cgroups"),
+    ("jobstats.cpu_efficiency_pct", "float", "%", "CPU time over run time x cores"),
+    ("jobstats.mem_peak_mib", "float", "MiB", "the nodes' memory peaks (RSS + shmem) summed"),
+    ("jobstats.mem_efficiency_pct", "float", "%", "that peak over the job's memory"),
+    # GPU: metrics (nvidia-smi logs, watch recordings), else accounting (jobstats, Slurm TRES)
+    ("gpu.source", "str", "", "nvidia-smi, recording, jobstats or slurm-tres"),
     ("gpu.count", "int", "GPUs", "GPUs sampled"),
-    ("gpu.samples", "int", "", "samples per GPU"),
+    ("gpu.samples", "int", "", "samples per GPU (jobstats: run time over its 30 s period)"),
     ("gpu.duration_s", "float", "s", "time the samples span"),
     ("gpu.util.mean", "float", "%", "mean GPU utilization"),
     ("gpu.util.p95", "float", "%", "95th percentile GPU utilization"),

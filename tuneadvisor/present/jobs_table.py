@@ -1,4 +1,6 @@
-"""The `jobs` table: one line per job, columns as wide as their widest cell."""
+"""The `jobs` table: one line per job, columns as wide as their widest cell. GPU: the GPUs'
+mean utilization from jobstats' summary, or "<=N%" from Slurm's GPU TRES (a bound from the
+peak: Slurm keeps no mean), or "-" where the accounting has neither."""
 
 from __future__ import annotations
 
@@ -20,8 +22,15 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}%"
 
 
+def _gpu(row: JobRow) -> str:
+    """jobstats' mean ("97%"), or Slurm TRES's upper bound of it ("<=100%"), or "-"."""
+    if row.gpu_util_pct is None:
+        return "-"
+    return ("<=" if row.gpu_util_bound else "") + _pct(row.gpu_util_pct)
+
+
 def render_rows(rows: Sequence[JobRow]) -> str:
-    table = [("JOBID", "NAME", "STATE", "ELAPSED", "CPU", "MEM", "TOP FINDING")]
+    table = [("JOBID", "NAME", "STATE", "ELAPSED", "CPU", "MEM", "GPU", "TOP FINDING")]
     for r in rows:
         more = f" (+{r.findings - 1})" if r.findings > 1 else ""
         table.append(
@@ -32,6 +41,7 @@ def render_rows(rows: Sequence[JobRow]) -> str:
                 _elapsed(r.elapsed_s),
                 _pct(r.cpu_efficiency_pct),
                 _pct(r.mem_efficiency_pct),
+                _gpu(r),
                 (r.top_finding or "-") + more,
             )
         )

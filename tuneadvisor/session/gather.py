@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.jobscript.model import JobScript
     from tuneadvisor.slurm.launch_line.model import LaunchLine
     from tuneadvisor.slurm.launch_line.search import Unfollowed
+    from tuneadvisor.slurm.sacct.gpu import AccountingGpu
+    from tuneadvisor.slurm.sacct.records import SacctJob
     from tuneadvisor.trainscript.parsed import ParsedScript
 
 SITE_ENV = "TUNEADVISOR_SITE"
@@ -241,6 +243,7 @@ def gather(
         facts.update(seff.facts())
         if seff.unread:  # a site's seff adds lines: say what was left out, not half silently
             notes.append(f"{paths.seff}: {_unread(seff.unread)}")
+    accounting: SacctJob | None = None
     if paths.sacct is not None:
         from tuneadvisor.slurm.sacct import parse_sacct
         from tuneadvisor.slurm.sacct.records import SacctError, select_job
@@ -250,16 +253,23 @@ def gather(
         except SacctError as exc:
             raise InputError(paths.sacct, f"not sacct output: {exc}") from None
         try:  # sacct output, but which job of it is meant is not clear
-            facts.update(select_job(jobs, paths.jobid).facts())
+            accounting = select_job(jobs, paths.jobid)
         except SacctError as exc:
             raise InputError(paths.sacct, str(exc)) from None
+        facts.update(accounting.facts())
+    elif live is not None:
+        accounting = live.accounting
     if paths.seff is None and paths.sacct is None and live is None:
         sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
+    gpu_read = _accounting_gpu(accounting, notes)
+    if gpu_read is not None:  # jobstats' per-node figures feed usage.* below
+        facts.update({k: v for k, v in gpu_read.facts.items() if not k.startswith("gpu.")})
     usage_facts(facts, notes)
     metrics = _metrics(paths.metrics, paths.metrics_columns)
     if metrics is not None:
         facts.update(metrics.facts())
-    else:
+    _gpu_source(facts, metrics, gpu_read, notes)
+    if metrics is None and "gpu.util.mean" not in facts:
         sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)")
     site_path = _site_path(paths, env)
     partition = facts.get("job.partition")
@@ -283,6 +293,45 @@ def gather(
         sharpen=tuple(sharpen),
         notes=tuple(notes),
     )
+
+
+def _accounting_gpu(job: SacctJob | None, notes: list[str]) -> AccountingGpu | None:
+    """GPU figures in an ended job's accounting (jobstats' AdminComment, Slurm's GPU TRES);
+    a running job has neither yet (its sstat figures are a note of live_job)."""
+    from tuneadvisor.slurm.states import UNFINISHED
+
+    if job is None or job.state is None or job.state in UNFINISHED:
+        return None
+    from tuneadvisor.slurm.sacct.gpu import accounting_gpu
+
+    found, problems = accounting_gpu(job)
+    notes += problems
+    return found
+
+
+def _gpu_source(
+    facts: dict[str, object],
+    metrics: MetricsSeries | None,
+    accounting: AccountingGpu | None,
+    notes: list[str],
+) -> None:
+    """gpu.* from the metrics when they have GPUs (samples), else from the accounting; the
+    report says which."""
+    if metrics is not None and metrics.gpus:
+        facts["gpu.source"] = metrics.source or "metrics"
+        if accounting is not None and "gpu.count" in accounting.facts:
+            notes.append(
+                f"GPU: from the {metrics.source or 'metrics'} samples; {accounting.label}"
+                f" also has {accounting.summary}"
+            )
+        return
+    if accounting is None:
+        return
+    if "gpu.source" in accounting.facts:
+        facts.update({k: v for k, v in accounting.facts.items() if k.startswith("gpu.")})
+        notes.append(f"GPU: from {accounting.label}: {accounting.summary}")
+    else:  # a CPU job's jobstats summary: its cores and memory
+        notes.append(f"CPU and memory: from {accounting.label}: {accounting.summary}")
 
 
 def _unread(lines: Sequence[str], shown: int = 3) -> str:

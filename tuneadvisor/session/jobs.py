@@ -1,7 +1,8 @@
 """Your recent Slurm jobs as rows: state, efficiency and top finding, from one ``sacct -P``
 read (and ``squeue --json`` for why queued jobs wait). Findings come from the accounting
 alone (no job script is fetched): job states, cores and memory used against what was asked,
-elapsed time against the limit."""
+elapsed time against the limit, and the GPUs' use where the accounting has it (jobstats'
+summary in AdminComment: a mean; Slurm's GPU TRES: an upper bound, from the peak)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from tuneadvisor.advisor.evidence import usage_facts
 from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.slurm.client import SlurmClient
+from tuneadvisor.slurm.sacct.gpu import accounting_gpu
 from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.squeue import QueuedJob
-from tuneadvisor.slurm.states import ACTIVE
+from tuneadvisor.slurm.states import ACTIVE, UNFINISHED
 
 
 @dataclass(frozen=True)
@@ -28,10 +30,17 @@ class JobRow:
     mem_efficiency_pct: float | None
     top_finding: str | None
     findings: int
+    gpu_util_pct: float | None = None  # the GPUs' mean utilization ...
+    gpu_util_bound: bool = False  # ... or an upper bound of it (Slurm TRES: from the peak)
 
 
 def job_row(job: SacctJob, queued: QueuedJob | None, rules: Iterable[Rule]) -> JobRow:
     facts: dict[str, object] = {**job.facts(), **as_run_facts(None, job)}
+    gpu = None
+    if job.state is not None and job.state not in UNFINISHED:
+        gpu, _ = accounting_gpu(job)  # a summary that cannot be read leaves the cell empty
+    if gpu is not None:
+        facts.update(gpu.facts)
     usage_facts(facts)
     findings = evaluate(rules, facts).findings
     state = job.state or "?"
@@ -42,11 +51,20 @@ def job_row(job: SacctJob, queued: QueuedJob | None, rules: Iterable[Rule]) -> J
         name=job.name or "",
         state=state,
         elapsed_s=job.elapsed_s,
-        cpu_efficiency_pct=job.cpu_efficiency_pct,
-        mem_efficiency_pct=job.mem_efficiency_pct,
+        # jobstats' figures where the accounting has them (measured per node), else seff's
+        cpu_efficiency_pct=_number(facts.get("jobstats.cpu_efficiency_pct"))
+        or job.cpu_efficiency_pct,
+        mem_efficiency_pct=_number(facts.get("jobstats.mem_efficiency_pct"))
+        or job.mem_efficiency_pct,
         top_finding=findings[0].id if findings else None,
         findings=len(findings),
+        gpu_util_pct=None if gpu is None else gpu.util_pct,
+        gpu_util_bound=gpu is not None and gpu.util_bound,
     )
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
 
 
 def recent_job_rows(

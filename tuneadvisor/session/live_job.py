@@ -5,12 +5,13 @@ the shape of the cluster's nodes, as evidence for the rules.
 - its accounting once complete (``sacct --json``, polled: it lags the end) and ``seff``;
 - the job as it ran (``scontrol show job``, else accounting): options given to sbatch on
   the command line win over the script's ``#SBATCH`` lines, so ``job.*`` facts take these;
-- for a running job, the steps' memory so far (``sstat``), as a note: numbers are provisional.
+- for a running job, the steps' memory and GPU use so far (``sstat``: MaxRSS, and
+  gres/gpuutil, gres/gpumem where Slurm gathers them), as notes: numbers are provisional.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tuneadvisor.advisor.job_facts import as_run_facts
@@ -18,6 +19,7 @@ from tuneadvisor.advisor.site import NodeShape
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.client import SlurmClient, SlurmError, check_job_id
 from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.sacct.gpu import accounting_gpu
 from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.scontrol import JobInfo
 from tuneadvisor.slurm.seff import SeffReport
@@ -57,7 +59,7 @@ def fetch_job(client: SlurmClient, job_id: str, want_script: bool) -> LiveJob:
     if shown is not None and shown.active:
         notes.append(f"job {job_id} is {shown.state}: its numbers are provisional")
         if shown.state == "RUNNING":
-            notes += _running_note(client, job_id)
+            notes += _running_note(client, job_id, _gpus(shown, acct))
     else:
         if acct is None or not acct.complete:  # accounting lags the end by seconds
             acct = client.poll_accounting(job_id)
@@ -71,15 +73,28 @@ def fetch_job(client: SlurmClient, job_id: str, want_script: bool) -> LiveJob:
     return LiveJob(job_id, shown, acct, seff, script, tuple(notes))
 
 
-def _running_note(client: SlurmClient, job_id: str) -> list[str]:
-    """Memory so far, from sstat (a nicety: no note when sstat cannot say)."""
+def _running_note(client: SlurmClient, job_id: str, gpus: int | None) -> list[str]:
+    """Memory and GPU use so far, from sstat (a nicety: no note when sstat cannot say).
+    Notes, not facts: a running job's figures are not its run's."""
     try:
         steps = client.step_stats(job_id)
     except SlurmError:
         return []
-    if steps is None or steps.mem_peak_mib is None:
+    if steps is None:
         return []
-    return [f"peak memory so far: {steps.mem_peak_mib:.0f} MiB (sstat)"]
+    notes = []
+    if steps.mem_peak_mib is not None:
+        notes.append(f"peak memory so far: {steps.mem_peak_mib:.0f} MiB (sstat)")
+    gpu, _ = accounting_gpu(replace(steps, alloc_gpus=gpus))
+    if gpu is not None:
+        notes.append(f"GPU so far: from {gpu.label} (sstat): {gpu.summary}")
+    return notes
+
+
+def _gpus(shown: JobInfo, acct: SacctJob | None) -> int | None:
+    if acct is not None and acct.alloc_gpus is not None:
+        return acct.alloc_gpus
+    return shown.gpus
 
 
 def _script(

@@ -45,10 +45,13 @@ _JOB_ID = re.compile(r"\d+(?:_\d+)?")
 _SUBMITTED = re.compile(r"(\d+)(?:;\S+)?")
 _FORGOTTEN = ("Invalid job id", "No steps running", "does not exist", "not found")
 _NO_STEPS_HERE = ("There are no steps", "does not exist", "Invalid job id")
-SSTAT_COLUMNS = ("JobID", "NTasks", "AveCPU", "MaxRSS")
+# TRESUsageIn*: the steps' gres/gpuutil and gres/gpumem where Slurm gathers them (23.02+).
+SSTAT_COLUMNS = ("JobID", "NTasks", "AveCPU", "MaxRSS", "TRESUsageInAve", "TRESUsageInMax")
+# AdminComment last: free text (jobstats' summary, or a site's words that may hold a '|').
 RECENT_COLUMNS = ("JobID", "JobName", "User", "Partition", "State", "ExitCode", "ElapsedRaw",
                   "TimelimitRaw", "TotalCPU", "AllocCPUS", "ReqCPUS", "AllocTRES", "ReqMem",
-                  "MaxRSS", "NTasks", "End")  # fmt: skip
+                  "MaxRSS", "NTasks", "End", "TRESUsageInAve", "TRESUsageInMax",
+                  "AdminComment")  # fmt: skip
 POLL_INTERVAL_S = 0.25
 ACCOUNTING_BOUND_S = 30.0
 
@@ -323,7 +326,8 @@ class SlurmClient:
             self.sleep(POLL_INTERVAL_S)
 
     def step_stats(self, job_id: str) -> SacctJob | None:
-        """``sstat`` of a running job's steps (MaxRSS so far); None when no step runs."""
+        """``sstat`` of a running job's steps (MaxRSS so far, and the GPU TRES where Slurm
+        gathers them); None when no step runs."""
         doing = f"reading the running steps of job {job_id}"
         args = ["-j", job_id, "--allsteps", "-n", "-P", "-o", ",".join(SSTAT_COLUMNS)]
         done = self._run(doing, "sstat", args)

@@ -132,6 +132,7 @@ def _json_job(position: int, raw: Any) -> SacctJob:
         req_mem_mib=req_mem,
         req_mem_per=per,
         reported_cpu_time_s=_json_cpu(time.obj("total")),
+        admin_comment=job.obj("comment").text("administrator") or job.text("admin_comment"),
         steps=tuple(_json_step(job, i, s) for i, s in enumerate(job.array("steps"))),
         lagging=_json_lagging(job, req_mem),
     )
@@ -212,6 +213,7 @@ def _json_step(job: _J, position: int, raw: Any) -> SacctStep:
     ident = str(number) if isinstance(number, int) else name.text("id")
     ident = ident or name.obj("id").text("step_id") or "?"
     usage = step.obj("tres").obj("requested")  # 22.05: usage maxima live under "requested"
+    usage_max, usage_ave = _json_tres(usage.array("max")), _json_tres(usage.array("average"))
     state, _ = split_state(step.text("state") or "")
     code, signal = _json_exit(step.obj("exit_code"))
     return SacctStep(
@@ -222,11 +224,14 @@ def _json_step(job: _J, position: int, raw: Any) -> SacctStep:
         exit_signal=signal,
         elapsed_s=step.obj("time").number("elapsed"),
         cpu_time_s=_json_cpu(step.obj("time").obj("total")),
-        max_rss_mib=_bytes_to_mib(_json_tres(usage.array("max")).get("mem")),
+        max_rss_mib=_bytes_to_mib(usage_max.get("mem")),
         total_rss_mib=_bytes_to_mib(_json_tres(usage.array("total")).get("mem")),
         ntasks=step.obj("tasks").whole("count"),
         alloc_cpus=tres_count(_json_tres(step.obj("tres").array("allocated")), "cpu"),
         nodes=step.obj("nodes").whole("count"),
+        gpu_util_max_pct=usage_max.get("gres/gpuutil"),
+        gpu_util_ave_pct=usage_ave.get("gres/gpuutil"),
+        gpu_mem_max_mib=_bytes_to_mib(usage_max.get("gres/gpumem")),
     )
 
 

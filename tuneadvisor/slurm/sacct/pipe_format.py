@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Literal, TypeVar
 
 from tuneadvisor.slurm.sacct.records import (
@@ -95,10 +97,17 @@ def _pipe_fields(line: str) -> list[str]:
     return fields[:-1] if len(fields) > 1 and fields[-1] == "" else fields  # -p: trailing '|'
 
 
+# Free text that may hold a '|': when it is the last column, the surplus fields are its own
+# (jobstats asks for JobName last for this reason; tuneadvisor asks for AdminComment last).
+_FREE_TEXT = frozenset({"jobname", "admincomment", "comment", "systemcomment"})
+
+
 def _pipe_row(number: int, line: str, keys: Sequence[str]) -> dict[str, str]:
     fields = line.rstrip("\n").split("|")
     if len(fields) == len(keys) + 1 and fields[-1] == "":
         fields.pop()  # -p ends every line with '|'; with -P an empty last value is kept
+    if len(fields) > len(keys) and keys and keys[-1] in _FREE_TEXT:
+        fields[len(keys) - 1 :] = ["|".join(fields[len(keys) - 1 :])]
     if len(fields) != len(keys):
         raise SacctError(
             f"line {number}: {len(fields)} fields where the header has {len(keys)}"
@@ -149,9 +158,24 @@ def _pipe_step(step_id: str, row: dict[str, str]) -> SacctStep:
             ntasks=_int_or_none(row.get("ntasks", "")),
             alloc_cpus=_int_or_none(row.get("alloccpus", row.get("ncpus", ""))),
             nodes=_int_or_none(row.get("nnodes", "")),
+            gpu_util_max_pct=_usage(row, "tresusageinmax", "gres/gpuutil"),
+            gpu_util_ave_pct=_usage(row, "tresusageinave", "gres/gpuutil"),
+            gpu_mem_max_mib=_usage(row, "tresusageinmax", "gres/gpumem"),
         )
     except ValueError as err:  # SacctError, or a UnitError of a value
         raise SacctError(f"{_at(row, 'step ' + step_id)}: {err}") from None
+
+
+def _usage(row: dict[str, str], column: str, name: str) -> float | None:
+    """One TRES of a usage column (``cpu=00:56:24,...,gres/gpumem=38888M,gres/gpuutil=100``):
+    gres/gpumem in MiB (bytes when printed bare, as with --noconvert), others as numbers."""
+    for item in row.get(column, "").split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip() == name:
+            if name == "gres/gpumem":
+                return parse_size_mib(value, "")
+            return _float_or_none(value)
+    return None
 
 
 def _optional(parse: Callable[[str], _T], text: str) -> _T | None:
@@ -159,9 +183,26 @@ def _optional(parse: Callable[[str], _T], text: str) -> _T | None:
 
 
 def _pipe_elapsed(row: dict[str, str]) -> float | None:
+    """ElapsedRaw, else Elapsed, else End - Start (jobstats asks for those alone)."""
     if row.get("elapsedraw", "").strip():
         return float(_int_or_none(row["elapsedraw"]) or 0)
-    return _optional(parse_duration, row.get("elapsed", ""))
+    if row.get("elapsed", "").strip():
+        return parse_duration(row["elapsed"])
+    start, end = _moment(row.get("start", "")), _moment(row.get("end", ""))
+    return None if start is None or end is None or end < start else end - start
+
+
+def _moment(text: str) -> float | None:
+    """Start or End as sacct prints it: epoch seconds (SLURM_TIME_FORMAT=%s) or ISO 8601
+    local time; None while unknown (``Unknown``, ``None``: not started or still running) and
+    for a site's own SLURM_TIME_FORMAT (only a fallback for a missing Elapsed rests on it)."""
+    value = text.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
 
 
 def _pipe_job(
@@ -199,7 +240,7 @@ def _pipe_job_fields(
         exit_signal=signal,
         elapsed_s=_pipe_elapsed(row),
         timelimit_s=_pipe_timelimit(row),
-        end_time=None,
+        end_time=_epoch(row.get("end", "")),
         alloc_cpus=alloc_cpus,
         alloc_nodes=nodes,
         alloc_gpus=None if alloc is None else gpus_in_tres(alloc),
@@ -208,9 +249,15 @@ def _pipe_job_fields(
         req_mem_mib=req_mem,
         req_mem_per=per,
         reported_cpu_time_s=_optional(parse_duration, row.get("totalcpu", "")),
+        admin_comment=row.get("admincomment", "").strip() or None,
         steps=steps,
         lagging=_pipe_lagging(row, present),
     )
+
+
+def _epoch(text: str) -> int | None:
+    moment = _moment(text)
+    return None if moment is None else int(moment)
 
 
 def _pipe_timelimit(row: dict[str, str]) -> int | None:
@@ -253,6 +300,17 @@ def _exit(text: str) -> tuple[int | None, int | None]:
     if not code.isdigit() or (sep and not signal.isdigit()):
         raise SacctError(f"{text.strip()!r} is not an exit code like 0:0")
     return int(code), (int(signal) if sep else None)
+
+
+def _float_or_none(text: str) -> float | None:
+    value = text.strip()
+    if not value:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise SacctError(f"{value!r} is not a number") from None
+    return number if math.isfinite(number) else None
 
 
 def _int_or_none(text: str) -> int | None:

@@ -44,6 +44,12 @@ class SacctStep:
     ntasks: int | None = None
     alloc_cpus: int | None = None
     nodes: int | None = None
+    # Slurm's GPU TRES (23.02+ with AutoDetect=nvml or rsmi): per task, summed over the GPUs
+    # the task used. Max: the highest reading of any task; Ave: the tasks' last readings
+    # averaged (slurmstepd keeps each task's latest value, slurmdbd divides by the tasks).
+    gpu_util_max_pct: float | None = None  # TRESUsageInMax gres/gpuutil
+    gpu_util_ave_pct: float | None = None  # TRESUsageInAve gres/gpuutil
+    gpu_mem_max_mib: float | None = None  # TRESUsageInMax gres/gpumem
 
     @property
     def cpu_efficiency_pct(self) -> float | None:
@@ -81,6 +87,7 @@ class SacctJob:
     req_mem_mib: float | None = None  # the job's total
     req_mem_per: Literal["node", "cpu"] | None = None
     reported_cpu_time_s: float | None = None  # the job line's own TotalCPU
+    admin_comment: str | None = None  # where Princeton's jobstats keeps its summary
     steps: tuple[SacctStep, ...] = ()
     lagging: tuple[str, ...] = ()  # fields present in the input but not filled yet
 
