@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import REPO
 from tuneadvisor.advisor.engine import evaluate
+from tuneadvisor.advisor.evidence import usage_facts
 from tuneadvisor.present.jobs_table import render_rows
 from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
@@ -313,3 +314,21 @@ def test_jobs_table_shows_gpu_use() -> None:
     rows = render_rows([stats, tres, plain]).splitlines()
     column = rows[0].index(" GPU ") + 1
     assert [row[column:].split()[0] for row in rows[1:]] == ["60%", "<=25%", "-"]
+
+
+def test_the_memory_peak_is_the_largest_source_never_the_lower() -> None:
+    """jobstats samples every 30 s and can miss a spike MaxRSS caught: memory advice rests on
+    the larger peak, whichever source has it; CPU efficiency still prefers jobstats."""
+    facts: dict[str, object] = {
+        "sacct.state": "COMPLETED",
+        "jobstats.mem_peak_mib": 3000.0,
+        "sacct.mem_peak_mib": 5000.0,
+        "jobstats.cpu_efficiency_pct": 40.0,
+        "sacct.cpu_efficiency_pct": 55.0,
+    }
+    usage_facts(facts)
+    assert facts["usage.mem_peak_mib"] == 5000.0
+    assert facts["usage.cpu_efficiency_pct"] == 40.0
+    facts = {"sacct.state": "COMPLETED", "jobstats.mem_peak_mib": 7000.0, "seff.mem_used_mib": 10}
+    usage_facts(facts)
+    assert facts["usage.mem_peak_mib"] == 7000.0

@@ -33,9 +33,10 @@ class Gathered:
 def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> None:
     """usage.* from sacct, else seff: rules read one name whichever the user gave.
 
-    CPU and memory use come from jobstats' summary first when the accounting has one: its
-    figures are the job's cgroups on each node, measured, where sacct and seff estimate the
-    memory peak as the largest task's MaxRSS x tasks.
+    CPU use comes from jobstats' summary first when the accounting has one: its figures are
+    the job's cgroups on each node, measured, where sacct and seff estimate. The memory peak
+    is the largest of the sources: jobstats samples every 30 s and can miss a spike that
+    MaxRSS caught, and memory advice must never rest on the lower figure.
 
     Only ``usage.state`` while the job runs: a peak so far would make over-requested-memory
     cut --mem below what the rest of the run needs, and efficiency so far is not the job's.
@@ -61,6 +62,9 @@ def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> Non
             if source in facts:
                 facts[usage] = facts[source]
                 break
+    peaks = [facts[s] for s in pairs["usage.mem_peak_mib"] if isinstance(facts.get(s), int | float)]
+    if peaks:
+        facts["usage.mem_peak_mib"] = max(peaks)  # type: ignore[type-var]
     state = facts.get("usage.state")
     if state in UNFINISHED or facts.get("seff.final") is False:
         for usage in pairs:
