@@ -214,7 +214,7 @@ def test_seff_lines_not_understood_reach_the_notes(tmp_path: Path) -> None:
     seff.write_text(SEFF + "GPU Utilisation: 45%\nEnergy: 3 kWh\nGPU Memory Efficiency: 9%\n")
     gathered = run(Inputs(seff=str(seff)))
     assert gathered.facts["usage.cores"] == 2  # what is known is still read
-    (note,) = [n for n in gathered.notes if n.startswith(str(seff))]
+    (note,) = [n for n in gathered.notes if n.startswith(str(seff)) and "not understood" in n]
     assert note.endswith(
         "lines not understood, left out: line 12: 'Energy: 3 kWh';"
         " line 13: 'GPU Memory Efficiency: 9%'"
@@ -464,3 +464,14 @@ def test_a_changed_script_is_parsed_again_not_taken_from_the_profile_analysis(
     )
     gathered = gather(Inputs(script=str(script)), analysis, env={})
     assert gathered.facts["script.num_workers"] == 2
+
+
+def test_a_sites_seff_gpu_lines_are_said_but_not_gpu_facts() -> None:
+    """NeSI's seff prints a GPU utilisation and memory; how they were sampled is not said
+    (Slurm's gres/gpuutil is a last reading), so they are a note and no gpu.* fact."""
+    seff = FIXTURES / "realworld" / "accounting" / "nesi-seff-gpu-timeout.seff.txt"
+    got = gather(Inputs(seff=str(seff)), None, env={})
+    assert not [k for k in got.facts if k.startswith("gpu.")]
+    (note,) = [n for n in got.notes if "GPU utilisation" in n]
+    assert "43 %" in note and "510 MiB of 23,552 MiB" in note
+    assert "GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)" in got.sharpen

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.launch_line.search import Unfollowed
     from tuneadvisor.slurm.sacct.gpu import AccountingGpu
     from tuneadvisor.slurm.sacct.records import SacctJob
+    from tuneadvisor.slurm.seff import SeffReport
     from tuneadvisor.trainscript.parsed import ParsedScript
 
 SITE_ENV = "TUNEADVISOR_SITE"
@@ -243,6 +244,8 @@ def gather(
         facts.update(seff.facts())
         if seff.unread:  # a site's seff adds lines: say what was left out, not half silently
             notes.append(f"{paths.seff}: {_unread(seff.unread)}")
+        if seff.gpu_util_pct is not None or seff.gpu_mem_used_mib is not None:
+            notes.append(f"{paths.seff}: {_seff_gpu(seff)}")
     accounting: SacctJob | None = None
     if paths.sacct is not None:
         from tuneadvisor.slurm.sacct import parse_sacct
@@ -332,6 +335,22 @@ def _gpu_source(
         notes.append(f"GPU: from {accounting.label}: {accounting.summary}")
     else:  # a CPU job's jobstats summary: its cores and memory
         notes.append(f"CPU and memory: from {accounting.label}: {accounting.summary}")
+
+
+def _seff_gpu(seff: SeffReport) -> str:
+    """A site's seff GPU lines, said but kept from the GPU rules: seff does not say how the
+    figure was taken (Slurm's gres/gpuutil is a last reading, not a mean over the run)."""
+    said = []
+    if seff.gpu_util_pct is not None:
+        said.append(f"GPU utilisation {seff.gpu_util_pct:g} %")
+    if seff.gpu_mem_used_mib is not None:
+        total = f" of {seff.gpu_mem_total_mib:,.0f} MiB" if seff.gpu_mem_total_mib else ""
+        said.append(f"GPU memory {seff.gpu_mem_used_mib:,.0f} MiB{total}")
+    return (
+        f"this site's seff prints {' and '.join(said)}; seff does not say how it was sampled, "
+        "so the GPU rules do not rest on it (give --metrics, or the job's accounting with "
+        "jobstats)"
+    )
 
 
 def _unread(lines: Sequence[str], shown: int = 3) -> str:
