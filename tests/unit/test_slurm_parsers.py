@@ -147,3 +147,17 @@ def test_srun_steps_have_numeric_ids_in_json() -> None:
     assert [s.step_id for s in job.steps] == ["batch", "0", "1"]
     assert job.peak_step is job.step("0")
     assert job.step("0").ntasks == 2  # type: ignore[union-attr]
+
+
+def test_a_cpus_per_gpu_job_ran_with_the_cores_its_script_asked_for() -> None:
+    """`--gpus=1 --cpus-per-gpu=2`: slurmctld says CPUs/Task=1 but NumCPUs=2 and
+    CpusPerTres=gres:gpu:2. The job ran with 2 cores per task, as its script says: no note
+    that the command line overrode the script."""
+    from tuneadvisor.advisor.job_facts import as_run_facts, ran_differently
+
+    text = (FIXTURES / "18-scontrol-cpus-per-gpu.txt").read_text()
+    job = parse_job(next(line for line in text.splitlines() if line.startswith("JobId=")))
+    assert (job.cpus_per_task, job.num_cpus, job.cpus_per_gpu, job.gpus) == (1, 2, 2, 1)
+    ran = as_run_facts(job, None)
+    assert ran["job.cpus_per_task"] == 2
+    assert ran_differently({"job.cpus_per_task": 2}, ran) == []

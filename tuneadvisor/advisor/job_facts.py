@@ -150,7 +150,10 @@ def as_run_facts(shown: JobInfo | None, acct: SacctJob | None) -> dict[str, obje
             facts["job.time_s"] = shown.time_limit_s
         if shown.partition:
             facts["job.partition"] = shown.partition
-        if shown.cpus_per_task:
+        if shown.cpus_per_gpu and shown.num_cpus:
+            # --cpus-per-gpu: slurmctld's CPUs/Task stays 1; the job's cores are NumCPUs
+            facts["job.cpus_per_task"] = max(1, shown.num_cpus // (shown.num_tasks or 1))
+        elif shown.cpus_per_task:
             facts["job.cpus_per_task"] = shown.cpus_per_task
         if shown.mem_per_node_mib:
             facts["job.mem_mib"] = shown.mem_per_node_mib

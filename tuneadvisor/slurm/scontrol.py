@@ -82,13 +82,14 @@ class JobInfo:
     partition: str | None
     time_limit_s: int | None  # None: unlimited or unknown
     run_time_s: int | None
-    cpus_per_task: int | None
+    cpus_per_task: int | None  # CPUs/Task: 1 for a --cpus-per-gpu job, whatever it has
     num_cpus: int | None
     num_tasks: int | None
     num_nodes: int | None  # the minimum
     mem_per_node_mib: float | None
     mem_per_cpu_mib: float | None
     gpus: int  # from TRES (allocated when running or done, else requested)
+    cpus_per_gpu: int | None  # CpusPerTres=gres:gpu:N (22.05) or gres/gpu:N
     exit_code: str | None
     command: str | None  # the submitted file, or None for --wrap jobs
     work_dir: str | None
@@ -106,6 +107,15 @@ def _time(record: Mapping[str, str], key: str) -> int | None:
         return None if value is None else parse_timelimit(value)
     except UnitError:
         return None
+
+
+def _cpus_per_gpu(value: str | None) -> int | None:
+    """``gres:gpu:2`` (22.05) or ``gres/gpu:2``, among other TRES, comma-separated."""
+    for item in (value or "").split(","):
+        match = re.fullmatch(r"gres[:/]gpu(?::[^:,]+)?:(\d+)", item.strip())
+        if match:
+            return int(match[1])
+    return None
 
 
 def job_info(record: Mapping[str, str]) -> JobInfo:
@@ -134,6 +144,7 @@ def job_info(record: Mapping[str, str]) -> JobInfo:
         mem_per_node_mib=_mib(record, "MinMemoryNode"),
         mem_per_cpu_mib=_mib(record, "MinMemoryCPU"),
         gpus=gpus,
+        cpus_per_gpu=_cpus_per_gpu(_value(record, "CpusPerTres")),
         exit_code=_value(record, "ExitCode"),
         command=_value(record, "Command"),
         work_dir=_value(record, "WorkDir"),
