@@ -184,3 +184,17 @@ def test_rendering() -> None:
     assert checks_json(checks, {"host": "gpu07"})["checks"][1] == {
         "id": "slurm.seff", "status": "missing", "value": "seff is not on PATH", "fix": "optional"
     }  # fmt: skip
+
+
+def test_a_terminal_gets_values_and_fixes_wrapped_under_their_column() -> None:
+    value = "/usr/bin/scontrol: scontrol: fatal: Could not establish a configuration source"
+    fix = "slurmctld does not answer from here: try a login node; if it fails there too, tell"
+    checks = [Check("slurm.scontrol", "failed", value, fix)]
+    lines = render_checks(checks, {"host": "login1"}, width=80).splitlines()[2:-2]
+    column = len("not-applicable  slurm.scontrol  ")
+    assert all(len(line) <= 80 for line in lines), lines
+    assert lines[0].startswith("failed          slurm.scontrol  /usr/bin/scontrol:")
+    assert all(line[:column].strip() == "" for line in lines[1:])  # under the value column
+    fix_at = next(i for i, line in enumerate(lines) if "-> " in line)
+    assert " ".join(line.strip() for line in lines[:fix_at]).endswith(value)  # words whole
+    assert " ".join(line.strip() for line in lines[fix_at:]) == "-> " + fix

@@ -59,5 +59,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(checks_json(checks, about), indent=2))
     else:
-        print(render_checks(checks, about), end="")
+        import shutil
+
+        # A terminal gets lines wrapped at word breaks under their column; a pipe, whole lines.
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        print(render_checks(checks, about, width), end="")
     return 0
