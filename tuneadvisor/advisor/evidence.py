@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.slurm.jobscript.model import JobScript
     from tuneadvisor.slurm.launch_line.model import LaunchLine
+    from tuneadvisor.trainscript.local_imports import LoaderModule
     from tuneadvisor.trainscript.scan import ScriptScan
 
 
@@ -25,6 +26,7 @@ class Gathered:
     script_path: str | None = None
     script_text: str | None = None
     scan: ScriptScan | None = None
+    loader_module: LoaderModule | None = None  # builds the DataLoader the script does not
     metrics: MetricsSeries | None = None
     sharpen: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
@@ -43,6 +45,9 @@ def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> Non
         "usage.mem_peak_mib": ("sacct.mem_peak_mib", "seff.mem_used_mib"),
         "usage.elapsed_s": ("sacct.elapsed_s", "seff.wall_s"),
         "usage.mem_efficiency_pct": ("sacct.mem_efficiency_pct", "seff.mem_efficiency_pct"),
+        # what the job had: seff prints its request ("... of 80.00 GB"), without --job
+        "usage.mem_requested_mib": ("sacct.req_mem_mib", "seff.mem_requested_mib"),
+        "usage.nodes": ("sacct.alloc_nodes", "seff.nodes"),
     }
     for usage, sources in pairs.items():
         for source in sources:

@@ -58,6 +58,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.dos_line_breaks", "bool", "", "the script has CRLF line ends"),
     ("job.invalid_directives", "int", "", "directives sbatch would refuse"),
     ("job.launcher", "str", "", "python, kernprof, srun, torchrun, ..."),
+    ("job.task_launcher", "bool", "", "srun or mpirun starts the job's tasks"),
+    ("job.ranks_per_task", "int", "", "training processes each task starts (torchrun's N)"),
     # seff
     ("seff.state", "str", "", "job state"),
     ("seff.cores", "int", "cores", "allocated cores"),
@@ -102,6 +104,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("usage.elapsed_s", "float", "s", "wall-clock time"),
     ("usage.mem_efficiency_pct", "float", "%", "peak memory over requested memory"),
     ("usage.killed_for_memory", "bool", "", "OUT_OF_MEMORY, or ended FAILED/CANCELLED over --mem"),
+    ("usage.mem_requested_mib", "float", "MiB", "memory the measured job had, all nodes"),
+    ("usage.nodes", "int", "", "nodes the measured job ran on"),
     # GPU metrics (nvidia-smi logs, watch recordings)
     ("gpu.count", "int", "GPUs", "GPUs sampled"),
     ("gpu.samples", "int", "", "samples per GPU"),
