@@ -45,7 +45,8 @@ def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> Non
         "usage.mem_peak_mib": ("sacct.mem_peak_mib", "seff.mem_used_mib"),
         "usage.elapsed_s": ("sacct.elapsed_s", "seff.wall_s"),
         "usage.mem_efficiency_pct": ("sacct.mem_efficiency_pct", "seff.mem_efficiency_pct"),
-        # what the job had: seff prints its request ("... of 80.00 GB"), without --job
+        # the memory asked for, job-wide: seff prints it ("... of 80.00 GB"), so seff alone
+        # is enough for over-requested-memory
         "usage.mem_requested_mib": ("sacct.req_mem_mib", "seff.mem_requested_mib"),
         "usage.nodes": ("sacct.alloc_nodes", "seff.nodes"),
     }
@@ -54,6 +55,9 @@ def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> Non
             if source in facts:
                 facts[usage] = facts[source]
                 break
+    mem, nodes = facts.get("job.mem_mib"), facts.get("job.nodes")
+    if isinstance(mem, int | float) and isinstance(nodes, int):  # the request to resubmit
+        facts["usage.mem_requested_mib"], facts["usage.nodes"] = mem * nodes, nodes
     state = facts.get("usage.state")
     if state in UNFINISHED or facts.get("seff.final") is False:
         for usage in pairs:
