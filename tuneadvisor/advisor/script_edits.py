@@ -118,8 +118,17 @@ def _add_keyword(text: str, line: int, setting: str, new: str) -> str | None:
     if last.end_lineno is None or last.end_col_offset is None:
         return None
     lines = text.splitlines(keepends=True)
-    raw = lines[last.end_lineno - 1].encode("utf-8")  # ast counts columns in UTF-8 bytes
+    first = lines[last.lineno - 1].encode("utf-8")  # ast counts columns in UTF-8 bytes
+    raw = lines[last.end_lineno - 1].encode("utf-8")
     cut = last.end_col_offset
+    indent = first[: last.col_offset]
+    if last.lineno > calls[0].lineno and not indent.strip():
+        # One argument a line: the new one goes on a line of its own, with a comma after
+        # the last argument unless it has one.
+        comma = raw[cut:].lstrip().startswith(b",")
+        lines[last.end_lineno - 1] = (raw if comma else raw[:cut] + b"," + raw[cut:]).decode()
+        lines.insert(last.end_lineno, f"{indent.decode()}{setting}={new},\n")
+        return "".join(lines)
     added = f", {setting}={new}".encode()
     lines[last.end_lineno - 1] = (raw[:cut] + added + raw[cut:]).decode("utf-8")
     return "".join(lines)
@@ -187,7 +196,12 @@ def plan_script_edits(
     notes: list[str] = []
     patched = script_text
     options: Mapping[str, ArgOption] = scan.options if scan is not None else {}
-    for setting, value in settings.items():
+    # Keywords added to a call may add lines: after every edit at a line the scan gave.
+    def added_last(item: tuple[str, object]) -> bool:
+        origin = _origin(scan, item[0])
+        return origin is not None and origin.source == "default"
+
+    for setting, value in sorted(settings.items(), key=added_last):
         if setting not in LOADER_SETTINGS:
             notes.append(f"{setting}: change it in the training script to {value}")
             continue
