@@ -111,7 +111,7 @@ def _add_keyword(text: str, line: int, setting: str, new: str) -> str | None:
         and node.lineno == line
         and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "DataLoader"
     ]
-    arguments: list[ast.AST] = [*calls[0].args, *calls[0].keywords] if calls else []
+    arguments: list[ast.expr | ast.keyword] = [*calls[0].args, *calls[0].keywords] if calls else []
     if not arguments:
         return None
     last = max(arguments, key=lambda node: (node.end_lineno or 0, node.end_col_offset or 0))
@@ -196,6 +196,7 @@ def plan_script_edits(
     notes: list[str] = []
     patched = script_text
     options: Mapping[str, ArgOption] = scan.options if scan is not None else {}
+
     # Keywords added to a call may add lines: after every edit at a line the scan gave.
     def added_last(item: tuple[str, object]) -> bool:
         origin = _origin(scan, item[0])

@@ -49,7 +49,9 @@ def follow_loader(script_path: str, text: str, scan: ScriptScan) -> Followed:
                 if found is not None:
                     following.append(found)
         level = following
-    return Followed(None, _none_found(Path(script_path).name, [p.relative_to(folder) for p in seen]))
+    return Followed(
+        None, _none_found(Path(script_path).name, [p.relative_to(folder) for p in seen])
+    )
 
 
 def _scan_module(path: Path, name: str, script: ScriptScan) -> LoaderModule | str | None:

@@ -1,5 +1,6 @@
 """DDP in a training script: the wrap, init_process_group, DistributedSampler, set_epoch,
-spawn, nn.DataParallel (what DDP replaces), and where the world size, ranks and process count come from."""
+spawn, nn.DataParallel (what DDP replaces), and where the world size, ranks and process
+count come from."""
 
 from __future__ import annotations
 
