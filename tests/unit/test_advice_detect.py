@@ -33,6 +33,7 @@ REAL = FIXTURES / "realworld" / "jobscripts"
 HELPER = FIXTURES / "helper_loader"
 ACCOUNTING = FIXTURES / "realworld" / "accounting"
 TUTORIAL_SEFF = FIXTURES / "advice" / "tutorial" / "seff.txt"
+DATA_PARALLEL_TEXT = (FIXTURES / "scan_scripts" / "data_parallel.py").read_text()
 
 
 @pytest.fixture(autouse=True)
@@ -449,3 +450,22 @@ def test_where_a_num_workers_patch_goes(source: str, expected: str) -> None:
     assert expected.replace("NEW", new) in patched
     ast.parse(patched)
     assert edits.notes == ()
+
+
+def test_one_task_may_have_all_the_node_cores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two tasks fill a 2-core node; as one task (unused-tasks), it may have both cores."""
+    write(
+        tmp_path,
+        **{
+            "job.sbatch": "#!/bin/bash\n#SBATCH --ntasks-per-node=2\n#SBATCH -c 1\npython train.py\n",
+            "train.py": DATA_PARALLEL_TEXT,
+            "site.toml": "[partitions.cpu]\ncores = 2\ndefault = true\n",
+        },
+    )
+    doc = report(
+        capsys, "--job", str(tmp_path / "job.sbatch"), "--site", str(tmp_path / "site.toml")
+    )
+    sbatch = {k: v["value"] for k, v in doc["advice"]["plan"]["sbatch"].items()}
+    assert sbatch == {"ntasks": 1, "ntasks-per-node": 1, "cpus-per-task": 2}
