@@ -459,7 +459,7 @@ def test_one_task_may_have_all_the_node_cores(
     write(
         tmp_path,
         **{
-            "job.sbatch": "#!/bin/bash\n#SBATCH --ntasks-per-node=2\n#SBATCH -c 1\npython train.py\n",
+            "job.sbatch": "#!/bin/bash\n#SBATCH --ntasks-per-node=2\npython train.py\n",
             "train.py": DATA_PARALLEL_TEXT,
             "site.toml": "[partitions.cpu]\ncores = 2\ndefault = true\n",
         },
