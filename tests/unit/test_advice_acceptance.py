@@ -362,7 +362,7 @@ def test_profile_alone_fires_only_what_the_profile_shows(
         "dos-line-breaks",
     ):
         assert rule in skipped, rule
-    assert "job.mem_mib" in skipped["over-requested-memory"]
+    assert "usage.mem_requested_mib" in skipped["over-requested-memory"]
     assert "usage.cpu_efficiency_pct" in skipped["under-requested-cores"]
     sharpen = " | ".join(doc["advice"]["sharpen"])
     for needle in ("--job", "--seff", "--sacct", "--metrics", "--script"):
@@ -472,6 +472,8 @@ DDP_SETUP = (
 )
 GOOD_LOADER = "num_workers=3, pin_memory=True"
 SAMPLED_LOADER = "sampler=DistributedSampler(dataset), num_workers=3, pin_memory=True"
+# After an epoch's loop: the sampler is told the next epoch (sampler-without-set-epoch).
+SET_EPOCH = "    train_loader.sampler.set_epoch(1)\n"
 
 
 @dataclass
@@ -622,7 +624,7 @@ CASES: dict[str, Case] = {
             "job.sbatch": job_text(
                 "--ntasks=2", "--gres=gpu:2", "--cpus-per-task=4", launch="srun python train.py"
             ),
-            "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP),
+            "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP, loop=SET_EPOCH),
         },
         fires=set(),
         quiet={"ddp-missing-distributed-sampler", "ddp-world-size-mismatch", "tasks-gpus-mismatch"},
@@ -652,7 +654,7 @@ CASES: dict[str, Case] = {
                 "--cpus-per-task=4",
                 launch="srun python train.py",
             ),
-            "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP),
+            "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP, loop=SET_EPOCH),
         },
         fires={"tasks-gpus-mismatch"},
         check=_suggest("tasks-gpus-mismatch", "sbatch", ntasks_per_node=4),
@@ -663,10 +665,10 @@ CASES: dict[str, Case] = {
                 "--nodes=1",
                 "--ntasks-per-node=1",
                 "--gres=gpu:4",
-                "--cpus-per-task=4",
+                "--cpus-per-task=16",  # 4 ranks x (3 workers + 1): too-many-workers is quiet
                 launch="torchrun --nproc_per_node=4 train.py",
             ),
-            "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP),
+            "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP, loop=SET_EPOCH),
         },
         fires=set(),
         quiet={"tasks-gpus-mismatch"},
@@ -680,7 +682,7 @@ CASES: dict[str, Case] = {
                 "--cpus-per-task=16",
                 launch="srun torchrun --nnodes=2 --nproc_per_node=4 train.py",
             ),
-            "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP),
+            "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP, loop=SET_EPOCH),
         },
         fires=set(),
         quiet={"tasks-gpus-mismatch"},

@@ -228,6 +228,9 @@ def gather_outputs(tmp: Path) -> Iterator[tuple[str, Mapping[str, object]]]:
                 metrics=metrics,
             )
             yield f"gather ({name}, job {job_id})", gather(evidence, None, env={}).facts
+    # A DataLoader built in a module the training script imports.
+    helper = Inputs(job=str(FIXTURES / "helper_loader" / "job.sbatch"))
+    yield "gather (helper_loader)", gather(helper, None, env={}).facts
 
 
 def all_outputs(tmp: Path) -> list[tuple[str, Mapping[str, object]]]:

@@ -73,19 +73,26 @@ def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobSc
 
     # Launch-line edits first: the launch line's numbers are the input's, and a directive
     # added to the header would move it.
+    # A DataLoader built in a module the script imports: its settings are patched there.
+    module = gathered.loader_module
+    ranks = gathered.facts.get("job.ranks_per_task")
     edits = plan_script_edits(
         {key: change.value for key, change in plan.script.items()},
-        gathered.scan,
+        module.scan if module is not None else gathered.scan,
         gathered.job,
         gathered.launch,
-        gathered.script_path,
-        gathered.script_text,
+        module.path if module is not None else gathered.script_path,
+        module.text if module is not None else gathered.script_text,
         reserve_main_core=plan.reserve_main_core,
+        ranks_per_task=ranks if isinstance(ranks, int) else 1,
+        patch_name=module.name if module is not None else None,
     )
     tuned = edits.job
     if tuned is not None:
         tuned = _apply_sbatch(tuned, plan, notes)
     notes += edits.notes
+    if module is not None and edits.patch:
+        notes.append(f"the training DataLoader is built in {module.name}: the patch changes it")
     if tuned is not None and gathered.facts.get("job.dos_line_breaks") is True:
         # sbatch refuses CRLF scripts: the tuned one is written with LF line ends.
         tuned = JobScript.parse(tuned.render_text().replace("\r\n", "\n"), tuned.path)

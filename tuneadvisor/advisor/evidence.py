@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.slurm.jobscript.model import JobScript
     from tuneadvisor.slurm.launch_line.model import LaunchLine
+    from tuneadvisor.trainscript.local_imports import LoaderModule
     from tuneadvisor.trainscript.scan import ScriptScan
 
 
@@ -25,6 +26,7 @@ class Gathered:
     script_path: str | None = None
     script_text: str | None = None
     scan: ScriptScan | None = None
+    loader_module: LoaderModule | None = None  # builds the DataLoader the script does not
     metrics: MetricsSeries | None = None
     sharpen: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
@@ -56,6 +58,10 @@ def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> Non
             "sacct.mem_efficiency_pct",
             "seff.mem_efficiency_pct",
         ),
+        # the memory asked for, job-wide: seff prints it ("... of 80.00 GB"), so seff alone
+        # is enough for over-requested-memory
+        "usage.mem_requested_mib": ("sacct.req_mem_mib", "seff.mem_requested_mib"),
+        "usage.nodes": ("sacct.alloc_nodes", "seff.nodes"),
     }
     for usage, sources in pairs.items():
         for source in sources:
@@ -65,6 +71,9 @@ def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> Non
     peaks = [facts[s] for s in pairs["usage.mem_peak_mib"] if isinstance(facts.get(s), int | float)]
     if peaks:
         facts["usage.mem_peak_mib"] = max(peaks)  # type: ignore[type-var]
+    mem, nodes = facts.get("job.mem_mib"), facts.get("job.nodes")
+    if isinstance(mem, int | float) and isinstance(nodes, int):  # the request to resubmit
+        facts["usage.mem_requested_mib"], facts["usage.nodes"] = mem * nodes, nodes
     state = facts.get("usage.state")
     if state in UNFINISHED or facts.get("seff.final") is False:
         for usage in pairs:

@@ -60,6 +60,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.ignored_directives", "int", "", "#SBATCH lines after the first command"),
     ("job.ignored_directive.lines", "str", "", "those lines, with their numbers"),
     ("job.launcher", "str", "", "python, kernprof, srun, torchrun, ..."),
+    ("job.task_launcher", "bool", "", "srun or mpirun starts the job's tasks"),
+    ("job.ranks_per_task", "int", "", "training processes each task starts (torchrun's N)"),
     # seff
     ("seff.state", "str", "", "job state"),
     ("seff.cores", "int", "cores", "allocated cores"),
@@ -104,6 +106,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("usage.elapsed_s", "float", "s", "wall-clock time"),
     ("usage.mem_efficiency_pct", "float", "%", "peak memory over requested memory"),
     ("usage.killed_for_memory", "bool", "", "OUT_OF_MEMORY, or ended FAILED/CANCELLED over --mem"),
+    ("usage.mem_requested_mib", "float", "MiB", "memory the measured job had, all nodes"),
+    ("usage.nodes", "int", "", "nodes the measured job ran on"),
     # Princeton jobstats' summary in AdminComment, all nodes together
     ("jobstats.cores", "int", "cores", "cores of the job's cgroups"),
     ("jobstats.cpu_efficiency_pct", "float", "%", "CPU time over run time x cores"),

@@ -4,6 +4,7 @@ else accounting's), with a note where the two differ."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 from tuneadvisor.slurm.jobscript.model import JobScript
@@ -54,8 +55,15 @@ def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
     facts["job.ignored_directives"] = len(ignored)
     if ignored:
         facts["job.ignored_directive.lines"] = _lines_text(job, [p.line or 0 for p in ignored])
+    ranks: int | None = 1  # no launch line read: one process, as a plain `python` runs
     if launch is not None:
         facts["job.launcher"] = _rank_launcher(launch)
+        facts["job.task_launcher"] = any(
+            launcher.name in _TASK_LAUNCHERS for launcher in launch.launchers
+        )
+        ranks = _ranks_per_task(launch, req.node_gpus or 0)
+    if ranks is not None:
+        facts["job.ranks_per_task"] = ranks
     return facts
 
 
@@ -125,6 +133,51 @@ _SPAWNERS = (
     "lightning run model",
     "fabric run",
 )
+
+
+# Programs that start the job's tasks (one process per task).
+_TASK_LAUNCHERS = frozenset({"srun", "mpirun", "mpiexec", "orterun", "prterun"})
+# Each spawner's option for the processes it starts on a node; None: per job (accelerate).
+_NPROC_OPTIONS = {
+    "torchrun": ("--nproc-per-node", "--nproc_per_node"),
+    "python -m torch.distributed.run": ("--nproc-per-node", "--nproc_per_node"),
+    "python -m torch.distributed.launch": ("--nproc-per-node", "--nproc_per_node"),
+    "deepspeed": ("--num_gpus", "--num-gpus"),
+    "accelerate launch": ("--num_processes", "--num-processes"),
+}
+# Values that mean "one process per GPU of the node".
+_PER_GPU = re.compile(r"gpu|auto|\$\{?SLURM_GPUS_(ON_NODE|PER_NODE)\}?")
+
+
+def _ranks_per_task(launch: LaunchLine, node_gpus: int) -> int | None:
+    """Training processes each task starts: a spawner's process count (torchrun's
+    --nproc-per-node, 1 by default; deepspeed's --num_gpus, every GPU by default); 1 without
+    a spawner; None when the count cannot be read (a variable, accelerate's config file)."""
+    spawner = next(
+        (launcher for launcher in reversed(launch.launchers) if launcher.name in _SPAWNERS),
+        None,
+    )
+    if spawner is None:
+        return 1
+    names = _NPROC_OPTIONS.get(spawner.name)
+    if names is None:
+        return None
+    options = spawner.options
+    value = next((options[name] for name in names if name in options), None)
+    if value is None:
+        if spawner.name == "deepspeed":
+            return node_gpus or None
+        return 1 if spawner.name != "accelerate launch" else None
+    value = value.strip("'\"")
+    if value.isdigit() and int(value) >= 1:
+        count = int(value)
+        if spawner.name == "accelerate launch":  # all machines' processes: per node
+            machines = options.get("--num_machines", options.get("--num-machines", "1"))
+            return math.ceil(count / int(machines)) if machines.isdigit() else None
+        return count
+    if _PER_GPU.fullmatch(value) and node_gpus:
+        return node_gpus
+    return None
 
 
 def _rank_launcher(launch: LaunchLine) -> str:

@@ -105,11 +105,12 @@ def _as_int(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _core_limit(facts: Facts) -> int | None:
-    """The most --cpus-per-task the node allows each task; None when unknown."""
+def _core_limit(facts: Facts, tasks_per_node: int | None = None) -> int | None:
+    """The most --cpus-per-task the node allows each task (of ``tasks_per_node``, else the
+    job's); None when unknown."""
     limit = None
     node_cores = _as_int(facts.get("node.cores"))
-    tasks = _as_int(facts.get("job.tasks_per_node")) or 1
+    tasks = tasks_per_node or _as_int(facts.get("job.tasks_per_node")) or 1
     if node_cores:
         limit = max(1, node_cores // tasks)  # never 0: sbatch refuses --cpus-per-task=0
     per_gpu = _as_int(facts.get("node.max_cores_per_gpu"))
@@ -120,13 +121,26 @@ def _core_limit(facts: Facts) -> int | None:
     return limit
 
 
+def _planned_tasks_per_node(sbatch: Mapping[str, Change]) -> int | None:
+    """Tasks per node once the plan's own task changes apply (unused-tasks asks for one)."""
+    if "ntasks-per-node" in sbatch:
+        return _as_int(sbatch["ntasks-per-node"].value)
+    if "ntasks" in sbatch and _as_int(sbatch["ntasks"].value) == 1:
+        return 1
+    return None
+
+
 def _bound_cores(
-    cores_change: Change | None, workers: Change | None, facts: Facts, notes: list[str]
+    cores_change: Change | None,
+    workers: Change | None,
+    facts: Facts,
+    notes: list[str],
+    tasks_per_node: int | None = None,
 ) -> tuple[Change | None, Change | None]:
     """--cpus-per-task within the node, and num_workers with it: the rules' workers, less
     as many as the cap took cores away (they keep the rules' choice of a main core)."""
     cores = _as_int(cores_change.value) if cores_change else None
-    limit = _core_limit(facts)
+    limit = _core_limit(facts, tasks_per_node)
     if cores_change is None or cores is None or limit is None or cores <= limit:
         return cores_change, workers
     notes.append(f"--cpus-per-task {cores} capped at {limit}: the node allows no more per task")
@@ -196,7 +210,11 @@ def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
     # as the rules chose it, before a cap (one core left has no main core to spare)
     reserve = _reserves_main_core(sbatch.get("cpus-per-task"), script.get("num_workers"))
     cores, workers = _bound_cores(
-        sbatch.get("cpus-per-task"), script.get("num_workers"), facts, notes
+        sbatch.get("cpus-per-task"),
+        script.get("num_workers"),
+        facts,
+        notes,
+        _planned_tasks_per_node(sbatch),
     )
     bounded = {
         "cpus-per-task": cores,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
 from tuneadvisor.slurm.launch_line.model import LaunchLine
+from tuneadvisor.trainscript.pyast import dotted_name
 
 if TYPE_CHECKING:
     from tuneadvisor.trainscript.scan import ScriptScan
@@ -34,10 +35,12 @@ class ScriptEdits:
     notes: tuple[str, ...]
 
 
-def _python_value(setting: str, value: object, reserve_main_core: bool) -> str:
+def _python_value(setting: str, value: object, reserve_main_core: bool, ranks: int = 1) -> str:
     if setting == "num_workers":
         # Follow the allocation instead of a number (as the plan couples them).
         cores = 'int(os.environ.get("SLURM_CPUS_PER_TASK", "1"))'
+        if ranks > 1:  # torchrun & co. start several ranks in one task: share its cores
+            cores += ' // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))'
         return f"max(1, {cores} - 1)" if reserve_main_core else cores
     return repr(value)
 
@@ -63,18 +66,71 @@ def _flag(action: str | None, option: str, value: bool) -> tuple[str, set[str]] 
     return None
 
 
-def _patch_literal(text: str, line: int, setting: str, new: str) -> str | None:
+def _value_patterns(setting: str, names: tuple[str, ...]) -> list[re.Pattern[str]]:
+    """Where a literal setting is written: ``num_workers=1``; ``{'num_workers': 1}`` (the
+    kwargs dict of PyTorch's MNIST example); ``kwargs['num_workers'] = 1``; or the variable
+    it was read through (``NUM_WORKERS = 8``)."""
+    key = re.escape(setting)
+    patterns = [
+        re.compile(r"(\b" + key + r"\s*=\s*)([^,)\s]+)"),
+        re.compile(r"""(['"]""" + key + r"""['"]\s*:\s*)([^,})\s]+)"""),
+        re.compile(r"""(\[\s*['"]""" + key + r"""['"]\s*\]\s*=\s*)([^,)\s]+)"""),
+    ]
+    for name in names:
+        patterns.append(re.compile(r"(\b" + re.escape(name) + r"\s*=\s*)([^,)\s]+)"))
+    return patterns
+
+
+def _patch_literal(
+    text: str, line: int, setting: str, new: str, names: tuple[str, ...] = ()
+) -> str | None:
     lines = text.splitlines(keepends=True)
     if not 0 < line <= len(lines):
         return None
-    pattern = re.compile(r"(\b" + re.escape(setting) + r"\s*=\s*)([^,)\s]+)")
+    patterns = _value_patterns(setting, names)
     for index in range(line - 1, min(line + 3, len(lines))):  # the call may span lines
-        match = pattern.search(lines[index])
-        if match:
-            lines[index] = lines[index][: match.start(2)] + new + lines[index][match.end(2) :]
-            break
-    else:
+        for pattern in patterns:
+            match = pattern.search(lines[index])
+            if match:
+                lines[index] = lines[index][: match.start(2)] + new + lines[index][match.end(2) :]
+                return "".join(lines)
+    return None
+
+
+def _add_keyword(text: str, line: int, setting: str, new: str) -> str | None:
+    """``text`` with ``setting=new`` added to the DataLoader call on ``line`` (the setting
+    is left at its default there); None when that call cannot be found or takes none."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
         return None
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and node.lineno == line
+        and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "DataLoader"
+    ]
+    arguments: list[ast.expr | ast.keyword] = [*calls[0].args, *calls[0].keywords] if calls else []
+    if not arguments:
+        return None
+    last = max(arguments, key=lambda node: (node.end_lineno or 0, node.end_col_offset or 0))
+    if last.end_lineno is None or last.end_col_offset is None:
+        return None
+    lines = text.splitlines(keepends=True)
+    first = lines[last.lineno - 1].encode("utf-8")  # ast counts columns in UTF-8 bytes
+    raw = lines[last.end_lineno - 1].encode("utf-8")
+    cut = last.end_col_offset
+    indent = first[: last.col_offset]
+    if last.lineno > calls[0].lineno and not indent.strip():
+        # One argument a line: the new one goes on a line of its own, with a comma after
+        # the last argument unless it has one.
+        comma = raw[cut:].lstrip().startswith(b",")
+        lines[last.end_lineno - 1] = (raw if comma else raw[:cut] + b"," + raw[cut:]).decode()
+        lines.insert(last.end_lineno, f"{indent.decode()}{setting}={new},\n")
+        return "".join(lines)
+    added = f", {setting}={new}".encode()
+    lines[last.end_lineno - 1] = (raw[:cut] + added + raw[cut:]).decode("utf-8")
     return "".join(lines)
 
 
@@ -129,13 +185,24 @@ def plan_script_edits(
     script_path: str | None,
     script_text: str | None,
     reserve_main_core: bool = True,
+    ranks_per_task: int = 1,
+    patch_name: str | None = None,
 ) -> ScriptEdits:
-    """Each setting where it comes from: the launch-line option that sets it, or the literal
-    in the training script (a patch); a note where neither can be changed safely."""
+    """Each setting where it comes from: the launch-line option that sets it, the literal in
+    the training script, or a keyword added where the DataLoader takes its default (a patch);
+    a note where none can be changed safely. ``ranks_per_task``: processes a launcher starts in
+    each task (they share its cores); ``patch_name``: the patched file as the patch names it
+    (default: the script's file name)."""
     notes: list[str] = []
     patched = script_text
     options: Mapping[str, ArgOption] = scan.options if scan is not None else {}
-    for setting, value in settings.items():
+
+    # Keywords added to a call may add lines: after every edit at a line the scan gave.
+    def added_last(item: tuple[str, object]) -> bool:
+        origin = _origin(scan, item[0])
+        return origin is not None and origin.source == "default"
+
+    for setting, value in sorted(settings.items(), key=added_last):
         if setting not in LOADER_SETTINGS:
             notes.append(f"{setting}: change it in the training script to {value}")
             continue
@@ -162,20 +229,23 @@ def plan_script_edits(
             continue
         loader = scan.train_loader if scan is not None else None
         line = (origin.line if origin is not None else None) or (loader.line if loader else None)
+        python = _python_value(setting, value, reserve_main_core, ranks_per_task)
+        new = None
         if source == "literal" and patched is not None and isinstance(line, int):
-            new = _patch_literal(
-                patched, line, setting, _python_value(setting, value, reserve_main_core)
-            )
-            if new is not None:
-                patched = new
-                continue
+            via = origin.via if origin is not None else ()
+            new = _patch_literal(patched, line, setting, python, via[-1:])
+        elif source == "default" and patched is not None and loader is not None:
+            new = _add_keyword(patched, loader.line, setting, python)
+        if new is not None:
+            patched = new
+            continue
         notes.append(f"set {setting}={value} where the training DataLoader is built")
     if patched is not None and patched != script_text and "os.environ" in patched:
         # After every edit, so the line numbers the scan gave stay right while patching.
         patched = _with_import_os(patched)
     patch = ""
     if script_text is not None and patched is not None and patched != script_text:
-        name = Path(script_path or "train.py").name
+        name = patch_name or Path(script_path or "train.py").name
         patch = "".join(difflib.unified_diff(
             script_text.splitlines(keepends=True), patched.splitlines(keepends=True),
             fromfile=f"a/{name}", tofile=f"b/{name}",

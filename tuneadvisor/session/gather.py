@@ -224,6 +224,7 @@ def gather(
         facts.update(as_run)
     script_path, script_text = _script(paths, launch, notes, unfollowed)
     scan = None
+    loader_module = None
     if script_text is not None:
         from tuneadvisor.trainscript.scan import scan_script
 
@@ -232,6 +233,15 @@ def gather(
         if scan.parse_error:
             notes.append(f"{script_path}: does not parse ({scan.parse_error}); not scanned")
         facts.update(scan.facts())
+        if script_path is not None:
+            from tuneadvisor.session.loader_module import follow_loader
+
+            followed = follow_loader(script_path, script_text, scan)
+            loader_module = followed.module
+            if loader_module is not None:
+                facts.update(loader_module.facts)
+            if followed.note is not None:
+                notes.append(followed.note)
     else:
         sharpen.append("the training script (--script, or a job script that runs it)")
     if paths.seff is not None:
@@ -292,6 +302,7 @@ def gather(
         script_path=script_path,
         script_text=script_text,
         scan=scan,
+        loader_module=loader_module,
         metrics=metrics,
         sharpen=tuple(sharpen),
         notes=tuple(notes),

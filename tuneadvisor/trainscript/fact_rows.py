@@ -9,6 +9,12 @@ FACT_ROWS: tuple[tuple[str, str, str, str], ...] = (
     ("script.dataloaders", "int", "", "DataLoader constructions"),
     ("script.dataloader.line", "int", "", "line of the training DataLoader call"),
     ("script.dataloader.name", "str", "", "what the training DataLoader is assigned to"),
+    (
+        "script.dataloader.file",
+        "str",
+        "",
+        "the local module the training DataLoader is built in (not the training script)",
+    ),
     ("script.num_workers", "int", "workers", "num_workers of the training DataLoader"),
     (
         "script.num_workers.source",
@@ -47,6 +53,9 @@ FACT_ROWS: tuple[tuple[str, str, str, str], ...] = (
     ("script.ddp.backend", "str", "", "init_process_group's backend"),
     ("script.ddp.distributed_sampler", "bool", "", "a DistributedSampler feeds the loader"),
     ("script.ddp.set_epoch", "bool", "", "sampler.set_epoch is called"),
+    ("script.ddp.sampler.line", "int", "", "line of the first DistributedSampler"),
+    ("script.data_parallel", "bool", "", "the model is wrapped in nn.DataParallel"),
+    ("script.data_parallel.line", "int", "", "line of the first nn.DataParallel wrap"),
     ("script.ddp.spawn", "bool", "", "ranks are started by torch.multiprocessing.spawn"),
     ("script.ddp.slurm_env", "bool", "", "ranks are read from SLURM_PROCID/NTASKS/LOCALID"),
     ("script.ddp.torchrun_env", "bool", "", "ranks are read from RANK/WORLD_SIZE/LOCAL_RANK"),

@@ -1,5 +1,6 @@
 """DDP in a training script: the wrap, init_process_group, DistributedSampler, set_epoch,
-spawn, and where the world size, ranks and process count come from."""
+spawn, nn.DataParallel (what DDP replaces), and where the world size, ranks and process
+count come from."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def scan_ddp(index: NodeIndex, resolver: Resolver) -> DdpScan:
         sampler_lines=_lines(groups.get("sampler", [])),
         set_epoch_lines=_lines(groups.get("set_epoch", [])),
         spawn_lines=_lines(spawns),
+        data_parallel_lines=_lines(groups.get("data_parallel", [])),
         world_size=ranks.find(
             inits, "world_size", WORLD_SIZE_NAMES, {"WORLD_SIZE", "SLURM_NTASKS"}
         ),
@@ -54,6 +56,8 @@ def _ddp_group(qual: str) -> str | None:
     last = last_part(qual)
     if last in DDP_WRAPPERS:
         return "wrap"
+    if last == "DataParallel":  # torch.nn.DataParallel: threads in one process, not DDP
+        return "data_parallel"
     if last == "init_process_group":
         return "init"
     if last.endswith("DistributedSampler"):

@@ -141,6 +141,7 @@ class DdpScan:
     sampler_lines: tuple[int, ...] = ()  # DistributedSampler constructions
     set_epoch_lines: tuple[int, ...] = ()
     spawn_lines: tuple[int, ...] = ()  # torch.multiprocessing.spawn calls
+    data_parallel_lines: tuple[int, ...] = ()  # nn.DataParallel wraps (one process, many GPUs)
     world_size: Origin | None = None
     rank: Origin | None = None
     local_rank: Origin | None = None

@@ -39,6 +39,24 @@ def scan_facts(scan: ScriptScan) -> dict[str, object]:
     return out
 
 
+def helper_loader_facts(helper: ScriptScan, script: ScriptScan, name: str) -> dict[str, object]:
+    """The DataLoader facts of a local module the training script imports (``name``, as the
+    script's folder sees it), for a script that builds no DataLoader itself."""
+    out: dict[str, object] = {}
+    if helper.parse_error is not None or helper.train_loader is None:
+        return out
+    loader = helper.train_loader
+    _put(out, "script.dataloaders", len(helper.dataloaders))
+    _put(out, "script.dataloader.file", name)
+    _loader_facts(out, loader)
+    sampler = loader.distributed_sampler
+    if sampler is None and (helper.ddp.sampler_lines or script.ddp.sampler_lines):
+        sampler = True  # built, and passed some way the scan cannot follow: do not accuse
+    if sampler is not None:
+        _put(out, "script.ddp.distributed_sampler", sampler)
+    return out
+
+
 def _put(out: dict[str, object], name: str, value: object) -> None:
     """Set a fact when the value has the fact's type (numeric strings count as ints)."""
     kind = _FACT_TYPES[name]
@@ -105,6 +123,11 @@ def _ddp_facts(out: dict[str, object], ddp: DdpScan, loader: DataLoaderScan | No
     if ddp.backend:
         _put(out, "script.ddp.backend", ddp.backend)
     _put(out, "script.ddp.set_epoch", bool(ddp.set_epoch_lines))
+    if ddp.sampler_lines:
+        _put(out, "script.ddp.sampler.line", min(ddp.sampler_lines))
+    _put(out, "script.data_parallel", bool(ddp.data_parallel_lines))
+    if ddp.data_parallel_lines:
+        _put(out, "script.data_parallel.line", min(ddp.data_parallel_lines))
     _put(out, "script.ddp.spawn", bool(ddp.spawn_lines))
     _put(out, "script.ddp.slurm_env", ddp.reads_slurm_env)
     _put(out, "script.ddp.torchrun_env", ddp.reads_torchrun_env)

@@ -1,0 +1,80 @@
+"""A training script that builds no DataLoader itself: follow its imports of local modules
+(`from dataset_utils import load_cifar100`, beside the script) to the one that does, or say
+that none does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import read_text_input
+from tuneadvisor.trainscript.local_imports import LoaderModule, local_module_paths
+from tuneadvisor.trainscript.parsed import parse_script
+from tuneadvisor.trainscript.scan import ScriptScan, scan_script
+from tuneadvisor.trainscript.script_facts import helper_loader_facts
+
+# Modules read at most: a script's folder may hold a whole package.
+MAX_MODULES = 20
+# Imports followed from the training script: its helpers, and the helpers' own helpers.
+MAX_DEPTH = 2
+
+
+@dataclass(frozen=True)
+class Followed:
+    module: LoaderModule | None
+    note: str | None  # what the report says when no DataLoader was found
+
+
+def follow_loader(script_path: str, text: str, scan: ScriptScan) -> Followed:
+    """The first local module, in import order (the script's own imports first), that builds
+    a DataLoader; or a note naming where none was found."""
+    if scan.parse_error is not None or scan.dataloaders:
+        return Followed(None, None)
+    folder = Path(script_path).parent
+    seen: list[Path] = []
+    level = [text]
+    for _ in range(MAX_DEPTH):
+        following: list[str] = []
+        for source in level:
+            for relative in local_module_paths(parse_script(source)):
+                path = folder / relative
+                if path in seen or len(seen) >= MAX_MODULES or not path.is_file():
+                    continue
+                seen.append(path)
+                found = _scan_module(path, relative.as_posix(), scan)
+                if isinstance(found, LoaderModule):
+                    return Followed(found, None)
+                if found is not None:
+                    following.append(found)
+        level = following
+    return Followed(
+        None, _none_found(Path(script_path).name, [p.relative_to(folder) for p in seen])
+    )
+
+
+def _scan_module(path: Path, name: str, script: ScriptScan) -> LoaderModule | str | None:
+    """The module if it builds the training DataLoader, else its text (to follow its own
+    imports); None when it cannot be read."""
+    try:
+        text = read_text_input(str(path), "module")
+    except InputError:  # a helper that cannot be read is one not followed
+        return None
+    helper = scan_script(text)
+    facts = helper_loader_facts(helper, script, name)
+    if not facts:
+        return text
+    return LoaderModule(str(path), name, text, helper, facts)
+
+
+def _none_found(script: str, read: list[Path]) -> str:
+    where = (
+        f"nor in the modules it imports from beside it ({', '.join(p.as_posix() for p in read)})"
+        if read
+        else "and it imports no module kept beside it"
+    )
+    return (
+        f"{script}: no DataLoader is built in it, {where}: num_workers, pin_memory and the "
+        "other DataLoader settings were not checked"
+    )

@@ -1,0 +1,70 @@
+"""The modules a training script imports, as the relative paths they would have beside it.
+
+A DataLoader is often built in a helper module next to the training script (`from
+dataset_utils import load_cifar100`). Which of these paths exist, and reading them, is the
+session's business; this only says where to look, in the order the script imports them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from tuneadvisor.trainscript.parsed import ParsedScript
+
+if TYPE_CHECKING:
+    from tuneadvisor.trainscript.scan import ScriptScan
+
+
+@dataclass(frozen=True)
+class LoaderModule:
+    """The local module that builds the training DataLoader."""
+
+    path: str  # as read
+    name: str  # relative to the training script's folder, as a patch names it
+    text: str
+    scan: ScriptScan
+    facts: Mapping[str, object]
+
+
+def _candidates(dotted: str) -> list[PurePosixPath]:
+    """`a.b` -> `a/b.py`, `a/b/__init__.py`."""
+    parts = [part for part in dotted.split(".") if part]
+    if not parts:
+        return []
+    base = PurePosixPath(*parts)
+    return [base.with_name(base.name + ".py"), base / "__init__.py"]
+
+
+def local_module_paths(parsed: ParsedScript) -> list[PurePosixPath]:
+    """Relative paths of the modules the script imports (at any nesting: a function's own
+    `import` counts), each once, in source order. `from pkg import mod` names both
+    `pkg/mod.py` (a module) and `pkg/__init__.py` (the package that defines `mod`); relative
+    imports of one level (`from .data import x`) read as siblings."""
+    if parsed.tree is None:
+        return []
+    imports = [
+        node for node in ast.walk(parsed.tree) if isinstance(node, ast.Import | ast.ImportFrom)
+    ]
+    imports.sort(key=lambda node: (node.lineno, node.col_offset))
+    dotted: list[str] = []
+    for node in imports:
+        if isinstance(node, ast.Import):
+            dotted += [alias.name for alias in node.names]
+            continue
+        if node.level > 1:  # `from ..x import y` leaves the script's folder
+            continue
+        module = node.module or ""
+        prefix = f"{module}." if module else ""
+        dotted += [prefix + alias.name for alias in node.names if alias.name != "*"]
+        if module:
+            dotted.append(module)
+    paths: list[PurePosixPath] = []
+    for name in dotted:
+        for path in _candidates(name):
+            if path not in paths:
+                paths.append(path)
+    return paths
