@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import Gathered
-from tuneadvisor.advisor.findings import Finding, Skipped
-from tuneadvisor.advisor.plan import Plan, make_plan
+from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
+from tuneadvisor.advisor.plan import Change, Plan, make_plan
 from tuneadvisor.advisor.rules import Rule
 
 if TYPE_CHECKING:
@@ -92,6 +92,28 @@ def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobSc
     return tuned, edits.patch
 
 
+def _coupled(findings: Iterable[Finding], plan: Plan) -> tuple[Finding, ...]:
+    """Each finding's suggestions as the plan settled them: one value per setting (cores,
+    workers, memory bounded and coupled), the same in every finding that asked for it and in
+    the plan, which names them all as its reasons. A setting the plan leaves as it is (the
+    script has it already) is no suggestion."""
+
+    def section(asked: Mapping[str, object], settled: Mapping[str, Change]) -> dict[str, object]:
+        return {key: settled[key].value for key in asked if key in settled}
+
+    return tuple(
+        replace(
+            f,
+            suggest=Suggestion(
+                sbatch=section(f.suggest.sbatch, plan.sbatch),
+                script=section(f.suggest.script, plan.script),
+                env=section(f.suggest.env, plan.env),
+            ),
+        )
+        for f in findings
+    )
+
+
 def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     evaluation = evaluate(rules, gathered.facts)
     plan = make_plan(evaluation.findings, gathered.facts)
@@ -102,7 +124,7 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     if job is not None and tuned is not None:
         diff = _job_diff(job, tuned, str(job.path or "job.sbatch"))
     return Advice(
-        findings=evaluation.findings,
+        findings=_coupled(evaluation.findings, plan),
         skipped=evaluation.skipped,
         plan=plan,
         facts=gathered.facts,
