@@ -967,7 +967,7 @@ def apply_with_launch(
         # a line ending in a quoted word is no shell string: the option is appended
         ('srun python train.py --data-dir "$DATA"',
          'srun python train.py --data-dir "$DATA" --num-workers 3'),
-        # an arithmetic expansion is no single word to replace: left alone, with a note
+        # workers that follow SLURM_CPUS_PER_TASK need no edit: left alone, with a note
         ("python train.py --num-workers $((SLURM_CPUS_PER_TASK - 1))",
          "python train.py --num-workers $((SLURM_CPUS_PER_TASK - 1))"),
     ],
@@ -977,7 +977,8 @@ def test_launch_line_edits_around_quotes_and_expansions(
 ) -> None:
     _, out, tuned = apply_with_launch(tmp_path, capsys, launch)
     assert tuned.splitlines()[-1] == tuned_launch
-    assert ("too complex to edit safely" in out) == (tuned_launch == launch)  # said, if left
+    left = tuned_launch == launch
+    assert ("carries through to 3 workers; one core stays with the main process" in out) == left
 
 
 def test_an_option_missing_from_a_bash_c_string_is_not_appended_after_it(

@@ -63,6 +63,13 @@ def _apply_sbatch(job: JobScript, plan: Plan, notes: list[str]) -> JobScript:
     return job
 
 
+def _cores_after(plan: Plan, facts: Mapping[str, object]) -> int | None:
+    """--cpus-per-task once the plan is applied: its change, else what the script has."""
+    change = plan.sbatch.get("cpus-per-task")
+    value = change.value if change is not None else facts.get("job.cpus_per_task")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobScript | None, str]:
     """The tuned job script and the training-script patch; (None, "") when neither file
     was read, without importing the editors (`report PROFILE` stays quick to start)."""
@@ -81,9 +88,13 @@ def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobSc
         gathered.script_path,
         gathered.script_text,
         reserve_main_core=plan.reserve_main_core,
+        cores=_cores_after(plan, gathered.facts),
     )
     tuned = edits.job
     if tuned is not None:
+        from tuneadvisor.advisor.directive_repair import repair_directives
+
+        tuned = repair_directives(tuned, frozenset(plan.sbatch), notes)
         tuned = _apply_sbatch(tuned, plan, notes)
     notes += edits.notes
     if tuned is not None and gathered.facts.get("job.dos_line_breaks") is True:

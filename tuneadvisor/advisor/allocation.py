@@ -13,6 +13,7 @@ allocation, then seff's, then (nothing measured) the job script itself.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -71,9 +72,14 @@ def _workers_now(facts: Mapping[str, object], cores: int | None) -> int | None:
     value = facts.get("script.num_workers")
     if source == "literal" and isinstance(value, int):
         return value
-    if source == "slurm_env" and cores is not None:
+    if cores is None:
+        return None
+    if source == "slurm_env":
         expr = str(facts.get("script.num_workers.expr") or "")
-        return max(0, cores - 1) if "- 1" in expr or "-1" in expr else cores
+        return max(0, cores - 1) if re.search(r"-\s*1\b", expr) else cores
+    if facts.get("script.num_workers.passed_source") == "slurm_env":
+        passed = str(facts.get("script.num_workers.passed") or "")
+        return cores if "SLURM_CPUS_PER_TASK" in passed else None
     return None
 
 
