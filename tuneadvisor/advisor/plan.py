@@ -26,6 +26,8 @@ MEM_HEADROOM = 1.2
 # Memory counted for each DataLoader worker the plan adds when no recording measured one: a
 # worker is a process with its own copy of the dataset object and its batches in flight.
 WORKER_ALLOWANCE_MIB = 512
+# The reason of a --mem raised because the script asks for less than the measured peak.
+PEAK_REASON = "measured peak"
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,8 @@ def _mem_floor(facts: Facts, workers: Change | None, notes: list[str]) -> float 
             f"{new - before} more add {each * (new - before):,.0f} MiB ({how})"
         )
         peak = peak + each * (new - before)
-    return float(peak) * MEM_HEADROOM
+    nodes = _as_int(facts.get("job.nodes")) or 1  # --mem is per node, the peak job-wide
+    return float(peak) / nodes * MEM_HEADROOM
 
 
 def _bound_memory(
@@ -189,6 +192,8 @@ def _bound_memory(
             "the peak memory was not recorded before the job was killed: --mem is set from "
             "the request it ran with"
         )
+    now_mib = facts.get("job.mem_mib")
+    cut = isinstance(now_mib, int | float) and mib is not None and mib < now_mib
     floor = _mem_floor(facts, workers, notes)
     if floor is not None and mib is not None and mib < floor:
         floor_mib = math.ceil(floor / 1024) * 1024
@@ -196,7 +201,7 @@ def _bound_memory(
         change = Change(mem_text(floor_mib), change.because)
         mib = floor_mib
         now = facts.get("job.mem_mib")
-        if facts.get("usage.killed_for_memory") is not True and isinstance(now, int | float):
+        if cut and isinstance(now, int | float):
             if mib >= now:  # a cut that the workers' memory undoes: no cut at all
                 notes.append(f"--mem {mem_text(now)} left as it is: the run needs about that")
                 return None
@@ -271,6 +276,19 @@ def _not_lower_than_now(change: Change | None, facts: Facts, notes: list[str]) -
     return change
 
 
+def _under_the_peak(facts: Facts) -> Change | None:
+    """A --mem the script asks for now that is below the measured peak (per node) is raised
+    to it (the floor then adds the headroom): a tuned script never asks for less than the
+    run used."""
+    now, peak = facts.get("job.mem_mib"), facts.get("usage.mem_peak_mib")
+    nodes = _as_int(facts.get("job.nodes")) or 1
+    if not isinstance(now, int | float) or not isinstance(peak, int | float) or peak <= 0:
+        return None
+    if now * nodes >= peak:
+        return None
+    return Change(mem_text(math.ceil(peak / nodes)), (PEAK_REASON,))
+
+
 def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
     findings = list(findings)
     sbatch = {k: _pick(k, v) for k, v in _merge(findings, "sbatch").items()}
@@ -283,12 +301,14 @@ def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
         sbatch.get("cpus-per-task"), script.get("num_workers"), facts, notes
     )
     cores, workers = _already_has_cores(cores, workers, facts, notes)
-    mem = _not_lower_than_now(sbatch.get("mem"), facts, notes)
+    mem = _not_lower_than_now(sbatch.get("mem"), facts, notes) or _under_the_peak(facts)
     bounded = {
         "cpus-per-task": cores,
         "mem": _bound_memory(mem, facts, notes, workers),
         "time": _bound_time(sbatch.get("time"), facts, notes),
     }
+    if bounded["mem"] is not None:
+        sbatch.setdefault("mem", bounded["mem"])  # raised to the peak: no finding asked
     sbatch = {k: c for k, c in ((k, bounded.get(k, c)) for k, c in sbatch.items()) if c}
     if "mem" in sbatch and _same_memory(sbatch["mem"].value, facts.get("job.mem_mib")):
         del sbatch["mem"]
