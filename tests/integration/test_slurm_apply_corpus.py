@@ -74,7 +74,9 @@ def test_every_script_apply_writes_passes_sbatch_test_only(
 ) -> None:
     [node] = [p for p in cluster.client.partitions() if p.default]
     site = tmp_path / "site.toml"
-    site.write_text(f'[partitions.debug]\ncores = {node.cpus}\nmem = "4G"\ngpus = 1\ndefault = true\n')
+    site.write_text(
+        f'[partitions.debug]\ncores = {node.cpus}\nmem = "4G"\ngpus = 1\ndefault = true\n'
+    )
     for name, text in (("busy.seff", BUSY), ("oom.seff", OOM)):
         (tmp_path / name).write_text(text)
     refused_before, written, refused_after = [], 0, []

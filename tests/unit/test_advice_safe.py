@@ -87,11 +87,15 @@ def test_in_place_twice_with_one_seff_is_in_place_once(
     and says the seff is of the 1-core run."""
     folder = case(tmp_path)
     job = str(folder / "job.sbatch")
-    code, _, err = cli(capsys, "apply", "--job", job, "--seff", str(folder / "seff.txt"), "--in-place")
+    code, _, err = cli(
+        capsys, "apply", "--job", job, "--seff", str(folder / "seff.txt"), "--in-place"
+    )
     assert code == 0, err
     once = (folder / "job.sbatch").read_text()
     assert JobScript.parse(once).directives()["cpus-per-task"] == "4"
-    code, out, err = cli(capsys, "apply", "--job", job, "--seff", str(folder / "seff.txt"), "--in-place")
+    code, out, err = cli(
+        capsys, "apply", "--job", job, "--seff", str(folder / "seff.txt"), "--in-place"
+    )
     assert code == 0, err
     assert (folder / "job.sbatch").read_text() == once
     assert "this seff is of a 1-core run; the job script now asks for 4 cores" in out
@@ -99,9 +103,8 @@ def test_in_place_twice_with_one_seff_is_in_place_once(
 
 
 def test_a_script_with_more_cores_than_advised_keeps_them_and_its_workers_follow() -> None:
-    from tuneadvisor.advisor.findings import Finding, Suggestion
+    from tuneadvisor.advisor.findings import Finding, Severity, Suggestion
     from tuneadvisor.advisor.plan import make_plan
-    from tuneadvisor.advisor.findings import Severity
 
     finding = Finding(
         "under-requested-cores", "t", Severity.WARNING, "g", (),
@@ -212,9 +215,8 @@ def test_oom_advice_never_lowers_what_the_script_asks_now(
 
 
 def test_workers_added_grow_the_memory_floor_from_a_recordings_rss() -> None:
-    from tuneadvisor.advisor.findings import Finding, Suggestion
+    from tuneadvisor.advisor.findings import Finding, Severity, Suggestion
     from tuneadvisor.advisor.plan import make_plan
-    from tuneadvisor.advisor.findings import Severity
 
     def finding(fid: str, **suggest: object) -> Finding:
         return Finding(fid, "t", Severity.INFO, "g", (), Suggestion(**suggest), "", (), "")  # type: ignore[arg-type]
@@ -323,14 +325,15 @@ def test_the_loader_share_is_a_percent_and_not_called_most_below_half(
 
 
 def test_memory_never_zero_never_over_the_node() -> None:
-    from tuneadvisor.advisor.findings import Finding, Suggestion
-    from tuneadvisor.advisor.plan import make_plan
-    from tuneadvisor.advisor.findings import Severity
+    from tuneadvisor.advisor.findings import Finding, Severity, Suggestion
+    from tuneadvisor.advisor.plan import Change, make_plan
 
-    def plan_for(mem: str, **facts: object) -> object:
-        found = Finding("x", "t", Severity.INFO, "g", (), Suggestion(sbatch={"mem": mem}), "", (), "")  # type: ignore[arg-type]
+    def plan_for(mem: str, **facts: object) -> Change | None:
+        found = Finding(
+            "x", "t", Severity.INFO, "g", (), Suggestion(sbatch={"mem": mem}), "", (), ""
+        )
         return make_plan([found], facts).sbatch.get("mem")
 
     assert plan_for("0") is None
     change = plan_for("900G", **{"node.mem_mib": 512000.0})
-    assert change is not None and parse_memory(str(change.value)) == 512000  # type: ignore[attr-defined]
+    assert change is not None and parse_memory(str(change.value)) == 512000

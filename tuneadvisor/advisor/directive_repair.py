@@ -16,6 +16,7 @@ _LONG_NAMES = sorted({name for option in OPTIONS for name in (option.name, *opti
 
 def _closest(spelled: str) -> str | None:
     """The long option a misspelling is meant to be (a typo, a letter left out)."""
+
     def ratio(name: str) -> float:
         return difflib.SequenceMatcher(None, spelled, name).ratio()
 
@@ -40,8 +41,10 @@ def _fixed(text: str) -> str | None:
         return None
     if equals and validate(option.name, value):
         return None
-    return f"--{option.name}=" + render_value(value, None, at_start=False) if equals else (
-        f"--{option.name}"
+    return (
+        f"--{option.name}=" + render_value(value, None, at_start=False)
+        if equals
+        else (f"--{option.name}")
     )
 
 

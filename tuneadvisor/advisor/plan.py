@@ -201,10 +201,10 @@ def _bound_memory(
         change = Change(mem_text(floor_mib), change.because)
         mib = floor_mib
         now = facts.get("job.mem_mib")
-        if cut and isinstance(now, int | float):
-            if mib >= now:  # a cut that the workers' memory undoes: no cut at all
-                notes.append(f"--mem {mem_text(now)} left as it is: the run needs about that")
-                return None
+        if cut and isinstance(now, int | float) and mib >= now:
+            # a cut that the workers' memory undoes: no cut at all
+            notes.append(f"--mem {mem_text(now)} left as it is: the run needs about that")
+            return None
     node_mem = facts.get("node.mem_mib")
     if isinstance(node_mem, int | float) and mib is not None and mib > node_mem:
         notes.append(f"--mem capped at the node's {mem_text(node_mem)}")

@@ -183,9 +183,7 @@ class JobScript:
         used = {d.token for d in self.occurrences} | {
             d.value_token for d in self.occurrences if d.value_token is not None
         }
-        return [
-            i for i, t in enumerate(self.tokens) if t.component == 0 and i not in used
-        ]
+        return [i for i, t in enumerate(self.tokens) if t.component == 0 and i not in used]
 
     def without_tokens(self, indices: Iterable[int]) -> JobScript:
         """Remove directive arguments by index (a line left without any is removed)."""
