@@ -248,6 +248,9 @@ def _already_has_cores(
     now = _as_int(facts.get("job.cpus_per_task"))
     if cores is None or new is None or now is None or now < new:
         return cores, workers
+    limit = _core_limit(facts)
+    if limit is not None and now > limit:  # more than the node allows: the cap is the plan
+        return cores, workers
     if now > new:
         notes.append(
             f"--cpus-per-task {now} kept: the script already asks for more than the "
