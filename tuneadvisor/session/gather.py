@@ -162,7 +162,7 @@ def _run_record(profile: str) -> Measured | None:
     knobs = settings.get("knobs")
     workers = knobs.get("num_workers") if isinstance(knobs, dict) else None
     return Measured(
-        "this profile's run",
+        "this profile",
         cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None,
         None,
         workers if isinstance(workers, int) and not isinstance(workers, bool) else None,
