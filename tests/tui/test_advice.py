@@ -69,11 +69,11 @@ async def test_findings_of_the_example_with_evidence_and_suggestions(tmp_path: P
         assert card.has_class("-warning")
         text = static_text(card)
         assert text.startswith("Training waits for the DataLoader\n")
-        assert "\nDataLoader share of the training function: 80.1\n" in text
-        assert "\ncores requested: 1 cores\n" in text
+        assert "\nDataLoader share of the training function (%): 80.1\n" in text
+        assert "\ncores per task of the measured run: 1 cores\n" in text
         assert "\nsuggest  --cpus-per-task=4  num_workers=4\n" in text
         # The rationale is one paragraph for the widget to wrap, not the rule file's lines.
-        assert "fetches the next batch: the GPU waits while the DataLoader decodes" in text
+        assert "the GPU waits while the DataLoader decodes" in text
         assert "see https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html" in text
 
         groups = [static_text(w) for w in screen.query(".findings-group").results(Static)]

@@ -175,7 +175,10 @@ async def test_live_screen_shows_gpus_cores_tree_requests_and_findings() -> None
         assert "worker" in text and "17920" in text  # GPU memory of the main process
         assert "cores used 1.02 of 1 requested" in text
         assert "memory peak 2500 MiB of 16384 MiB requested" in text
-        assert "low-gpu-util" in text and "dataloader-bound-live" in text
+        # GPU 1 idle pulls the pooled mean to ~30 %: some-gpus-idle names it, and GPU 0's
+        # own ~61 % is not low
+        assert "some-gpus-idle" in text and "dataloader-bound-live" in text
+        assert "low-gpu-util" not in text
         assert "rounds)" in text and "since" in text  # the evidence window
         sampler.gate.set()
 

@@ -224,7 +224,8 @@ def test_node_cores_cap_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0, err
     doc = json.loads(out)
     (finding,) = [f for f in doc["findings"] if f["id"] == "under-requested-cores"]
-    assert finding["suggest"]["sbatch"] == {"cpus-per-task": 4}  # max(4, 2 x 1)
+    # The rule's max(4, 2 x 1), capped: the finding shows the plan's one value.
+    assert finding["suggest"]["sbatch"] == {"cpus-per-task": 2}
     plan = doc["advice"]["plan"]
     assert plan["sbatch"]["cpus-per-task"]["value"] == 8 // 4
     assert plan["script"]["num_workers"]["value"] == 8 // 4 - 1

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import Gathered
-from tuneadvisor.advisor.findings import Finding, Skipped
-from tuneadvisor.advisor.plan import Plan, make_plan
+from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
+from tuneadvisor.advisor.plan import Change, Plan, make_plan
 from tuneadvisor.advisor.rules import Rule
 
 if TYPE_CHECKING:
@@ -63,6 +63,13 @@ def _apply_sbatch(job: JobScript, plan: Plan, notes: list[str]) -> JobScript:
     return job
 
 
+def _cores_after(plan: Plan, facts: Mapping[str, object]) -> int | None:
+    """--cpus-per-task once the plan is applied: its change, else what the script has."""
+    change = plan.sbatch.get("cpus-per-task")
+    value = change.value if change is not None else facts.get("job.cpus_per_task")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobScript | None, str]:
     """The tuned job script and the training-script patch; (None, "") when neither file
     was read, without importing the editors (`report PROFILE` stays quick to start)."""
@@ -86,9 +93,13 @@ def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobSc
         reserve_main_core=plan.reserve_main_core,
         ranks_per_task=ranks if isinstance(ranks, int) else 1,
         patch_name=module.name if module is not None else None,
+        cores=_cores_after(plan, gathered.facts),
     )
     tuned = edits.job
     if tuned is not None:
+        from tuneadvisor.advisor.directive_repair import repair_directives
+
+        tuned = repair_directives(tuned, frozenset(plan.sbatch), notes)
         tuned = _apply_sbatch(tuned, plan, notes)
     notes += edits.notes
     if module is not None and edits.patch:
@@ -97,6 +108,28 @@ def _edit_files(gathered: Gathered, plan: Plan, notes: list[str]) -> tuple[JobSc
         # sbatch refuses CRLF scripts: the tuned one is written with LF line ends.
         tuned = JobScript.parse(tuned.render_text().replace("\r\n", "\n"), tuned.path)
     return tuned, edits.patch
+
+
+def _coupled(findings: Iterable[Finding], plan: Plan) -> tuple[Finding, ...]:
+    """Each finding's suggestions as the plan settled them: one value per setting (cores,
+    workers, memory bounded and coupled), the same in every finding that asked for it and in
+    the plan, which names them all as its reasons. A setting the plan leaves as it is (the
+    script has it already) is no suggestion."""
+
+    def section(asked: Mapping[str, object], settled: Mapping[str, Change]) -> dict[str, object]:
+        return {key: settled[key].value for key in asked if key in settled}
+
+    return tuple(
+        replace(
+            f,
+            suggest=Suggestion(
+                sbatch=section(f.suggest.sbatch, plan.sbatch),
+                script=section(f.suggest.script, plan.script),
+                env=section(f.suggest.env, plan.env),
+            ),
+        )
+        for f in findings
+    )
 
 
 def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
@@ -109,7 +142,7 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     if job is not None and tuned is not None:
         diff = _job_diff(job, tuned, str(job.path or "job.sbatch"))
     return Advice(
-        findings=evaluation.findings,
+        findings=_coupled(evaluation.findings, plan),
         skipped=evaluation.skipped,
         plan=plan,
         facts=gathered.facts,

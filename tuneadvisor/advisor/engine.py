@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -37,6 +38,16 @@ def _plain(value: object) -> object:
     return value
 
 
+def _unit(expr: Expression) -> str:
+    """The fact's unit where the value is the fact itself (or rounded); none where the
+    expression scales it: ``profile.loader_share * 100`` is a percent, not a fraction."""
+    if len(expr.facts) != 1:
+        return ""
+    name = next(iter(expr.facts))
+    bare = re.fullmatch(rf"\s*(?:round\(\s*)?{re.escape(name)}\s*(?:,\s*\d+\s*)?\)?\s*", expr.text)
+    return FACTS[name].unit if bare else ""
+
+
 def _section(
     table: Mapping[str, Expression], facts: Facts, params: Mapping[str, object]
 ) -> dict[str, object]:
@@ -58,7 +69,7 @@ def evaluate_rule(rule: Rule, facts: Facts) -> Finding | Skipped | None:
     for label, expr in rule.evidence.items():
         value = _try(expr, facts, rule.params)
         if value is not None:
-            unit = FACTS[next(iter(expr.facts))].unit if len(expr.facts) == 1 else ""
+            unit = "%" if label.endswith("(%)") else _unit(expr)
             evidence.append(Evidence(label, _plain(value), unit))
     suggest = Suggestion(
         sbatch=_section(rule.suggest.get("sbatch", {}), facts, rule.params),

@@ -62,6 +62,11 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.launcher", "str", "", "python, kernprof, srun, torchrun, ..."),
     ("job.task_launcher", "bool", "", "srun or mpirun starts the job's tasks"),
     ("job.ranks_per_task", "int", "", "training processes each task starts (torchrun's N)"),
+    # the allocation the evidence was measured under (advisor/allocation.py): suggestions are
+    # computed from it; job.* stays what the script asks for now
+    ("alloc.cpus_per_task", "int", "cores", "cores per task of the measured run"),
+    ("alloc.mem_mib", "float", "MiB", "memory per node of the measured run"),
+    ("alloc.workers", "int", "workers", "DataLoader workers of the measured run"),
     # seff
     ("seff.state", "str", "", "job state"),
     ("seff.cores", "int", "cores", "allocated cores"),
@@ -127,6 +132,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("gpu.util.p50", "float", "%", "median GPU utilization"),
     ("gpu.util.max", "float", "%", "highest GPU utilization"),
     ("gpu.util.min_gpu_mean", "float", "%", "mean utilization of the least busy GPU"),
+    ("gpu.util.busy_mean", "float", "%", "mean utilization of the GPUs that are not idle"),
     ("gpu.idle_count", "int", "GPUs", "GPUs whose mean utilization is under 5 %"),
     ("gpu.mem_util.mean", "float", "%", "mean memory-controller utilization"),
     ("gpu.mem_used.mean_mib", "float", "MiB", "mean GPU memory used"),

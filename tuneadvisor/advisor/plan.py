@@ -23,6 +23,11 @@ from tuneadvisor.slurm.units import parse_memory, parse_time
 
 # Memory headroom over the observed peak, as jobstats suggests.
 MEM_HEADROOM = 1.2
+# Memory counted for each DataLoader worker the plan adds when no recording measured one: a
+# worker is a process with its own copy of the dataset object and its batches in flight.
+WORKER_ALLOWANCE_MIB = 512
+# The reason of a --mem raised because the script asks for less than the measured peak.
+PEAK_REASON = "measured peak"
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,11 @@ def _pick(key: str, values: Sequence[Suggested]) -> Change:
     return Change(values[-1].value, because)
 
 
+def _positive(facts: Facts, name: str) -> bool:
+    value = facts.get(name)
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
 def _as_int(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -155,19 +165,69 @@ def _bound_cores(
     return capped, Change(fewer, workers.because)
 
 
-def _bound_memory(change: Change | None, facts: Facts, notes: list[str]) -> Change | None:
+def _mem_floor(facts: Facts, workers: Change | None, notes: list[str]) -> float | None:
+    """The least --mem the plan may write: 1.2 x the peak, the peak grown by the workers
+    the plan adds (each is a process with its own memory); None without a recorded peak."""
+    peak = facts.get("usage.mem_peak_mib")
+    if not isinstance(peak, int | float) or isinstance(peak, bool) or peak <= 0:
+        return None
+    new = _as_int(workers.value) if workers is not None else None
+    before = _as_int(facts.get("alloc.workers")) or 0
+    if new is not None and new > before:
+        rss = facts.get("host.proc.rss.max_mib")
+        procs = _as_int(facts.get("host.proc.count.max"))
+        if isinstance(rss, int | float) and procs:
+            each, how = rss / procs, "the recording's RSS per process"
+        else:
+            each, how = WORKER_ALLOWANCE_MIB, f"an allowance of {WORKER_ALLOWANCE_MIB} MiB each"
+        notes.append(
+            f"memory: the peak {peak:,.0f} MiB was measured with {before} DataLoader workers; "
+            f"{new - before} more add {each * (new - before):,.0f} MiB ({how})"
+        )
+        peak = peak + each * (new - before)
+    return float(peak) / _peak_nodes(facts) * MEM_HEADROOM
+
+
+def _peak_nodes(facts: Facts) -> int:
+    """What the job-wide peak is divided by for a per-node --mem: the fewer of the nodes it
+    was measured over and the nodes the script asks for now. A run measured on 2 nodes and
+    now asked on 1 needs the whole peak there; one measured on 1 node may keep its tasks
+    together on each node of a wider job: never the smaller share."""
+    measured = _as_int(facts.get("sacct.alloc_nodes")) or _as_int(facts.get("seff.nodes"))
+    counts = [n for n in (measured, _as_int(facts.get("job.nodes"))) if n]
+    return min(counts, default=1)
+
+
+def _bound_memory(
+    change: Change | None, facts: Facts, notes: list[str], workers: Change | None = None
+) -> Change | None:
     if change is None:
         return None
     try:
         mib: float | None = parse_memory(str(change.value))
     except ValueError:
         mib = None
-    peak = facts.get("usage.mem_peak_mib")
-    if isinstance(peak, int | float) and mib is not None and mib < peak * MEM_HEADROOM:
-        floor_mib = math.ceil(peak * MEM_HEADROOM / 1024) * 1024
+    if mib is not None and mib <= 0:  # --mem=0 is all of a node's memory, never a guess
+        notes.append("--mem=0 not written: it asks for all of a node's memory")
+        return None
+    if facts.get("usage.killed_for_memory") is True and not _positive(facts, "usage.mem_peak_mib"):
+        notes.append(
+            "the peak memory was not recorded before the job was killed: --mem is set from "
+            "the request it ran with"
+        )
+    now_mib = facts.get("job.mem_mib")
+    cut = isinstance(now_mib, int | float) and mib is not None and mib < now_mib
+    floor = _mem_floor(facts, workers, notes)
+    if floor is not None and mib is not None and mib < floor:
+        floor_mib = math.ceil(floor / 1024) * 1024
         notes.append(f"--mem raised to {mem_text(floor_mib)}: never below 1.2 x the peak")
         change = Change(mem_text(floor_mib), change.because)
         mib = floor_mib
+        now = facts.get("job.mem_mib")
+        if cut and isinstance(now, int | float) and mib >= now:
+            # a cut that the workers' memory undoes: no cut at all
+            notes.append(f"--mem {mem_text(now)} left as it is: the run needs about that")
+            return None
     node_mem = facts.get("node.mem_mib")
     if isinstance(node_mem, int | float) and mib is not None and mib > node_mem:
         notes.append(f"--mem capped at the node's {mem_text(node_mem)}")
@@ -201,6 +261,60 @@ def _reserves_main_core(cores: Change | None, workers: Change | None) -> bool:
     return c is None or w is None or w < c
 
 
+def _already_has_cores(
+    cores: Change | None, workers: Change | None, facts: Facts, notes: list[str]
+) -> tuple[Change | None, Change | None]:
+    """No cores change where the script already asks for at least as many as the measured
+    run led to (it was changed since, maybe by an earlier apply): the advice does not
+    compound. The workers then follow the script's cores, keeping the rules' main core."""
+    new = _as_int(cores.value) if cores else None
+    now = _as_int(facts.get("job.cpus_per_task"))
+    if cores is None or new is None or now is None or now < new:
+        return cores, workers
+    limit = _core_limit(facts)
+    if limit is not None and now > limit:  # more than the node allows: the cap is the plan
+        return cores, workers
+    if now > new:
+        notes.append(
+            f"--cpus-per-task {now} kept: the script already asks for more than the "
+            f"{new} this evidence leads to"
+        )
+    asked = _as_int(workers.value) if workers else None
+    if workers is not None and asked is not None and now > new:
+        workers = Change(max(1, now - max(0, new - asked)), workers.because)
+    return None, workers
+
+
+def _not_lower_than_now(change: Change | None, facts: Facts, notes: list[str]) -> Change | None:
+    """A --mem raised for a run killed for memory never lowers what the script asks for
+    now (an earlier apply, or the user, gave it more already)."""
+    if change is None or facts.get("usage.killed_for_memory") is not True:
+        return change
+    now = facts.get("job.mem_mib")
+    try:
+        mib = parse_memory(str(change.value))
+    except ValueError:
+        return change
+    if isinstance(now, int | float) and now >= mib:
+        if now > mib:
+            notes.append(f"--mem {mem_text(now)} kept: more than this evidence asks for")
+        return None
+    return change
+
+
+def _under_the_peak(facts: Facts) -> Change | None:
+    """A --mem the script asks for now that is below the measured peak (per node) is raised
+    to it (the floor then adds the headroom): a tuned script never asks for less than the
+    run used."""
+    now, peak = facts.get("job.mem_mib"), facts.get("usage.mem_peak_mib")
+    nodes = _peak_nodes(facts)
+    if not isinstance(now, int | float) or not isinstance(peak, int | float) or peak <= 0:
+        return None
+    if now * nodes >= peak:
+        return None
+    return Change(mem_text(math.ceil(peak / nodes)), (PEAK_REASON,))
+
+
 def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
     findings = list(findings)
     sbatch = {k: _pick(k, v) for k, v in _merge(findings, "sbatch").items()}
@@ -216,16 +330,25 @@ def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
         notes,
         _planned_tasks_per_node(sbatch),
     )
+    cores, workers = _already_has_cores(cores, workers, facts, notes)
+    mem = _not_lower_than_now(sbatch.get("mem"), facts, notes) or _under_the_peak(facts)
     bounded = {
         "cpus-per-task": cores,
-        "mem": _bound_memory(sbatch.get("mem"), facts, notes),
+        "mem": _bound_memory(mem, facts, notes, workers),
         "time": _bound_time(sbatch.get("time"), facts, notes),
     }
-    sbatch = {k: bounded.get(k) or c for k, c in sbatch.items()}
+    if bounded["mem"] is not None:
+        sbatch.setdefault("mem", bounded["mem"])  # raised to the peak: no finding asked
+    sbatch = {k: c for k, c in ((k, bounded.get(k, c)) for k, c in sbatch.items()) if c}
+    if "mem" in sbatch and _same_memory(sbatch["mem"].value, facts.get("job.mem_mib")):
+        del sbatch["mem"]
     if workers is not None:
         script["num_workers"] = workers
-    # Values equal to what the job already has are no change at all.
-    current = facts.get("job.cpus_per_task")
-    if "cpus-per-task" in sbatch and sbatch["cpus-per-task"].value == current:
-        del sbatch["cpus-per-task"]
     return Plan(sbatch, script, env, tuple(notes), reserve)
+
+
+def _same_memory(value: object, now: object) -> bool:
+    try:
+        return isinstance(now, int | float) and parse_memory(str(value)) == now
+    except ValueError:
+        return False

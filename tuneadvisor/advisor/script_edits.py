@@ -177,6 +177,40 @@ def _origin(scan: ScriptScan | None, setting: str) -> Origin | None:
     return loader.params.get(setting) if loader is not None else None
 
 
+def _follows_cores(origin: Origin | None) -> Origin | None:
+    """The origin that reads SLURM_CPUS_PER_TASK when num_workers follows it (in the script,
+    or passed on the launch line as ``--num-workers $SLURM_CPUS_PER_TASK``); else None."""
+    for candidate in (origin, origin.passed_origin if origin is not None else None):
+        if candidate is not None and candidate.env == "SLURM_CPUS_PER_TASK":
+            return candidate
+    return None
+
+
+def _carries_through(origin: Origin, value: object, cores: int | None) -> str:
+    """The note for a num_workers that follows --cpus-per-task: no script change, and
+    whether the main process keeps a core of its own."""
+    expr = origin.expr.strip()
+    where = f" (line {origin.line}: {expr})" if origin.line else f" ({expr})"
+    less_one = re.search(r"-\s*1\b", expr) is not None
+    if not origin.derived:
+        main = "every core runs a worker and the main process has no core of its own"
+    elif less_one:
+        main = "one core stays with the main process"
+    else:
+        main = "as the script derives them"
+    if cores is not None and not origin.derived:
+        workers = f"{cores} workers"
+    elif cores is not None and less_one:
+        workers = f"{max(1, cores - 1)} workers"
+    else:
+        workers = f"workers (advised: {value})"
+    cpus = f"--cpus-per-task={cores}" if cores is not None else "--cpus-per-task"
+    return (
+        f"num_workers follows SLURM_CPUS_PER_TASK{where}: no script change, {cpus} carries "
+        f"through to {workers}; {main}"
+    )
+
+
 def plan_script_edits(
     settings: Mapping[str, object],
     scan: ScriptScan | None,
@@ -187,12 +221,14 @@ def plan_script_edits(
     reserve_main_core: bool = True,
     ranks_per_task: int = 1,
     patch_name: str | None = None,
+    cores: int | None = None,
 ) -> ScriptEdits:
     """Each setting where it comes from: the launch-line option that sets it, the literal in
     the training script, or a keyword added where the DataLoader takes its default (a patch);
-    a note where none can be changed safely. ``ranks_per_task``: processes a launcher starts in
-    each task (they share its cores); ``patch_name``: the patched file as the patch names it
-    (default: the script's file name)."""
+    a note where none can be changed safely, or where num_workers follows SLURM_CPUS_PER_TASK
+    already. ``ranks_per_task``: processes a launcher starts in each task (they share its
+    cores); ``patch_name``: the patched file as the patch names it (default: the script's
+    file name); ``cores``: the --cpus-per-task the job will have."""
     notes: list[str] = []
     patched = script_text
     options: Mapping[str, ArgOption] = scan.options if scan is not None else {}
@@ -209,6 +245,10 @@ def plan_script_edits(
         origin = _origin(scan, setting)
         source = origin.source if origin is not None else None
         option = origin.option.name if origin is not None and origin.option else None
+        follows = _follows_cores(origin) if setting == "num_workers" else None
+        if follows is not None:
+            notes.append(_carries_through(follows, value, cores))
+            continue
         if source == "argparse" and option is not None and job is not None and launch:
             action = next((o.action for o in options.values() if option in o.flags), None)
             flag = _flag(action, option, value) if isinstance(value, bool) else None

@@ -31,6 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="overwrite the job script itself, keeping a backup (JOB.bak)",
     )
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite OUT (and the training-script patch beside it) when it exists",
+    )
+    parser.add_argument(
         "--submit",
         action="store_true",
         help="submit the tuned job script with sbatch and print its job id "
@@ -44,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from tuneadvisor.session.workspace import load_workspace
 
     inputs = inputs_of(args)
-    target = apply_target(inputs, args.output, args.in_place)
+    target = apply_target(inputs, args.output, args.in_place, force=args.force)
     workspace = load_workspace(inputs)  # everything is read and checked before any write
     advice = workspace.advice
     assert advice is not None

@@ -313,6 +313,15 @@ def _gpu_facts(series: MetricsSeries) -> Facts:
         means = [st.mean for st in (g.stats("util_pct") for g in series.gpus) if st]
         facts["gpu.util.min_gpu_mean"] = min(means)
         facts["gpu.idle_count"] = sum(1 for m in means if m < IDLE_UTIL_PCT)
+        # The GPUs that worked, pooled: an idle one (some-gpus-idle's) does not pull it down.
+        busy = [
+            s.value("util_pct")
+            for g in series.gpus
+            if (st := g.stats("util_pct")) is not None and st.mean >= IDLE_UTIL_PCT
+            for s in g.samples
+        ]
+        busy_stats = Stats.of(busy)
+        facts["gpu.util.busy_mean"] = busy_stats.mean if busy_stats else util.mean
     _put_stat(facts, "gpu.mem_util.mean", series.gpu_stats("mem_util_pct"), "mean")
     mem = series.gpu_stats("mem_used_mib")
     _put_stat(facts, "gpu.mem_used.max_mib", mem, "max")

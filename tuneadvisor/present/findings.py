@@ -23,8 +23,9 @@ def format_value(value: object, unit: str = "") -> str:
 
 
 def evidence_text(item: Evidence) -> tuple[str, str]:
-    """(label, 'value unit') of one evidence item."""
-    return item.label, format_value(item.value, item.unit)
+    """(label, 'value unit') of one evidence item; no unit where the label names it."""
+    named = item.label.endswith(f"({item.unit})")
+    return item.label, format_value(item.value, "" if named else item.unit)
 
 
 def suggestion_items(suggest: Suggestion, export_env: bool = False) -> list[tuple[str, str]]:

@@ -63,6 +63,22 @@ def write_outputs(advice: Advice, job_path: Path, out: Path, in_place: bool) -> 
     return said
 
 
+def refuse_overwriting_outputs(advice: Advice, out: Path, in_place: bool) -> None:
+    """An existing file where apply would write something else is someone's work: refuse
+    unless --force (the same bytes again are no loss; --in-place keeps numbered backups of
+    the job script)."""
+    assert advice.tuned_job is not None
+    writes: list[tuple[Path, bytes]] = []
+    if not in_place:
+        writes.append((out, advice.tuned_job.render()))
+    patch = script_patch_path(advice, out)
+    if patch is not None:
+        writes.append((patch, advice.script_patch.encode()))
+    for path, data in writes:
+        if path.exists() and (not path.is_file() or path.read_bytes() != data):
+            raise InputError(path, "exists: give --force to overwrite it, or -o elsewhere")
+
+
 @dataclass(frozen=True)
 class ApplyTarget:
     """Where apply reads the job script from and writes the tuned one."""
@@ -71,9 +87,12 @@ class ApplyTarget:
     out: Path
     in_place: bool = False
     from_slurm: bool = False  # the script came from Slurm (--jobid without --job)
+    force: bool = False  # overwrite an existing output (the TUI has asked first)
 
 
-def apply_target(inputs: Inputs, output: str | None = None, in_place: bool = False) -> ApplyTarget:
+def apply_target(
+    inputs: Inputs, output: str | None = None, in_place: bool = False, force: bool = False
+) -> ApplyTarget:
     """Checks the choice of output before anything is read: one InputError line if wrong."""
     from_slurm = inputs.job is None and inputs.live
     if inputs.job is None and not from_slurm:
@@ -89,7 +108,7 @@ def apply_target(inputs: Inputs, output: str | None = None, in_place: bool = Fal
     out = job_path if in_place else Path(output) if output else tuned_name(job_path)
     if not in_place and out.resolve() == job_path.resolve():
         raise InputError(out, "is the input job script: use --in-place to overwrite it")
-    return ApplyTarget(job_path, out, in_place, from_slurm)
+    return ApplyTarget(job_path, out, in_place, from_slurm, force)
 
 
 def can_apply(advice: Advice | None) -> bool:
@@ -125,4 +144,6 @@ def apply_advice(advice: Advice, inputs: Inputs, target: ApplyTarget) -> list[st
     named = (*inputs.profiles, *inputs.metrics, inputs.script, inputs.seff, inputs.sacct)
     protected = (*named, inputs.site, None if target.in_place else inputs.job)
     refuse_overwriting_inputs(advice, target.out, protected)
+    if not target.force:
+        refuse_overwriting_outputs(advice, target.out, target.in_place)
     return write_outputs(advice, target.job_path, target.out, in_place=target.in_place)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tuneadvisor.advisor.allocation import Measured, allocation_facts
 from tuneadvisor.advisor.evidence import Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.profile_facts import profile_facts
@@ -103,9 +104,12 @@ def _script_parse(
     return text
 
 
-def _metrics(paths: Sequence[str], columns: str | None = None) -> MetricsSeries | None:
+def _metrics(
+    paths: Sequence[str], columns: str | None = None, measured: list[Measured] | None = None
+) -> MetricsSeries | None:
     """Each file a watch recording or an nvidia-smi CSV log; ``columns``: the --query-gpu
-    list for logs written without a header."""
+    list for logs written without a header. ``measured`` gets what each recording's header
+    says the watched job was given."""
     if not paths:
         return None
     from tuneadvisor.metrics.model import merge_series
@@ -118,9 +122,13 @@ def _metrics(paths: Sequence[str], columns: str | None = None) -> MetricsSeries 
         text = read_text_input(path, "metrics file")
         if sniff_recording(text):
             try:
-                series.append(parse_recording(text).series())
+                recording = parse_recording(text)
             except RecordingError as exc:
                 raise InputError(path, f"broken tuneadvisor watch recording: {exc}") from None
+            series.append(recording.series())
+            header = recording.header
+            if measured is not None and header is not None and header.job:
+                measured.append(_from_header(header.job))
             continue
         _refuse_other_formats(path, text)
         try:
@@ -130,6 +138,40 @@ def _metrics(paths: Sequence[str], columns: str | None = None) -> MetricsSeries 
     if not series:
         return None
     return series[0] if len(series) == 1 else merge_series(series)
+
+
+def _from_header(job: Mapping[str, object]) -> Measured:
+    cpus, mem = job.get("job.cpus_per_task"), job.get("job.mem_mib")
+    return Measured(
+        "this recording",
+        cpus if isinstance(cpus, int) and not isinstance(cpus, bool) else None,
+        float(mem) if isinstance(mem, int | float) and not isinstance(mem, bool) else None,
+    )
+
+
+def _run_record(profile: str) -> Measured | None:
+    """The settings of the ``tuneadvisor run`` that wrote this profile (its run.json is
+    beside it); None for a profile of anything else. Read as plain JSON: the run records
+    belong to a layer above this one."""
+    import json
+
+    path = Path(profile).parent / "run.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    settings = data.get("settings") if isinstance(data, dict) else None
+    if data.get("kind") != "tuneadvisor-run" or not isinstance(settings, dict):
+        return None
+    cpus = settings.get("cpus_per_task")
+    knobs = settings.get("knobs")
+    workers = knobs.get("num_workers") if isinstance(knobs, dict) else None
+    return Measured(
+        "this profile",
+        cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None,
+        None,
+        workers if isinstance(workers, int) and not isinstance(workers, bool) else None,
+    )
 
 
 _HOW_TO_LOG = (
@@ -278,12 +320,17 @@ def gather(
     if gpu_read is not None:  # jobstats' per-node figures feed usage.* below
         facts.update({k: v for k, v in gpu_read.facts.items() if not k.startswith("gpu.")})
     usage_facts(facts, notes)
-    metrics = _metrics(paths.metrics, paths.metrics_columns)
+    measured: list[Measured] = []
+    metrics = _metrics(paths.metrics, paths.metrics_columns, measured)
     if metrics is not None:
         facts.update(metrics.facts())
     _gpu_source(facts, metrics, gpu_read, notes)
     if metrics is None and "gpu.util.mean" not in facts:
         sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)")
+    measured += [m for m in map(_run_record, paths.profiles) if m is not None]
+    alloc, alloc_notes = allocation_facts(facts, measured)
+    facts.update(alloc)
+    notes += alloc_notes
     site_path = _site_path(paths, env)
     partition = facts.get("job.partition")
     node = None

@@ -458,7 +458,7 @@ class MainScreen(Screen[None]):
             return
         inputs = self.workspace.inputs
         try:
-            target = apply_target(inputs)
+            target = apply_target(inputs, force=True)  # the screen asks before writing
         except InputError as error:
             self.notify(error.one_line(), title="Not written", severity="error",
                         timeout=15, markup=False)  # fmt: skip

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tuneadvisor.advisor.allocation import allocation_facts
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.findings import Finding
@@ -136,6 +137,7 @@ class Sampler:
 def live_facts(window: Sequence[Snapshot], job: Mapping[str, object]) -> dict[str, object]:
     facts: dict[str, object] = dict(to_series(window).facts())
     facts.update(job)
+    facts.update(allocation_facts(facts)[0])  # the watched run is the measured one
     return {k: v for k, v in facts.items() if k in FACTS}
 
 

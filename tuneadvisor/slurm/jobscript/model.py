@@ -177,6 +177,29 @@ class JobScript:
             return self
         return JobScript.parse(edit.render(), self.path)
 
+    def unread_tokens(self) -> list[int]:
+        """Directive arguments of the job (component 0) that are no option nor an option's
+        value: what sbatch refuses as an unrecognized option or a stray word."""
+        used = {d.token for d in self.occurrences} | {
+            d.value_token for d in self.occurrences if d.value_token is not None
+        }
+        return [i for i, t in enumerate(self.tokens) if t.component == 0 and i not in used]
+
+    def without_tokens(self, indices: Iterable[int]) -> JobScript:
+        """Remove directive arguments by index (a line left without any is removed)."""
+        wanted = set(indices)
+        if not wanted:
+            return self
+        edit = Edit(list(self.lines))
+        self._delete_tokens(edit, wanted)
+        return JobScript.parse(edit.render(), self.path)
+
+    def without_occurrence(self, directive: Directive) -> JobScript:
+        """Remove one occurrence of an option (with a value it takes from the next word)."""
+        edit = Edit(list(self.lines))
+        self._remove(edit, [directive])
+        return JobScript.parse(edit.render(), self.path)
+
     def with_text(self, changes: Iterable[tuple[int, int, int, str]]) -> JobScript:
         """Replace spans of lines' text: ``(line, start, end, new)``, offsets in the line's
         text (without its line break). Every other byte stays as it was; the result is
