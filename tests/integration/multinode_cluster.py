@@ -54,7 +54,9 @@ def start() -> None:
         env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.returncode != 0:
-        pytest.fail(f"scripts/slurm-multinode.sh failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        pytest.fail(
+            f"scripts/slurm-multinode.sh failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        )
 
 
 def _shims(folder: Path) -> Path:
@@ -81,7 +83,9 @@ class MultiCluster:
     def client(self) -> SlurmClient:
         return SlurmClient(env=self.env)
 
-    def login(self, cwd: Path, *args: str, timeout: float = WAIT_S) -> subprocess.CompletedProcess[str]:
+    def login(
+        self, cwd: Path, *args: str, timeout: float = WAIT_S
+    ) -> subprocess.CompletedProcess[str]:
         """ARGS run on the login node (exit status and output pass through ta-login)."""
         return subprocess.run(
             [str(ROOT / "bin" / "ta-login"), *args],
@@ -96,7 +100,9 @@ class MultiCluster:
         env["PATH"] = env["PATH"].split(os.pathsep, 1)[1]
         return env
 
-    def tuneadvisor(self, cwd: Path, *args: str, timeout: float = WAIT_S) -> subprocess.CompletedProcess[str]:
+    def tuneadvisor(
+        self, cwd: Path, *args: str, timeout: float = WAIT_S
+    ) -> subprocess.CompletedProcess[str]:
         return self.login(cwd, sys.executable, "-m", "tuneadvisor", *args, timeout=timeout)
 
     def submit(self, folder: Path, script: Path, *options: str) -> str:

@@ -99,10 +99,12 @@ def mnist_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ddp_job(mn: MultiCluster, mnist_data: Path, tmp_path_factory: pytest.TempPathFactory) -> FinishedJob:
+def ddp_job(
+    mn: MultiCluster, mnist_data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> FinishedJob:
     folder = _job_folder(tmp_path_factory.mktemp("ddp") / "job", mnist_data, "mnist_ddp.sbatch")
     return _run(mn, folder, "mnist_ddp.sbatch", "--nodes=3", "--ntasks-per-node=2",
-                "--cpus-per-task=1", "--mem=2000M")  # fmt: skip
+                "--cpus-per-task=1", "--mem=4000M")  # fmt: skip
 
 
 @pytest.fixture(scope="session")

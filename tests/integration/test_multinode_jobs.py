@@ -65,4 +65,3 @@ def test_torchrun_job_joins_two_nodes_through_c10d(
         f"{torchrun_job.id}_{r}.lprof" for r in range(4)
     ]
     assert step_nodes(mn, torchrun_job.id) == ("node[1-2]", 2)  # one agent per node
-
