@@ -4,7 +4,7 @@ on one worker): the Princeton-shaped DDP job over 3 nodes x 2 tasks and the torc
 over 2 nodes, both the bundled job scripts with the cluster's shape given to sbatch
 (`--cpus-per-task=1 --mem=...`: each node declares the machine's 2 cores and 6000 MB).
 
-Import the fixtures into a test module: `from tests.integration.multinode_jobs import ...`.
+tests/conftest.py loads the fixtures (pytest_plugins).
 """
 
 from __future__ import annotations

@@ -14,20 +14,11 @@ their per-rank profiles merged, in test_multinode_report.py, which shares the jo
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.integration.multinode_cluster import MultiCluster
-from tests.integration.multinode_jobs import (  # noqa: F401 (fixtures)
-    FinishedJob,
-    ddp_job,
-    mn,
-    mnist_data,
-    step_nodes,
-    torchrun_job,
-    training_records,
-)
+from tests.integration.multinode_jobs import FinishedJob, step_nodes, training_records
 
 pytestmark = [
     pytest.mark.multinode,

@@ -73,8 +73,9 @@ MULTINODE = Path(__file__).resolve().parents[1] / "fixtures" / "multinode"
 
 
 def _report(folder: Path) -> str:
+    ranks = sorted(p.name for p in folder.glob("*.lprof"))
     done = subprocess.run(
-        [sys.executable, "-m", "tuneadvisor", "report", *sorted(p.name for p in folder.glob("*.lprof"))],
+        [sys.executable, "-m", "tuneadvisor", "report", *ranks],
         capture_output=True, text=True, check=True, cwd=folder,
     )  # fmt: skip
     return done.stdout
