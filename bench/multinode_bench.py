@@ -54,7 +54,8 @@ def start(stop_first: bool) -> tuple[float, str]:
     if stop_first:
         subprocess.run(["bash", str(REPO / "scripts/slurm-multinode-stop.sh"), "--purge"],
                        env=ENV, capture_output=True, check=True)  # fmt: skip
-    seconds, done = timed("bash", str(REPO / "scripts/slurm-multinode.sh"), env={**ENV, "NODES": "3"})
+    script = str(REPO / "scripts/slurm-multinode.sh")
+    seconds, done = timed("bash", script, env={**ENV, "NODES": "3"})
     return seconds, done.stdout
 
 
@@ -80,8 +81,9 @@ def ddp_job(folder: Path) -> tuple[float, int]:
     wait_gone(job, folder)
     wall = time.perf_counter() - t0
     while True:  # accounting lags the end (README of the recipe, problem 6)
-        line = login("sacct", "-X", "-n", "-P", "-j", job, "-o", "JobName,State,ElapsedRaw", cwd=folder)
-        name, state, elapsed = (line.strip().split("|") + ["", "", ""])[:3]
+        fields = "JobName,State,ElapsedRaw"
+        line = login("sacct", "-X", "-n", "-P", "-j", job, "-o", fields, cwd=folder)
+        name, state, elapsed = [*line.strip().split("|"), "", "", ""][:3]
         if name == "mnist-ddp" and state not in ("", "RUNNING") and elapsed:
             assert state == "COMPLETED", line
             return wall, int(elapsed)
@@ -127,17 +129,32 @@ def main() -> int:
     cores = re.search(r"^CPU: .*$", summary, re.M)
     nodes = re.findall(r"^Node .*$", summary, re.M)
     walls = [w for w, _ in jobs]
+    rows = [
+        ("M1", "cluster start from stopped and purged (namespaces, munged, MariaDB datadir, "
+         "slurmdbd, slurmctld, 3 slurmd; packages and seff kept)", f"{cold:.1f} s"),
+        ("M2", "cluster start, warm (all up; what every test run pays)",
+         f"median {statistics.median(warm):.2f} s (max {max(warm):.2f}, n={len(warm)})"),
+        ("M3", "2-node DDP job (mnist_ddp.sbatch, 2 nodes x 2 gloo ranks, 3 steps, kernprof "
+         "per rank): sbatch to the end seen",
+         f"median {statistics.median(walls):.1f} s (min {min(walls):.1f}, max "
+         f"{max(walls):.1f}); sacct Elapsed {', '.join(str(e) for _, e in jobs)} s"),
+        ("M4", "merged `watch --job` of a 3-node job from the login node, 20 s at 1 s",
+         sampler.group(0) if sampler else "?"),
+    ]  # fmt: skip
+    table = "\n".join(f"| {n} | {what} | {value} |" for n, what, value in rows)
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    how = f"`.venv/bin/python bench/multinode_bench.py --rounds {args.rounds}`"
     section = f"""{BEGIN}
 ## Multi-node test cluster (issue 14)
 
-Recorded {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} by `.venv/bin/python bench/multinode_bench.py --rounds {args.rounds}` (rewrites only this section). Slurm 22.05 (Debian 12), 3 compute nodes + controller + login, each a network namespace of one {os.cpu_count()}-CPU machine. Load average {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end (other sessions' tests share the machine).
+Recorded {when} by {how} (rewrites only this section). Slurm 22.05 (Debian 12), 3 compute
+nodes + controller + login, each a network namespace of one {os.cpu_count()}-CPU machine.
+Load average {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end (other sessions'
+tests share the machine).
 
 | # | What | Measured |
 |---|------|----------|
-| M1 | cluster start from stopped and purged (namespaces, munged, MariaDB datadir, slurmdbd, slurmctld, 3 slurmd; packages and seff kept) | {cold:.1f} s |
-| M2 | cluster start, warm (all up; what every test run pays) | median {statistics.median(warm):.2f} s (max {max(warm):.2f}, n={len(warm)}) |
-| M3 | 2-node DDP job (mnist_ddp.sbatch, 2 nodes x 2 gloo ranks, 3 steps, kernprof per rank): sbatch to the end seen | median {statistics.median(walls):.1f} s (min {min(walls):.1f}, max {max(walls):.1f}); sacct Elapsed {", ".join(str(e) for _, e in jobs)} s |
-| M4 | merged `watch --job` of a 3-node job from the login node, 20 s at 1 s | {sampler.group(0) if sampler else "?"} |
+{table}
 
 M1, as the start script timed its phases:
 

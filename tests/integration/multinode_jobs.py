@@ -9,6 +9,7 @@ tests/conftest.py loads the fixtures (pytest_plugins).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -58,11 +59,9 @@ def step_nodes(mn: MultiCluster, job_id: str, step: str = "0") -> tuple[str, int
 
 
 def _torch_python() -> str:
-    try:
-        import torch  # noqa: F401
-        import torchvision  # noqa: F401
-    except ImportError:
-        pytest.skip(f"needs torch and torchvision in {sys.executable} (the jobs use this venv)")
+    needed = ("torch", "torchvision", "line_profiler")
+    if any(importlib.util.find_spec(m) is None for m in needed):
+        pytest.skip(f"needs {', '.join(needed)} in {sys.executable} (the jobs use this venv)")
     return sys.executable
 
 
