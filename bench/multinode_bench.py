@@ -174,7 +174,10 @@ M4's summary lines (each node's processes; the machine's cores counted once):
         text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) :]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS.write_text(text)
+    sys.path.insert(0, str(REPO / "bench"))
+    from results_index import refresh  # the index table's row for this part
+
+    RESULTS.write_text(refresh(text))
     print(section)
     return 0
 
