@@ -9,7 +9,6 @@ the *other* ranks, so one straggler among few ranks is not averaged into its own
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +32,13 @@ class RankSkew:
         return self.slowest_s / self.others_median_s if self.others_median_s > 0 else float("inf")
 
 
+def _median(values: Sequence[float]) -> float:
+    """The median (not ``statistics``: it costs `report` its start-up imports)."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def _loader_s(part: PartSummary) -> float:
     return sum(k.time_s for k in part.kinds if k.kind is LineKind.DATALOADER)
 
@@ -44,7 +50,7 @@ def _skew(parts: Sequence[PartSummary], measure: str) -> RankSkew | None:
 
     slowest = max(parts, key=value)
     others = [value(p) for p in parts if p is not slowest]
-    median = statistics.median(others)
+    median = _median(others)
     if value(slowest) <= 0 or slowest.total_s <= 0:
         return None
     excess = (value(slowest) - median) / slowest.total_s
