@@ -49,6 +49,12 @@ PARTS = (
         "the local cluster (`scripts/slurm-local.sh`); `--cold` is root-only and disruptive",
     ),
     Part(
+        "multinode-bench",
+        "multi-node test cluster, M1-M4 (issue 14)",
+        ".venv/bin/python bench/multinode_bench.py --rounds 3",
+        "root on Debian: it stops, purges and restarts `scripts/slurm-multinode.sh`",
+    ),
+    Part(
         "restructure-bench",
         "before and after the restructuring (issue 10)",
         ".venv/bin/python bench/restructure_compare.py --before ca2a38a",

@@ -11,6 +11,8 @@ from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, Profi
 from tuneadvisor.profile.source import SourceFinder
 
 REPO = Path(__file__).resolve().parent.parent
+# the multi-node jobs, shared by the `multinode` test modules (run once per session)
+pytest_plugins = ["tests.integration.multinode_jobs"]
 
 TRAIN_SOURCE = """\
 import torch

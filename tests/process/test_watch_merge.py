@@ -20,7 +20,14 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.recording import RecordingHeader, RecordingWriter, parse_recording
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, ROLE_WORKER, Snapshot
 from tuneadvisor.present.watch_summary import render_summary
-from tuneadvisor.watch.merge import MergedSession, for_display, merge_nodes, node_of
+from tuneadvisor.watch.merge import (
+    MergedSession,
+    for_display,
+    machines,
+    merge_nodes,
+    node_of,
+    same_machine_note,
+)
 from tuneadvisor.watch.remote import RemoteSamplers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,6 +123,33 @@ def test_merged_rounds_keep_the_nodes_apart(streams: dict[str, str], loader: int
     assert last.host.proc_count == 2 * (one.host.proc_count or 0)
     assert last.host.workers == 2
     assert all(n.startswith(("node1: ", "node2: ")) for n in last.no_data)
+
+
+def test_nodes_on_one_machine_count_its_cores_and_memory_once(streams: dict[str, str]) -> None:
+    """Both samplers ran here: their headers carry this boot's id, so the merge counts the
+    machine once (the multi-node test cluster's nodes are namespaces of one machine too)."""
+    headers = {node: parse_recording(text).header for node, text in streams.items()}
+    boots = {node: h.boot_id if h else None for node, h in headers.items()}
+    here = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert boots == {"node1": here, "node2": here}
+    one = parse_recording(streams["node1"]).snapshots[-1]
+    two = parse_recording(streams["node2"]).snapshots[-1]
+    merged = merge_nodes(
+        [("node1", one), ("node2", two)], 0.0, (), machines(["node1", "node2"], boots)
+    )
+    assert merged.host is not None and one.host is not None and two.host is not None
+    assert merged.host.cpu_pct_per_core == one.host.cpu_pct_per_core  # the first node's reading
+    assert merged.host.mem_total_mib == one.host.mem_total_mib
+    assert merged.host.proc_count == (one.host.proc_count or 0) + (two.host.proc_count or 0)
+    note = same_machine_note(["node1", "node2"], boots)
+    assert note is not None and note.startswith("node1 and node2 are one machine")
+    # two machines: each counted, and nothing to say
+    apart = {"node1": "boot-a", "node2": "boot-b"}
+    assert same_machine_note(["node1", "node2"], apart) is None
+    both = merge_nodes(
+        [("node1", one), ("node2", two)], 0.0, (), machines(["node1", "node2"], apart)
+    )
+    assert both.host is not None and both.host.mem_total_mib == 2 * (one.host.mem_total_mib or 0)
 
 
 def test_merged_rounds_record_and_read_back(streams: dict[str, str], tmp_path: Path) -> None:

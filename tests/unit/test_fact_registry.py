@@ -58,6 +58,12 @@ def profile_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
     ):
         finder = SourceFinder(profile_dirs=(path.parent,), cwd=path.parent)
         yield str(path), profile_facts(analyze(load_profiles([path]), finder))
+    # per-rank profiles of real multi-node jobs, merged (the skew between ranks)
+    for folder in sorted((FIXTURES / "multinode").iterdir()):
+        if folder.is_dir():
+            finder = SourceFinder(profile_dirs=(folder,), cwd=folder)
+            ranks = sorted(folder.glob("*.lprof"))
+            yield str(folder), profile_facts(analyze(load_profiles(ranks), finder))
 
 
 def job_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:

@@ -41,6 +41,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("profile.compute_share", "float", "fraction", "forward+loss+backward+optimizer share"),
     ("profile.loader_line", "int", "", "line number of the heaviest DataLoader line"),
     ("profile.ranks", "int", "", "profile files merged (one per rank)"),
+    ("profile.skew.measure", "str", "", "DataLoader or step: where the slowest rank is slowest"),
+    ("profile.skew.rank", "str", "", "the slowest rank's profile file"),
+    ("profile.skew.slowest_s", "float", "s", "the slowest rank's time in that measure"),
+    ("profile.skew.others_median_s", "float", "s", "the other ranks' median in that measure"),
+    ("profile.skew.ratio", "float", "x", "slowest / the other ranks' median"),
+    ("profile.skew.excess_share", "float", "fraction", "the excess over the median / its total"),
     # job script, as sbatch applies it
     ("job.cpus_per_task", "int", "cores", "--cpus-per-task (1 when not given)"),
     ("job.mem_mib", "float", "MiB", "--mem per node"),

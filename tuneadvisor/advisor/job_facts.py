@@ -198,7 +198,10 @@ def as_run_facts(shown: JobInfo | None, acct: SacctJob | None) -> dict[str, obje
             facts["job.partition"] = acct.partition
         if acct.req_mem_mib:
             facts["job.mem_mib"] = acct.req_mem_mib / (acct.alloc_nodes or 1)
+        if acct.alloc_nodes:  # `sbatch --nodes=3 job.sbatch` over a script's --nodes=1
+            facts["job.nodes"] = acct.alloc_nodes
     if shown is not None:
+        facts.update(_shape(shown))
         if shown.time_limit_s:
             facts["job.time_s"] = shown.time_limit_s
         if shown.partition:
@@ -216,6 +219,20 @@ def as_run_facts(shown: JobInfo | None, acct: SacctJob | None) -> dict[str, obje
     return facts
 
 
+def _shape(shown: JobInfo) -> dict[str, object]:
+    """Nodes and tasks as slurmctld placed them: sbatch's --nodes and --ntasks-per-node on the
+    command line win over the script's, and a multi-node job's facts must say so."""
+    facts: dict[str, object] = {}
+    if shown.num_nodes:
+        facts["job.nodes"] = shown.num_nodes
+    if shown.num_tasks:
+        facts["job.tasks_total"] = facts["job.ntasks"] = shown.num_tasks
+        # each node's share; a job whose tasks do not split evenly keeps its script's value
+        if shown.num_nodes and shown.num_tasks % shown.num_nodes == 0:
+            facts["job.tasks_per_node"] = shown.num_tasks // shown.num_nodes
+    return facts
+
+
 def _node_cpus(shown: JobInfo) -> int:
     """CPUs on each node (slurmctld's NumCPUs over its nodes): --mem-per-cpu counts every
     task's CPUs there, not one task's."""
@@ -230,15 +247,18 @@ _OPTIONS = {  # job.* fact -> the sbatch option and unit it comes from
     "job.cpus_per_task": ("--cpus-per-task", ""),
     "job.mem_mib": ("--mem", " MiB"),
     "job.mem_per_cpu_mib": ("--mem-per-cpu", " MiB"),
+    "job.nodes": ("--nodes", ""),
+    "job.tasks_per_node": ("--ntasks-per-node", ""),
 }
 
 
 def ran_differently(script: Mapping[str, object], as_run: Mapping[str, object]) -> list[str]:
     """Notes for options the job ran with that its script does not say (sbatch's command
-    line wins over #SBATCH lines)."""
+    line wins over #SBATCH lines). Facts derived from options (the tasks in all) follow
+    silently."""
     notes = []
     for name, value in as_run.items():
-        if name in script and script[name] != value:
+        if name in script and name in _OPTIONS and script[name] != value:
             option, unit = _OPTIONS[name]
             notes.append(
                 f"the job ran with {option} {_text(value)}{unit} where its script says "

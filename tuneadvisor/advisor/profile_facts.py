@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
+from tuneadvisor.profile.skew import rank_skews
 from tuneadvisor.trainscript.kinds import LineKind
 
 _COMPUTE = (LineKind.FORWARD, LineKind.LOSS, LineKind.BACKWARD, LineKind.OPTIMIZER)
@@ -38,4 +39,15 @@ def profile_facts(analysis: ProfileAnalysis) -> dict[str, object]:
     loader_lines = [ln for ln in func.lines if ln.kind is LineKind.DATALOADER]
     if loader_lines:
         facts["profile.loader_line"] = max(loader_lines, key=lambda ln: ln.time_s).lineno
+    skews = rank_skews(analysis.parts)
+    if skews and skews[0].ratio != float("inf"):  # the larger excess of the two measures
+        skew = skews[0]
+        facts.update({
+            "profile.skew.measure": skew.measure,
+            "profile.skew.rank": skew.slowest,
+            "profile.skew.slowest_s": skew.slowest_s,
+            "profile.skew.others_median_s": skew.others_median_s,
+            "profile.skew.ratio": skew.ratio,
+            "profile.skew.excess_share": skew.excess_share,
+        })  # fmt: skip
     return facts

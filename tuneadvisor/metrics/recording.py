@@ -70,6 +70,15 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
+def read_boot_id(path: str = "/proc/sys/kernel/random/boot_id") -> str | None:
+    """The kernel's id of this boot (Linux), None elsewhere."""
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True)
 class RecordingHeader:
     """Line 1 of a recording (and of each recording appended after it): what was watched,
@@ -88,6 +97,9 @@ class RecordingHeader:
     nodes: tuple[str, ...] | None = None  # a merged multi-node watch
     driver: str | None = None  # a one-machine watch (written only when ``nodes`` is None)
     node: str | None = None  # a node's sampler of a multi-node watch
+    # this machine's boot id (written by a node's sampler only): two "nodes" with the same one
+    # are one machine, whose cores and memory a merged watch counts once
+    boot_id: str | None = field(default_factory=lambda: read_boot_id())
     started: str = field(default_factory=_now)
     host: str = field(default_factory=socket.gethostname)
 
@@ -104,6 +116,7 @@ class RecordingHeader:
         out["job"] = None if self.job is None else dict(self.job)
         if self.node is not None:
             out["node"] = self.node
+            out["boot_id"] = self.boot_id
         return out
 
     @classmethod
@@ -131,6 +144,7 @@ class RecordingHeader:
             nodes=None if nodes is None else tuple(nodes),
             driver=get("driver", str, "a string"),
             node=get("node", str, "a string"),
+            boot_id=get("boot_id", str, "a string"),
             started=get("started", str, "a string") or "",
             host=get("host", str, "a string") or "",
         )

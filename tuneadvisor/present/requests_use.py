@@ -43,3 +43,58 @@ def per_node_heading(job: Mapping[str, object]) -> str:
     cpus = requested_cpus(job)
     asked = f" (asked: {cpus} per task)" if cpus is not None else ""
     return f"Use per node{asked}"
+
+
+def _num(facts: Mapping[str, object], name: str) -> float | None:
+    value = facts.get(name)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _count(value: float, one: str) -> str:
+    return f"{value:g} {one}" + ("" if value == 1 else "s")
+
+
+def job_request_lines(facts: Mapping[str, object]) -> list[str]:
+    """A finished job as it ran, for the report: what it asked for per node, and what seff and
+    sacct say it used. Accounting's memory and core figures are the job's, over all its
+    nodes; a multi-node job's are also given per node (their mean: sacct keeps no per-node
+    peak), so that they compare with --mem, which is per node."""
+    nodes = (
+        _num(facts, "job.nodes") or _num(facts, "sacct.alloc_nodes") or _num(facts, "seff.nodes")
+    )
+    if nodes is None or not any(k.startswith(("sacct.", "seff.")) for k in facts):
+        return []
+    asked = [_count(nodes, "node")]
+    if (tasks := _num(facts, "job.tasks_per_node")) is not None:
+        asked[0] += f" x {_count(tasks, 'task')}"
+    if (cpus := _num(facts, "job.cpus_per_task")) is not None:
+        per_node = f" ({cpus * tasks:g} per node)" if tasks is not None else ""
+        asked.append(f"{_count(cpus, 'core')} per task{per_node}")
+    if (mem := _num(facts, "job.mem_mib")) is not None:
+        asked.append(f"{mem:.0f} MiB per node")
+    if gpus := _num(facts, "job.gpus"):
+        asked.append(f"{_count(gpus, 'GPU')} per node")
+    lines = [f"  asked: {', '.join(asked)}"]
+    used: list[str] = []
+    cores = _num(facts, "sacct.alloc_cpus") or _num(facts, "seff.cores")
+    eff = _num(facts, "usage.cpu_efficiency_pct")
+    if eff is not None:
+        of = f" of {cores:g} cores" if cores is not None else ""
+        used.append(f"CPU {eff:.1f} %{of}")
+    peak = _num(facts, "usage.mem_peak_mib")
+    if peak is not None:
+        estimated = facts.get("sacct.mem_peak_estimated") or facts.get("seff.mem_used_estimated")
+        how = " (estimated: the largest task's peak x tasks)" if estimated else ""
+        per_node = f", {peak / nodes:.0f} MiB per node" if nodes > 1 else ""
+        of = f" of {mem:.0f} MiB per node" if mem is not None and nodes > 1 else ""
+        of = of or (f" of {mem:.0f} MiB" if mem is not None else "")
+        used.append(f"memory peak {peak:.0f} MiB{per_node}{of}{how}")
+    if used:
+        lines.append(f"  used: {'; '.join(used)}")
+    seff_nodes, seff_cores = _num(facts, "seff.nodes"), _num(facts, "seff.cores_per_node")
+    if seff_nodes is not None:
+        per = f", {seff_cores:g} cores per node" if seff_cores is not None else ""
+        if (seff_mem := _num(facts, "seff.mem_efficiency_pct")) is not None:
+            per += f", memory efficiency {seff_mem:.1f} %"
+        lines.append(f"  seff: {_count(seff_nodes, 'node')}{per}")
+    return [f"{LABEL} (the job as it ran):", *lines]

@@ -7,7 +7,9 @@ import os
 from tuneadvisor.present.advice_text import render_advice
 from tuneadvisor.present.metrics_read import metrics_lines
 from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
+from tuneadvisor.present.requests_use import job_request_lines
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
+from tuneadvisor.profile.skew import rank_skews, skew_text
 from tuneadvisor.session.workspace import Workspace
 
 _HEADER = ("Line", "Hits", "Time s", "Per hit", "%", "Heat", "Kind", "Source")
@@ -75,6 +77,7 @@ def render_analysis(analysis: ProfileAnalysis) -> list[str]:
         out += ["", "Per file (one per rank):"]
         for part in analysis.parts:
             out.append(f"  {part.origin}: {seconds(part.total_s)} s  {top_kinds_text(part.kinds)}")
+        out += [f"  {skew_text(skew)}" for skew in rank_skews(analysis.parts)]
     for func in analysis.functions:
         out += ["", *_function_section(func)]
     if analysis.notes:
@@ -103,6 +106,8 @@ def render_text(workspace: Workspace) -> str:
         out += ["", f"Job script: {workspace.job.path}"]
     if workspace.advice is not None and (line := _training_script(workspace)) is not None:
         out += [line] if workspace.job is not None else ["", line]
+    if workspace.advice is not None and (job := job_request_lines(workspace.advice.facts)):
+        out += ["", *job]
     if workspace.metrics is not None:
         out += ["", "Metrics read:", *(f"  {line}" for line in metrics_lines(workspace.metrics))]
     if workspace.advice is not None:

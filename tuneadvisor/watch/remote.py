@@ -29,7 +29,7 @@ from typing import Any
 from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.recording import RecordingError, RecordingHeader, RowReader
 from tuneadvisor.metrics.snapshot import Snapshot
-from tuneadvisor.watch.merge import merge_nodes
+from tuneadvisor.watch.merge import machines, merge_nodes, same_machine_note
 
 PIECE = 1024  # srun's largest piece of a line (Slurm's MAX_MSG_LEN)
 STARTUP_S = 60.0  # srun, the step, and Python starting on every node
@@ -216,6 +216,19 @@ class RemoteSamplers:
         reasons = [n.header.gpu_no_data for n in started]
         if all(reasons):
             self.gpu_reason = str(reasons[0])
+        if (note := self.same_machine) is not None:
+            with self._cond:
+                self._said.add(note)  # into the next round's notes (recorded) and the summary
+
+    def _boot_ids(self) -> dict[str, str | None]:
+        return {n.name: n.header.boot_id for _, n in sorted(self._nodes.items())}
+
+    @property
+    def same_machine(self) -> str | None:
+        """Which nodes are one machine, said once (None when every node is its own)."""
+        with self._cond:
+            boots = self._boot_ids()
+        return same_machine_note(list(boots), boots)
 
     def sample(self) -> Snapshot:
         deadline = self._clock() + self.interval_s
@@ -246,9 +259,10 @@ class RemoteSamplers:
             notes += self._said.new
             self._said.new = []
             ended = self._eof
+            boots = self._boot_ids()
         if ended and self._proc.poll() is not None:
             self.roots_alive = False  # every node's sampler ended: the job's processes did
-        return merge_nodes(parts, now, notes)
+        return merge_nodes(parts, now, notes, machines(list(boots), boots))
 
     def close(self) -> None:
         """End srun (SIGTERM: it cancels the step on every node), then read its pipes to
