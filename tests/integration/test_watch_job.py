@@ -25,7 +25,9 @@ from tests.integration.slurm_cluster import REPO, WAIT_S, Cluster, start_cluster
 from tuneadvisor.metrics.recording import parse_recording
 from tuneadvisor.metrics.snapshot import ROLE_LAUNCHER, ROLE_MAIN, ROLE_WORKER
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+# One worker runs this module: its job holds a core of the one node for the whole module, and
+# two workers' jobs held both while the module's own later jobs waited behind them.
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.xdist_group("watch_job")]
 
 LOADER = REPO / "tests" / "fixtures" / "watch" / "loader.py"
 JOB = """\
