@@ -2,8 +2,9 @@
 that a crash or a full disk never leaves half a file behind.
 
 Every input is bounded before it is parsed: only a regular file is read (a FIFO would block
-and ``/dev/zero`` never ends), never more than a documented size, and structured text
-(JSON, TOML) is checked for nesting that would exhaust the parser's stack or time.
+and ``/dev/zero`` never ends), never more than a documented size, and JSON nested beyond
+the parser's stack or holding integers of thousands of digits is one clear line too (rule
+and site TOML is bounded the same way in ``advisor/toml_text.py``).
 """
 
 from __future__ import annotations
@@ -14,17 +15,16 @@ import os
 import re
 import stat
 import tempfile
-import tomllib
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tuneadvisor.errors import InputError
 
 MIB = 1024 * 1024
 MAX_TEXT_INPUT = 64 * MIB  # job scripts, seff text, metrics logs, sacct output, reports
 MAX_CONFIG_INPUT = 1 * MIB  # rule files and site files: a few KiB each when written by hand
-MAX_NESTING = 64  # JSON arrays/objects or TOML tables/arrays inside each other
-MAX_DOTTED_KEY = 32  # parts of one TOML key (``a.b.c`` has 3)
+MAX_DIGITS = 1000  # digits of one number in a text input (Python's int limit is 4,300)
+_HUGE_NUMBER = re.compile(rf"[0-9]{{{MAX_DIGITS},}}")
 
 
 def write_atomic(path: Path, data: bytes, mode_from: Path | None = None) -> Path:
@@ -112,9 +112,7 @@ def backup_path(path: Path) -> Path:
 # --------------------------------------------------------------------------- reading
 
 
-def read_bytes_input(
-    path: str | os.PathLike[str], what: str, limit: int = MAX_TEXT_INPUT
-) -> bytes:
+def read_bytes_input(path: str | os.PathLike[str], what: str, limit: int = MAX_TEXT_INPUT) -> bytes:
     """A regular file's bytes, at most ``limit`` of them; every failure one InputError."""
     try:
         # Opened without blocking (a FIFO with no writer would wait forever), then checked
@@ -148,9 +146,41 @@ def read_text_input(path: str | os.PathLike[str], what: str, limit: int = MAX_TE
     """Read a UTF-8 text input, turning every failure into one InputError line."""
     data = read_bytes_input(path, what, limit)
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(path, f"{what} is not UTF-8 text (byte {exc.start})") from None
+    huge = _HUGE_NUMBER.search(text)
+    if huge is not None:
+        # Python refuses to convert such a number (int's 4,300-digit limit) deep inside
+        # whichever parser meets it; no job, log or script has one.
+        line = text.count("\n", 0, huge.start()) + 1
+        raise InputError(path, f"{what}: line {line} holds a number of {MAX_DIGITS}+ digits")
+    return text
+
+
+def open_append(path: str | os.PathLike[str], what: str) -> IO[str]:
+    """A regular file opened to append text (made when missing); a FIFO, a device or a
+    folder is refused at once (opening a FIFO to write blocks until someone reads it)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise InputError(path, f"{what}: not a regular file (a FIFO)") from None
+        raise InputError(path, f"cannot write the {what}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(path, f"{what}: not a regular file (a FIFO, a device...)")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def is_regular_file(path: Path) -> bool:
+    """Whether a path named inside an input (a script on a launch line) is a file here:
+    a name too long for the system or in a folder we may not read is simply not one."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def present(path: Path, what: str) -> bool:
@@ -188,52 +218,3 @@ def parse_json(text: str, where: str | os.PathLike[str] | None, what: str) -> An
 
 def load_json_input(path: str | os.PathLike[str], what: str, limit: int = MAX_TEXT_INPUT) -> Any:
     return parse_json(read_text_input(path, what, limit), path, what)
-
-
-# Strings and comments (skipped: brackets and dots in them do not count), brackets, the
-# characters that end a key, and a dot between key parts.
-_TOML_TOKENS = re.compile(
-    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*'
-    r"|[\[\]{}]|[=,\n]|\.",
-    re.S,
-)
-
-
-def toml_shape_problem(text: str, max_nesting: int = MAX_NESTING) -> str | None:
-    """Why this TOML would overwhelm the parser, before it is parsed: arrays or tables
-    nested deeper than ``max_nesting`` (the parser recurses), or a dotted key of more than
-    MAX_DOTTED_KEY parts (each makes a table: 100,000 of them take minutes and gigabytes).
-    None when neither; what the text means is the parser's business."""
-    depth = dots = 0
-    for match in _TOML_TOKENS.finditer(text):
-        token = match.group()
-        if token in ("[", "{"):
-            depth += 1
-            dots = 0
-            if depth > max_nesting:
-                return f"nested more than {max_nesting} levels deep"
-        elif token in ("]", "}"):
-            depth = max(0, depth - 1)
-            dots = 0
-        elif token == ".":
-            dots += 1
-            if dots >= MAX_DOTTED_KEY:
-                return f"a dotted key of more than {MAX_DOTTED_KEY} parts"
-        elif token in ("=", ",", "\n"):
-            dots = 0
-    return None
-
-
-def parse_toml(text: str, where: str | os.PathLike[str] | None, what: str) -> dict[str, Any]:
-    """``tomllib.loads`` bounded first (see toml_shape_problem); failures are InputError."""
-    problem = toml_shape_problem(text)
-    if problem is not None:
-        raise InputError(where, f"{what} is {problem}: not read")
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(where, f"not valid TOML: {exc}") from None
-    except RecursionError:
-        raise InputError(where, f"{what} is nested too deeply to read") from None
-    except ValueError as exc:  # an integer of thousands of digits
-        raise InputError(where, f"{what}: {str(exc).split(':')[0]}") from None

@@ -154,7 +154,7 @@ def plan_script_edits(
             notes.append(f"{setting}: change it in the training script to {value}")
             continue
         if not _typed(setting, value):
-            notes.append(f"{setting}: the advised value {_shown(value)} is not written (not a valid value)")
+            notes.append(f"{setting}: the advised value {_shown(value)} is not valid; not written")
             continue
         origin = _origin(scan, setting)
         source = origin.source if origin is not None else None
