@@ -59,7 +59,7 @@ def write_atomic(path: Path, data: bytes, mode_from: Path | None = None) -> Path
         os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise InputError(path, f"cannot write: {exc.strerror or exc}; nothing changed") from None
+        raise InputError(path, f"cannot write: {exc.strerror or exc} (left as it was)") from None
     return target
 
 
