@@ -88,6 +88,11 @@ CASES: dict[str, tuple[dict[str, str], list[str], str]] = {
     "a rule file with a 5000-digit integer": (
         _rule("big", "id = " + HUGE + "\n"), ["rules", "check", "rules"], "digits"
     ),
+    "a rule expression formatting 2 GB": (
+        _rule("fmt", 'id = "fmt"\ntitle = "t"\nseverity = "info"\nrationale = "r"\n'
+                     "when = \"'%2147483000s' % 1 == 'x'\"\n"),
+        ["rules", "check", "rules"], "% takes numbers",
+    ),
     "a site file nested 3000 deep": (
         {"site.toml": "a = " + "[" * 3000 + "]" * 3000 + "\n", "job.sbatch": JOB},
         ["report", "--job", "job.sbatch", "--site", "site.toml"], "nested",
