@@ -149,6 +149,11 @@ def read_text_input(path: str | os.PathLike[str], what: str, limit: int = MAX_TE
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(path, f"{what} is not UTF-8 text (byte {exc.start})") from None
+    return checked_text(text, path, what)
+
+
+def checked_text(text: str, path: str | os.PathLike[str] | None, what: str) -> str:
+    """The bounds a text input passes before any parser sees it (beyond its size)."""
     huge = _HUGE_NUMBER.search(text)
     if huge is not None:
         # Python refuses to convert such a number (int's 4,300-digit limit) deep inside
