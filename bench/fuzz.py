@@ -375,7 +375,8 @@ def _record_results(
         f"Recorded {when} UTC by `{command}` in {took:.0f} s (1-minute load average "
         f"{load0:.2f} at the start, {load1:.2f} at the end, on {os.cpu_count()} CPUs). "
         f"Each parser ran in its own process, every input under a {args.hang_s:.0f} s timer, "
-        f"the address space bounded to {args.memory_mib} MiB over the interpreter's; an "
+        f"the address space capped at {args.memory_mib} MiB + 1 GiB and peak RSS held to "
+        f"{args.memory_mib} MiB; an "
         "escape is an exception other than the parser's own error types.",
         "",
         "| parser | inputs | own errors | escapes | hangs | memory over "

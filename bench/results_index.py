@@ -49,6 +49,11 @@ PARTS = (
         "the local cluster (`scripts/slurm-local.sh`); `--cold` is root-only and disruptive",
     ),
     Part(
+        "fuzz",
+        "hostile-input campaign per parser (issue 13)",
+        ".venv/bin/python bench/fuzz.py --inputs 3000 --seed 13 --record",
+    ),
+    Part(
         "restructure-bench",
         "before and after the restructuring (issue 10)",
         ".venv/bin/python bench/restructure_compare.py --before ca2a38a",

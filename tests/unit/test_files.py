@@ -34,8 +34,11 @@ from tuneadvisor.slurm.safe_words import (
 
 def test_only_regular_files_are_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo")
-    for path, said in ((tmp_path / "fifo", "not a regular file"), ("/dev/zero", "not a regular"),
-                       (tmp_path, "is a directory"), (tmp_path / "none", "no such file")):  # fmt: skip
+    refused: list[tuple[str | Path, str]] = [
+        (tmp_path / "fifo", "not a regular file"), ("/dev/zero", "not a regular"),
+        (tmp_path, "is a directory"), (tmp_path / "none", "no such file"),
+    ]  # fmt: skip
+    for path, said in refused:
         with pytest.raises(InputError, match=said):
             read_bytes_input(path, "input")
 

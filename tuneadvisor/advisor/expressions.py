@@ -226,9 +226,7 @@ class Expression:
     def evaluate(self, facts: Mapping[str, object], params: Mapping[str, object]) -> object:
         names: dict[str, object] = dict(params)
         names.update({mangle(name): facts[name] for name in self.facts})
-        evaluator = SimpleEval(
-            operators=dict(OPERATORS), names=names, functions=dict(FUNCTIONS)
-        )
+        evaluator = SimpleEval(operators=dict(OPERATORS), names=names, functions=dict(FUNCTIONS))
         return evaluator.eval(self.rewritten)
 
 

@@ -20,7 +20,6 @@ Files without nodes read as before, and older readers skip the field.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import socket
@@ -239,10 +238,15 @@ def _build(cls: type[Any], data: Mapping[str, Any], **extra: Any) -> Any:
     return cls(**args, **extra)
 
 
-@functools.cache
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
 def _hints(cls: type[Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in typing.get_type_hints(cls).items() if k in names}
+    """The dataclass's field types, resolved once."""
+    if cls not in _HINTS:
+        names = {f.name for f in fields(cls)}
+        _HINTS[cls] = {k: v for k, v in typing.get_type_hints(cls).items() if k in names}
+    return _HINTS[cls]
 
 
 def _fits(value: object, hint: Any) -> bool:
