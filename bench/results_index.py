@@ -55,6 +55,11 @@ PARTS = (
         "root on Debian: it stops, purges and restarts `scripts/slurm-multinode.sh`",
     ),
     Part(
+        "fuzz",
+        "hostile-input campaign per parser (issue 13)",
+        ".venv/bin/python bench/fuzz.py --inputs 3000 --seed 13 --record",
+    ),
+    Part(
         "restructure-bench",
         "before and after the restructuring (issue 10)",
         ".venv/bin/python bench/restructure_compare.py --before ca2a38a",

@@ -130,3 +130,53 @@ def test_later_folder_overrides_a_rule_by_id(tmp_path: Path) -> None:
     write(second, GOOD.format(id="my-rule").replace("Loader waits", "Site version"))
     (rule,) = load_rules([first, second])
     assert rule.title == "Site version"
+
+
+# Expressions that pass Python's parser but would allocate, spin or recurse when run
+# (issue 13): refused when the rule is loaded, so `rules check` passing means evaluating
+# cannot blow up.
+BLOWING_UP = {
+    "a % format width of 2 GB": "'%2147483000s' % 1 == 'x'",
+    "an f-string width of 10^9": "f'{1:1000000000}' == 'x'",
+    "a power just under simpleeval's limit": "4000000 ** 4000000 > 1",
+    "string multiplication": "'x' * 1000000000 == 'x'",
+    "a shift of a billion bits": "(1 << 1000000000) > 1",
+    "round to a billion digits": "round(5, -1000000000) == 0",
+    "not 5000 times": "not " * 5000 + "True",
+    "a sum of 20000 terms": " + ".join(["1"] * 20000) + " > 1",
+    "2000 nested ifs": "(" * 2000 + "1" + " if True else 2)" * 2000 + " > 0",
+    "a subscript": "'abc'[0] == 'a'",
+}
+
+
+@pytest.mark.parametrize("expression", BLOWING_UP.values(), ids=BLOWING_UP.keys())
+def test_an_expression_that_would_blow_up_is_refused_at_load(
+    tmp_path: Path, expression: str
+) -> None:
+    text = GOOD.format(id="my-rule").replace(
+        '"profile.loader_share >= limit"', "'''" + expression + "'''"
+    )
+    message = error_of(write(tmp_path, text))
+    assert message.startswith(f"{tmp_path / 'my-rule.toml'}:") and "'when'" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [("job.partition % 3", "%2147483000s"), ("job.partition * 3", "ab"),
+     ("job.partition + job.partition", "x" * 900)],
+)  # fmt: skip
+def test_a_string_fact_cannot_make_an_operation_blow_up(text: str, fact: str) -> None:
+    """Facts come from the inputs: a partition named like a format string is formatted
+    by nobody, and strings do not grow past the bound."""
+    from tuneadvisor.advisor.expressions import compile_expression
+
+    expr = compile_expression(text, frozenset({"job.partition"}))
+    with pytest.raises((TypeError, OverflowError)):
+        expr.evaluate({"job.partition": fact}, {})
+
+
+def test_ordinary_arithmetic_still_works() -> None:
+    from tuneadvisor.advisor.expressions import compile_expression
+
+    expr = compile_expression("round(2 ** 10 % 1000 * 1.5, 1) + max(1, 2)", frozenset())
+    assert expr.evaluate({}, {}) == 38.0

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simpleeval import SimpleEval
+from simpleeval import DEFAULT_OPERATORS, SimpleEval
 
 from tuneadvisor.slurm.units import render_memory
 from tuneadvisor.trainscript.pyast import dotted_name
@@ -22,6 +22,118 @@ from tuneadvisor.trainscript.pyast import dotted_name
 
 class ExpressionError(ValueError):
     """An expression that does not parse or names something unknown."""
+
+
+# What a rule expression may be, checked when the rule is loaded, so that `rules check`
+# passing means evaluating it cannot blow up: a rule pack may come from anyone.
+MAX_TEXT = 2000  # characters of one expression
+MAX_NODES = 400  # nodes of its syntax tree
+MAX_DEPTH = 30  # nesting of its syntax tree (`not not ...`, nested `if`s, long sums)
+MAX_STRING = 1000  # characters of a string a constant or an operation may make
+MAX_MAGNITUDE_DIGITS = 300  # decimal digits of a number ** may make (floats reach 1e308)
+
+# Arithmetic, comparisons, and/or/not, `x if c else y`, calls of FUNCTIONS; no bit
+# operations (`1 << 10**9`), no f-strings (a width of 10^9), no subscripts or containers.
+_ALLOWED_NODES = (
+    ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Attribute, ast.BinOp, ast.UnaryOp,
+    ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword,
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+    ast.USub, ast.UAdd, ast.Not, ast.And, ast.Or,
+    ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn,
+)  # fmt: skip
+
+
+def _check_shape(text: str) -> ast.Expression:
+    """Parse ``text`` within the bounds above; ExpressionError says which is passed."""
+    if len(text) > MAX_TEXT:
+        raise ExpressionError(f"longer than {MAX_TEXT} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"does not parse: {exc.msg} in {text!r}") from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError(f"nested more than {MAX_DEPTH} levels deep") from None
+    count = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise ExpressionError(f"more than {MAX_NODES} parts: split it or use a param")
+        if depth > MAX_DEPTH:
+            raise ExpressionError(f"nested more than {MAX_DEPTH} levels deep")
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ExpressionError(f"{type(node).__name__} is not allowed in a rule expression")
+        if isinstance(node, ast.Constant):
+            if not isinstance(node.value, int | float | str | bool | type(None)):
+                raise ExpressionError(f"the constant {node.value!r} is not allowed")
+            if isinstance(node.value, str) and len(node.value) > MAX_STRING:
+                raise ExpressionError(f"a string longer than {MAX_STRING} characters")
+        stack += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+    return tree
+
+
+# The operators simpleeval applies, bounded at run time too: facts come from the inputs
+# (a partition named "%2147483000s" is a string fact), so no operand is trusted.
+
+
+def _number(*values: object) -> bool:
+    return all(isinstance(v, int | float) for v in values)
+
+
+def _too_big(what: str) -> OverflowError:
+    return OverflowError(f"{what} would be too large")
+
+
+def _add(a: Any, b: Any) -> Any:
+    if isinstance(a, str) and isinstance(b, str):
+        if len(a) + len(b) > MAX_STRING:
+            raise _too_big("a string")
+        return a + b
+    if not _number(a, b):
+        raise TypeError(f"cannot add {type(a).__name__} and {type(b).__name__}")
+    return a + b
+
+
+def _mult(a: Any, b: Any) -> Any:
+    if not _number(a, b):  # `"x" * 10**9` would allocate a gigabyte
+        raise TypeError(f"cannot multiply {type(a).__name__} by {type(b).__name__}")
+    return a * b
+
+
+def _mod(a: Any, b: Any) -> Any:
+    if not _number(a, b):  # `"%2147483000s" % x` formats two gigabytes
+        raise TypeError(f"% takes numbers, not {type(a).__name__} and {type(b).__name__}")
+    return a % b
+
+
+def _pow(a: Any, b: Any) -> Any:
+    if not _number(a, b):
+        raise TypeError("** takes numbers")
+    if abs(a) > 1 and abs(b) * math.log10(abs(a)) > MAX_MAGNITUDE_DIGITS:
+        raise _too_big(f"{a} ** {b}")  # `4000000 ** 4000000` would run for minutes
+    result = a**b
+    if isinstance(result, complex):  # (-8) ** 0.5
+        raise ValueError(f"{a} ** {b} is no real number")
+    return result
+
+
+def _round(value: float, ndigits: int | None = None) -> float:
+    """``round``, with ``ndigits`` bounded (``round(5, -10**9)`` computes 10**10**9)."""
+    if ndigits is None:
+        return round(value)
+    if not isinstance(ndigits, int) or abs(ndigits) > 30:
+        raise ValueError("round: ndigits must be a whole number within -30..30")
+    return round(value, ndigits)
+
+
+OPERATORS: Mapping[type, Callable[..., Any]] = {
+    **DEFAULT_OPERATORS,
+    ast.Add: _add,
+    ast.Mult: _mult,
+    ast.Mod: _mod,
+    ast.Pow: _pow,
+}
 
 
 def round_up(value: float, step: float) -> float:
@@ -54,7 +166,7 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "min": min,
     "max": max,
     "abs": abs,
-    "round": round,
+    "round": _round,
     "int": int,
     "float": float,
     "ceil": math.ceil,
@@ -114,7 +226,7 @@ class Expression:
     def evaluate(self, facts: Mapping[str, object], params: Mapping[str, object]) -> object:
         names: dict[str, object] = dict(params)
         names.update({mangle(name): facts[name] for name in self.facts})
-        evaluator = SimpleEval(names=names, functions=dict(FUNCTIONS))
+        evaluator = SimpleEval(operators=dict(OPERATORS), names=names, functions=dict(FUNCTIONS))
         return evaluator.eval(self.rewritten)
 
 
@@ -124,10 +236,7 @@ def compile_expression(
     """Parse ``text``, check every name is a known fact, a param or an allowed function."""
     if not isinstance(text, str) or not text.strip():
         raise ExpressionError("expression must be a non-empty string")
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ExpressionError(f"does not parse: {exc.msg} in {text!r}") from None
+    tree = _check_shape(text)
     rewriter = _FactRewriter(facts, params)
     new_tree = rewriter.visit(tree)
     if rewriter.unknown:

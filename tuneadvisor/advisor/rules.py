@@ -17,6 +17,7 @@ from typing import Any
 from tuneadvisor.advisor.expressions import Expression, ExpressionError, compile_expression
 from tuneadvisor.advisor.facts import FACTS, sample_value, type_matches
 from tuneadvisor.advisor.findings import Severity
+from tuneadvisor.advisor.toml_text import toml_shape_problem
 from tuneadvisor.errors import InputError
 
 TOP_KEYS = frozenset(
@@ -119,6 +120,9 @@ class _Loader:
             raise self.fail(f"'{key}': {exc}", key, table) from None
 
     def load(self) -> Rule:
+        shape = toml_shape_problem(self.text)  # bounded before the parser sees it
+        if shape is not None:
+            raise RuleError(f"{self.path}:1", f"not read: {shape}")
         try:
             data = tomllib.loads(self.text)
         except tomllib.TOMLDecodeError as exc:
@@ -126,6 +130,8 @@ class _Loader:
             match = re.search(r"at line (\d+)", str(exc))
             line = match.group(1) if match else "1"
             raise RuleError(f"{self.path}:{line}", f"not valid TOML: {exc}") from None
+        except (RecursionError, ValueError) as exc:  # nested too deep, huge integers
+            raise RuleError(f"{self.path}:1", f"not read: {str(exc).split(':')[0]}") from None
         for key in data:
             if key not in TOP_KEYS:
                 raise self.fail(f"unknown key '{key}' (known: {', '.join(sorted(TOP_KEYS))})", key)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
 from tuneadvisor.slurm.launch_line.model import LaunchLine
+from tuneadvisor.slurm.safe_words import MAX_COUNT, is_option_name
 from tuneadvisor.trainscript.pyast import dotted_name
 
 if TYPE_CHECKING:
@@ -51,6 +52,14 @@ def _shell_value(value: object) -> str:
     return str(value)
 
 
+def _typed(setting: str, value: object) -> bool:
+    """The DataLoader settings are counts and switches: nothing else is written (a rule
+    pack's value could be any text, and it would land on a launch line or in code)."""
+    if setting in ("pin_memory", "persistent_workers"):
+        return isinstance(value, bool)
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
 def _flag(action: str | None, option: str, value: bool) -> tuple[str, set[str]] | None:
     """The word that says ``value`` for a flag option (store_true and friends take no
     value: ``--pin-memory true`` would stop argparse), and the words it replaces. None when
@@ -64,6 +73,11 @@ def _flag(action: str | None, option: str, value: bool) -> tuple[str, set[str]] 
     if name == "BooleanOptionalAction":
         return (option, {negative}) if value else (negative, {option})
     return None
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def _value_patterns(setting: str, names: tuple[str, ...]) -> list[re.Pattern[str]]:
@@ -242,12 +256,23 @@ def plan_script_edits(
         if setting not in LOADER_SETTINGS:
             notes.append(f"{setting}: change it in the training script to {value}")
             continue
+        if not _typed(setting, value):
+            notes.append(f"{setting}: the advised value {_shown(value)} is not valid; not written")
+            continue
         origin = _origin(scan, setting)
         source = origin.source if origin is not None else None
         option = origin.option.name if origin is not None and origin.option else None
         follows = _follows_cores(origin) if setting == "num_workers" else None
         if follows is not None:
             notes.append(_carries_through(follows, value, cores))
+            continue
+        if option is not None and not is_option_name(option):
+            # Read from the training script's add_argument: written on the launch line as
+            # is, a newline or a `;` in it would become a command of the job.
+            notes.append(
+                f"{setting}: the training script's option {_shown(option)} is not an option "
+                "name; the launch line is not changed"
+            )
             continue
         if source == "argparse" and option is not None and job is not None and launch:
             action = next((o.action for o in options.values() if option in o.flags), None)

@@ -13,10 +13,10 @@ default = true        # the partition jobs land in without --partition
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tuneadvisor.advisor.toml_text import parse_toml
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.units import parse_memory, parse_time
 
@@ -63,10 +63,7 @@ def _positive_int(path: str, where: str, value: object) -> int:
 
 
 def parse_site(text: str, path: str) -> Site:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(path, f"not valid TOML: {exc}") from None
+    data = parse_toml(text, path, "site file")
     unknown = [k for k in data if k != "partitions"]
     if unknown:
         raise InputError(path, f"unknown key '{unknown[0]}' (known: partitions)")

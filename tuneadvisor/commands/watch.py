@@ -19,9 +19,19 @@ DESCRIPTION = (
 )
 
 
+PID_MAX = 2**22  # Linux's largest pid_max: a bigger number is no process id
+
+
+def _pid(text: str) -> int:
+    """A process id: 1..PID_MAX (a 20-digit number would overflow the C calls)."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 7 and 0 < int(text) <= PID_MAX):
+        raise argparse.ArgumentTypeError(f"not a process id (1..{PID_MAX}): {text[:40]!r}")
+    return int(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--pid", type=int, action="append", metavar="PID",
+    target.add_argument("--pid", type=_pid, action="append", metavar="PID",
                         help="watch this process and all its children (repeatable)")  # fmt: skip
     target.add_argument("--job", metavar="JOBID",
                         help="watch a running Slurm job: here when it runs on this node "

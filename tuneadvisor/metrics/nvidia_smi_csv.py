@@ -84,7 +84,10 @@ def parse_nvidia_smi_csv(text: str, columns: Sequence[str] | str | None = None) 
     lines = text.removeprefix("\ufeff").splitlines()
     reader = _Reader(lines, _column_list(columns) if columns is not None else None)
     for number, line in enumerate(lines, start=1):
-        reader.feed(number, line)
+        try:
+            reader.feed(number, line)
+        except csv.Error as exc:  # a field over the csv module's limit, a NUL
+            raise NvidiaSmiCsvError(f"line {number}: {exc}") from None
     if not reader.samples:
         raise NvidiaSmiCsvError(reader.why_empty())
     return MetricsSeries.from_samples(reader.samples, source="nvidia-smi", notes=reader.notes)

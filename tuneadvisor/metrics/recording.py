@@ -24,11 +24,14 @@ import json
 import os
 import socket
 import time
+import types
+import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
+from tuneadvisor.files import open_append
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
 
@@ -168,7 +171,7 @@ class RecordingWriter:
         if stream is None:
             if self.path is None:
                 raise ValueError("a path or a stream")
-            stream = self.path.open("a", encoding="utf-8")
+            stream = open_append(self.path, "recording")
         self._file: IO[str] = stream
         self._t0: float | None = None
         self._seen: set[tuple[str | None, int, str]] = set()
@@ -234,9 +237,52 @@ class Recording:
 
 
 def _build(cls: type[Any], data: Mapping[str, Any], **extra: Any) -> Any:
-    known = {f.name for f in fields(cls)}
-    args = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in known}
+    """A sample from its JSON object, each field checked against its type: a recording is
+    a file (edited, damaged, crafted), and a wrong type would fail far from here."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"{cls.__name__}: not an object")
+    hints = _hints(cls)
+    args = {}
+    for key, value in data.items():
+        if key in hints:
+            value = tuple(value) if isinstance(value, list) else value
+            if not _fits(value, hints[key]):
+                raise TypeError(f"{key}: {type(value).__name__} where {hints[key]} belongs")
+            args[key] = value
     return cls(**args, **extra)
+
+
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    """The dataclass's field types, resolved once."""
+    if cls not in _HINTS:
+        names = {f.name for f in fields(cls)}
+        _HINTS[cls] = {k: v for k, v in typing.get_type_hints(cls).items() if k in names}
+    return _HINTS[cls]
+
+
+def _fits(value: object, hint: Any) -> bool:
+    """Whether a JSON value fits a field's type (None, bool, int, float, str, tuples of
+    them and unions); types beyond those are not checked here."""
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        return any(_fits(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint in (int, str, bool):
+        return isinstance(value, hint) and (hint is bool or not isinstance(value, bool))
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_fits(item, args[0]) for item in value)
+        return len(args) == len(value) and all(map(_fits, value, args))
+    return True
 
 
 def _rows(text: str) -> Iterator[tuple[int, str, bool]]:
@@ -261,7 +307,7 @@ def parse_recording(text: str) -> Recording:
             obj = json.loads(line)
             if not isinstance(obj, dict):
                 raise ValueError("not a JSON object")
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             if unterminated:
                 notes.append(f"line {number}: cut short (the run was killed?); dropped")
                 break

@@ -21,7 +21,7 @@ def parse_event(line: str) -> dict[str, Any] | None:
         return None
     try:
         event = json.loads(line[len(PREFIX) :])
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, huge integers, nested too deeply
         return None
     return event if isinstance(event, dict) and "event" in event else None
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import read_text_input, write_atomic
+from tuneadvisor.files import load_json_input, write_atomic
 from tuneadvisor.relaunch.allocation import Allocation
 from tuneadvisor.relaunch.json_fields import (
     JsonFields,
@@ -328,12 +328,19 @@ def read_record(path: str | Path) -> RunRecord:
     file = Path(path)
     if file.is_dir():
         file = file / RECORD_NAME
-    text = read_text_input(file, "run record")
+    data = load_json_input(file, "run record")
+    if not isinstance(data, dict):
+        raise InputError(file, "not a run record (a JSON object)")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(file, f"not JSON (line {exc.lineno}): {exc.msg}") from None
-    return RunRecord.from_json(data, file)
+        return RunRecord.from_json(data, file)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        # A record edited or damaged by hand: a field of the wrong type deep in the model.
+        raise InputError(file, f"not a valid run record: {_why(exc)}") from None
+
+
+def _why(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:120]}"
 
 
 def list_runs(folder: Path) -> list[RunRecord]:

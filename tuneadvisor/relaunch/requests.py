@@ -20,7 +20,7 @@ def settings_from_args(args: argparse.Namespace, advised: Settings | None = None
     from dataclasses import replace
 
     from tuneadvisor.errors import InputError
-    from tuneadvisor.relaunch.settings import KNOBS, Settings
+    from tuneadvisor.relaunch.settings import KNOBS, Settings, checked_settings
 
     settings = advised if advised is not None else Settings()
     changes: dict[str, Any] = {}
@@ -38,7 +38,9 @@ def settings_from_args(args: argparse.Namespace, advised: Settings | None = None
             knobs[key] = value
             because.pop(key, None)  # the user's word, not the advice's
     extra = tuple(getattr(args, "extra", ()) or ())
-    return replace(settings, **changes, knobs=knobs, because=because, extra_args=extra)
+    given = replace(settings, **changes, knobs=knobs, because=because, extra_args=extra)
+    # Each value goes on a command line or into a job script: checked before any is written.
+    return checked_settings(given, None)
 
 
 def settings_from_workspace(base: Settings, workspace: Workspace, source: str) -> Settings:

@@ -8,8 +8,6 @@ had), then the advice's plan (what it changes), then flags given on the command 
 
 from __future__ import annotations
 
-import json
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,7 +15,14 @@ from typing import Any
 
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import read_text_input
+from tuneadvisor.files import load_json_input
+from tuneadvisor.slurm.jobscript.editing import render_value
+from tuneadvisor.slurm.safe_words import (
+    checked_count,
+    checked_directive,
+    checked_text,
+    shell_word,
+)
 
 # knob name (as the advisor's plan.script spells it) -> the training scripts' flag and kind:
 # "int", "str", "bool" (--flag / --no-flag) or "flag" (--flag when true).
@@ -34,6 +39,70 @@ KNOBS: dict[str, tuple[str, str]] = {
     "max_eval_batches": ("--max-eval-batches", "int"),
     "log_interval": ("--log-interval", "int"),
 }
+# --input-cost: a level, or a decode size in pixels (as the bundled trainkit reads it).
+INPUT_COST_LEVELS = ("none", "low", "medium", "high")
+MAX_INPUT_COST_PX = 4096
+
+
+class Expands(str):
+    """A word of a launch line that the job's shell expands (``${SLURM_JOB_ID}.lprof``):
+    written as is. Every other word is shell-quoted."""
+
+    __slots__ = ()
+
+
+def checked_knob(name: str, value: object, where: str | None) -> object:
+    """A knob's value checked against its kind: a bounded whole number, a bool, or an
+    --input-cost level; InputError naming ``where`` otherwise. It goes on a command line."""
+    _, kind = KNOBS[name]
+    what = f"{name} ({KNOBS[name][0]})"
+    if value is None:
+        return None
+    if kind == "int":
+        return checked_count(value, what, where)
+    if kind in ("bool", "flag"):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise InputError(where, f"{what} must be true or false, not {_shown(value)}")
+    text = checked_text(value, what, where)
+    if text in INPUT_COST_LEVELS or (
+        text.isdigit() and len(text) <= 4 and int(text) <= MAX_INPUT_COST_PX
+    ):
+        return text
+    raise InputError(
+        where,
+        f"{what} must be one of {', '.join(INPUT_COST_LEVELS)} or a size in pixels "
+        f"(0..{MAX_INPUT_COST_PX}), not {_shown(value)}",
+    )
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def checked_settings(settings: Settings, where: str | None) -> Settings:
+    """Every value that reaches a job script or a command line, checked (see safe_words):
+    the settings as they will be written, or InputError naming ``where``."""
+    knobs = {
+        name: checked_knob(name, value, where)
+        for name, value in settings.knobs.items()
+        if name in KNOBS
+    }
+    return replace(
+        settings,
+        ntasks=checked_count(settings.ntasks, "ntasks", where, minimum=1),
+        cpus_per_task=checked_count(settings.cpus_per_task, "cpus-per-task", where, minimum=1),
+        gpus=checked_count(settings.gpus, "gpus", where),
+        mem=None if settings.mem is None else checked_directive("mem", settings.mem, where),
+        time=None if settings.time is None else checked_directive("time", settings.time, where),
+        knobs={**settings.knobs, **knobs},
+        extra_args=tuple(
+            checked_text(arg, "an --extra argument", where) for arg in settings.extra_args
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -112,13 +181,7 @@ class Settings:
 
 
 def _positive(value: object, what: str, source: str) -> int:
-    try:
-        n = int(str(value))
-    except ValueError:
-        raise InputError(source, f"{what} must be a whole number, not {value!r}") from None
-    if n < 0:
-        raise InputError(source, f"{what} must be 0 or more, not {n}")
-    return n
+    return checked_count(value, what, source)
 
 
 def _gpus_of(directives: Mapping[str, Any], source: str) -> int | None:
@@ -148,9 +211,9 @@ def _apply_sbatch(settings: Settings, table: Mapping[str, Any], source: str) -> 
     if gpus is not None:
         changes["gpus"] = gpus
     if "mem" in table:
-        changes["mem"] = str(table["mem"])
+        changes["mem"] = checked_directive("mem", table["mem"], source)
     if "time" in table:
-        changes["time"] = str(table["time"])
+        changes["time"] = checked_directive("time", table["time"], source)
     return replace(settings, **changes)
 
 
@@ -174,7 +237,7 @@ def settings_from_advice(
     notes = list(settings.notes)
     for key, change in plan.script.items():
         if key in KNOBS:
-            knobs[key] = _plain(change.value)
+            knobs[key] = checked_knob(key, _plain(change.value), source)
             because[key] = change.because
         else:
             notes.append(
@@ -188,38 +251,50 @@ def settings_from_advice(
     return replace(settings, knobs=knobs, because=because, notes=tuple(notes))
 
 
-def _changes(table: object) -> dict[str, Change]:
-    """A plan section as ``report --format json`` writes it: key -> {value, because}."""
+def _changes(table: object, source: str) -> dict[str, Change]:
+    """A plan section as ``report --format json`` writes it: key -> {value, because}. The
+    finding ids are written into the job script's comments: checked as text."""
     if not isinstance(table, Mapping):
         return {}
-    return {
-        str(k): Change(v.get("value"), tuple(str(b) for b in v.get("because", ())))
-        for k, v in table.items()
-        if isinstance(v, Mapping)
-    }
+    changes: dict[str, Change] = {}
+    for key, entry in table.items():
+        if not isinstance(entry, Mapping):
+            continue
+        because = entry.get("because", ())
+        if not isinstance(because, list | tuple):
+            raise InputError(source, f"plan {key}: 'because' must be a list of finding ids")
+        ids = tuple(checked_text(b, f"plan {key}: a finding id", source) for b in because)
+        changes[checked_text(key, "a plan setting", source)] = Change(entry.get("value"), ids)
+    return changes
+
+
+def _table(parent: Mapping[str, Any], key: str, source: str) -> Mapping[str, Any]:
+    """``parent[key]`` as a table ({} when absent); InputError when it is something else."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(source, f"report: {key} must be a table, not {type(value).__name__}")
+    return value
 
 
 def settings_from_report(base: Settings, report: Mapping[str, Any], source: str) -> Settings:
     """``base`` with a saved report's job directives, then its plan, applied."""
-    if not isinstance(report, Mapping) or report.get("tool", {}).get("name") != "tuneadvisor":
+    tool = report.get("tool") if isinstance(report, Mapping) else None
+    if not isinstance(tool, Mapping) or tool.get("name") != "tuneadvisor":
         raise InputError(source, "not a report of `tuneadvisor report --format json`")
-    job = report.get("job") or {}
-    advice = report.get("advice") or {}
-    plan = advice.get("plan") or {}
+    job = _table(report, "job", source)
+    plan = _table(_table(report, "advice", source), "plan", source)
     saved = Plan(
-        sbatch=_changes(plan.get("sbatch")),
-        script=_changes(plan.get("script")),
-        env=_changes(plan.get("env")),
+        sbatch=_changes(plan.get("sbatch"), source),
+        script=_changes(plan.get("script"), source),
+        env=_changes(plan.get("env"), source),
     )
-    return settings_from_advice(base, job.get("directives") or {}, saved, source)
+    return settings_from_advice(base, _table(job, "directives", source), saved, source)
 
 
 def load_report(path: str) -> dict[str, Any]:
-    text = read_text_input(path, "report")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not JSON (line {exc.lineno}): {exc.msg}") from None
+    data = load_json_input(path, "report")
     if not isinstance(data, dict):
         raise InputError(path, "not a report of `tuneadvisor report --format json`")
     return data
@@ -239,33 +314,54 @@ def render_job_script(
 ) -> str:
     """A job script that runs ``launch`` with these settings, as the bundled ones are
     written: directives, OMP_NUM_THREADS from the job, then the launch line. With ``watch``
-    (how to start tuneadvisor), ``tuneadvisor watch`` records the training beside it."""
+    (how to start tuneadvisor), ``tuneadvisor watch`` records the training beside it.
+
+    Every value is checked and quoted here, whatever checked it before: a word of the
+    launch line is shell-quoted unless it is an :class:`Expands`, a directive's value is
+    one sbatch accepts, and a control character anywhere is refused (InputError)."""
+    settings = checked_settings(settings, None)
     lines = [
         "#!/bin/bash",
-        f"#SBATCH --job-name={name}",
+        f"#SBATCH --job-name={_directive('job-name', name)}",
         "#SBATCH --nodes=1",
         f"#SBATCH --ntasks={settings.ntasks}",
         f"#SBATCH --cpus-per-task={settings.cpus_per_task}",
     ]
     if settings.mem:
-        lines.append(f"#SBATCH --mem={settings.mem}")
+        lines.append(f"#SBATCH --mem={_directive('mem', settings.mem)}")
     if settings.gpus:
         lines.append(f"#SBATCH --gres=gpu:{settings.gpus}")
     if settings.time:
-        lines.append(f"#SBATCH --time={settings.time}")
-    lines.append(f"#SBATCH --output={output}")
-    command = " ".join(shlex.quote(a) if not a.startswith("$") else a for a in launch)
+        lines.append(f"#SBATCH --time={_directive('time', settings.time)}")
+    lines.append(f"#SBATCH --output={_directive('output', output)}")
+    command = " ".join(_launch_word(a) for a in launch)
     lines += [
         "",
         "# Written by tuneadvisor from these settings:",
-        f"#   {settings.describe()}",
-        *(f"#   {k}: from {', '.join(v)}" for k, v in settings.because.items() if v),
+        f"#   {checked_text(settings.describe(), 'the settings')}",
+        *(
+            f"#   {checked_text(k, 'a setting')}: from "
+            + checked_text(", ".join(v), "a finding id")
+            for k, v in settings.because.items()
+            if v
+        ),
         "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}",
-        f"cd {shlex.quote(str(workdir))}",
+        f"cd {shell_word(str(workdir), 'the run folder')}",
         *(_watched(command, watch, srun=launch[:1] == ["srun"]) if watch else [command]),
         "",
     ]
     return "\n".join(lines)
+
+
+def _directive(name: str, value: str) -> str:
+    """A directive's value as sbatch reads it back (quoted when it needs to be)."""
+    return render_value(checked_directive(name, value), None, at_start=False)
+
+
+def _launch_word(word: str) -> str:
+    if isinstance(word, Expands):
+        return checked_text(word, "a launch word")
+    return shell_word(word, "a word of the launch line")
 
 
 METRICS_FILE = '"metrics-${SLURM_JOB_ID}.jsonl"'
@@ -277,7 +373,7 @@ def _watched(command: str, watch: Sequence[str], *, srun: bool) -> list[str]:
     srun's tasks are children of slurmstepd, not of srun: then the job's processes are
     watched, else the training's own tree."""
     target = '--job "$SLURM_JOB_ID"' if srun else '--pid "$train_pid"'
-    tool = " ".join(shlex.quote(a) for a in watch)
+    tool = " ".join(shell_word(a, "the tuneadvisor command") for a in watch)
     return [
         f"{command} &",
         "train_pid=$!",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tuneadvisor import __version__
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import write_atomic
 from tuneadvisor.relaunch.bundled import script_path
 from tuneadvisor.relaunch.measurements import Measured, Measurements, parse_event
 from tuneadvisor.relaunch.records import (
@@ -21,7 +22,7 @@ from tuneadvisor.relaunch.records import (
     write_record,
 )
 from tuneadvisor.relaunch.runner import RunRequest, new_run_dir, torchrun_command
-from tuneadvisor.relaunch.settings import render_job_script
+from tuneadvisor.relaunch.settings import Expands, render_job_script
 from tuneadvisor.relaunch.usage import recorded_usage
 from tuneadvisor.relaunch.watcher import tuneadvisor_command
 
@@ -50,8 +51,8 @@ def launch_line(req: RunRequest) -> list[str]:
         )
         command = ["sh", "-c", inner, "sh", *args]
     elif req.profile:
-        command = [req.python, "-m", "kernprof", "-l", "-q", "-o", "${SLURM_JOB_ID}.lprof",
-                   script, *args]  # fmt: skip
+        output = Expands("${SLURM_JOB_ID}.lprof")  # the job's shell names it
+        command = [req.python, "-m", "kernprof", "-l", "-q", "-o", output, script, *args]
     return ["srun", *command] if req.spec.launcher == "srun" else command
 
 
@@ -72,7 +73,8 @@ def write_submission(req: RunRequest) -> tuple[str, Path, Path]:
     """A run folder with the job script in it: (run id, folder, job script)."""
     run_id, run_dir = new_run_dir(req.runs_root, req.spec.name)
     job = run_dir / "job.sbatch"
-    job.write_text(
+    write_atomic(
+        job,
         render_job_script(
             req.settings,
             name=req.spec.name,
@@ -80,7 +82,7 @@ def write_submission(req: RunRequest) -> tuple[str, Path, Path]:
             workdir=run_dir.resolve(),
             output=str(run_dir.resolve() / "slurm-%j.out"),
             watch=tuneadvisor_command() if req.watch else None,
-        )
+        ).encode(),
     )
     return run_id, run_dir, job
 

@@ -51,8 +51,13 @@ def write_outputs(advice: Advice, job_path: Path, out: Path, in_place: bool) -> 
         write_atomic(backup, advice.original_job.render(), mode_from=job_path)
         said.append(f"backup: {backup}")
     if advice.job_diff or not in_place:
-        write_atomic(out, advice.tuned_job.render(), mode_from=job_path)
-        said.append(f"wrote {out}")
+        written = write_atomic(out, advice.tuned_job.render(), mode_from=job_path)
+        # A link is followed, not replaced: say which file changed.
+        said.append(
+            f"wrote {out}"
+            if written == out
+            else f"wrote {written}, the file the link {out} points at"
+        )
     patch_path = script_patch_path(advice, out)
     if patch_path is not None:
         write_atomic(patch_path, advice.script_patch.encode())

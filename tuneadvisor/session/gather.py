@@ -16,7 +16,7 @@ from tuneadvisor.advisor.evidence import Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.profile_facts import profile_facts
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import read_text_input
+from tuneadvisor.files import MAX_CONFIG_INPUT, is_regular_file, present, read_text_input
 from tuneadvisor.profile.analysis import ProfileAnalysis
 from tuneadvisor.session.inputs import Inputs
 
@@ -67,13 +67,13 @@ def _script(
         if unfollowed is not None:
             notes.append(_cannot_follow(unfollowed.command, unfollowed.reason))
         return None, None
-    if launch.script_path is not None and launch.script_path.is_file():
+    if launch.script_path is not None and is_regular_file(launch.script_path):
         path = str(launch.script_path)
         return path, read_text_input(path, "training script")
     if launch.script and paths.job is not None:
         # A job copied from the cluster names a path that is not here: look beside it.
         beside = Path(paths.job).parent / Path(launch.script).name
-        if beside.is_file():
+        if is_regular_file(beside):
             return str(beside), read_text_input(beside, "training script")
     name = Path(launch.script).name if launch.script else ""
     if "$" in name or "`" in name:  # `python $SCRIPT` set from outside, `$(pick_script)`
@@ -201,7 +201,7 @@ def _site_path(paths: Inputs, env: Mapping[str, str]) -> str | None:
         return env[SITE_ENV]
     config = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     default = config / "tuneadvisor" / "site.toml"
-    return str(default) if default.is_file() else None
+    return str(default) if present(default, "site file") and default.is_file() else None
 
 
 def _known(facts: Mapping[str, object]) -> dict[str, object]:
@@ -419,4 +419,4 @@ def _unread(lines: Sequence[str], shown: int = 3) -> str:
 def load_site(path: str) -> Site:
     from tuneadvisor.advisor.site import parse_site
 
-    return parse_site(read_text_input(path, "site file"), path)
+    return parse_site(read_text_input(path, "site file", MAX_CONFIG_INPUT), path)

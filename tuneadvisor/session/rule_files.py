@@ -7,13 +7,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from tuneadvisor.advisor.rules import Rule, RuleError, parse_rule
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import MAX_CONFIG_INPUT, present, read_text_input
 
 
 def load_rule(path: Path) -> Rule:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RuleError(f"{path}:1", f"cannot read: {exc}") from None
+        # A regular file of at most MAX_CONFIG_INPUT: a FIFO or /dev/zero named *.toml
+        # would block or never end.
+        text = read_text_input(path, "rule file", MAX_CONFIG_INPUT)
+    except InputError as exc:
+        raise RuleError(f"{path}:1", exc.problem) from None
     return parse_rule(path, text)
 
 
@@ -51,7 +55,7 @@ def rule_dirs(extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -
     dirs = [default_rules_dir()]
     config_home = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     user_dir = config_home / "tuneadvisor" / "rules"
-    if user_dir.is_dir():
+    if present(user_dir, "rules folder of the user's config") and user_dir.is_dir():
         dirs.append(user_dir)
     dirs += [Path(p) for p in env.get(RULES_ENV, "").split(":") if p]
     dirs += [Path(p) for p in extra]

@@ -157,4 +157,7 @@ def parse_job(text: str) -> JobInfo:
     records = parse_records(text)
     if len(records) != 1:
         raise ScontrolError(f"expected one job record, got {len(records)}")
-    return job_info(records[0])
+    try:
+        return job_info(records[0])
+    except UnitError as exc:  # a field not in its unit's format (TRES, a time)
+        raise ScontrolError(str(exc)) from None

@@ -80,6 +80,8 @@ def parse_squeue_json(text: str) -> tuple[QueuedJob, ...]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SqueueError(f"not JSON: {exc}") from None
+    except (RecursionError, ValueError) as exc:  # nested too deep, huge integers
+        raise SqueueError(f"not readable: {str(exc).split(':')[0]}") from None
     jobs = data.get("jobs") if isinstance(data, dict) else None
     if not isinstance(jobs, list):
         raise SqueueError("no 'jobs' list: not squeue --json output")

@@ -56,7 +56,7 @@ class LabelledLines:
         if text.startswith("{"):
             try:
                 obj = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):
                 if len(piece) >= PIECE:  # cut by srun: the rest follows
                     self._pending[task] = text
                     return task, None

@@ -5,6 +5,7 @@ byte stays)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,7 @@ _ADDING_UP = frozenset({"mail-type"})
 _SAME_SETTING = {"requeue": "no-requeue", "no-requeue": "requeue"}
 # Problems that make a file no job script at all (a Python file, an empty file).
 _NOT_A_SCRIPT = frozenset({EMPTY_SCRIPT, NOT_A_BATCH_SCRIPT})
+_BARE_CR = re.compile(r"\r(?!\n)")
 
 
 @dataclass(frozen=True)
@@ -129,13 +131,42 @@ class JobScript:
     def not_a_script(self) -> str | None:
         """Why this is no batch script at all (empty, or no ``#!`` first line), in sbatch's
         words with what to do instead; None for a file sbatch would read as one."""
+        line_breaks = self._line_breaks_unread()
+        if line_breaks is not None:
+            return line_breaks
         problem = next((p for p in self.problems if p.id in _NOT_A_SCRIPT), None)
         if problem is None:
             return None
+        if self.text.startswith("\ufeff"):
+            return (
+                "not a Slurm job script: it starts with a UTF-8 byte-order mark, and sbatch "
+                "needs #! as its very first bytes; save it without the mark (BOM)"
+            )
         hint = "give the job script you submit with sbatch, starting with a line like #!/bin/bash"
         if self.path is not None and self.path.suffix == ".py":
             hint = "this is a Python file: give it with --script, and " + hint
         return f"not a Slurm job script: sbatch refuses it ({problem.message}); {hint}"
+
+    def _line_breaks_unread(self) -> str | None:
+        """Lines ended by CR alone (classic Mac) before the first command: sbatch and bash
+        split lines at LF only, so the directives and the command after the ``#!`` line
+        are one comment; an edit would be inserted or appended where nothing reads it."""
+        bare = _BARE_CR.search(self.text)
+        if bare is None:
+            return None
+        first = self.first_command_line
+        header_end = (
+            sum(len(line.text) + len(line.ending) for line in self.lines[: first - 1])
+            if first
+            else len(self.text)
+        )
+        if bare.start() >= header_end:
+            return None
+        return (
+            "its lines end in CR alone (old Mac line breaks): sbatch and bash read them as "
+            "one line, so no directive or command after #! is read; convert them with "
+            "tr '\\r' '\\n'"
+        )
 
     @property
     def refused(self) -> bool:

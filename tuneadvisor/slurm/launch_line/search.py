@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tuneadvisor.files import is_regular_file
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.commands import ASSIGNMENT, Found, analyse, with_arguments
@@ -88,7 +89,7 @@ def _resolve(script: str, context: _Context) -> Path | None:
     parent = context.job_dir.parent if context.job_dir is not None else None
     bases = [b for b in (context.cwd, context.job_dir, Path.cwd(), parent) if b is not None]
     candidates = [path] if path.is_absolute() else [base / path for base in bases]
-    return next((c for c in candidates if c.is_file()), None)
+    return next((c for c in candidates if is_regular_file(c)), None)
 
 
 def _track(words: list[str], context: _Context) -> None:

@@ -25,6 +25,10 @@ def parse_sacct_json(text: str) -> tuple[SacctJob, ...]:
         document = json.loads(text)
     except json.JSONDecodeError as err:
         raise SacctError(f"not JSON: {err.msg} at line {err.lineno}") from None
+    except RecursionError:
+        raise SacctError("not readable: nested too deeply") from None
+    except ValueError as err:  # an integer of thousands of digits
+        raise SacctError(f"not readable: {str(err).split(':')[0]}") from None
     if not isinstance(document, dict) or not isinstance(document.get("jobs"), list):
         raise SacctError("no 'jobs' list: not the output of sacct --json")
     for position, job in enumerate(document["jobs"]):
