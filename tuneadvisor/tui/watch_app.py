@@ -636,6 +636,8 @@ class WatchApp(App[int]):
         box.border_title = title
         self.query_one("#ended-text", Static).update(Text(body.rstrip("\n")))
         box.display = True
+        if self.live.program is not None and not self.live.program.running:
+            self.query_one("#output").border_subtitle = ""  # no Ctrl-C to pass on now
         self.query_one("#proc-box").display = False
         self.query_one("#findings").display = False  # the summary has them, with windows
         self.refresh_bindings()
