@@ -149,3 +149,22 @@ def test_left_running_its_output_still_goes_to_the_log(tmp_path: Path) -> None:
 def test_a_log_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"cannot write the program's log"):
         start_program(["true"], screen=True, log_path=str(tmp_path / "no" / "run.log"))
+
+
+def test_a_jobs_pane_follows_its_stdout_when_this_node_can_read_it(tmp_path: Path) -> None:
+    from tuneadvisor.watch.job_target import JobPlan
+    from tuneadvisor.watch.start import _job_output, _Target
+
+    out = tmp_path / "slurm-77.out"
+    out.write_text("epoch 1 done\n")
+    plan = JobPlan("77", "slurm", "job 77", std_out=str(out))
+    run, tail = _job_output(_Target("job 77", None, "77", plan=plan))
+    assert tail is not None and run.output is tail.output
+    assert run.output_title == f"The job's output: {out}"
+    tail.read_new()
+    assert run.output.tail(1) == ["epoch 1 done"]
+    tail.close()
+    hidden = JobPlan("77", "slurm", "job 77", std_out="/nowhere/slurm-77.out")
+    run, tail = _job_output(_Target("job 77", None, "77", plan=hidden))
+    assert tail is None and run.output is None
+    assert run.output_missing == "the job's output: /nowhere/slurm-77.out is not readable here"

@@ -301,13 +301,17 @@ class WatchApp(App[int]):
             return
         new = lines.since(self._output_count)
         log = self.query_one("#output-log", RichLog)
-        at_end = log.is_vertical_scroll_end or log.max_scroll_y == 0  # else the user scrolled
+        # Follow the end unless the user scrolled up; scroll at once (not after the next
+        # refresh), so that the next poll still finds the pane at its end.
+        at_end = log.scroll_y >= log.max_scroll_y - 1
         if new.skipped:
             program = self.live.program
             where = f" (all of them in {program.log_path})" if program and program.log_path else ""
-            log.write(Text(f"… {new.skipped} lines not shown{where}", "italic"), scroll_end=at_end)
+            log.write(Text(f"… {new.skipped} lines not shown{where}", "italic"), scroll_end=False)
         for line in new.lines:
-            log.write(Text(line), scroll_end=at_end)
+            log.write(Text(line), scroll_end=False)
+        if at_end and (new.lines or new.skipped):
+            log.scroll_end(animate=False, immediate=True, x_axis=False)
         self._output_count = new.count
         partial = self.query_one("#output-partial", Static)
         partial.display = bool(new.partial)

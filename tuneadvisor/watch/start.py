@@ -182,7 +182,8 @@ def build_session(
     if target.plan is not None and target.plan.how == "srun":
         return _merged_session(args, target.plan, rules)
     host = _host_sampler(target, args.watcher)
-    missing = host.check_roots()
+    # A program of ours is reaped as soon as it exits: gone already is an end, not an error.
+    missing = host.check_roots() if target.program is None else []
     if missing:
         raise InputError(None, f"--pid {missing[0]}: no such process")
     host.sample()  # primes CPU counters and reads the target's environment
