@@ -506,3 +506,32 @@ def test_snapshot_finished_at_100x30(snap_compare: SnapCompare) -> None:
         await until_app(pilot, lambda: len(pane_lines(app)) == 2, "the output")
 
     assert snap_compare(app, terminal_size=(100, 30), run_before=finished)
+
+
+@async_test
+async def test_the_pane_follows_the_newest_line_unless_scrolled_up() -> None:
+    s, sampler = quiet_session()
+    program = FakeProgram()
+    app = WatchApp(s, run=live_run(program))
+
+    async def fed(n: int) -> None:
+        program.output.feed("".join(f"line {i}\n" for i in range(n)))
+        total = program.output.count
+        await until_app(pilot, lambda: app._output_count == total, "the lines in the pane")
+        await pilot.pause()
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        log = app.query_one("#output-log", RichLog)
+        await fed(40)
+        assert log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y
+        app.query_one("#output").styles.height = 4  # the pane shrinks (findings came)
+        await pilot.pause()
+        await fed(5)
+        assert log.scroll_y == log.max_scroll_y  # still following
+        log.scroll_to(y=3, animate=False, immediate=True)  # the user scrolls up to read
+        await fed(10)
+        assert log.scroll_y == 3
+        log.scroll_end(animate=False, immediate=True)  # and back down: following again
+        await fed(10)
+        assert log.scroll_y == log.max_scroll_y
+        sampler.gate.set()

@@ -165,6 +165,8 @@ class WatchApp(App[int]):
         self._end_shown: tuple[str, str] | None = None  # (title, body) on the end panel
         self._stop_sent: float | None = None  # "stop it" answered: when SIGTERM went
         self._output_count = 0  # output lines already in the pane
+        self._output_follow = True  # the pane shows the newest line (not scrolled up)
+        self._output_scrolled_to = 0.0  # where the pane was left at the last poll
         self.replay = source if isinstance(source, ReplaySession) else None
         self.title = title
         self.paused = False
@@ -301,17 +303,22 @@ class WatchApp(App[int]):
             return
         new = lines.since(self._output_count)
         log = self.query_one("#output-log", RichLog)
-        # Follow the end unless the user scrolled up; scroll at once (not after the next
-        # refresh), so that the next poll still finds the pane at its end.
-        at_end = log.scroll_y >= log.max_scroll_y - 1
+        # Follow the newest line, like a terminal, unless the user scrolled up (then until
+        # they scroll back to the end). Judged against where this pane last scrolled to: the
+        # pane shrinking (more findings) moves the end without the user doing anything.
+        if log.scroll_y < self._output_scrolled_to - 0.5:
+            self._output_follow = False
+        elif log.scroll_y >= log.max_scroll_y - 1:
+            self._output_follow = True
         if new.skipped:
             program = self.live.program
             where = f" (all of them in {program.log_path})" if program and program.log_path else ""
             log.write(Text(f"… {new.skipped} lines not shown{where}", "italic"), scroll_end=False)
         for line in new.lines:
             log.write(Text(line), scroll_end=False)
-        if at_end and (new.lines or new.skipped):
+        if self._output_follow and log.scroll_y < log.max_scroll_y:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
+        self._output_scrolled_to = log.scroll_y
         self._output_count = new.count
         partial = self.query_one("#output-partial", Static)
         partial.display = bool(new.partial)
