@@ -83,3 +83,23 @@ def test_open_shows_the_profile_answers_keys_and_quits(tmux: Tmux, tmp_path: Pat
         time.sleep(0.2)
     assert not tmux.alive(), "tuneadvisor did not exit on q:\n" + tmux.screen()
     assert status_file.read_text().strip() == "0"
+
+
+@pytest.mark.parametrize(("width", "height"), [(100, 30), (220, 60)])
+def test_the_launch_line_change_is_on_screen(tmux: Tmux, width: int, height: int) -> None:
+    """The job-script tab: the advice changes `--num-workers 1` to 4 on a launch line longer
+    than the pane; both lines show whole (wrapped), with no sideways scrolling."""
+    command = f"{shlex.quote(str(BINARY))} open {PROFILE} --job {JOB}"
+    tmux.run(
+        "new-session", "-d", "-s", tmux.session, "-x", str(width), "-y", str(height),
+        "-c", str(REPO), "sh", "-c", command,
+    )  # fmt: skip
+    tmux.wait_for("the advice", lambda s: "Findings (1)" in s)
+    tmux.keys("3")
+    screen = tmux.wait_for(
+        "both launch lines", lambda s: "--num-workers 1" in s and "--num-workers 4" in s
+    )
+    assert "-kernprof" in screen and "+kernprof" in screen
+    assert "+#SBATCH --cpus-per-task=4" in screen
+    for line in screen.splitlines():
+        assert len(line) <= width

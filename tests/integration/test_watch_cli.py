@@ -53,8 +53,12 @@ def test_a_pid_that_does_not_exist_is_one_line_and_status_2() -> None:
         (["--interval", "0.05"], "--interval 0.05: at least 0.1 s"),
         (["--duration", "0"], "--duration 0: must be positive"),
         (["--job", "abc"], "--job abc: not a Slurm job id"),
+        (["--log", "x.log", "--pid", "1"],
+         "watch: --log FILE goes with -- COMMAND (a job has its own)"),
+        (["--log", "/no/such/dir/x.log", "--", "true"],
+         "/no/such/dir/x.log: cannot write the program's log: No such file or directory"),
     ],
-)
+)  # fmt: skip
 def test_bad_options(args: list[str], message: str) -> None:
     result = tuneadvisor("watch", "--headless", *args)
     assert (result.returncode, result.stderr) == (2, f"tuneadvisor: {message}\n")
@@ -235,3 +239,18 @@ def test_sigterm_ends_the_watch_with_a_summary(tmp_path: Path) -> None:
     out, err = watch.communicate(timeout=60)
     assert watch.returncode == 0, err
     assert "the whole node" in out and "(stopped)" in out
+
+
+def test_headless_with_a_recording_the_output_is_shown_and_logged_beside_it(
+    tmp_path: Path,
+) -> None:
+    trainer = REPO / "tests" / "fixtures" / "watch" / "trainer.py"
+    rec = tmp_path / "run.jsonl"
+    result = tuneadvisor("watch", "--headless", "--interval", "0.1", "--record", str(rec),
+                         "--", sys.executable, str(trainer), "3", "5")  # fmt: skip
+    assert result.returncode == 5, result.stderr
+    log = (tmp_path / "run.log").read_text()
+    assert "step 3 loss" in log and "warning: a line on stderr" in log
+    assert "trainer: stdout is a terminal: False" in log  # stdout is a pipe here: so is its
+    out = result.stdout
+    assert out.index("training done") < out.index("tuneadvisor watch: pid")  # then the summary

@@ -4,9 +4,12 @@ Uses a private tmux server (`-L`), never the user's."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -72,3 +75,89 @@ def test_watch_screen_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
     finally:
         main.kill()
         main.wait()
+
+
+TRAINER = REPO / "tests" / "fixtures" / "watch" / "trainer.py"
+SIZES = [(100, 30), (220, 60)]
+
+
+def _watch_command(tmp_path: Path, *args: str) -> tuple[str, Path]:
+    """The shell line tmux runs: watch, then its exit status into a file."""
+    status = tmp_path / "status"
+    env = f"PYTHONPATH={shlex.quote(f'{FAKE}{os.pathsep}{REPO}')} " \
+          f"TUNEADVISOR_FAKE_NVML={shlex.quote(str(A100))}"  # fmt: skip
+    line = (f"cd {shlex.quote(str(tmp_path))} && {env} {shlex.quote(str(BINARY))} watch "
+            f"{' '.join(map(shlex.quote, args))}; echo $? > {shlex.quote(str(status))}; "
+            "sleep 60")  # fmt: skip
+    return line, status
+
+
+def _status(path: Path) -> str:
+    deadline = time.monotonic() + WAIT_S
+    while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return path.read_text().strip()
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_output_pane_ctrl_c_and_the_end_in_a_real_terminal(
+    tmux: Tmux, tmp_path: Path, width: int, height: int
+) -> None:
+    """`watch -- CMD`: the program's lines in the pane (never over the screen) and in the log
+    beside the recording; Ctrl-C reaches it; the end shown; watch exits with its status."""
+    # Pinned to core 0, the trainer keeps that core at 100 %: its chart is drawn full.
+    command, status = _watch_command(
+        tmp_path, "--interval", "0.2", "--record", "run.jsonl", "--",
+        "taskset", "-c", "0", sys.executable, str(TRAINER), "0",
+    )  # fmt: skip
+    tmux.run("new-session", "-d", "-s", "watch", "-x", str(width), "-y", str(height), command)
+    screen = tmux.wait_for("the trainer's steps in the pane", lambda s: "step 5 loss" in s)
+    lines = screen.splitlines()
+    assert lines[0].strip().startswith("⭘") and "tuneadvisor watch: pid" in lines[0]  # title
+    assert not any(line.startswith("step ") for line in lines)  # inside the pane's border
+    assert "Output of pid" in screen and "run.log" in screen
+    if width >= 160:  # wide: the output beside the process table
+        assert any("PID" in line and "Output of pid" in line for line in lines), screen
+    cpu0 = tmux.wait_for(
+        "core 0 at 100 %", lambda s: re.search(r"cpu0 .*███ +(9\d|100)%", s) is not None
+    )
+    assert re.search(r"util .*█ +97%", cpu0)  # GPU 0 of the A100 fixture, on 0-100 %
+    tmux.keys("C-c")
+    screen = tmux.wait_for("the end", lambda s: "The program ended: exit status 130" in s)
+    assert "SIGINT at step" in screen and "ENDED · whole run" in screen
+    assert "A100-SXM4-40GB (GPU-4cf8db2d" in screen  # the summary on the end panel
+    tmux.keys("q")
+    assert _status(status) == "130"
+    after = tmux.screen()
+    assert "SIGINT at step" in after and "The program (pid" in after  # printed at close
+    log = (tmp_path / "run.log").read_text()
+    assert "trainer: stdout is a terminal: True" in log and "SIGINT at step" in log
+    assert "warning: a line on stderr" in log
+
+
+def test_q_asks_and_leave_it_running_keeps_the_program(tmux: Tmux, tmp_path: Path) -> None:
+    command, status = _watch_command(
+        tmp_path, "--interval", "0.2", "--log", "out.log", "--", sys.executable, str(TRAINER), "0"
+    )
+    tmux.run("new-session", "-d", "-s", "watch", "-x", "100", "-y", "30", command)
+    screen = tmux.wait_for("the steps", lambda s: re.search(r"step \d+ loss", s) is not None)
+    pid = int(re.search(r"watch: pid (\d+)", screen).group(1))  # type: ignore[union-attr]
+    try:
+        tmux.keys("q")
+        tmux.wait_for("the question", lambda s: f"pid {pid} is still running. Stop it?" in s)
+        tmux.keys("Escape")
+        tmux.wait_for("the screen again", lambda s: "Stop it?" not in s)
+        tmux.keys("q")
+        tmux.wait_for("the question", lambda s: "Stop it?" in s)
+        tmux.keys("l")
+        assert _status(status) == "0"
+        assert f"pid {pid} left running; its output goes on to out.log" in tmux.screen()
+        os.kill(pid, 0)  # still there
+        size = (tmp_path / "out.log").stat().st_size
+        deadline = time.monotonic() + WAIT_S
+        while (tmp_path / "out.log").stat().st_size == size:  # and still writing its log
+            assert time.monotonic() < deadline, "the log stopped growing"
+            time.sleep(0.1)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

@@ -368,3 +368,40 @@ def static_text(widget: Static) -> str:
     with console.capture() as capture:
         console.print(content)
     return capture.get()
+
+
+LONG_LAUNCH = (
+    "srun python /home/alice/projects/mnist/mnist_classify.py --data /scratch/alice/mnist "
+    "--epochs 3 --batch-size 64 --num-workers {workers} --pin-memory --log-every 50"
+)
+LONG_JOB_SCRIPT = f"""\
+#!/bin/bash
+#SBATCH --job-name=mnist                 # a short name for the job, shown by squeue and sacct
+#SBATCH --cpus-per-task=1                # cpu-cores per task (>1 if multi-threaded tasks)
+#SBATCH --gres=gpu:1
+
+{LONG_LAUNCH.format(workers=1)}
+"""
+
+
+def long_line_workspace(directory: Path) -> Workspace:
+    """A job script whose launch line is longer than a pane at 100 columns, and advice that
+    changes one word of it (``--num-workers 1`` -> ``4``) and a commented directive."""
+    tuned = LONG_JOB_SCRIPT.replace("--cpus-per-task=1 ", "--cpus-per-task=4 ").replace(
+        "--num-workers 1", "--num-workers 4"
+    )
+    diff = "".join(
+        difflib.unified_diff(
+            LONG_JOB_SCRIPT.splitlines(keepends=True),
+            tuned.splitlines(keepends=True),
+            fromfile="a/mnist.sbatch",
+            tofile="b/mnist.sbatch",
+        )
+    )
+    workspace = advised_workspace(directory)
+    assert workspace.advice is not None
+    return replace(
+        workspace,
+        job=JobScriptText("mnist.sbatch", LONG_JOB_SCRIPT),
+        advice=replace(workspace.advice, job_diff=diff, script_patch="", script_path=None),
+    )

@@ -6,17 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich.text import Text
 from textual.app import App
 from textual.notifications import Notification
 from textual.pilot import Pilot
 from textual.widgets import Static, TabbedContent
 
 from tests.tui.helpers import (
+    LONG_LAUNCH,
     SIZE,
     advised_workspace,
     async_test,
     copy_example,
+    long_line_workspace,
     make_app,
     sample_advice,
     static_text,
@@ -189,15 +190,45 @@ async def test_diff_lines_are_coloured_by_kind(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await wait_loaded(pilot)
         view = screen.query_one("#job-diff", DiffView)
-        content = view.content
-        assert isinstance(content, Text)
         added = view.get_component_rich_style("diff--added", partial=True)
         removed = view.get_component_rich_style("diff--removed", partial=True)
         assert added != removed and added.color is not None
-        styled = {content.plain[span.start : span.end]: span.style for span in content.spans}
+        styled = {line.plain: line.style for line in view.shown}
         assert styled["+#SBATCH --cpus-per-task=4"] == added
         assert styled["-#SBATCH --cpus-per-task=1"] == removed
-        assert " #SBATCH --nodes=1" not in styled  # context lines keep the default
+        assert styled[" #SBATCH --nodes=1"] == ""  # context lines keep the default
+        # Within the changed lines, the changed word stands out: "1" went, "4" came.
+        for line, word in (
+            ("-#SBATCH --cpus-per-task=1", "1"),
+            ("+#SBATCH --cpus-per-task=4", "4"),
+        ):
+            shown = next(t for t in view.shown if t.plain == line)
+            marked = [shown.plain[s.start : s.end] for s in shown.spans]
+            assert marked == [word], marked
+
+
+@async_test
+async def test_changed_lines_wrap_and_context_is_cut_at_100_columns(tmp_path: Path) -> None:
+    """A launch line longer than the pane: the changed word is on screen at 100 columns,
+    and nothing needs scrolling sideways (the script wraps under its own text)."""
+    app = make_app(long_line_workspace(tmp_path))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await wait_loaded(pilot)
+        await show_tab(pilot, "3")
+        view = screen.query_one("#job-diff", DiffView)
+        pane = screen.query_one("#diff-pane")
+        width = view.content_region.width
+        assert width < len(LONG_LAUNCH)  # the line does not fit: it must wrap
+        changed = [t for t in view.shown if t.plain.startswith(("-srun", "+srun"))]
+        assert [t.plain[1:] for t in changed] == [LONG_LAUNCH.format(workers=w) for w in (1, 4)]
+        assert all(not t.no_wrap and t.overflow == "fold" for t in changed)
+        context = [t for t in view.shown if t.plain.startswith(" #SBATCH --job-name")]
+        assert context and context[0].no_wrap and context[0].overflow == "ellipsis"
+        assert pane.virtual_size.width <= pane.size.width  # no sideways scrolling
+        script = screen.query_one("#job-pane")
+        assert script.virtual_size.width <= script.size.width
+        for line, word in zip(changed, ("1", "4"), strict=True):
+            assert [line.plain[s.start : s.end] for s in line.spans] == [word]
 
 
 @async_test

@@ -247,7 +247,7 @@ async def test_tabs_show_findings_and_the_job_script(tmp_path: Path) -> None:
         await pilot.press("3")
         await pilot.pause()
         assert tabs.active == "job"
-        job = static_text(screen.query_one(JobScriptView)).splitlines()
+        job = [line.rstrip() for line in static_text(screen.query_one(JobScriptView)).splitlines()]
         assert job[0] == " 1 │ #!/bin/bash"
         assert job[4] == " 5 │ #SBATCH --cpus-per-task=1"
         assert screen.query_one("#job-pane").border_title == "mnist.sbatch"

@@ -18,6 +18,7 @@ from tests.tui.helpers import (
     SIZE,
     advised_workspace,
     app_with,
+    long_line_workspace,
     make_app,
     missing_source_workspace,
     mnist_workspace,
@@ -72,6 +73,14 @@ def test_findings_tab(snap_compare: SnapCompare, tmp_path: Path) -> None:
 def test_job_script_tab_with_changes(snap_compare: SnapCompare, tmp_path: Path) -> None:
     app = make_app(advised_workspace(tmp_path))
     assert snap_compare(app, terminal_size=SIZE, run_before=loaded, press=["3"])
+
+
+def test_job_script_tab_long_lines_at_100_columns(
+    snap_compare: SnapCompare, tmp_path: Path
+) -> None:
+    """The launch line wraps in both panes; the changed word is marked in the diff."""
+    app = make_app(long_line_workspace(tmp_path))
+    assert snap_compare(app, terminal_size=(100, 30), run_before=loaded, press=["3"])
 
 
 def test_apply_confirmation(snap_compare: SnapCompare, tmp_path: Path) -> None:

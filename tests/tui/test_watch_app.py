@@ -6,25 +6,33 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from rich.text import Text
-from textual.widgets import DataTable, Static
+from textual.pilot import Pilot
+from textual.widgets import DataTable, RichLog, Static
 
 from tuneadvisor.metrics.model import GpuSample, HostSample
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.tui.dialogs import QuitScreen
+from tuneadvisor.tui.level_chart import LevelChart
 from tuneadvisor.tui.watch_app import WatchApp, tree_rows
+from tuneadvisor.watch.live_run import LiveRun
+from tuneadvisor.watch.output import OutputLines
+from tuneadvisor.watch.program import Program
 from tuneadvisor.watch.session import WatchSession
 
 U0 = "GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c"
 U1 = "GPU-4404041a-04cf-1ccf-9e70-f139a9b1e23c"
 SIZE = (140, 44)
 ROUNDS = 12
+SnapCompare = Callable[..., bool]
 
 
 def async_test(test: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], None]:
@@ -151,6 +159,7 @@ def screen_text(app: WatchApp) -> str:
     for widget in app.screen.query(Static):
         content = widget.content
         parts.append(content.plain if isinstance(content, Text) else str(content))
+    parts += [chart.render().plain for chart in app.screen.query(LevelChart)]
     table: DataTable[str] = app.query_one("#procs", DataTable)
     for row in range(table.row_count):
         parts.append(" ".join(str(cell) for cell in table.get_row_at(row)))
@@ -278,3 +287,254 @@ async def test_a_merged_watch_shows_use_per_node_not_sums_against_per_task_asks(
     assert "Use per node (asked: 1 per task): a 1.02 cores, 2500 MiB · b 1.02 cores" in text
     assert "of 1 requested" not in text
     assert text.count("python train.py --epochs 3") >= 4  # same pids, both nodes' rows drawn
+
+
+# ---------------------------------------------------------------------- the program's run
+
+
+class FakeProgram:
+    """What the screen asks of the program ``watch -- COMMAND`` started (the real one is
+    tested in tests/unit/test_watch_program.py and in tmux): it records the signals."""
+
+    def __init__(self) -> None:
+        self.pid = 4242
+        self.log_path: str | None = "runs/watch.log"
+        self.output = OutputLines()
+        self.sent: list[str] = []
+        self.running = True
+        self.left_running = False
+        self.wall_s = 12.3
+
+    def _send(self, name: str) -> bool:
+        self.sent.append(name)
+        return self.running
+
+    def interrupt(self) -> bool:
+        return self._send("SIGINT")
+
+    def terminate(self) -> bool:
+        return self._send("SIGTERM")
+
+    def kill(self) -> bool:
+        return self._send("SIGKILL")
+
+    def describe_end(self) -> str:
+        return "still running" if self.running else "exit status 3"
+
+
+SUMMARY = "tuneadvisor watch: pid 4242 (python train.py): 13 rounds\nFindings: none"
+
+
+def live_run(program: FakeProgram) -> LiveRun:
+    return LiveRun(
+        program=cast(Program, program),
+        output=program.output,
+        output_title="Output of pid 4242 · all of it in runs/watch.log",
+        summary=lambda: SUMMARY,
+    )
+
+
+def quiet_session() -> tuple[WatchSession, ScriptedSampler]:
+    """No rules: nothing on screen depends on when a finding started (snapshots)."""
+    sampler = ScriptedSampler()
+    return WatchSession(sampler, (), interval_s=0.1, window_s=30), sampler
+
+
+async def until_app(pilot: Pilot[Any], done: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not done():
+        assert time.monotonic() < deadline, f"never: {what}"
+        await pilot.pause(0.05)
+
+
+def pane_lines(app: WatchApp) -> list[str]:
+    log = app.query_one("#output-log", RichLog)
+    return [strip.text.rstrip() for strip in log.lines]
+
+
+@async_test
+async def test_the_programs_output_goes_to_its_pane_as_it_comes() -> None:
+    s, sampler = quiet_session()
+    program = FakeProgram()
+    program.output.feed("trainer: started\nstep 1 loss 1.0\n")
+    app = WatchApp(s, run=live_run(program))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until_app(pilot, lambda: len(pane_lines(app)) == 2, "the first lines")
+        assert pane_lines(app) == ["trainer: started", "step 1 loss 1.0"]
+        program.output.feed("step 2 loss 0.5\nepoch 1:  40%|####      |")
+        await until_app(pilot, lambda: len(pane_lines(app)) == 3, "a new line")
+        partial = app.query_one("#output-partial", Static)
+        assert partial.display and str(partial.render()) == "epoch 1:  40%|####      |"
+        output = app.query_one("#output")
+        assert output.border_title == "Output of pid 4242 · all of it in runs/watch.log"
+        assert output.region.y > app.query_one("#procs").region.y  # narrow: under the table
+        await pilot.press("o")  # the pane full screen, and back
+        assert app.screen.maximized is app.query_one("#output-log")
+        await pilot.press("o")
+        assert app.screen.maximized is None
+        sampler.gate.set()
+
+
+@async_test
+async def test_wide_the_output_is_beside_the_processes() -> None:
+    s, sampler = quiet_session()
+    app = WatchApp(s, run=live_run(FakeProgram()))
+    async with app.run_test(size=(220, 60)) as pilot:
+        await wait_rounds(app, pilot, 2)
+        output, procs = app.query_one("#output").region, app.query_one("#procs").region
+        assert output.x > procs.x and output.y == procs.y
+        sampler.gate.set()
+
+
+@async_test
+async def test_ctrl_c_is_sent_to_the_program_and_the_screen_records_on() -> None:
+    s, sampler = quiet_session()
+    program = FakeProgram()
+    app = WatchApp(s, run=live_run(program))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_rounds(app, pilot, ROUNDS)
+        await pilot.press("ctrl+c")
+        assert program.sent == ["SIGINT"] and app.is_running and not app.ended
+        notes = [n.message for n in app._notifications]
+        assert any("SIGINT sent to pid 4242's process group" in n for n in notes), notes
+        program.running = False  # it saved its checkpoint and exited
+        sampler.gate.set()  # the last round finds its processes gone
+        await until_app(pilot, lambda: app.ended, "the end of the session")
+        await pilot.press("ctrl+c")  # nothing of ours runs: Ctrl-C quits, as q
+        await pilot.pause()
+        assert not app.is_running and program.sent == ["SIGINT"]
+
+
+@async_test
+async def test_the_end_shows_the_status_the_summary_and_the_whole_run() -> None:
+    s, sampler = quiet_session()
+    program = FakeProgram()
+    app = WatchApp(s, run=live_run(program))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_rounds(app, pilot, ROUNDS)
+        assert not app.query_one("#ended").display
+        program.running = False
+        sampler.gate.set()
+        await until_app(pilot, lambda: app._end_shown is not None, "the end drawn")
+        ended = app.query_one("#ended")
+        assert ended.display and not app.query_one("#proc-box").display
+        assert ended.border_title == "The program ended: exit status 3 after 12.3 s · q quits"
+        assert str(app.query_one("#ended-text", Static).render()) == SUMMARY
+        assert "ENDED · whole run · 13 rounds" in screen_text(app)
+        assert app.check_action("mark", ()) is False  # no round will carry it
+        await pilot.press("q")  # ended: q quits without asking
+        await pilot.pause()
+        assert not app.is_running and program.sent == []
+
+
+@async_test
+async def test_q_while_the_program_runs_asks_stay_stop_or_leave() -> None:
+    s, sampler = quiet_session()
+    program = FakeProgram()
+    app = WatchApp(s, run=live_run(program))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_rounds(app, pilot, 2)
+        await pilot.press("q")
+        assert isinstance(app.screen, QuitScreen)
+        assert "runs/watch.log" in str(app.screen.query_one("#quit-choices", Static).render())
+        await pilot.press("escape")  # stay
+        assert not isinstance(app.screen, QuitScreen) and app.is_running
+        await pilot.press("q", "s")  # stop: SIGTERM, and the screen waits for the end
+        assert program.sent == ["SIGTERM"] and app.is_running
+        program.running = False
+        await until_app(pilot, lambda: not app.is_running, "the screen to close")
+        sampler.gate.set()
+    assert not program.left_running
+
+    s, sampler = quiet_session()
+    program = FakeProgram()
+    app = WatchApp(s, run=live_run(program))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_rounds(app, pilot, 2)
+        await pilot.press("q", "l")  # leave it running: no signal, the command detaches it
+        await pilot.pause()
+        assert not app.is_running and program.left_running and program.sent == []
+        sampler.gate.set()
+
+
+@async_test
+async def test_a_busy_core_and_a_busy_gpu_are_drawn_full_with_their_values() -> None:
+    s, sampler = session()
+    app = WatchApp(s)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_rounds(app, pilot, ROUNDS)
+        charts = list(app.query_one("#cores").query(LevelChart))
+        busy, idle = charts[0].render().plain, charts[3].render().plain
+        assert busy.startswith("cpu0") and busy.endswith("█" * ROUNDS + "  100%")
+        assert idle.endswith("▁" * ROUNDS + "    0%")
+        util, mem = app.query_one("#gpus").query(LevelChart)[:2]
+        # 60-62 % of the fixed 0-100 scale: bars at 4 of 8 steps, the newest value beside
+        assert re.fullmatch(rf"util +▅{{{ROUNDS}}} +6[012]%", util.render().plain)
+        assert re.fullmatch(rf"mem +▄{{{ROUNDS}}} +44%", mem.render().plain)  # of 40960 MiB
+        sampler.gate.set()
+
+
+def _snapshot_app(program: FakeProgram) -> tuple[WatchApp, ScriptedSampler]:
+    s, sampler = quiet_session()
+    return WatchApp(s, title="tuneadvisor watch: pid 4242 (python train.py)",
+                    run=live_run(program)), sampler  # fmt: skip
+
+
+def test_snapshot_output_pane_at_100x30(snap_compare: SnapCompare) -> None:
+    program = FakeProgram()
+    program.output.feed("".join(f"step {i} loss {1 / i:.4f}\n" for i in range(1, 30)))
+    program.output.feed("epoch 1:  40%|####      | 29/72")
+    app, sampler = _snapshot_app(program)
+
+    async def running(pilot: Pilot[Any]) -> None:
+        await wait_rounds(app, pilot, ROUNDS)
+        await until_app(pilot, lambda: len(pane_lines(app)) == 29, "the output")
+
+    try:
+        assert snap_compare(app, terminal_size=(100, 30), run_before=running)
+    finally:
+        sampler.gate.set()
+
+
+def test_snapshot_finished_at_100x30(snap_compare: SnapCompare) -> None:
+    program = FakeProgram()
+    program.output.feed("step 1 loss 1.0\nSIGINT at step 1: checkpoint saved, exiting\n")
+    app, sampler = _snapshot_app(program)
+
+    async def finished(pilot: Pilot[Any]) -> None:
+        await wait_rounds(app, pilot, ROUNDS)
+        program.running = False
+        sampler.gate.set()
+        await until_app(pilot, lambda: app._end_shown is not None, "the end")
+        await until_app(pilot, lambda: len(pane_lines(app)) == 2, "the output")
+
+    assert snap_compare(app, terminal_size=(100, 30), run_before=finished)
+
+
+@async_test
+async def test_the_pane_follows_the_newest_line_unless_scrolled_up() -> None:
+    s, sampler = quiet_session()
+    program = FakeProgram()
+    app = WatchApp(s, run=live_run(program))
+
+    async def fed(n: int) -> None:
+        program.output.feed("".join(f"line {i}\n" for i in range(n)))
+        total = program.output.count
+        await until_app(pilot, lambda: app._output_count == total, "the lines in the pane")
+        await pilot.pause()
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        log = app.query_one("#output-log", RichLog)
+        await fed(40)
+        assert log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y
+        app.query_one("#output").styles.height = 4  # the pane shrinks (findings came)
+        await pilot.pause()
+        await fed(5)
+        assert log.scroll_y == log.max_scroll_y  # still following
+        log.scroll_to(y=3, animate=False, immediate=True)  # the user scrolls up to read
+        await fed(10)
+        assert log.scroll_y == 3
+        log.scroll_end(animate=False, immediate=True)  # and back down: following again
+        await fed(10)
+        assert log.scroll_y == log.max_scroll_y
+        sampler.gate.set()

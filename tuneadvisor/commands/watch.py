@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from tuneadvisor.commands.inputs import add_rules_option
 
 if TYPE_CHECKING:
+    from tuneadvisor.watch.live_run import LiveRun
     from tuneadvisor.watch.replay import ReplaySession
     from tuneadvisor.watch.session import WatchSession
 
@@ -47,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="FILE",
                         help="append every sample to FILE (JSON Lines; read it with "
                         "report/open --metrics FILE)")  # fmt: skip
+    parser.add_argument("--log", metavar="FILE",
+                        help="with -- COMMAND: append its output to FILE (default: beside "
+                        "--record, e.g. watch.jsonl -> watch.log)")  # fmt: skip
     parser.add_argument("--headless", action="store_true",
                         help="no screen: sample, then print the summary")  # fmt: skip
     # The samplers of a multi-node watch: recording lines on stdout, read through srun.
@@ -73,8 +77,10 @@ def run(args: argparse.Namespace) -> int:
     return run_watch(args, render_summary, show=None if args.headless else show_screen)
 
 
-def show_screen(session: WatchSession | ReplaySession, title: str) -> int:
+def show_screen(
+    session: WatchSession | ReplaySession, title: str, run: LiveRun | None = None
+) -> int:
     """The live screen (Textual loads only here)."""
     from tuneadvisor.tui.watch_app import run_watch_app
 
-    return run_watch_app(session, title=title)
+    return run_watch_app(session, title=title, run=run)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.console import Group
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
@@ -26,6 +27,7 @@ from tuneadvisor.present.findings import (
 )
 from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.tui.view import EVALUATING, NO_FINDINGS, READING, diff_line_kind
+from tuneadvisor.tui.word_diff import changed_words, paired_lines
 
 
 class AdviceBar(Static):
@@ -197,26 +199,48 @@ class FindingsPanel(VerticalScroll):
 
 
 class DiffView(Static):
-    """A unified diff, numbered by nothing, coloured by line: headers, hunks, + and -."""
+    """A unified diff, coloured by line (headers, hunks, + and -), the changed words of a
+    changed line marked within it. Changed lines wrap (the colour runs on) so that every
+    change shows whole without scrolling sideways; context lines are cut to one line with
+    "…" (the job script beside it has them whole)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "diff--header",
         "diff--hunk",
         "diff--added",
         "diff--removed",
+        "diff--added-word",
+        "diff--removed-word",
     }
 
+    shown: tuple[Text, ...] = ()  # the lines as drawn (tests read their styles)
+
     def show(self, diff: str) -> None:
-        text = Text(no_wrap=True)
-        for index, line in enumerate(diff.rstrip("\n").splitlines()):
-            if index:
-                text.append("\n")
+        self.shown = tuple(self.diff_lines(diff))
+        self.update(Group(*self.shown))
+
+    def diff_lines(self, diff: str) -> list[Text]:
+        """One Text a line of the diff, styled."""
+        lines = diff.rstrip("\n").splitlines()
+        words: dict[int, list[tuple[int, int]]] = {}
+        for old, new in paired_lines(lines).items():
+            changed = changed_words(lines[old][1:], lines[new][1:])
+            if changed is not None:
+                words[old], words[new] = changed
+        out = []
+        for index, line in enumerate(lines):
             kind = diff_line_kind(line)
             if kind == "context":
-                text.append(line)
-            else:
-                text.append(line, self.get_component_rich_style(f"diff--{kind}", partial=True))
-        self.update(text)
+                out.append(Text(line, no_wrap=True, overflow="ellipsis"))
+                continue
+            style = self.get_component_rich_style(f"diff--{kind}", partial=True)
+            text = Text(line, style, overflow="fold")
+            if index in words:
+                word_style = self.get_component_rich_style(f"diff--{kind}-word", partial=True)
+                for lo, hi in words[index]:  # +1: the line's own "-" or "+"
+                    text.stylize(word_style, 1 + lo, 1 + hi)
+            out.append(text)
+        return out
 
 
 class DiffPanel(VerticalScroll):

@@ -1,11 +1,12 @@
-"""The loading screen, and the dialogs over the main screen: the keys (help) and the question
-before the tuned job script is written (apply)."""
+"""The loading screen, and the dialogs over the main screen: the keys (help), the question
+before the tuned job script is written (apply), and what ``q`` asks while the program that
+``watch`` started still runs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from rich.table import Table
 from rich.text import Text
@@ -84,3 +85,41 @@ class ApplyScreen(ModalScreen[bool]):
 
     def action_answer(self, confirmed: bool) -> None:
         self.dismiss(confirmed)
+
+
+QuitAnswer = Literal["stop", "leave"] | None
+
+
+class QuitScreen(ModalScreen[QuitAnswer]):
+    """``q`` while the watched program runs: stop it, leave it running, or stay."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "answer('stop')", "Stop it"),
+        Binding("l", "answer('leave')", "Leave it running"),
+        Binding("escape,c", "answer(None)", "Stay"),
+    ]
+
+    def __init__(self, pid: int, log_path: str | None) -> None:
+        super().__init__()
+        self.pid = pid
+        self.log_path = log_path
+
+    def compose(self) -> ComposeResult:
+        output = f"its output goes on to {self.log_path}" if self.log_path else "its output is lost"
+        with Vertical(id="quit-dialog"):
+            yield Static(Text(f"pid {self.pid} is still running. Stop it?"), id="quit-question")
+            yield Static(
+                Text(
+                    "s  stop it: SIGTERM to its process group (SIGKILL after 10 s); the screen "
+                    "closes when it has ended\n"
+                    f"l  leave it running and close the screen; {output}\n"
+                    "escape  stay and keep watching"
+                ),
+                id="quit-choices",
+            )
+
+    def on_mount(self) -> None:
+        self.query_one("#quit-dialog").border_title = "Quit"
+
+    def action_answer(self, answer: QuitAnswer) -> None:
+        self.dismiss(answer)

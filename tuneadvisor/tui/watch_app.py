@@ -9,13 +9,24 @@ only through ``state()`` and ``span()``, frozen copies taken under the session's
 never touches NVML or psutil itself. Live, pausing freezes the screen, not the sampling (the
 recording keeps every round); in a replay it pauses the playback.
 
+Live, the run (``LiveRun``) brings the output of the program ``watch -- COMMAND`` started (or
+a ``--job``'s output file): the output pane shows its lines as they come, like a terminal (the
+newest at the bottom unless scrolled up). Ctrl-C sends SIGINT to the program's process group
+and the screen goes on recording until it has exited; ``q`` while it runs asks whether to
+stop it, leave it running or stay. When the session ends (the program exited, the duration is
+up) the screen says so, with the exit status, the wall time and the headless summary, and
+keeps the whole run on screen until ``q``.
+
 Keys: p pause, + / - zoom the time window, g next GPU, up/down pick a process, m mark a
-moment (live), ] / [ faster / slower, e end, r restart (replay), q quit.
+moment (live), o the output pane full screen, ctrl+c interrupt the program, ] / [ faster /
+slower, e end, r restart (replay), q quit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Protocol
 
@@ -23,11 +34,12 @@ from rich.markup import escape
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.css.query import NoMatches
+from textual.events import Resize
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Sparkline, Static
+from textual.widgets import DataTable, Footer, Header, RichLog, Static
 from textual.worker import Worker, WorkerState
 
 from tuneadvisor.metrics.model import GpuSample
@@ -42,14 +54,22 @@ from tuneadvisor.present.requests_use import (
     requested_mem_mib,
     requests_line,
 )
+from tuneadvisor.tui.dialogs import QuitAnswer, QuitScreen
+from tuneadvisor.tui.level_chart import LevelChart
+from tuneadvisor.watch.live_run import LiveRun
+from tuneadvisor.watch.output import KEEP_LINES
 from tuneadvisor.watch.replay import Playback, ReplaySession
 from tuneadvisor.watch.session import LiveState, Span
 
 ZOOMS: tuple[float | None, ...] = (30.0, 60.0, 300.0, 900.0, 3600.0, None)  # None: whole run
 MAX_CORE_LINES = 16
+CORE_ROOM = 22  # rows the rest of the screen needs at the least
 MAX_MARKS = 6  # the newest ones, on one line
 REPLAY_ACTIONS = frozenset({"faster", "slower", "to_end", "restart"})
 SESSION_WORKER = "watch-session"
+OUTPUT_POLL_S = 0.25  # how often the output pane looks for new lines
+STOP_KILL_S = 10.0  # "stop it": SIGTERM, then SIGKILL if it has not ended by then
+WIDE = 160  # columns from which the processes and the output sit side by side
 
 
 class Source(Protocol):
@@ -66,16 +86,27 @@ def _fmt(value: float | None, spec: str = ".0f") -> str:
 
 
 def gpu_line(gpu: GpuSample, selected: bool) -> str:
+    """The GPU's name and the values without a chart (utilisation and memory have one)."""
     name = gpu.name or gpu.gpu_key
-    util = f"{_fmt(gpu.util_pct)}%"
     mem = f"{_fmt(gpu.mem_used_mib)}/{_fmt(gpu.mem_total_mib)} MiB"
     power = f"{_fmt(gpu.power_w)}/{_fmt(gpu.power_limit_w)} W"
     mark = "▶ " if selected else "  "
     label = f"GPU {gpu.index}" if gpu.index is not None else gpu.gpu_key
     return (
-        f"{mark}{label} {name}  util {util}  mem {mem}  {power}  "
+        f"{mark}{label} {name}  {mem}  {power}  "
         f"{_fmt(gpu.temp_c)}°C  SM {_fmt(gpu.sm_clock_mhz)} MHz"
     )
+
+
+def mem_pct(gpu: GpuSample) -> float | None:
+    """Memory used, % of the total (the memory chart's scale)."""
+    if gpu.mem_used_mib is None or not gpu.mem_total_mib:
+        return None
+    return 100.0 * gpu.mem_used_mib / gpu.mem_total_mib
+
+
+def pct_text(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}%"
 
 
 def proc_key(p: ProcSample | GpuProcess) -> str:
@@ -109,21 +140,33 @@ class WatchApp(App[int]):
     CSS_PATH = "watch.tcss"
     TITLE = "tuneadvisor watch"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
+        Binding("q", "quit_asking", "Quit"),
+        # Over Textual's "press ctrl+q": on this screen Ctrl-C is the program's, as in a shell
+        Binding("ctrl+c", "interrupt", "Interrupt", show=False, priority=True),
         Binding("p", "pause", "Pause"),
         Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+"),
         Binding("minus", "zoom(1)", "Zoom out", key_display="-"),
         Binding("g", "next_gpu", "Next GPU"),
         Binding("m", "mark", "Mark"),
+        Binding("o", "toggle_output", "Output"),
         Binding("right_square_bracket", "faster", "Faster", key_display="]"),
         Binding("left_square_bracket", "slower", "Slower", key_display="["),
         Binding("e", "to_end", "End"),
         Binding("r", "restart", "Restart"),
     ]
 
-    def __init__(self, source: Source, title: str = "tuneadvisor watch") -> None:
+    def __init__(
+        self, source: Source, title: str = "tuneadvisor watch", run: LiveRun | None = None
+    ) -> None:
         super().__init__()
         self.source = source
+        self.live = run or LiveRun()
+        self.ended = False  # live: the session's run returned (the program exited, ...)
+        self._end_shown: tuple[str, str] | None = None  # (title, body) on the end panel
+        self._stop_sent: float | None = None  # "stop it" answered: when SIGTERM went
+        self._output_count = 0  # output lines already in the pane
+        self._output_follow = True  # the pane shows the newest line (not scrolled up)
+        self._output_scrolled_to = 0.0  # where the pane was left at the last poll
         self.replay = source if isinstance(source, ReplaySession) else None
         self.title = title
         self.paused = False
@@ -140,9 +183,9 @@ class WatchApp(App[int]):
         self._gpu_keys_drawn: tuple[str, ...] | None = None  # what the GPU box shows
         self._gpu_note: Static | None = None
         self._gpu_why = ""
-        self._cores = -1
-        self._gpu_widgets: list[tuple[Static, Sparkline]] = []
-        self._core_sparks: list[Sparkline] = []
+        self._cores = (-1, -1)
+        self._gpu_widgets: list[tuple[Static, LevelChart, LevelChart]] = []
+        self._core_charts: list[LevelChart] = []
         self._shown_playback: Playback | None = None
 
     # ------------------------------------------------------------------ layout
@@ -150,21 +193,41 @@ class WatchApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="top"):
-            yield Vertical(Static("GPUs", classes="title"), id="gpus")
-            yield Vertical(Static("CPU cores", classes="title"), id="cores")
+            yield Vertical(id="gpus")
+            yield Vertical(id="cores")
         yield Static("", id="status")
         yield Static("", id="requests")
         yield Static("", id="marks")
-        table: DataTable[str] = DataTable(id="procs", cursor_type="row", zebra_stripes=True)
-        yield table
-        yield Static("", id="proc-detail")
+        with Horizontal(id="middle"):
+            with Vertical(id="proc-box"):
+                yield DataTable(id="procs", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="proc-detail")
+            with VerticalScroll(id="ended"):
+                yield Static("", id="ended-text")
+            with Vertical(id="output"):
+                yield RichLog(id="output-log", max_lines=KEEP_LINES, wrap=True, markup=False,
+                              highlight=False)  # fmt: skip
+                yield Static("", id="output-partial")
         yield Static("Findings: waiting for samples", id="findings")
         yield Footer()
 
     def on_mount(self) -> None:
         table: DataTable[str] = self.query_one("#procs", DataTable)
         table.add_columns("PID", "Role", "CPU %", "RSS MiB", "State", "Thr", "GPU MiB", "Command")
+        self.query_one("#ended").display = False
+        self.query_one("#gpus").border_title = "GPUs"
+        self.query_one("#cores").border_title = "CPU cores"
+        output = self.query_one("#output", Vertical)
+        output.display = self.live.output is not None
+        output.border_title = self.live.output_title
+        if self.live.program is not None:
+            output.border_subtitle = "ctrl+c: SIGINT to the program · o: full screen"
+        self.query_one("#output-partial").display = False
+        if self.live.output_missing:
+            self.notify(self.live.output_missing, title="no output pane", timeout=10)
+        self._fit_layout(self.size.width)
         self.run_worker(self._follow, name=SESSION_WORKER, thread=True, exit_on_error=False)
+        self.set_interval(OUTPUT_POLL_S, self._tick)
         self.refresh_view()
         for note in self.replay.notes if self.replay else ():
             self.notify(note, title="recording", severity="warning")  # e.g. a last line cut
@@ -197,9 +260,69 @@ class WatchApp(App[int]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A session that fails (a sampler error) stops the drawing, not the app: say so."""
-        if event.worker.name == SESSION_WORKER and event.state is WorkerState.ERROR:
+        if event.worker.name != SESSION_WORKER:
+            return
+        if event.state is WorkerState.ERROR:
             self.notify(str(event.worker.error), title="sampling stopped", severity="error",
                         timeout=30, markup=False)  # fmt: skip
+        elif event.state is WorkerState.SUCCESS and self.replay is None and not self.ended:
+            self.ended = True
+            self.zoom = len(ZOOMS) - 1  # the end of the run: the whole run
+            self._tick()
+            self.refresh_view(force=True)
+
+    def on_resize(self, event: Resize) -> None:
+        self._fit_layout(event.size.width)
+
+    def _fit_layout(self, width: int) -> None:
+        """Narrow: the output under the processes; wide: beside them."""
+        with contextlib.suppress(NoMatches):
+            self.query_one("#middle").set_class(width < WIDE, "-narrow")
+
+    # ------------------------------------------------------------------ the program
+
+    def _tick(self) -> None:
+        """Every OUTPUT_POLL_S: new output lines, the end of the program, a stop that waits."""
+        try:
+            self._pull_output()
+            if self.ended:
+                self._draw_end()
+        except NoMatches:
+            return  # the app is closing
+        program = self.live.program
+        if program is None or self._stop_sent is None:
+            return
+        if not program.running:
+            self.exit(0)
+        elif time.monotonic() - self._stop_sent > STOP_KILL_S:
+            program.kill()
+
+    def _pull_output(self) -> None:
+        lines = self.live.output
+        if lines is None:
+            return
+        new = lines.since(self._output_count)
+        log = self.query_one("#output-log", RichLog)
+        # Follow the newest line, like a terminal, unless the user scrolled up (then until
+        # they scroll back to the end). Judged against where this pane last scrolled to: the
+        # pane shrinking (more findings) moves the end without the user doing anything.
+        if log.scroll_y < self._output_scrolled_to - 0.5:
+            self._output_follow = False
+        elif log.scroll_y >= log.max_scroll_y - 1:
+            self._output_follow = True
+        if new.skipped:
+            program = self.live.program
+            where = f" (all of them in {program.log_path})" if program and program.log_path else ""
+            log.write(Text(f"… {new.skipped} lines not shown{where}", "italic"), scroll_end=False)
+        for line in new.lines:
+            log.write(Text(line), scroll_end=False)
+        if self._output_follow and log.scroll_y < log.max_scroll_y:
+            log.scroll_end(animate=False, immediate=True, x_axis=False)
+        self._output_scrolled_to = log.scroll_y
+        self._output_count = new.count
+        partial = self.query_one("#output-partial", Static)
+        partial.display = bool(new.partial)
+        partial.update(Text(new.partial))
 
     # ------------------------------------------------------------------ actions
 
@@ -208,8 +331,51 @@ class WatchApp(App[int]):
         if action in REPLAY_ACTIONS:
             return self.replay is not None
         if action == "mark":
-            return self.replay is None
+            return self.replay is None and not self.ended
+        if action == "toggle_output":
+            return self.live.output is not None
         return True
+
+    def action_quit_asking(self) -> None:
+        """Quit; while the program ``watch`` started runs, ask first."""
+        program = self.live.program
+        if program is None or not program.running or self.replay is not None:
+            self.exit(0)
+            return
+        self.push_screen(QuitScreen(program.pid, program.log_path), self._quit_answer)
+
+    def _quit_answer(self, answer: QuitAnswer) -> None:
+        program = self.live.program
+        if program is None or answer is None:
+            return
+        if answer == "leave":
+            program.left_running = True  # the command hands its output to a drainer
+            self.exit(0)
+            return
+        if not program.terminate():
+            self.exit(0)  # it ended meanwhile
+            return
+        self._stop_sent = time.monotonic()
+        self.notify(f"SIGTERM sent to pid {program.pid}'s process group; the screen closes "
+                    "when it has ended", title="stopping")  # fmt: skip
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: SIGINT to the program's process group, as a terminal would; the screen
+        records until it exits. With no program of ours running, it quits (as q)."""
+        program = self.live.program
+        if program is None or not program.running or self.replay is not None:
+            self.action_quit_asking()
+            return
+        if program.interrupt():
+            self.notify(f"SIGINT sent to pid {program.pid}'s process group; recording until "
+                        "it exits (q offers to stop it)", title="Ctrl-C")  # fmt: skip
+
+    def action_toggle_output(self) -> None:
+        """The output pane full screen, and back."""
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+        elif self.live.output is not None:
+            self.screen.maximize(self.query_one("#output-log"), container=False)
 
     def action_pause(self) -> None:
         self.paused = not self.paused
@@ -297,7 +463,7 @@ class WatchApp(App[int]):
             self._gpu_keys_drawn = keys
             self._gpu_keys = keys
             self.gpu_index = min(self.gpu_index, max(0, len(keys) - 1))
-            for child in list(box.children)[1:]:
+            for child in list(box.children):
                 child.remove()
             self._gpu_note = None
             if not keys:
@@ -305,12 +471,13 @@ class WatchApp(App[int]):
                 box.mount(self._gpu_note)
             self._gpu_widgets = []
             for _key in keys:
-                pair = (
+                widgets = (
                     Static("", classes="gpu-label"),
-                    Sparkline([], summary_function=max),
+                    LevelChart("util", label_width=4, value_width=4),
+                    LevelChart("mem", label_width=3, value_width=4),
                 )
-                self._gpu_widgets.append(pair)
-                box.mount(*pair)
+                self._gpu_widgets.append(widgets)
+                box.mount(widgets[0], Horizontal(*widgets[1:], classes="gpu-charts"))
         if self._gpu_note is not None:  # the reason may arrive after the note is up
             why = next((n for n in (latest.no_data if latest else ()) if "GPU" in n), "")
             if why != self._gpu_why:
@@ -318,35 +485,37 @@ class WatchApp(App[int]):
                 text = why if why.startswith("no GPU data") else f"no GPU data: {why}".rstrip(": ")
                 self._gpu_note.update(Text(text))
         for i, gpu in enumerate(gpus):
-            label, spark = self._gpu_widgets[i]
+            label, util, mem = self._gpu_widgets[i]
             label.update(gpu_line(gpu, selected=i == self.gpu_index))
             label.set_class(i == self.gpu_index, "selected")
-            values = [g.util_pct or 0.0 for s in snaps for g in s.gpus if g.gpu_key == gpu.gpu_key]
-            spark.data = values or [0.0]
+            mine = [g for s in snaps for g in s.gpus if g.gpu_key == gpu.gpu_key]
+            util.show([g.util_pct or 0.0 for g in mine], pct_text(gpu.util_pct))
+            mem.show([mem_pct(g) or 0.0 for g in mine], pct_text(mem_pct(gpu)))
 
     def _draw_cores(self, snaps: Sequence[Snapshot]) -> None:
         box = self.query_one("#cores", Vertical)
         hosts = [s.host for s in snaps if s.host is not None and s.host.cpu_pct_per_core]
         cores = max((len(h.cpu_pct_per_core) for h in hosts), default=0)
-        shown = min(cores, MAX_CORE_LINES)
-        if cores != self._cores:
-            self._cores = cores
-            for child in list(box.children)[1:]:
+        # One line a core, as many as the height leaves room for (the rest are counted).
+        shown = min(cores, MAX_CORE_LINES, max(2, self.size.height - CORE_ROOM))
+        if (cores, shown) != self._cores:
+            self._cores = (cores, shown)
+            for child in list(box.children):
                 child.remove()
-            self._core_sparks = [Sparkline([], summary_function=max) for _ in range(shown)]
-            for i, spark in enumerate(self._core_sparks):
-                label = Static(f"cpu{i:<3}", classes="core-label")
-                box.mount(Horizontal(label, spark, classes="core-row"))
+            self._core_charts = [LevelChart(f"cpu{i}") for i in range(shown)]
+            box.mount(*self._core_charts)
             if cores > shown:
                 box.mount(Static(f"(first {shown} of {cores} cores)", classes="note"))
-        for i in range(shown):
+        for i, chart in enumerate(self._core_charts):
             values = [h.cpu_pct_per_core[i] for h in hosts if len(h.cpu_pct_per_core) > i]
-            self._core_sparks[i].data = values or [0.0]
+            chart.show(values, pct_text(values[-1] if values else None))
 
     def _draw_status(self, state: LiveState, span: Span, playback: Playback | None) -> None:
         latest = state.latest
         own = span.sampler_cpu
         flags = ["PAUSED"] if self.paused else []
+        if self.ended:
+            flags.append("ENDED ·")
         if playback is not None:
             flags.append(f"REPLAY {replay_position(playback)} ·")
         text = (
@@ -456,6 +625,34 @@ class WatchApp(App[int]):
         lines += [screen_line(live) for live in state.findings]
         box.update(Text("\n".join(lines)))  # not markup: "[warning]" is shown as it is
 
+    def _end_title(self) -> str:
+        program = self.live.program
+        why = getattr(self.source, "ended_because", "") or "ended"
+        if program is None:
+            return f"Sampling ended: {why} · q quits"
+        if program.running:
+            return f"Sampling ended: {why}; pid {program.pid} still runs · q asks"
+        return f"The program ended: {program.describe_end()} after {program.wall_s:.1f} s · q quits"
+
+    def _draw_end(self) -> None:
+        """The end of a live run: the summary where the processes were (they are gone)."""
+        title = self._end_title()
+        if self._end_shown is not None and self._end_shown[0] == title:
+            return
+        body = self._end_shown[1] if self._end_shown else ""
+        if not body:
+            body = self.live.summary() if self.live.summary else ""
+        self._end_shown = (title, body)
+        box = self.query_one("#ended", VerticalScroll)
+        box.border_title = title
+        self.query_one("#ended-text", Static).update(Text(body.rstrip("\n")))
+        box.display = True
+        if self.live.program is not None and not self.live.program.running:
+            self.query_one("#output").border_subtitle = ""  # no Ctrl-C to pass on now
+        self.query_one("#proc-box").display = False
+        self.query_one("#findings").display = False  # the summary has them, with windows
+        self.refresh_bindings()
+
 
 def replay_position(playback: Playback) -> str:
     """``t=12.3 s of 60.0 s, x10`` (``end of recording`` once it is all played)."""
@@ -470,8 +667,8 @@ def replay_position(playback: Playback) -> str:
     return f"{part}{where}, x{playback.speed:g}"
 
 
-def run_watch_app(source: Source, title: str) -> int:
-    app = WatchApp(source, title=title)
+def run_watch_app(source: Source, title: str, run: LiveRun | None = None) -> int:
+    app = WatchApp(source, title=title, run=run)
     try:
         app.run()
     finally:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
@@ -190,7 +191,9 @@ class PartsTable(NavTable):
 
 
 class JobScriptView(Static):
-    """The job script, numbered and highlighted as bash; #SBATCH directives stand out."""
+    """The job script, numbered and highlighted as bash; #SBATCH directives stand out.
+    Long lines wrap under their own text, the numbers left clear (a launch line's options
+    are all on screen without scrolling sideways)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "job--lineno",
@@ -204,9 +207,10 @@ class JobScriptView(Static):
         directive = self.get_component_rich_style("job--directive", partial=True)
         option = self.get_component_rich_style("job--option", partial=True)
         width = len(str(len(lines)))
-        out = Text(no_wrap=True)
+        grid = Table.grid(expand=True)
+        grid.add_column(no_wrap=True)
+        grid.add_column(ratio=1, overflow="fold")
         for number, line in enumerate(lines, start=1):
-            out.append(f"{number:>{width}} │ ", style=lineno_style)
             stripped = line.plain.lstrip()
             if stripped.startswith("#SBATCH"):
                 start = len(line.plain) - len(stripped)
@@ -214,7 +218,5 @@ class JobScriptView(Static):
                 plain.stylize(directive, start, start + len("#SBATCH"))
                 plain.stylize(option, start + len("#SBATCH"))
                 line = plain
-            out.append_text(line)
-            out.append("\n")
-        out.rstrip()
-        self.update(out)
+            grid.add_row(Text(f"{number:>{width}} │ ", style=lineno_style), line)
+        self.update(grid)

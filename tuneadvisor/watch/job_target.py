@@ -47,6 +47,7 @@ class JobPlan:
     label: str  # the summary's and the screen's title
     nodes: tuple[str, ...] = ()
     facts: Mapping[str, object] = field(default_factory=dict)  # what the job asked for
+    std_out: str | None = None  # the job's output file, as slurmctld says (the screen tails it)
 
 
 def this_node() -> str:
@@ -105,13 +106,13 @@ def plan_job(job_id: str, client: SlurmClient, where: Where = "auto") -> JobPlan
                 f"({here}); without --this-node it is watched there through srun",
             )
         label = f"job {job_id} on {here} ({LISTPIDS}){_script_of(info)}"
-        return JobPlan(placed.job_id, "slurm", label, (here,), facts)
+        return JobPlan(placed.job_id, "slurm", label, (here,), facts, info.std_out)
     count = f"{len(nodes)} node{'s' if len(nodes) != 1 else ''}"
     label = (
         f"job {job_id} on {count} ({', '.join(nodes)}; a sampler on each through srun --overlap)"
         f"{_script_of(info)}"
     )
-    return JobPlan(placed.job_id, "srun", label, nodes, facts)
+    return JobPlan(placed.job_id, "srun", label, nodes, facts, info.std_out)
 
 
 def slurm_lister(client: SlurmClient, job_id: str) -> Callable[[], tuple[StepPid, ...]]:

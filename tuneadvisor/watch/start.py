@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -29,13 +28,18 @@ from tuneadvisor.watch.job_target import (
     this_node,
     watcher_pids,
 )
+from tuneadvisor.watch.live_run import LiveRun
 from tuneadvisor.watch.merge import MergedSession
+from tuneadvisor.watch.output import FileTail, open_tail
+from tuneadvisor.watch.program import Program, default_log, start_program
 from tuneadvisor.watch.remote import RemoteSamplers
 from tuneadvisor.watch.session import Sampler, WatchSession, job_facts_from_env
 
 MIN_INTERVAL_S = 0.1
 PCIE_MIN_INTERVAL_S = 0.5  # NVML measures PCIe throughput over ~20 ms per call and device
 SLURM_TIMEOUT_S = 20.0  # a Slurm command asked mid-watch must not stall the rounds for long
+DRAIN_S = 2.0  # after the program's end, its output may still be in the pipe
+TAIL_LINES = 10  # of the program's output, printed when the screen closes
 
 
 @dataclass
@@ -43,26 +47,32 @@ class _Target:
     label: str
     roots: list[int] | None
     job_id: str | None
-    child: subprocess.Popen[bytes] | None = None
+    program: Program | None = None
     plan: JobPlan | None = None
 
 
-def _target(args: argparse.Namespace) -> _Target:
+def _columns() -> int | None:
+    """The program's terminal is as wide as the output pane (about the screen's width)."""
+    try:
+        return max(20, os.get_terminal_size(sys.stdout.fileno()).columns - 4)
+    except OSError:
+        return None
+
+
+def _target(args: argparse.Namespace, screen: bool) -> _Target:
     if args.watch_command and (args.pid or args.job):
         raise InputError(None, "watch: give --pid, --job or -- COMMAND, not several")
     if (args.this_node or args.all_nodes) and not args.job:
         flag = "--this-node" if args.this_node else "--all-nodes"
         raise InputError(None, f"watch: {flag} goes with --job JOBID")
+    if args.log and not args.watch_command:
+        raise InputError(None, "watch: --log FILE goes with -- COMMAND (a job has its own)")
     if args.watch_command:
-        try:
-            child = subprocess.Popen(args.watch_command)
-        except OSError as exc:
-            raise InputError(
-                args.watch_command[0], f"cannot start: {exc.strerror or exc}"
-            ) from None
-        return _Target(
-            f"pid {child.pid} ({' '.join(args.watch_command)})", [child.pid], None, child
-        )
+        log = args.log or (None if args.stream else default_log(args.record))
+        program = start_program(args.watch_command, screen=screen, log_path=log,
+                                columns=_columns())  # fmt: skip
+        label = f"pid {program.pid} ({' '.join(args.watch_command)})"
+        return _Target(label, [program.pid], None, program)
     if args.pid:
         return _Target(f"pid {', '.join(map(str, args.pid))}", list(args.pid), None)
     if args.job:
@@ -85,6 +95,8 @@ def _validate(args: argparse.Namespace, screen: bool) -> None:
         raise InputError(None, "watch: --stream writes the rounds to stdout; not with --record")
     if screen and not (args.headless or args.stream) and not sys.stdout.isatty():
         raise InputError(None, "watch: stdout is not a terminal; use --headless")
+    if args.log and args.stream:
+        raise InputError(None, "watch: --stream writes the rounds to stdout; not with --log")
 
 
 class _Schedule(TypedDict):
@@ -170,7 +182,8 @@ def build_session(
     if target.plan is not None and target.plan.how == "srun":
         return _merged_session(args, target.plan, rules)
     host = _host_sampler(target, args.watcher)
-    missing = host.check_roots()
+    # A program of ours is reaped as soon as it exits: gone already is an end, not an error.
+    missing = host.check_roots() if target.program is None else []
     if missing:
         raise InputError(None, f"--pid {missing[0]}: no such process")
     host.sample()  # primes CPU counters and reads the target's environment
@@ -205,26 +218,39 @@ def build_session(
     return session, sampler
 
 
-def _exit_status(child: subprocess.Popen[bytes] | None, default: int) -> int:
-    if child is None:
+def _exit_status(program: Program | None, default: int) -> int:
+    if program is None:
         return default
-    code = child.wait()
-    return 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell says
+    program.wait()
+    return program.returncode or 0
 
 
-Show = Callable[[WatchSession, str], int]
+def _job_output(target: _Target) -> tuple[LiveRun, FileTail | None]:
+    """``--job``: its output file (StdOut) in the pane, when this node can read it."""
+    plan = target.plan
+    if plan is None:
+        return LiveRun(), None
+    tail = open_tail(plan.std_out)
+    if tail is None:
+        why = f"{plan.std_out} is not readable here" if plan.std_out else "Slurm did not say"
+        return LiveRun(output_missing=f"the job's output: {why}"), None
+    return LiveRun(output=tail.output, output_title=f"The job's output: {plan.std_out}"), tail
+
+
+Show = Callable[[WatchSession, str, LiveRun], int]
 # The headless run's closing text: (session, target label, recording path) -> text.
 Summary = Callable[[WatchSession, str, str | None], str]
 
 
 def run_watch(args: argparse.Namespace, summary: Summary, show: Show | None = None) -> int:
-    """Headless: sample and print ``summary``. Otherwise ``show(session, title)`` runs the
-    live screen (the command passes both; this layer imports neither the TUI nor how the
+    """Headless: sample and print ``summary``. Otherwise ``show(session, title, run)`` runs
+    the live screen (the command passes both; this layer imports neither the TUI nor how the
     summary reads)."""
     _validate(args, screen=show is not None)
-    target = _target(args)
-    built: list[WatchSession] = []
     screen = show is not None and not (args.headless or args.stream)
+    target = _target(args, screen)
+    built: list[WatchSession] = []
+    program = target.program
 
     def stop(signum: int, frame: FrameType | None) -> None:
         # Before the session exists (srun steps starting) and for a hang-up of the screen's
@@ -238,17 +264,25 @@ def run_watch(args: argparse.Namespace, summary: Summary, show: Show | None = No
         try:
             session, sampler = build_session(args, target)
         except BaseException:
-            if target.child is not None:
-                target.child.kill()
-                target.child.wait()
+            if program is not None:
+                program.kill()
+                program.wait()
+                program.close()
             raise
         built.append(session)
         try:
             return _watch(args, target, session, summary, show)
+        except BaseException:
+            if program is not None and screen:  # the screen's terminal hung up: as a
+                program.signal(signal.SIGHUP)  # terminal would, tell the program
+            raise
         finally:
             sampler.close()
             if session.recorder is not None:
                 session.recorder.close()
+            if program is not None and not program.left_running:
+                program.drained(DRAIN_S)
+                program.close()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -263,16 +297,61 @@ def _watch(
 ) -> int:
     if args.stream:
         return _stream(session)
+    program = target.program
     if args.headless or show is None:
         try:
             session.run()
         except KeyboardInterrupt:
             session.ended_because = "interrupted"
+        if program is not None:
+            program.drained(DRAIN_S)  # its last lines before the summary, not amid it
         sys.stdout.write(summary(session, target.label, args.record))
         sys.stdout.flush()
-        return _exit_status(target.child, 0)
-    code = show(session, f"tuneadvisor watch: {target.label}")
-    return _exit_status(target.child, code)
+        return _exit_status(program, 0)
+    tail = None
+    if program is not None:
+        run = LiveRun.of_program(program)
+    else:
+        run, tail = _job_output(target)
+    run.summary = lambda: summary(session, target.label, args.record)
+    try:
+        if tail is not None:
+            tail.start()
+        code = show(session, f"tuneadvisor watch: {target.label}", run)
+    finally:
+        if tail is not None:
+            tail.close()
+    if program is not None and program.left_running:
+        program.detach()
+        where = f"goes on to {program.log_path}" if program.log_path else "is not kept"
+        print(f"tuneadvisor: pid {program.pid} left running; its output {where}")
+        return code
+    code = _exit_status(program, code)
+    _print_end(session, target, run, summary, args.record)
+    return code
+
+
+def _print_end(
+    session: WatchSession, target: _Target, run: LiveRun, summary: Summary, record: str | None
+) -> None:
+    """After the screen: the program's last lines and how it ended, then the summary."""
+    out = []
+    program = run.program
+    if program is not None:
+        program.drained(DRAIN_S)
+    if run.output is not None:
+        lines = run.output.tail(TAIL_LINES)
+        if lines:
+            whose = f"pid {program.pid}'s output" if program is not None else "the job's output"
+            where = f" (all of it in {program.log_path})" if program and program.log_path else ""
+            out.append(f"── the last {len(lines)} lines of {whose}{where} ──")
+            out += lines
+    if program is not None:
+        out.append(f"The program (pid {program.pid}) ended: {program.describe_end()} "
+                   f"after {program.wall_s:.1f} s")  # fmt: skip
+    out.append(summary(session, target.label, record).rstrip("\n"))
+    sys.stdout.write("\n".join(out) + "\n")
+    sys.stdout.flush()
 
 
 def _stream(session: WatchSession) -> int:
