@@ -97,11 +97,11 @@ def test_the_plots_draw_each_runs_steps_bars_and_scaling(runs: list[Path]) -> No
     measured = {s.label: s for s in against.series if not s.reference}
     assert measured["1 cpu per task"].x == [1.0, 2.0, 4.0]
     assert measured["1 cpu per task"].y == [100.0, 180.0, 300.0]
-    linear = {s.label: s for s in against.series if s.reference}
-    assert linear["2 cpu per task: linear"].y == [150.0, 450.0]
     assert ("3.00x" in [n[2] for n in against.notes]) and len(against.notes) == 3
-    eff = {s.label: s.y for s in drawn["Scaling efficiency"].series}
-    assert eff["1 cpu per task"] == [100.0, 90.0, 75.0]
+    eff = {s.label: s for s in drawn["Scaling efficiency"].series}
+    assert eff["1 cpu per task"].y == [100.0, 90.0, 75.0]
+    assert eff["linear"].reference and eff["linear"].x == [1.0, 2.0, 3.0, 4.0]
+    assert set(eff["linear"].y) == {100.0}
     boxes = drawn["Step time distribution"]
     assert boxes.kind == "box" and boxes.categories[0] == "r1-c1"
     assert boxes.series[0].y == pytest.approx([320.0, 310.0, 350.0])  # the first report left out

@@ -100,10 +100,8 @@ def _scaling(items: Sequence[Item]) -> list[Panel]:
     rates, effs, notes = [], [], []
     for group, ps in groups.items():
         xs = [float(p.world_size) for p in ps]
+        # no linear line here: it would dwarf the measured ones (the efficiency panel has it)
         rates.append(Series(group, xs, [p.samples_per_s for p in ps]))
-        base = ps[0]  # linear scaling from the smallest world size
-        ideal = [base.samples_per_s * p.world_size / base.world_size for p in ps]
-        rates.append(Series(f"{group}: linear", xs, ideal, reference=True))
         effs.append(Series(group, xs, [100.0 * p.efficiency for p in ps]))
         notes += [(float(p.world_size), p.samples_per_s, f"{p.speedup:.2f}x") for p in ps[1:]]
     sizes = sorted({float(p.world_size) for p in points})
@@ -139,9 +137,11 @@ def _against(items: Sequence[tuple[str, RunRecord]], attr: str, name: str) -> Pa
         key = f"{run.name}, {size} rank{'s' if size != 1 else ''}"
         x = float(getattr(run.settings, attr))
         groups[key][x] = max(rate, groups[key].get(x, 0.0))
-    if len({x for best in groups.values() for x in best}) < 2:
+    # a line needs two settings: a world size measured at one is no line
+    series = [Series(k, sorted(b), [b[x] for x in sorted(b)]) for k, b in groups.items()
+              if len(b) >= 2]  # fmt: skip
+    if not series:
         return None
-    series = [Series(k, sorted(b), [b[x] for x in sorted(b)]) for k, b in groups.items()]
     return Panel(f"Throughput against {name}", name, "samples/s", series)
 
 
@@ -172,9 +172,12 @@ def terminal_plots(items: Sequence[Item], width: int = 80, color: bool = True) -
         plt.plotsize(width, 16 if panel.kind == "line" else max(8, 3 + 3 * len(panel.categories)))
         plt.theme("clear" if not color else "pro")
         if panel.kind == "bars":
-            plt.bar(panel.categories, panel.series[0].y, orientation="horizontal", width=0.4)
+            # plotext draws the first category at the bottom: reversed, the first run is on top
+            values = panel.series[0].y
+            plt.bar(panel.categories[::-1], values[::-1], orientation="horizontal", width=0.4)
         elif panel.kind == "box":
-            plt.box(panel.categories, [s.y for s in panel.series], orientation="horizontal")
+            data = [s.y for s in panel.series]
+            plt.box(panel.categories[::-1], data[::-1], orientation="horizontal")
         else:
             for series in panel.series:
                 plt.plot(series.x, series.y, label=series.label,
@@ -208,16 +211,13 @@ def _draw(ax: Any, panel: Panel, matplotlib_version: tuple[int, ...]) -> None:
         ax.set_yticks(range(1, len(data) + 1), panel.categories, fontsize="small")
         ax.invert_yaxis()
     else:
-        color = None
         for series in panel.series:
             if series.reference:
-                ax.plot(series.x, series.y, linestyle="--", color=color or "grey", alpha=0.6,
-                        label=series.label)  # fmt: skip
+                ax.plot(series.x, series.y, linestyle="--", color="grey", label=series.label)
                 continue
             many = len(series.x) > 12
-            (line,) = ax.plot(series.x, series.y, marker="." if many else "o",
-                              markersize=3 if many else 6, label=series.label)  # fmt: skip
-            color = line.get_color()
+            ax.plot(series.x, series.y, marker="." if many else "o",
+                    markersize=3 if many else 6, label=series.label)  # fmt: skip
         for x, y, text in panel.notes:
             ax.annotate(text, (x, y), textcoords="offset points", xytext=(4, -12),
                         fontsize="small")  # fmt: skip
