@@ -119,7 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     test_loader = torch.utils.data.DataLoader(dataset2, batch_size=args.test_batch_size, **common)
 
     net = Net().to(device)
-    model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None)
+    # one task (srun --ntasks=1, the scaling baseline) has no process group: the model itself
+    model: torch.nn.Module = (
+        DDP(net, device_ids=[device.index] if device.type == "cuda" else None)
+        if world.distributed
+        else net
+    )
     optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
     scaler = torch.amp.GradScaler("cuda") if args.amp and device.type == "cuda" else None

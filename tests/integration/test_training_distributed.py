@@ -99,6 +99,21 @@ def test_mnist_ddp_two_gloo_ranks_from_slurm_variables(
     assert end["event"] == "end" and end["samples"] == 3 * 16 * 2
 
 
+def test_mnist_ddp_as_one_task_trains_without_a_process_group(
+    torch_python: str, tiny_mnist: Path, tmp_path: Path
+) -> None:
+    """srun --ntasks=1: the world size 1 that scaling is measured against."""
+    env = {**_env(), "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NTASKS": "1"}
+    done = subprocess.run(
+        [torch_python, str(DDP_SCRIPT), "--data-dir", str(tiny_mnist), "--max-steps", "2",
+         "--epochs", "1", "--batch-size", "16", "--num-workers", "0", "--max-eval-batches", "1"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    start, *_, end = _records(done.stdout)
+    assert start["world_size"] == 1 and end["event"] == "end" and end["samples"] == 2 * 16
+
+
 def test_mnist_torchrun_resumes_from_its_snapshot_after_a_rank_is_killed(
     torch_python: str, tiny_mnist: Path, tmp_path: Path
 ) -> None:

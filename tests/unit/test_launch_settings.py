@@ -111,6 +111,51 @@ def test_job_script_carries_the_settings_and_parses_back(tmp_path: Path) -> None
     assert "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}" in text
 
 
+def test_nodes_spread_the_tasks_evenly_in_the_job_script(tmp_path: Path) -> None:
+    settings = settings_from_args(_args("--nodes", "2", "--ntasks-per-node", "3"))
+    assert (settings.nodes, settings.ntasks, settings.tasks_per_node) == (2, 6, 3)
+    text = render_job_script(settings, name="ddp", launch=["srun", "python", "t.py"],
+                             workdir=tmp_path, output="o")  # fmt: skip
+    directives = JobScript.parse(text).directives()
+    assert (directives["nodes"], directives["ntasks-per-node"]) == ("2", "3")
+    assert "ntasks" not in directives  # --ntasks could pile the tasks on the first node
+    assert "2 nodes x 3 tasks" in settings.describe()
+    # read back from the job script it wrote, and from a record
+    again = settings_from_report(
+        Settings(), {"tool": {"name": "tuneadvisor"}, "job": {"directives": directives}}, "r"
+    )
+    assert (again.nodes, again.ntasks) == (2, 6)
+    assert Settings.from_json(settings.to_json()) == settings
+    one = render_job_script(Settings(ntasks=2), name="x", launch=["srun", "python", "t.py"],
+                            workdir=tmp_path, output="o")  # fmt: skip
+    assert "#SBATCH --nodes=1\n#SBATCH --ntasks=2\n" in one
+
+
+def test_nodes_alone_keep_the_tasks_of_each_node() -> None:
+    assert settings_from_args(_args("--nodes", "3")).ntasks == 3  # one task a node
+    assert settings_from_args(_args("--ntasks", "6", "--nodes", "3")).tasks_per_node == 2
+    advised = Settings(ntasks=2)
+    assert settings_from_args(_args("--nodes", "3"), advised).ntasks == 6
+    ranged = settings_from_report(  # --nodes=2-4: the fewest the job is sure to get
+        Settings(), {"tool": {"name": "tuneadvisor"},
+                     "job": {"directives": {"nodes": "2-4", "ntasks-per-node": "2"}}}, "r",
+    )  # fmt: skip
+    assert (ranged.nodes, ranged.ntasks) == (2, 4)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--ntasks", "3", "--nodes", "2"), "do not share out evenly over 2 nodes"),
+        (("--ntasks", "4", "--nodes", "2", "--ntasks-per-node", "3"), "is not --nodes 2 x"),
+        (("--nodes", "0"), "--nodes must be at least 1"),
+    ],
+)
+def test_a_shape_that_does_not_fit_is_one_clear_error(argv: tuple[str, ...], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        settings_from_args(_args(*argv))
+
+
 def test_emulated_allocation_gives_each_task_its_own_cores() -> None:
     settings = Settings(ntasks=2, cpus_per_task=1)
     alloc = emulate(settings, name="mnist_ddp", submit_dir="/tmp", cores=[0, 1])
@@ -129,3 +174,22 @@ def test_asking_for_more_cores_than_there_are_shares_them_with_a_note() -> None:
 def test_the_callers_own_job_variables_do_not_leak_into_a_run() -> None:
     env = clean_environ({"PATH": "/bin", "SLURM_JOB_ID": "9", "RANK": "3", "MASTER_PORT": "1"})
     assert env == {"PATH": "/bin"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("mnist_ddp", "--nodes", "2"), "a run here is on this one machine; add --submit"),
+        (("mnist_single", "--nodes", "2", "--submit"), "mnist_single is one process"),
+        (("mnist_torchrun", "--nodes", "2", "--submit"), "slurm/mnist_torchrun.sbatch"),
+    ],
+)
+def test_several_nodes_need_sbatch_and_srun_ranks(
+    argv: tuple[str, ...], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tuneadvisor.cli import main
+
+    assert main(["run", *argv, "--runs", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "runs").exists()  # refused before anything is written

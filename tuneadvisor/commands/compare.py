@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from tuneadvisor.errors import InputError
-    from tuneadvisor.relaunch.compare import load_item, tables, to_json
+    from tuneadvisor.relaunch.compare import load_item, scale_points, tables, to_json
     from tuneadvisor.relaunch.records import list_runs, runs_dir
 
     paths: list[str] = list(args.items)
@@ -50,7 +50,11 @@ def run(args: argparse.Namespace) -> int:
 
         plot_path = write_plot_file(items, Path(args.plot))
     if args.format == "json":
-        out = {"items": to_json(items), "plot": str(plot_path) if plot_path else None}
+        out = {
+            "items": to_json(items),
+            "scaling": [p.to_json() for p in scale_points(items)],
+            "plot": str(plot_path) if plot_path else None,
+        }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     # tables are wide: a pipe or a file gets 120 columns, not rich's 80

@@ -10,7 +10,11 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     """The allocation and the training knobs (shared by ``run`` and ``tune``)."""
     alloc = parser.add_argument_group("allocation (emulated here; #SBATCH with --submit)")
     alloc.add_argument("--cpus-per-task", type=int, metavar="N", help="cores per task")
-    alloc.add_argument("--ntasks", type=int, metavar="N", help="tasks (DDP ranks)")
+    alloc.add_argument("--ntasks", type=int, metavar="N", help="tasks (DDP ranks), all nodes")
+    alloc.add_argument(
+        "--nodes", type=int, metavar="N", help="nodes (with --submit; tasks spread evenly)"
+    )
+    alloc.add_argument("--ntasks-per-node", type=int, metavar="N", help="tasks on each node")
     alloc.add_argument("--gpus", type=int, metavar="N", help="GPUs (--gres=gpu:N)")
     alloc.add_argument("--mem", metavar="SIZE", help="memory per node, as sbatch spells it")
     alloc.add_argument("--time", metavar="LIMIT", help="time limit, as sbatch spells it")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.records import RECORD_NAME, RunRecord, read_record
+from tuneadvisor.relaunch.scaling import ScalePoint, scaling
 from tuneadvisor.relaunch.usage import read_usage
 from tuneadvisor.slurm.units import parse_memory_mib
 
@@ -93,6 +94,30 @@ def throughput_table(items: Sequence[Item]) -> Table:
             f"{100 * acc:.1f} %" if isinstance(acc, int | float) else "-",
             run.status if run else "-",
         )
+    return table
+
+
+def scale_points(items: Sequence[Item]) -> list[ScalePoint]:
+    return scaling([(i.label, i.run) for i in items if i.run is not None])
+
+
+def scaling_table(items: Sequence[Item]) -> Table | None:
+    """Speedup and scaling efficiency against the smallest world size of each setting."""
+    points = scale_points(items)
+    if not points:
+        return None
+    table = Table(
+        title="Scaling against world size (ranks)",
+        title_justify="left",
+        caption="speedup: samples/s over the setting's smallest world size; efficiency: "
+        "speedup / (ranks / its ranks), 100 % = linear",
+        caption_justify="left",
+    )
+    for name in ("setting", "ranks", "nodes", "run", "samples/s", "speedup", "efficiency"):
+        table.add_column(name, justify="left" if name in ("setting", "run") else "right")
+    for p in points:
+        table.add_row(p.group, str(p.world_size), str(p.nodes), p.run, f"{p.samples_per_s:,.1f}",
+                      f"{p.speedup:.2f}x", f"{100 * p.efficiency:.0f} %")  # fmt: skip
     return table
 
 
@@ -183,7 +208,7 @@ def epochs_table(items: Sequence[Item]) -> Table | None:
 
 def tables(items: Sequence[Item]) -> list[Table]:
     out = [throughput_table(items), resources_table(items)]
-    for extra in (kinds_table(items), epochs_table(items)):
+    for extra in (scaling_table(items), kinds_table(items), epochs_table(items)):
         if extra is not None:
             out.append(extra)
     return out

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tuneadvisor.relaunch.bundled import Bundled
     from tuneadvisor.relaunch.runner import RunRequest
     from tuneadvisor.relaunch.settings import Settings
     from tuneadvisor.session.inputs import Inputs
@@ -24,12 +25,25 @@ def settings_from_args(args: argparse.Namespace, advised: Settings | None = None
 
     settings = advised if advised is not None else Settings()
     changes: dict[str, Any] = {}
-    for key in ("cpus_per_task", "ntasks", "gpus", "mem", "time"):
+    for key in ("cpus_per_task", "ntasks", "gpus", "mem", "time", "nodes", "ntasks_per_node"):
         value = getattr(args, key, None)
         if value is not None:
             if isinstance(value, int) and (value < (0 if key == "gpus" else 1)):
                 raise InputError(None, f"--{key.replace('_', '-')} must be at least 1")
             changes[key] = value
+    # --nodes alone keeps the tasks of each node; --ntasks-per-node gives them
+    nodes = changes.get("nodes", settings.nodes)
+    per_node = changes.pop("ntasks_per_node", None)
+    if per_node is not None:
+        if "ntasks" in changes and changes["ntasks"] != per_node * nodes:
+            raise InputError(
+                None,
+                f"--ntasks {changes['ntasks']} is not --nodes {nodes} x --ntasks-per-node "
+                f"{per_node}: give one of --ntasks and --ntasks-per-node",
+            )
+        changes["ntasks"] = per_node * nodes
+    elif "nodes" in changes and "ntasks" not in changes:
+        changes["ntasks"] = settings.tasks_per_node * nodes
     knobs = dict(settings.knobs)
     because = dict(settings.because)
     for key in KNOBS:
@@ -40,7 +54,7 @@ def settings_from_args(args: argparse.Namespace, advised: Settings | None = None
     extra = tuple(getattr(args, "extra", ()) or ())
     given = replace(settings, **changes, knobs=knobs, because=because, extra_args=extra)
     # Each value goes on a command line or into a job script: checked before any is written.
-    return checked_settings(given, None)
+    return checked_settings(given.check_shape(), None)
 
 
 def settings_from_workspace(base: Settings, workspace: Workspace, source: str) -> Settings:
@@ -74,6 +88,30 @@ def advised_settings(
     return None, None
 
 
+def _check_nodes(spec: Bundled, settings: Settings, *, submit: bool) -> None:
+    """Several nodes need sbatch (a run here is this one machine) and srun's tasks, which
+    Slurm spreads over the nodes (each rank finds the first node from the job's node list)."""
+    from tuneadvisor.errors import InputError
+
+    if settings.nodes <= 1:
+        return
+    if spec.launcher == "torchrun":  # its rendezvous here is --standalone, one node
+        raise InputError(
+            None, f"--nodes {settings.nodes}: {spec.name} runs on one node here; over several, "
+            f"submit the bundled slurm/{spec.job} (tuneadvisor apply --submit tunes it)",
+        )  # fmt: skip
+    if spec.launcher != "srun":
+        raise InputError(
+            None, f"--nodes {settings.nodes}: {spec.name} is one process on one node "
+            "(mnist_ddp runs one rank per task over several)",
+        )  # fmt: skip
+    if not submit:
+        raise InputError(
+            None, f"--nodes {settings.nodes}: a run here is on this one machine; add --submit "
+            "to run it through sbatch",
+        )  # fmt: skip
+
+
 def build_request(args: argparse.Namespace, name: str, request: Inputs | None = None) -> RunRequest:
     from tuneadvisor.relaunch.bundled import (
         bundled,
@@ -88,6 +126,7 @@ def build_request(args: argparse.Namespace, name: str, request: Inputs | None = 
     spec = bundled(name)
     advised, source = advised_settings(args, request)
     settings = settings_from_args(args, advised)
+    _check_nodes(spec, settings, submit=bool(getattr(args, "submit", False)))
     python = torch_python(args.python)
     root = runs_dir(args.runs).resolve()
     if args.synthetic:

@@ -94,6 +94,7 @@ def checked_settings(settings: Settings, where: str | None) -> Settings:
     return replace(
         settings,
         ntasks=checked_count(settings.ntasks, "ntasks", where, minimum=1),
+        nodes=checked_count(settings.nodes, "nodes", where, minimum=1),
         cpus_per_task=checked_count(settings.cpus_per_task, "cpus-per-task", where, minimum=1),
         gpus=checked_count(settings.gpus, "gpus", where),
         mem=None if settings.mem is None else checked_directive("mem", settings.mem, where),
@@ -107,7 +108,7 @@ def checked_settings(settings: Settings, where: str | None) -> Settings:
 
 @dataclass(frozen=True)
 class Settings:
-    ntasks: int = 1
+    ntasks: int = 1  # all the tasks (DDP ranks), on every node
     cpus_per_task: int = 1
     gpus: int = 0
     mem: str | None = None
@@ -116,6 +117,24 @@ class Settings:
     extra_args: tuple[str, ...] = ()
     because: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # knob -> finding ids
     notes: tuple[str, ...] = ()
+    nodes: int = 1  # the tasks spread evenly: ntasks // nodes on each (gpus are per node)
+
+    @property
+    def tasks_per_node(self) -> int:
+        return max(1, self.ntasks // max(1, self.nodes))
+
+    def check_shape(self, source: str | None = None) -> Settings:
+        """These settings, or ``InputError`` when the tasks do not share out evenly over the
+        nodes (a job script says ``--ntasks-per-node``: every node gets as many)."""
+        if self.nodes < 1:
+            raise InputError(source, f"--nodes must be at least 1, not {self.nodes}")
+        if self.ntasks % self.nodes:
+            raise InputError(
+                source,
+                f"{self.ntasks} tasks do not share out evenly over {self.nodes} nodes: give "
+                "--ntasks-per-node",
+            )
+        return self
 
     def with_knobs(self, **knobs: object) -> Settings:
         return replace(self, knobs={**self.knobs, **knobs})
@@ -139,7 +158,9 @@ class Settings:
     def describe(self) -> str:
         """One short line: ``2 cpu, 1 task, workers 1, batch 64``."""
         parts = [f"{self.cpus_per_task} cpu"]
-        if self.ntasks != 1:
+        if self.nodes > 1:
+            parts.append(f"{self.nodes} nodes x {self.tasks_per_node} tasks")
+        elif self.ntasks != 1:
             parts.append(f"{self.ntasks} tasks")
         if self.gpus:
             parts.append(f"{self.gpus} gpu")
@@ -154,6 +175,7 @@ class Settings:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "nodes": self.nodes,
             "ntasks": self.ntasks,
             "cpus_per_task": self.cpus_per_task,
             "gpus": self.gpus,
@@ -168,6 +190,7 @@ class Settings:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Settings:
         return cls(
+            nodes=int(data.get("nodes", 1)),
             ntasks=int(data.get("ntasks", 1)),
             cpus_per_task=int(data.get("cpus_per_task", 1)),
             gpus=int(data.get("gpus", 0)),
@@ -204,9 +227,18 @@ def _apply_sbatch(settings: Settings, table: Mapping[str, Any], source: str) -> 
         changes["cpus_per_task"] = max(
             1, _positive(table["cpus-per-task"], "cpus-per-task", source)
         )
-    for key in ("ntasks", "ntasks-per-node"):
-        if key in table:
-            changes["ntasks"] = max(1, _positive(table[key], key, source))
+    # --nodes=2 or a range (2-4): the fewest, what the job is sure to get
+    nodes = settings.nodes
+    if "nodes" in table:
+        nodes = max(1, _positive(str(table["nodes"]).split("-", 1)[0], "nodes", source))
+        changes["nodes"] = nodes
+    if "ntasks" in table:
+        changes["ntasks"] = max(1, _positive(table["ntasks"], "ntasks", source))
+    elif "ntasks-per-node" in table:
+        per_node = max(1, _positive(table["ntasks-per-node"], "ntasks-per-node", source))
+        changes["ntasks"] = per_node * nodes
+    elif nodes != settings.nodes:  # as many tasks on each node as before
+        changes["ntasks"] = settings.tasks_per_node * nodes
     gpus = _gpus_of(table, source)
     if gpus is not None:
         changes["gpus"] = gpus
@@ -320,11 +352,18 @@ def render_job_script(
     launch line is shell-quoted unless it is an :class:`Expands`, a directive's value is
     one sbatch accepts, and a control character anywhere is refused (InputError)."""
     settings = checked_settings(settings, None)
+    settings.check_shape()
+    # several nodes: as many tasks on each (--ntasks alone may pile them on the first)
+    tasks = (
+        f"--ntasks-per-node={settings.tasks_per_node}"
+        if settings.nodes > 1
+        else f"--ntasks={settings.ntasks}"
+    )
     lines = [
         "#!/bin/bash",
         f"#SBATCH --job-name={_directive('job-name', name)}",
-        "#SBATCH --nodes=1",
-        f"#SBATCH --ntasks={settings.ntasks}",
+        f"#SBATCH --nodes={settings.nodes}",
+        f"#SBATCH {tasks}",
         f"#SBATCH --cpus-per-task={settings.cpus_per_task}",
     ]
     if settings.mem:
