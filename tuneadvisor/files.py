@@ -23,6 +23,10 @@ from tuneadvisor.errors import InputError
 MIB = 1024 * 1024
 MAX_TEXT_INPUT = 64 * MIB  # job scripts, seff text, metrics logs, sacct output, reports
 MAX_CONFIG_INPUT = 1 * MIB  # rule files and site files: a few KiB each when written by hand
+# Job scripts: a few KiB when written by hand. Reading one costs far more than its size (the
+# launch line's words through shlex, every directive's tokens): 256 KiB reads in about a
+# second, while a 1 MB script of one quoted word took 24 s.
+MAX_JOB_SCRIPT = 256 * 1024
 MAX_DIGITS = 1000  # digits of one number in a text input (Python's int limit is 4,300)
 _HUGE_NUMBER = re.compile(rf"[0-9]{{{MAX_DIGITS},}}")
 

@@ -20,7 +20,8 @@ import pytest
 from tests.unit.test_apply import JOB, SEFF
 
 TUNEADVISOR = [sys.executable, "-m", "tuneadvisor"]
-TIME_BOUND_S = 5.0
+# A hang fails a case at the subprocess's timeout; how long each input takes is measured in
+# bench/fuzz.py (a timed assertion would fail on a loaded machine, not on a slow parser).
 MEMORY_BOUND_MIB = 500
 DEEP_JSON = "[" * 5000 + "]" * 5000
 HUGE = "9" * 5000
@@ -114,6 +115,10 @@ CASES: dict[str, tuple[dict[str, str], list[str], str]] = {
     "a job script over the size bound": (
         {}, ["report", "--job", "big.sbatch"], "larger than",
     ),
+    "a job script just over the job-script bound (256 KiB)": (
+        {"j.sbatch": "#!/bin/bash\n#SBATCH -N1\n" + "echo " + "a" * (256 * 1024) + "\n"},
+        ["report", "--job", "j.sbatch"], "job script is larger than 256 KiB",
+    ),
 }  # fmt: skip
 
 
@@ -128,11 +133,10 @@ def test_hostile_input_is_one_line_and_exit_2(
     if "big.sbatch" in argv:  # sparse: 65 MiB that take no disk
         with open(tmp_path / "big.sbatch", "wb") as big:
             big.truncate(65 << 20)
-    done, took = _cli(tmp_path, *argv, limit=_bounded_memory)
+    done, _ = _cli(tmp_path, *argv, limit=_bounded_memory)
     assert done.returncode == 2, done.stderr[-2000:]
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("tuneadvisor: ") and said in line, line
-    assert took < TIME_BOUND_S
 
 
 def test_a_fifo_is_refused_at_once_as_an_input_a_rule_and_a_recording(tmp_path: Path) -> None:
@@ -144,9 +148,8 @@ def test_a_fifo_is_refused_at_once_as_an_input_a_rule_and_a_recording(tmp_path: 
         ["rules", "check", "rules"],
         ["watch", "--pid", str(os.getpid()), "--headless", "--duration", "1", "--record", "fifo"],
     ):
-        done, took = _cli(tmp_path, *argv, timeout=20)
+        done, _ = _cli(tmp_path, *argv, timeout=20)
         assert done.returncode == 2 and "not a regular file" in done.stderr, (argv, done.stderr)
-        assert took < TIME_BOUND_S
 
 
 def test_a_20_digit_pid_is_a_usage_error(tmp_path: Path) -> None:

@@ -16,7 +16,13 @@ from tuneadvisor.advisor.evidence import Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.profile_facts import profile_facts
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import MAX_CONFIG_INPUT, is_regular_file, present, read_text_input
+from tuneadvisor.files import (
+    MAX_CONFIG_INPUT,
+    MAX_JOB_SCRIPT,
+    is_regular_file,
+    present,
+    read_text_input,
+)
 from tuneadvisor.profile.analysis import ProfileAnalysis
 from tuneadvisor.session.inputs import Inputs
 
@@ -41,7 +47,7 @@ SITE_ENV = "TUNEADVISOR_SITE"
 def read_job(path: str) -> JobScript:
     from tuneadvisor.slurm.jobscript.model import JobScript
 
-    text = read_text_input(path, "job script")
+    text = read_text_input(path, "job script", MAX_JOB_SCRIPT)
     job = JobScript.parse(text, path)
     if job.not_a_script is not None:  # a Python file, an empty one: nothing to advise on
         raise InputError(path, job.not_a_script)

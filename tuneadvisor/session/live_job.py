@@ -17,6 +17,7 @@ from pathlib import Path
 from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.advisor.site import NodeShape
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import MAX_JOB_SCRIPT
 from tuneadvisor.slurm.client import SlurmClient, SlurmError, check_job_id
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.sacct.gpu import accounting_gpu
@@ -103,6 +104,11 @@ def _script(
     text = client.batch_script(job_id)
     if text is None:
         notes.append(f"Slurm no longer has the script of job {job_id}: give it with --job FILE")
+        return None
+    if len(text.encode("utf-8", "replace")) > MAX_JOB_SCRIPT:
+        notes.append(
+            f"the script of job {job_id} is larger than {MAX_JOB_SCRIPT // 1024} KiB: not read"
+        )
         return None
     # Named as if it sat in the job's working directory: relative paths in the script
     # resolve there, as they did when the job ran.

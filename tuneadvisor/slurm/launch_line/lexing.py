@@ -224,10 +224,17 @@ def lex_spans(text: str) -> tuple[list[tuple[int, int]], int | None]:
     return spans, None
 
 
+# What shlex.split would act on in a word: quotes, escapes, and blanks other than its own.
+_QUOTING = re.compile(r"""['"\\]|[^\S \t\r\n]""")
+
+
 def unquote(raw: str) -> str:
     """A word without its quotes, variables and substitutions kept as written."""
     if "$(" in raw or "`" in raw:
         return raw[1:-1] if len(raw) > 1 and raw[0] == raw[-1] == '"' else raw
+    if not _QUOTING.search(raw):  # nothing to unquote: shlex reads a long word in O(n^2)
+        parts = raw.split()
+        return parts[0] if len(parts) == 1 else (raw if parts else "")
     try:
         parts = shlex.split(raw)
     except ValueError:  # an unmatched quote: keep the text
