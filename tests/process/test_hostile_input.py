@@ -115,6 +115,10 @@ CASES: dict[str, tuple[dict[str, str], list[str], str]] = {
     "a job script over the size bound": (
         {}, ["report", "--job", "big.sbatch"], "larger than",
     ),
+    "a printed profile table over 4 MiB": (
+        {"t.txt": "Timer unit: 1e-06 s\n\n" + "#" * (4 << 20)}, ["report", "t.txt"],
+        "a printed table of more than 4 MiB",
+    ),
     "a job script just over the job-script bound (256 KiB)": (
         {"j.sbatch": "#!/bin/bash\n#SBATCH -N1\n" + "echo " + "a" * (256 * 1024) + "\n"},
         ["report", "--job", "j.sbatch"], "job script is larger than 256 KiB",

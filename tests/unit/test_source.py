@@ -317,3 +317,16 @@ def test_a_file_removed_after_it_was_found_is_none(tmp_path: Path) -> None:
     assert finder.find(RECORDED) == script
     script.unlink()
     assert finder.read_lines(RECORDED) is None
+
+
+def test_a_crafted_deep_path_is_looked_up_by_its_last_parts_only(tmp_path: Path) -> None:
+    """A recorded path 10,000 parts deep (a crafted profile): every suffix of every length
+    would be quadratic; only the last MAX_SUFFIX_PARTS are tried, and a file there is found."""
+    root = tmp_path / "root"
+    put(root / "pkg" / "train.py")
+    finder = SourceFinder(source_roots=[root], profile_dirs=[root], cwd=root)
+    deep = "/" + "/".join(["d"] * 10_000) + "/pkg/train.py"
+    suffixes = list(finder.candidates(deep))[1:]
+    assert 0 < len(suffixes) <= source.MAX_SUFFIX_PARTS * 3  # a few roots, never 10,000
+    assert max(len(p.relative_to(p.anchor).parts) for p in suffixes) < 100
+    assert finder.find(deep) == root / "pkg" / "train.py"
