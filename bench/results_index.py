@@ -33,7 +33,7 @@ PARTS = (
     Part(None, "profile viewer, targets 1-3d", "bash bench/run.sh"),
     Part(
         "training-bench",
-        "relaunch / grid / `tune`, T1-T3 (issue 6)",
+        "relaunch / grid / `tune` / re-apply, T1-T4 (issues 6, 12)",
         ".venv/bin/python bench/training_advice.py --steps 12 --repeats 2",
     ),
     Part(

@@ -93,6 +93,14 @@ def main() -> None:
     out = sh([*TA, "report", "--format", "json", str(profile), "--job",
               "slurm/mnist_single.sbatch", "--site", str(site)], ROOT, env)  # fmt: skip
     report.write_text(out.stdout)
+    # Issue 12: applying the same evidence twice writes the same file (the advice comes from
+    # the run that was measured, not from the script as it is after the first apply).
+    once, twice = work / "applied-once.sbatch", work / "applied-twice.sbatch"
+    sh([*TA, "apply", str(profile), "--job", "slurm/mnist_single.sbatch", "--site", str(site),
+        "-o", str(once)], ROOT, env)  # fmt: skip
+    sh([*TA, "apply", str(profile), "--job", str(once), "--site", str(site),
+        "-o", str(twice)], ROOT, env)  # fmt: skip
+    same = once.exists() and twice.exists() and once.read_bytes() == twice.read_bytes()
     data = json.loads(out.stdout)
     findings = [f["id"] for f in data["findings"]]
     plan = data["advice"]["plan"]
@@ -160,6 +168,8 @@ def main() -> None:
          (f"workers kept ({base_t['knobs'].get('num_workers')}){cores_said}" if kept
           else f"changed to {best_t['settings']}"),
          "PASS" if kept else "MISS"),
+        ("T4", "the same profile applied again to the script it wrote", "no change",
+         "the same file" if same else "changed again", "PASS" if same else "MISS"),
     ]  # fmt: skip
     lines = [
         BEGIN,
