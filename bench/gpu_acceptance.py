@@ -116,6 +116,13 @@ def _smi(*query: str) -> list[list[str]]:
     return [[c.strip() for c in line.split(",")] for line in done.stdout.splitlines() if line]
 
 
+def _agree(ours: float | None, theirs: float | None, within: float, share: float) -> bool:
+    """Both read, and no further apart than ``within`` or ``share`` of nvidia-smi's value."""
+    if ours is None or theirs is None:
+        return False
+    return abs(ours - theirs) <= max(within, share * theirs)
+
+
 def _number(text: str) -> float | None:
     try:
         return float(text)
@@ -252,9 +259,7 @@ def nvml_against_nvidia_smi(gpu: bool, work: Path) -> list[Check]:
         values.numbers["problems"] = list(reading.problems)
         mem_smi = _number(smi[2])
         values.expect(
-            first.mem_used_mib is not None
-            and mem_smi is not None
-            and abs(first.mem_used_mib - mem_smi) <= max(64.0, 0.02 * mem_smi),
+            _agree(first.mem_used_mib, mem_smi, 64.0, 0.02),
             f"memory used: NVML {first.mem_used_mib} MiB, nvidia-smi {mem_smi} MiB",
         )
         utils = [(r.gpus[0].util_pct, _number(s[1])) for r, s, _ in rows]
@@ -267,9 +272,7 @@ def nvml_against_nvidia_smi(gpu: bool, work: Path) -> list[Check]:
         )
         power_smi = _number(smi[3])
         values.expect(
-            first.power_w is not None
-            and power_smi is not None
-            and abs(first.power_w - power_smi) <= max(15.0, 0.15 * power_smi),
+            _agree(first.power_w, power_smi, 15.0, 0.15),
             f"power: NVML {first.power_w} W, nvidia-smi {power_smi} W",
         )
         ours = [p for p in reading.procs if p.pid == load.pid]

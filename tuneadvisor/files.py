@@ -116,8 +116,9 @@ def backup_path(path: Path) -> Path:
 # --------------------------------------------------------------------------- reading
 
 
-def read_bytes_input(path: str | os.PathLike[str], what: str, limit: int = MAX_TEXT_INPUT) -> bytes:
-    """A regular file's bytes, at most ``limit`` of them; every failure one InputError."""
+def read_regular_file(path: str | os.PathLike[str], what: str, limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of a regular file (one more than the caller accepts, so it
+    can tell an oversize file); every failure to open or read one InputError."""
     try:
         # Opened without blocking (a FIFO with no writer would wait forever), then checked
         # on the open file itself: only a regular file is read.
@@ -136,11 +137,16 @@ def read_bytes_input(path: str | os.PathLike[str], what: str, limit: int = MAX_T
             raise InputError(path, f"{what} is not a regular file (a FIFO, a device...)")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as stream:
-            data = stream.read(limit + 1)
+            return stream.read(limit + 1)
     except OSError as exc:
         raise InputError(path, f"cannot read {what}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
+
+
+def read_bytes_input(path: str | os.PathLike[str], what: str, limit: int = MAX_TEXT_INPUT) -> bytes:
+    """A regular file's bytes, at most ``limit`` of them; every failure one InputError."""
+    data = read_regular_file(path, what, limit)
     if len(data) > limit:
         raise InputError(path, f"{what} is larger than {_size(limit)}: not read")
     return data

@@ -11,11 +11,11 @@ from __future__ import annotations
 import codecs
 import math
 import os
-import stat
 from collections.abc import Iterable
 from typing import TypeGuard
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import read_regular_file
 from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, ProfileSet
 from tuneadvisor.profile.safe_pickle import (
     DEFAULT_LIMITS,
@@ -75,27 +75,7 @@ def load_profiles(
 
 def _read(path: str, max_bytes: int) -> bytes:
     """The file's bytes, refusing what is not a regular, readable, bounded file."""
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except PermissionError:
-        raise InputError(path, "permission denied") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot open: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise InputError(path, "is a directory, not a profile file")
-        if not stat.S_ISREG(mode):
-            raise InputError(path, "is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(max_bytes + 1)
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
+    data = read_regular_file(path, "profile", max_bytes)
     if len(data) > max_bytes:
         raise InputError(path, f"larger than the {max_bytes} byte limit for a profile")
     return data
