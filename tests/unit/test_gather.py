@@ -475,3 +475,27 @@ def test_a_sites_seff_gpu_lines_are_said_but_not_gpu_facts() -> None:
     (note,) = [n for n in got.notes if "GPU utilisation" in n]
     assert "43 %" in note and "510 MiB of 23,552 MiB" in note
     assert "GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)" in got.sharpen
+
+
+@pytest.mark.parametrize(
+    "beside", ["[1, 2]", '{"kind": "tuneadvisor-run", "settings": 3}', "not json", "fifo"]
+)
+def test_a_run_json_beside_a_profile_that_is_no_run_record_is_left_alone(
+    tmp_path: Path, beside: str
+) -> None:
+    """The measured allocation may come from the run.json `tuneadvisor run` writes beside a
+    profile; anything else there (a list, wrong types, a FIFO that would block) is ignored."""
+    import os
+
+    profile = tmp_path / "profile.txt"
+    profile.write_bytes((FIXTURES / "realworld" / "profiles" / "lp4.0.3-wide.txt").read_bytes())
+    record = tmp_path / "run.json"
+    if beside == "fifo":
+        os.mkfifo(record)
+    else:
+        record.write_text(beside)
+    got = gather(Inputs(profiles=(str(profile),)), None, env={})
+    assert "alloc.cpus_per_task" not in got.facts
+    record.unlink()
+    record.write_text('{"kind": "tuneadvisor-run", "settings": {"cpus_per_task": 2}}')
+    assert gather(Inputs(profiles=(str(profile),)), None, env={}).facts["alloc.cpus_per_task"] == 2

@@ -20,6 +20,7 @@ from tuneadvisor.files import (
     MAX_CONFIG_INPUT,
     MAX_JOB_SCRIPT,
     is_regular_file,
+    load_json_input,
     present,
     read_text_input,
 )
@@ -158,16 +159,19 @@ def _from_header(job: Mapping[str, object]) -> Measured:
 def _run_record(profile: str) -> Measured | None:
     """The settings of the ``tuneadvisor run`` that wrote this profile (its run.json is
     beside it); None for a profile of anything else. Read as plain JSON: the run records
-    belong to a layer above this one."""
-    import json
-
+    belong to a layer above this one. Read as every input is (bounded, a regular file only):
+    what is not a readable run record is no run record."""
     path = Path(profile).parent / "run.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if not is_regular_file(path):
         return None
-    settings = data.get("settings") if isinstance(data, dict) else None
-    if data.get("kind") != "tuneadvisor-run" or not isinstance(settings, dict):
+    try:
+        data = load_json_input(path, "run record")
+    except InputError:
+        return None
+    if not isinstance(data, dict) or data.get("kind") != "tuneadvisor-run":
+        return None
+    settings = data.get("settings")
+    if not isinstance(settings, dict):
         return None
     cpus = settings.get("cpus_per_task")
     knobs = settings.get("knobs")
