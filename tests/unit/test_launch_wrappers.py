@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.launch_line import search
 from tuneadvisor.slurm.launch_line.edit import append_words, set_option
 from tuneadvisor.slurm.launch_line.search import find_launch, unfollowed_launch
 
@@ -130,13 +132,13 @@ def test_an_unreadable_wrapper_is_a_hand_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job = JobScript.read(project(tmp_path, FORWARDING))
-    real = JobScript.read
+    from tuneadvisor.files import read_bytes_input as real
 
-    def read(path: str | os.PathLike[str]) -> JobScript:
+    def read(path: str | os.PathLike[str], what: str, limit: int) -> bytes:
         if Path(path).name == "launch.sh":
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)
+            raise InputError(path, f"{what} is not readable (permission denied)")
+        return real(path, what, limit)
 
-    monkeypatch.setattr(JobScript, "read", staticmethod(read))
+    monkeypatch.setattr(search, "read_bytes_input", read)
     assert find_launch(job) is None
     assert unfollowed_launch(job) is not None

@@ -29,7 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tuneadvisor.files import is_regular_file
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import MAX_JOB_SCRIPT, is_regular_file, read_bytes_input
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.commands import ASSIGNMENT, Found, analyse, with_arguments
@@ -200,10 +201,11 @@ def _through_script(words: list[str], logical: Logical, context: _Context) -> La
     wrapper = _shell_script(program, context) if program is not None else None
     if program is None or wrapper is None:
         return None
-    try:
-        script = JobScript.read(wrapper)
-    except OSError:  # unreadable here: named as a hand-off that cannot be followed
+    try:  # bounded as the job script itself is
+        text = read_bytes_input(wrapper, "wrapper script", MAX_JOB_SCRIPT)
+    except InputError:  # unreadable here: named as a hand-off that cannot be followed
         return None
+    script = JobScript.parse(text, wrapper)
     launch = choose_launch(_launches(script, _inner(context, wrapper, outer.stopped_args)))
     if launch is None:
         return None
