@@ -9,7 +9,6 @@ import difflib
 
 from tuneadvisor.slurm.jobscript.editing import render_value
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.jobscript.plugins import plugin_option
 from tuneadvisor.slurm.options import OPTIONS, Arg, validate
 
 _LONG_NAMES = sorted({name for option in OPTIONS for name in (option.name, *option.aliases)})
@@ -49,29 +48,10 @@ def _fixed(text: str) -> str | None:
     )
 
 
-def _site_plugin_tokens(job: JobScript, unread: list[int]) -> set[int]:
-    """The unread tokens that are a site plugin's option (plugins.py: ``--image=...``), and
-    the value after one that takes it as the next word (``--container-image IMAGE``)."""
-    kept: set[int] = set()
-    for index in unread:
-        text = job.tokens[index].value
-        option = plugin_option(text[2:].partition("=")[0]) if text.startswith("--") else None
-        if option is None:
-            continue
-        kept.add(index)
-        if option.arg is Arg.REQUIRED and "=" not in text and index + 1 in unread:
-            kept.add(index + 1)
-    return kept
-
-
 def repair_directives(job: JobScript, keep: frozenset[str], notes: list[str]) -> JobScript:
     """``job`` without the directive arguments sbatch refuses; ``keep``: options the plan
     sets anyway (an invalid value of one is replaced by the plan, not removed)."""
-    unread = job.unread_tokens()
-    kept = _site_plugin_tokens(job, unread)
-    for index in reversed(unread):  # from the end: earlier offsets stay right
-        if index in kept:
-            continue  # the site's sbatch reads it (a container image...): never removed
+    for index in reversed(job.unread_tokens()):  # from the end: earlier offsets stay right
         token = job.tokens[index]
         fixed = _fixed(token.value)
         if fixed is not None:

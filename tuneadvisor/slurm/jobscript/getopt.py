@@ -23,6 +23,7 @@ class _Getopt:
     tokens: list[tuple[int, Token]]  # (index in JobScript.tokens, token)
     directives: list[Directive] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    plugin_tokens: list[int] = field(default_factory=list)  # a site plugin's options, values
     position: int = 0
 
     def run(self) -> None:
@@ -49,7 +50,7 @@ class _Getopt:
     def _problem(self, token: Token, option: str | None, message: str) -> None:
         self.problems.append(Problem(INVALID_DIRECTIVE, token.line, option, message, True))
 
-    def _plugin(self, token: Token, name: str, attached: bool) -> bool:
+    def _plugin(self, index: int, token: Token, name: str, attached: bool) -> bool:
         """A site plugin's option (``--image=...`` of Shifter): a note, its value taken as
         getopt would take it where the plugin is loaded. False when it is none."""
         option = plugin_option(name)
@@ -58,9 +59,11 @@ class _Getopt:
         if option.arg is Arg.NONE and attached:
             self._problem(token, None, f"option '--{name}' doesn't allow an argument")
             return True
-        if option.arg is Arg.REQUIRED and not attached and self._next_value() is None:
+        value = self._next_value() if option.arg is Arg.REQUIRED and not attached else None
+        if option.arg is Arg.REQUIRED and not attached and value is None:
             self._problem(token, None, f"option '--{name}' requires an argument")
             return True
+        self.plugin_tokens += [index] if value is None else [index, value[0]]
         message = (
             f"--{name} is an option of {option.plugin}: that site's sbatch checks it, not this one"
         )
@@ -76,7 +79,7 @@ class _Getopt:
     def _long(self, index: int, token: Token) -> None:
         spelled, equals, _ = token.value[2:].partition("=")
         match = match_long(spelled, token.value)
-        if match.option is None and self._plugin(token, spelled, bool(equals)):
+        if match.option is None and self._plugin(index, token, spelled, bool(equals)):
             return
         if match.option is None:
             self._problem(token, None, match.error or f"unrecognized option '{token.value}'")
@@ -154,13 +157,17 @@ class _Getopt:
 
 def read_options(
     tokens: tuple[Token, ...], components: int
-) -> tuple[list[Directive], list[Problem]]:
+) -> tuple[list[Directive], list[Problem], list[int]]:
+    """The options read, the problems, and the tokens a site plugin's options took (read
+    where that plugin is loaded: neither an sbatch option nor a refused word)."""
     directives: list[Directive] = []
     problems: list[Problem] = []
+    plugin_tokens: list[int] = []
     for component in range(components):
         ours = [(i, t) for i, t in enumerate(tokens) if t.component == component]
         getopt = _Getopt(ours)
         getopt.run()
         directives += getopt.directives
         problems += getopt.problems
-    return directives, problems
+        plugin_tokens += getopt.plugin_tokens
+    return directives, problems, plugin_tokens

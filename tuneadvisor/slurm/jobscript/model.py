@@ -66,6 +66,7 @@ class JobScript:
     problems: tuple[Problem, ...]
     first_command_line: int | None  # where sbatch stops reading directives
     components: int  # heterogeneous-job components (1 for an ordinary job)
+    plugin_tokens: frozenset[int] = frozenset()  # site plugin options and their values
 
     @classmethod
     def parse(cls, source: str | bytes, path: str | os.PathLike[str] | None = None) -> JobScript:
@@ -74,7 +75,7 @@ class JobScript:
         lines = split_lines(text)
         header = read_header(lines)
         tokens = tuple(header.tokens)
-        directives, problems = read_options(tokens, header.components)
+        directives, problems, plugin_tokens = read_options(tokens, header.components)
         after = lines[header.first_command :] if header.first_command else ()
         problems = [
             *file_problems(text, lines),
@@ -94,6 +95,7 @@ class JobScript:
             tuple(problems),
             header.first_command,
             header.components,
+            frozenset(plugin_tokens),
         )
 
     @classmethod
@@ -210,10 +212,13 @@ class JobScript:
 
     def unread_tokens(self) -> list[int]:
         """Directive arguments of the job (component 0) that are no option nor an option's
-        value: what sbatch refuses as an unrecognized option or a stray word."""
-        used = {d.token for d in self.occurrences} | {
-            d.value_token for d in self.occurrences if d.value_token is not None
-        }
+        value: what sbatch refuses as an unrecognized option or a stray word. A site plugin's
+        options and their values are not among them: that site's sbatch reads them."""
+        used = (
+            {d.token for d in self.occurrences}
+            | {d.value_token for d in self.occurrences if d.value_token is not None}
+            | self.plugin_tokens
+        )
         return [i for i, t in enumerate(self.tokens) if t.component == 0 and i not in used]
 
     def without_tokens(self, indices: Iterable[int]) -> JobScript:
