@@ -10,14 +10,13 @@ tests/fixtures/slurm-22.05/17-gpu-tres-admincomment.txt), in jobstats' own forma
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 from pathlib import Path
 
 import pytest
 
 from tests.integration.slurm_cluster import Cluster, burner, start_cluster, with_burner
+from tests.unit.test_jobstats import blob
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -44,10 +43,7 @@ def summary(util: float, elapsed: int) -> str:
         "gpu_used_memory": {"0": 2048 * 2**20},
         "gpu_utilization": {"0": util},
     }
-    document = {"gpus": 1, "nodes": {"vm": node}, "total_time": elapsed}
-    data = json.dumps(document, sort_keys=True, indent=4).encode("ascii")
-    packed = gzip.compress(data, mtime=0)  # the same bytes every run: a blob names a test
-    return "JS1:" + base64.b64encode(packed).decode("ascii")
+    return blob({"gpus": 1, "nodes": {"vm": node}, "total_time": elapsed})
 
 
 def report(cluster: Cluster, folder: Path, job_id: str) -> dict[str, object]:
