@@ -76,6 +76,19 @@ def _pty_pair(columns: int | None) -> tuple[int, int]:
     return master, slave
 
 
+def send_to_group(pid: int, sig: int) -> bool:
+    """``sig`` to the process group ``pid`` leads (a child started in a session of its own:
+    its children get it too), else to ``pid`` alone; False when it is gone."""
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 class Program:
     """A started command: its pid, its output, its end. Signals go to its process group."""
 
@@ -94,7 +107,6 @@ class Program:
         self.log = log
         self.log_path: str | None = None if log is None else str(log.name)
         self._echo = echo
-        self._own_session = own_session
         self._fd: int | None = None
         self._stop = threading.Event()
         self.left_running = False  # "leave it running": watch exits without waiting
@@ -162,16 +174,7 @@ class Program:
 
     def signal(self, sig: signal.Signals) -> bool:
         """To its process group when it has one of its own, else to it; False once it ended."""
-        if not self.running:
-            return False
-        try:
-            if self._own_session:
-                os.killpg(self.pid, sig)
-            else:
-                os.kill(self.pid, sig)
-        except ProcessLookupError:
-            return False
-        return True
+        return self.running and send_to_group(self.pid, sig)
 
     def interrupt(self) -> bool:
         return self.signal(signal.SIGINT)

@@ -15,7 +15,6 @@ intervals is left out of the rounds, and said so.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -30,6 +29,7 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.recording import RecordingError, RecordingHeader, RowReader
 from tuneadvisor.metrics.snapshot import Snapshot
 from tuneadvisor.watch.merge import machines, merge_nodes, same_machine_note
+from tuneadvisor.watch.program import send_to_group
 
 PIECE = 1024  # srun's largest piece of a line (Slurm's MAX_MSG_LEN)
 STARTUP_S = 60.0  # srun, the step, and Python starting on every node
@@ -281,10 +281,4 @@ class RemoteSamplers:
             self._leftovers = None
 
     def _signal(self, signum: int) -> None:
-        try:
-            if os.getpgid(self._proc.pid) == self._proc.pid:
-                os.killpg(self._proc.pid, signum)
-            else:
-                self._proc.send_signal(signum)
-        except ProcessLookupError:
-            pass  # ended meanwhile
+        send_to_group(self._proc.pid, signum)  # False when it ended meanwhile
