@@ -30,6 +30,7 @@ from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import JobScriptText, Workspace
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.trainscript.kinds import LineKind
@@ -291,6 +292,19 @@ def sample_advice(
     findings: tuple[Finding, ...] | None = None, script_patch: str = SCRIPT_PATCH
 ) -> Advice:
     """Advice as the advisor builds it, by hand: fixed text for stable screens."""
+    return sample_plan_written(findings, script_patch)[0]
+
+
+def sample_tuned(
+    findings: tuple[Finding, ...] | None = None, script_patch: str = SCRIPT_PATCH
+) -> TunedFiles:
+    """The sample advice's plan written, as the session writes it, by hand."""
+    return sample_plan_written(findings, script_patch)[1]
+
+
+def sample_plan_written(
+    findings: tuple[Finding, ...] | None, script_patch: str
+) -> tuple[Advice, TunedFiles]:
     findings = sample_findings() if findings is None else findings
     job = JobScript.parse(JOB_SCRIPT, "mnist.sbatch")
     plan = Plan()
@@ -313,7 +327,8 @@ def sample_advice(
         )
     else:
         script_patch = ""
-    return Advice(
+    script_path = "train.py" if script_patch else None
+    advice = Advice(
         findings=findings,
         skipped=(),
         plan=plan,
@@ -322,19 +337,25 @@ def sample_advice(
             "Slurm accounting of the finished job (--seff or --sacct)",
             "GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)",
         ),
-        notes=("set num_workers=3 where the training DataLoader is built",),
+        notes=(),
+        script_path=script_path,
+    )
+    written = TunedFiles(
         original_job=job,
         tuned_job=tuned,
         job_diff=diff,
         script_patch=script_patch,
-        script_path="train.py" if script_patch else None,
+        script_path=script_path,
+        notes=("set num_workers=3 where the training DataLoader is built",),
     )
+    return advice, written
 
 
-def advised_workspace(directory: Path, advice: Advice | None = None) -> Workspace:
-    """The hand-made MNIST workspace with advice."""
+def advised_workspace(directory: Path, findings: tuple[Finding, ...] | None = None) -> Workspace:
+    """The hand-made MNIST workspace with the sample advice (on ``findings``), written."""
     workspace = mnist_workspace(directory)
-    return replace(workspace, advice=sample_advice() if advice is None else advice)
+    advice, tuned = sample_plan_written(findings, SCRIPT_PATCH)
+    return replace(workspace, advice=advice, tuned=tuned)
 
 
 async def wait_for(pilot: Pilot[Any], done: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -403,5 +424,6 @@ def long_line_workspace(directory: Path) -> Workspace:
     return replace(
         workspace,
         job=JobScriptText("mnist.sbatch", LONG_JOB_SCRIPT),
-        advice=replace(workspace.advice, job_diff=diff, script_patch="", script_path=None),
+        advice=replace(workspace.advice, script_path=None),
+        tuned=replace(workspace.tuned, job_diff=diff, script_patch="", script_path=None),
     )

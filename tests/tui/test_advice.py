@@ -19,7 +19,6 @@ from tests.tui.helpers import (
     copy_example,
     long_line_workspace,
     make_app,
-    sample_advice,
     static_text,
     wait_for,
     wait_loaded,
@@ -143,7 +142,7 @@ async def test_findings_are_grouped_by_cause_and_j_k_move_between_them(tmp_path:
 
 @async_test
 async def test_no_findings_still_lists_what_would_sharpen_the_advice(tmp_path: Path) -> None:
-    app = make_app(advised_workspace(tmp_path, sample_advice(findings=())))
+    app = make_app(advised_workspace(tmp_path, findings=()))
     async with app.run_test(size=SIZE) as pilot:
         screen = await wait_loaded(pilot)
         assert tab_label(screen, "findings") == "Findings (0)"

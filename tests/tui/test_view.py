@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from tests.tui.helpers import JOB_SCRIPT, mnist_workspace, sample_advice, sample_findings
+from tests.tui.helpers import (
+    JOB_SCRIPT,
+    advised_workspace,
+    mnist_workspace,
+    sample_advice,
+    sample_findings,
+    sample_tuned,
+)
 from tuneadvisor.advisor.findings import Evidence, Suggestion
 from tuneadvisor.present.findings import (
     evidence_text,
@@ -163,19 +171,19 @@ def test_plan_rows_name_the_findings_behind_each_change() -> None:
 
 
 def test_diff_lines_by_kind() -> None:
-    kinds = [diff_line_kind(line) for line in sample_advice().job_diff.splitlines()[:6]]
+    kinds = [diff_line_kind(line) for line in sample_tuned().job_diff.splitlines()[:6]]
     assert kinds == ["header", "header", "hunk", "context", "context", "context"]
     assert diff_line_kind("+#SBATCH --cpus-per-task=4") == "added"
     assert diff_line_kind("-#SBATCH --cpus-per-task=1") == "removed"
 
 
 def test_what_apply_would_write(tmp_path: Path) -> None:
-    advice = sample_advice()
-    assert can_apply(advice)
-    assert not can_apply(sample_advice(findings=()))
-    assert not can_apply(None)
+    workspace = advised_workspace(tmp_path)
+    assert can_apply(workspace)
+    assert not can_apply(advised_workspace(tmp_path, findings=()))
+    assert not can_apply(replace(workspace, advice=None))
     out = tmp_path / "mnist.tuned.sbatch"
-    assert planned_writes(advice, out) == [
+    assert planned_writes(workspace, out) == [
         (out, "the tuned job script: --cpus-per-task=4"),
         (tmp_path / "train.py.tuneadvisor.patch", "a patch for train.py"),
     ]
@@ -183,10 +191,13 @@ def test_what_apply_would_write(tmp_path: Path) -> None:
 
 def test_what_apply_would_write_is_what_write_outputs_writes(tmp_path: Path) -> None:
     """The confirmation lists the files before they exist: keep it in step with outputs."""
-    advice = sample_advice()
-    job = tmp_path / "mnist.sbatch"
+    inputs, outputs = tmp_path / "inputs", tmp_path / "outputs"
+    inputs.mkdir()
+    outputs.mkdir()
+    workspace = advised_workspace(inputs)  # it writes a train.py there
+    job = outputs / "mnist.sbatch"
     job.write_text(JOB_SCRIPT)
     out = tuned_name(job)
-    planned = {path for path, _ in planned_writes(advice, out)}
-    write_outputs(advice, job, out, in_place=False)
-    assert {p for p in tmp_path.iterdir() if p != job} == planned
+    planned = {path for path, _ in planned_writes(workspace, out)}
+    write_outputs(workspace.tuned, job, out, in_place=False)
+    assert {p for p in outputs.iterdir() if p != job} == planned

@@ -20,8 +20,8 @@ import pytest
 from tests.conftest import REPO, line_of
 from tests.unit.test_advice_acceptance import apply_unified_diff, findings
 from tuneadvisor.advisor.job_facts import job_facts
-from tuneadvisor.advisor.script_edits import plan_script_edits
 from tuneadvisor.cli import main
+from tuneadvisor.session.script_settings import Target, write_settings
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.search import find_launch
 from tuneadvisor.trainscript.local_imports import local_module_paths
@@ -444,7 +444,7 @@ def test_num_workers_in_pytorchs_mnist_kwargs_dict_is_patched(
 )
 def test_where_a_num_workers_patch_goes(source: str, expected: str) -> None:
     text = "import os\nfrom torch.utils.data import DataLoader\n" + source
-    edits = plan_script_edits({"num_workers": 3}, scan_script(text), None, None, "t.py", text)
+    edits = write_settings({"num_workers": 3}, Target(scan_script(text), "t.py", text), None, None)
     patched = apply_unified_diff(text, edits.patch)
     new = 'max(1, int(os.environ.get("SLURM_CPUS_PER_TASK", "1")) - 1)'
     assert expected.replace("NEW", new) in patched

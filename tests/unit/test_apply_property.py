@@ -57,9 +57,10 @@ def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _tuned(job: Path, seff: Path, site: Path) -> tuple[bytes | None, dict[str, object]]:
-    advice = load_workspace(Inputs(job=str(job), seff=str(seff), site=str(site))).advice
-    assert advice is not None and advice.tuned_job is not None
-    return (advice.tuned_job.render() if advice.job_diff else None), dict(advice.facts)
+    workspace = load_workspace(Inputs(job=str(job), seff=str(seff), site=str(site)))
+    advice, tuned = workspace.advice, workspace.tuned
+    assert advice is not None and tuned.tuned_job is not None
+    return (tuned.tuned_job.render() if tuned.job_diff else None), dict(advice.facts)
 
 
 def _check_memory(tuned: bytes, original: bytes, facts: dict[str, object], where: str) -> None:

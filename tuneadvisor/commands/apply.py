@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tuneadvisor.commands.inputs import add_inputs, inputs_of
 
 if TYPE_CHECKING:
-    from tuneadvisor.advisor.advice import Advice
+    from tuneadvisor.session.tuned_files import TunedFiles
 
 HELP = "write the tuned job script (and a training-script patch)"
 
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tuneadvisor.present.findings import finding_heading
-    from tuneadvisor.session.apply import apply_advice, apply_target
+    from tuneadvisor.session.apply import apply_target, apply_workspace
     from tuneadvisor.session.workspace import load_workspace
 
     inputs = inputs_of(args)
@@ -53,31 +53,32 @@ def run(args: argparse.Namespace) -> int:
     workspace = load_workspace(inputs)  # everything is read and checked before any write
     advice = workspace.advice
     assert advice is not None
-    written = apply_advice(advice, inputs, target)
+    written = apply_workspace(workspace, target)
+    tuned = workspace.tuned
     for finding in advice.findings:
         print(finding_heading(finding))
     if not advice.findings:
         print("no findings: nothing to change")
-    if advice.job_diff:
-        sys.stdout.write("\n" + advice.job_diff)
+    if tuned.job_diff:
+        sys.stdout.write("\n" + tuned.job_diff)
     for line in written:
         print(line)
-    for note in advice.notes:
+    for note in workspace.notes:
         print(f"note: {note}")
     if args.submit:
-        _submit(advice, target.out, target.from_slurm)
+        _submit(tuned, target.out, target.from_slurm)
     return 0
 
 
-def _submit(advice: Advice, out: Path, from_slurm: bool) -> None:
+def _submit(tuned: TunedFiles, out: Path, from_slurm: bool) -> None:
     from tuneadvisor.slurm.client import SlurmClient
 
-    if not advice.job_diff:
+    if not tuned.job_diff:
         print("not submitted: the tuned script is the same as the original")
         return
     # A script read from Slurm runs where the original ran (its path is set in the job's
     # working directory); a script file is submitted from here, as `sbatch OUT` would be.
-    original = advice.original_job.path if advice.original_job is not None else None
+    original = tuned.original_job.path if tuned.original_job is not None else None
     chdir = str(original.parent) if from_slurm and original is not None else None
     job_id = SlurmClient().submit(out, chdir=chdir)
     print(f"submitted batch job {job_id}" + (f" (in {chdir})" if chdir else ""))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.findings import Finding
@@ -14,6 +15,9 @@ from tuneadvisor.present.findings import (
     suggestion_items,
 )
 from tuneadvisor.present.plan_rows import plan_rows
+
+if TYPE_CHECKING:
+    from tuneadvisor.session.tuned_files import TunedFiles
 
 
 def finding_lines(finding: Finding) -> list[str]:
@@ -28,7 +32,7 @@ def finding_lines(finding: Finding) -> list[str]:
     return out
 
 
-def render_advice(advice: Advice) -> list[str]:
+def render_advice(advice: Advice, tuned: TunedFiles) -> list[str]:
     out = ["", "Findings:" if advice.findings else "Findings: none"]
     for group, members in grouped_findings(advice.findings):
         out += ["", f"  {group}:"]
@@ -38,14 +42,15 @@ def render_advice(advice: Advice) -> list[str]:
     if not plan.is_empty():
         out += ["", "Plan:"]
         out += [f"  {change}   ({because})" for _, change, because in plan_rows(plan)]
-    if advice.job_diff:
+    if tuned.job_diff:
         out += ["", "Job script changes (tuneadvisor apply writes them):", ""]
-        out += advice.job_diff.rstrip("\n").splitlines()
-    if advice.script_patch:
+        out += tuned.job_diff.rstrip("\n").splitlines()
+    if tuned.script_patch:
         out += ["", "Training script patch (tuneadvisor apply writes it as a .patch file):", ""]
-        out += advice.script_patch.rstrip("\n").splitlines()
-    if advice.notes:
-        out += ["", "Advice notes:"] + [f"  - {note}" for note in advice.notes]
+        out += tuned.script_patch.rstrip("\n").splitlines()
+    notes = (*advice.notes, *tuned.notes)
+    if notes:
+        out += ["", "Advice notes:"] + [f"  - {note}" for note in notes]
     if advice.sharpen:
         out += ["", "These inputs would sharpen the advice:"]
         out += [f"  - {item}" for item in advice.sharpen]

@@ -65,7 +65,7 @@ def settings_from_workspace(base: Settings, workspace: Workspace, source: str) -
     advice = workspace.advice
     if advice is None:
         return base
-    job = advice.original_job if workspace.job is not None else None
+    job = workspace.tuned.original_job if workspace.job is not None else None
     directives = job.directives() if job is not None else {}
     return settings_from_advice(base, directives, advice.plan, source)
 

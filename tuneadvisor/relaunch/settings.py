@@ -16,7 +16,7 @@ from typing import Any
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import load_json_input
-from tuneadvisor.slurm.jobscript.editing import render_value
+from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.safe_words import (
     checked_count,
     checked_directive,
@@ -355,26 +355,17 @@ def render_job_script(
     settings.check_shape()
     # several nodes: as many tasks on each (--ntasks alone may pile them on the first)
     tasks = (
-        f"--ntasks-per-node={settings.tasks_per_node}"
+        ("ntasks-per-node", settings.tasks_per_node)
         if settings.nodes > 1
-        else f"--ntasks={settings.ntasks}"
+        else ("ntasks", settings.ntasks)
     )
-    lines = [
-        "#!/bin/bash",
-        f"#SBATCH --job-name={_directive('job-name', name)}",
-        f"#SBATCH --nodes={settings.nodes}",
-        f"#SBATCH {tasks}",
-        f"#SBATCH --cpus-per-task={settings.cpus_per_task}",
-    ]
-    if settings.mem:
-        lines.append(f"#SBATCH --mem={_directive('mem', settings.mem)}")
-    if settings.gpus:
-        lines.append(f"#SBATCH --gres=gpu:{settings.gpus}")
-    if settings.time:
-        lines.append(f"#SBATCH --time={_directive('time', settings.time)}")
-    lines.append(f"#SBATCH --output={_directive('output', output)}")
+    # #SBATCH lines have one writer, the job-script model (it quotes what sbatch would split).
+    header = JobScript.parse("#!/bin/bash\n", "job.sbatch")
+    for option, value in _directives(settings, tasks, name, output):
+        header = header.with_directive(option, checked_directive(option, str(value)))
     command = " ".join(_launch_word(a) for a in launch)
-    lines += [
+    lines = [
+        *header.render_text().splitlines(),
         "",
         "# Written by tuneadvisor from these settings:",
         f"#   {checked_text(settings.describe(), 'the settings')}",
@@ -392,9 +383,24 @@ def render_job_script(
     return "\n".join(lines)
 
 
-def _directive(name: str, value: str) -> str:
-    """A directive's value as sbatch reads it back (quoted when it needs to be)."""
-    return render_value(checked_directive(name, value), None, at_start=False)
+def _directives(
+    settings: Settings, tasks: tuple[str, int], name: str, output: str
+) -> list[tuple[str, object]]:
+    """The directives of a relaunched job, in the order they are written."""
+    out: list[tuple[str, object]] = [
+        ("job-name", name),
+        ("nodes", settings.nodes),
+        tasks,
+        ("cpus-per-task", settings.cpus_per_task),
+    ]
+    if settings.mem:
+        out.append(("mem", settings.mem))
+    if settings.gpus:
+        out.append(("gres", f"gpu:{settings.gpus}"))
+    if settings.time:
+        out.append(("time", settings.time))
+    out.append(("output", output))
+    return out
 
 
 def _launch_word(word: str) -> str:

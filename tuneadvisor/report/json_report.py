@@ -15,6 +15,7 @@ from tuneadvisor.profile.analysis import (
     KindShare,
     ProfileAnalysis,
 )
+from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import Workspace
 
 SCHEMA_VERSION = 1
@@ -85,7 +86,7 @@ def _finding(finding: Finding) -> dict[str, Any]:
     }
 
 
-def _advice(advice: Advice) -> dict[str, Any]:
+def _advice(advice: Advice, tuned: TunedFiles) -> dict[str, Any]:
     plan = advice.plan
 
     def changes(table: Mapping[str, Change]) -> dict[str, Any]:
@@ -98,9 +99,9 @@ def _advice(advice: Advice) -> dict[str, Any]:
             "env": changes(plan.env),
             "notes": list(plan.notes),
         },
-        "job_diff": advice.job_diff,
-        "script_patch": advice.script_patch,
-        "notes": list(advice.notes),
+        "job_diff": tuned.job_diff,
+        "script_patch": tuned.script_patch,
+        "notes": [*advice.notes, *tuned.notes],
         "sharpen": list(advice.sharpen),
         "not_evaluated": [{"id": s.id, "missing": list(s.missing)} for s in advice.skipped],
         "facts": dict(sorted(advice.facts.items())),
@@ -111,8 +112,7 @@ def _job(workspace: Workspace) -> dict[str, Any] | None:
     if workspace.job is None:
         return None
     out: dict[str, Any] = {"path": workspace.job.path}
-    advice = workspace.advice
-    job = advice.original_job if advice is not None else None
+    job = workspace.tuned.original_job
     if job is not None:
         out["directives"] = job.directives()
         out["problems"] = [
@@ -130,5 +130,5 @@ def to_json(workspace: Workspace) -> dict[str, Any]:
         "profile": None if workspace.analysis is None else _profile(workspace.analysis),
         "job": _job(workspace),
         "findings": [] if advice is None else [_finding(f) for f in advice.findings],
-        "advice": None if advice is None else _advice(advice),
+        "advice": None if advice is None else _advice(advice, workspace.tuned),
     }

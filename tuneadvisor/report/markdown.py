@@ -9,6 +9,7 @@ from tuneadvisor.present.findings import rationale_line, suggestion_items
 from tuneadvisor.present.metrics_read import metrics_lines
 from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
+from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import Workspace
 
 
@@ -61,7 +62,7 @@ def _analysis(analysis: ProfileAnalysis) -> list[str]:
     return out
 
 
-def _advice(advice: Advice) -> list[str]:
+def _advice(advice: Advice, tuned: TunedFiles) -> list[str]:
     out = ["", "## Findings", ""]
     if not advice.findings:
         out.append("No findings.")
@@ -73,13 +74,14 @@ def _advice(advice: Advice) -> list[str]:
                 for section, change in suggestion_items(finding.suggest)]  # fmt: skip
         out += ["", rationale_line(finding.rationale)]
         out += [f"- <{ref}>" for ref in finding.references]
-    if advice.job_diff:
-        out += ["", "## Job script changes", "", "```diff", advice.job_diff.rstrip("\n"), "```"]
-    if advice.script_patch:
+    if tuned.job_diff:
+        out += ["", "## Job script changes", "", "```diff", tuned.job_diff.rstrip("\n"), "```"]
+    if tuned.script_patch:
         out += ["", "## Training script patch", "", "```diff",
-                advice.script_patch.rstrip("\n"), "```"]  # fmt: skip
-    if advice.notes:
-        out += ["", "**Advice notes**", ""] + [f"- {n}" for n in advice.notes]
+                tuned.script_patch.rstrip("\n"), "```"]  # fmt: skip
+    notes = (*advice.notes, *tuned.notes)
+    if notes:
+        out += ["", "**Advice notes**", ""] + [f"- {n}" for n in notes]
     if advice.sharpen:
         out += ["", "**These inputs would sharpen the advice**", ""]
         out += [f"- {item}" for item in advice.sharpen]
@@ -100,5 +102,5 @@ def render_markdown(workspace: Workspace) -> str:
             *(f"- {line}" for line in metrics_lines(workspace.metrics)),
         ]
     if workspace.advice is not None:
-        out += _advice(workspace.advice)
+        out += _advice(workspace.advice, workspace.tuned)
     return "\n".join(out) + "\n"

@@ -111,7 +111,7 @@ def render_text(workspace: Workspace) -> str:
     if workspace.metrics is not None:
         out += ["", "Metrics read:", *(f"  {line}" for line in metrics_lines(workspace.metrics))]
     if workspace.advice is not None:
-        out += render_advice(workspace.advice)
+        out += render_advice(workspace.advice, workspace.tuned)
     if not out:
         out.append("Nothing to report: give a profile (.lprof) or --job.")
     return "\n".join(out) + "\n"

@@ -9,10 +9,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import backup_path, write_atomic
 from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.tuned_files import TunedFiles
+from tuneadvisor.session.workspace import Workspace
 
 
 def tuned_name(job: Path) -> Path:
@@ -22,45 +23,45 @@ def tuned_name(job: Path) -> Path:
     return job.with_name(job.name + ".tuned")
 
 
-def script_patch_path(advice: Advice, out: Path) -> Path | None:
+def script_patch_path(tuned: TunedFiles, out: Path) -> Path | None:
     """Where the training-script patch goes (beside the tuned job); None without a patch."""
-    if not advice.script_patch:
+    if not tuned.script_patch:
         return None
-    name = Path(advice.script_path or "train.py").name
+    name = Path(tuned.script_path or "train.py").name
     return out.parent / f"{name}.tuneadvisor.patch"
 
 
-def refuse_overwriting_inputs(advice: Advice, out: Path, inputs: Iterable[str | None]) -> None:
+def refuse_overwriting_inputs(tuned: TunedFiles, out: Path, inputs: Iterable[str | None]) -> None:
     """An output that is one of the run's inputs (a profile, the seff file, the training
     script, ...) would be lost: refuse before anything is written."""
-    named = {Path(p).resolve() for p in (*inputs, advice.script_path) if p}
-    for target in (out, script_patch_path(advice, out)):
+    named = {Path(p).resolve() for p in (*inputs, tuned.script_path) if p}
+    for target in (out, script_patch_path(tuned, out)):
         if target is not None and target.resolve() in named:
             raise InputError(target, "is an input of this run: write the output elsewhere (-o)")
 
 
-def write_outputs(advice: Advice, job_path: Path, out: Path, in_place: bool) -> list[str]:
+def write_outputs(tuned: TunedFiles, job_path: Path, out: Path, in_place: bool) -> list[str]:
     """Write the tuned job script (and the training-script patch); say what was written.
     Each write is atomic, and the input is only replaced with --in-place, after a backup."""
-    assert advice.tuned_job is not None
+    assert tuned.tuned_job is not None
     said: list[str] = []
-    if in_place and advice.job_diff:
-        assert advice.original_job is not None
+    if in_place and tuned.job_diff:
+        assert tuned.original_job is not None
         backup = backup_path(job_path)
         # The bytes the advice was computed from (the model is lossless): the file is read once.
-        write_atomic(backup, advice.original_job.render(), mode_from=job_path)
+        write_atomic(backup, tuned.original_job.render(), mode_from=job_path)
         said.append(f"backup: {backup}")
-    if advice.job_diff or not in_place:
-        written = write_atomic(out, advice.tuned_job.render(), mode_from=job_path)
+    if tuned.job_diff or not in_place:
+        written = write_atomic(out, tuned.tuned_job.render(), mode_from=job_path)
         # A link is followed, not replaced: say which file changed.
         said.append(
             f"wrote {out}"
             if written == out
             else f"wrote {written}, the file the link {out} points at"
         )
-    patch_path = script_patch_path(advice, out)
+    patch_path = script_patch_path(tuned, out)
     if patch_path is not None:
-        write_atomic(patch_path, advice.script_patch.encode())
+        write_atomic(patch_path, tuned.script_patch.encode())
         said.append(
             f"wrote {patch_path} (in the training script's folder: "
             f"patch -p1 < {patch_path.resolve()})"
@@ -68,17 +69,17 @@ def write_outputs(advice: Advice, job_path: Path, out: Path, in_place: bool) -> 
     return said
 
 
-def refuse_overwriting_outputs(advice: Advice, out: Path, in_place: bool) -> None:
+def refuse_overwriting_outputs(tuned: TunedFiles, out: Path, in_place: bool) -> None:
     """An existing file where apply would write something else is someone's work: refuse
     unless --force (the same bytes again are no loss; --in-place keeps numbered backups of
     the job script)."""
-    assert advice.tuned_job is not None
+    assert tuned.tuned_job is not None
     writes: list[tuple[Path, bytes]] = []
     if not in_place:
-        writes.append((out, advice.tuned_job.render()))
-    patch = script_patch_path(advice, out)
+        writes.append((out, tuned.tuned_job.render()))
+    patch = script_patch_path(tuned, out)
     if patch is not None:
-        writes.append((patch, advice.script_patch.encode()))
+        writes.append((patch, tuned.script_patch.encode()))
     for path, data in writes:
         if path.exists() and (not path.is_file() or path.read_bytes() != data):
             raise InputError(path, "exists: give --force to overwrite it, or -o elsewhere")
@@ -116,39 +117,43 @@ def apply_target(
     return ApplyTarget(job_path, out, in_place, from_slurm, force)
 
 
-def can_apply(advice: Advice | None) -> bool:
+def can_apply(workspace: Workspace) -> bool:
     """Whether there is something to write: a tuned job script with a diff or a patch."""
+    tuned = workspace.tuned
     return (
-        advice is not None
-        and advice.tuned_job is not None
-        and bool(advice.job_diff or advice.script_patch)
+        workspace.advice is not None
+        and tuned.tuned_job is not None
+        and bool(tuned.job_diff or tuned.script_patch)
     )
 
 
-def planned_writes(advice: Advice, out: Path) -> list[tuple[Path, str]]:
-    """What `write_outputs(advice, job, out, in_place=False)` writes: (path, what), for the
-    confirmation before anything is written."""
-    changes = [f"--{k}={c.value}" for k, c in advice.plan.sbatch.items()]
-    if not advice.job_diff:
+def planned_writes(workspace: Workspace, out: Path) -> list[tuple[Path, str]]:
+    """What `write_outputs(workspace.tuned, job, out, in_place=False)` writes: (path, what),
+    for the confirmation before anything is written."""
+    tuned = workspace.tuned
+    plan = workspace.advice.plan if workspace.advice is not None else None
+    changes = [f"--{k}={c.value}" for k, c in plan.sbatch.items()] if plan is not None else []
+    if not tuned.job_diff:
         what = "the job script, unchanged"
     elif changes:
         what = "the tuned job script: " + ", ".join(changes)
     else:
         what = "the tuned job script"
     writes = [(out, what)]
-    patch = script_patch_path(advice, out)
+    patch = script_patch_path(tuned, out)
     if patch is not None:
-        writes.append((patch, f"a patch for {Path(advice.script_path or 'train.py').name}"))
+        writes.append((patch, f"a patch for {Path(tuned.script_path or 'train.py').name}"))
     return writes
 
 
-def apply_advice(advice: Advice, inputs: Inputs, target: ApplyTarget) -> list[str]:
+def apply_workspace(workspace: Workspace, target: ApplyTarget) -> list[str]:
     """Refuse to overwrite any input of the run, then write; says what was written."""
-    if advice.tuned_job is None:  # --jobid, and Slurm no longer has the script
+    tuned, inputs = workspace.tuned, workspace.inputs
+    if tuned.tuned_job is None:  # --jobid, and Slurm no longer has the script
         raise InputError(None, f"apply: no script for job {inputs.jobid}: give it with --job FILE")
     named = (*inputs.profiles, *inputs.metrics, inputs.script, inputs.seff, inputs.sacct)
     protected = (*named, inputs.site, None if target.in_place else inputs.job)
-    refuse_overwriting_inputs(advice, target.out, protected)
+    refuse_overwriting_inputs(tuned, target.out, protected)
     if not target.force:
-        refuse_overwriting_outputs(advice, target.out, target.in_place)
-    return write_outputs(advice, target.job_path, target.out, in_place=target.in_place)
+        refuse_overwriting_outputs(tuned, target.out, target.in_place)
+    return write_outputs(tuned, target.job_path, target.out, in_place=target.in_place)

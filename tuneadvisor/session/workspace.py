@@ -19,6 +19,7 @@ from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.session.gather import gather, read_job
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import load_rules, rule_dirs
+from tuneadvisor.session.tuned_files import TunedFiles, tuned_files
 
 if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
@@ -41,6 +42,13 @@ class Workspace:
     partial: bool = False
     inputs: Inputs = field(default_factory=Inputs)  # what it was loaded from (apply protects them)
     metrics: MetricsSeries | None = None  # what --metrics held, as read
+    tuned: TunedFiles = field(default_factory=TunedFiles)  # the plan, written
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The advice's notes, then what writing the plan had to say."""
+        advice = self.advice.notes if self.advice is not None else ()
+        return (*advice, *self.tuned.notes)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -95,9 +103,14 @@ def load_workspace(
     analysis = analyze_profiles(request, cwd) if request.profiles else None
     gathered = gather(request, analysis, job=job_script)
     advice = advise(gathered, rules)
-    job = _job_text(request, advice.original_job)
+    tuned = tuned_files(gathered, advice.plan)
     return Workspace(
-        analysis=analysis, job=job, advice=advice, inputs=request, metrics=gathered.metrics
+        analysis=analysis,
+        job=_job_text(request, gathered.job),
+        advice=advice,
+        inputs=request,
+        metrics=gathered.metrics,
+        tuned=tuned,
     )
 
 

@@ -53,6 +53,8 @@ __all__ = [
 
 # C's isspace() in the "C" locale: what sbatch treats as blank.
 C_SPACE = " \t\n\v\f\r"
+# sbatch takes one of these (they are mutually exclusive): writing one means dropping the others.
+MEMORY_OPTIONS = ("mem", "mem-per-cpu", "mem-per-gpu")
 _T = TypeVar("_T")
 
 

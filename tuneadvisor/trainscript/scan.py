@@ -15,6 +15,7 @@ the parse and scope index are the `ParsedScript` line kinds use.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -50,6 +51,9 @@ class ScriptScan:
     cudnn_benchmark: Origin | None = None
     torch_threads: Origin | None = None
     omp_num_threads: Origin | None = None
+    # Where a new top-level import goes (a 0-based line index): for a patch, which is
+    # written from this scan without parsing the script again.
+    import_at: int = 0
 
     @property
     def train_loader(self) -> DataLoaderScan | None:
@@ -106,4 +110,28 @@ def _scan_parsed(parsed: ParsedScript, launch_args: Mapping[str, str] | None) ->
         cudnn_benchmark=cudnn,
         torch_threads=threads,
         omp_num_threads=omp,
+        import_at=import_position(parsed),
     )
+
+
+def import_position(parsed: ParsedScript) -> int:
+    """After the module docstring and any ``from __future__`` imports, which must stay
+    first; else after a shebang and coding comments."""
+    end = 0
+    for index, node in enumerate(parsed.tree.body if parsed.tree is not None else []):
+        docstring = (
+            index == 0
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        )
+        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if not (docstring or future):
+            break
+        end = node.end_lineno or node.lineno
+    if end:
+        return end
+    lines = parsed.text_lines
+    while end < len(lines) and lines[end].startswith("#"):
+        end += 1
+    return end

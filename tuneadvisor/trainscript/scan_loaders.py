@@ -15,6 +15,7 @@ from tuneadvisor.trainscript.scan_results import (
     DEFAULT,
     LOADER_PARAMS,
     UNKNOWN,
+    ArgumentsEnd,
     DataLoaderScan,
     LoaderLoop,
     Origin,
@@ -61,9 +62,27 @@ def find_loaders(index: NodeIndex, resolver: Resolver) -> list[DataLoaderScan]:
                 name=_loader_name(index, call),
                 function=index.scopes.function_name(call),
                 params=loader_params(resolver, call),
+                arguments_end=arguments_end(index, call),
             )
         )
     return loaders
+
+
+def arguments_end(index: NodeIndex, call: ast.Call) -> ArgumentsEnd | None:
+    """The call's last argument, where a patch adds a keyword after it."""
+    arguments: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    if not arguments:
+        return None
+    last = max(arguments, key=lambda node: (node.end_lineno or 0, node.end_col_offset or 0))
+    if last.end_lineno is None or last.end_col_offset is None:
+        return None
+    before = (
+        index.lines[last.lineno - 1][: last.col_offset] if last.lineno <= len(index.lines) else b""
+    )
+    own_line = last.lineno > call.lineno and not before.strip()
+    return ArgumentsEnd(
+        last.lineno, last.end_lineno, last.col_offset, last.end_col_offset, own_line
+    )
 
 
 def _loader_name(index: NodeIndex, call: ast.Call) -> str | None:

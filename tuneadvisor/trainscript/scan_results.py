@@ -87,12 +87,25 @@ class Origin:
 
 
 @dataclass(frozen=True)
+class ArgumentsEnd:
+    """Where a keyword added to a call goes: its last argument's span, as the parse gave it
+    (columns in UTF-8 bytes), so a patch is written from the scan without parsing again."""
+
+    line: int  # the last argument's first line
+    end_line: int
+    col: int
+    end_col: int
+    own_line: bool  # one argument a line: a new one goes on a line of its own
+
+
+@dataclass(frozen=True)
 class DataLoaderScan:
     line: int
     end_line: int
     name: str | None  # what it is assigned to ("train_loader", "self.loader", a dict key)
     function: str | None  # the function it is built in
     params: Mapping[str, Origin]  # every name in LOADER_PARAMS
+    arguments_end: ArgumentsEnd | None = None  # None: the call takes no argument
 
     @property
     def distributed_sampler(self) -> bool | None:

@@ -26,6 +26,7 @@ from tuneadvisor.present.findings import (
     top_finding,
 )
 from tuneadvisor.present.plan_rows import plan_rows
+from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.tui.view import EVALUATING, NO_FINDINGS, READING, diff_line_kind
 from tuneadvisor.tui.word_diff import changed_words, paired_lines
 
@@ -146,10 +147,18 @@ class FindingsPanel(VerticalScroll):
         Binding("k", "next_finding(-1)", "Previous", show=False),
     ]
 
-    def __init__(self, advice: Advice | None, partial: bool, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        advice: Advice | None,
+        partial: bool,
+        notes: Sequence[str] = (),
+        *,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self.advice = advice
         self.partial = partial
+        self.notes = tuple(notes)  # the advice's, then what writing the plan said
 
     def compose(self) -> ComposeResult:
         advice = self.advice
@@ -166,8 +175,8 @@ class FindingsPanel(VerticalScroll):
                 yield FindingCard(finding)
         if not advice.plan.is_empty():
             yield PlanView(advice.plan, id="plan")
-        if advice.notes:
-            notes = Static(_bullets(advice.notes), id="advice-notes", classes="advice-section")
+        if self.notes:
+            notes = Static(_bullets(self.notes), id="advice-notes", classes="advice-section")
             notes.border_title = "Advice notes"
             yield notes
         if advice.sharpen:
@@ -175,9 +184,10 @@ class FindingsPanel(VerticalScroll):
             sharpen.border_title = "Inputs that would sharpen the advice"
             yield sharpen
 
-    async def show(self, advice: Advice | None, partial: bool) -> None:
+    async def show(self, advice: Advice | None, partial: bool, notes: Sequence[str] = ()) -> None:
         self.advice = advice
         self.partial = partial
+        self.notes = tuple(notes)
         await self.recompose()
 
     def first_card(self) -> FindingCard | None:
@@ -252,27 +262,28 @@ class DiffPanel(VerticalScroll):
         yield Static(id="patch-title")
         yield DiffView(id="script-patch")
 
-    def show(self, advice: Advice | None, partial: bool, apply_hint: bool) -> None:
+    def show(self, tuned: TunedFiles | None, partial: bool, apply_hint: bool) -> None:
+        """``tuned``: the plan written (None: no advice)."""
         status = self.query_one("#diff-status", Static)
         job_diff = self.query_one("#job-diff", DiffView)
         patch_title = self.query_one("#patch-title", Static)
         patch = self.query_one("#script-patch", DiffView)
-        self.display = partial or advice is not None
+        self.display = partial or tuned is not None
         self.border_title = "Suggested changes"
         self.border_subtitle = "a: write the tuned job script" if apply_hint else ""
         for widget in (job_diff, patch_title, patch):
             widget.display = False
         status.display = True
-        if partial or advice is None:
+        if partial or tuned is None:
             status.update(EVALUATING)
             return
-        status.display = not (advice.job_diff or advice.script_patch)
+        status.display = not (tuned.job_diff or tuned.script_patch)
         status.update("no changes suggested")
-        if advice.job_diff:
+        if tuned.job_diff:
             job_diff.display = True
-            job_diff.show(advice.job_diff)
-        if advice.script_patch:
-            name = advice.script_path or "the training script"
+            job_diff.show(tuned.job_diff)
+        if tuned.script_patch:
+            name = tuned.script_path or "the training script"
             patch_title.display = patch.display = True
             patch_title.update(Text(f"Training-script patch ({name}): apply it with patch -p1"))
-            patch.show(advice.script_patch)
+            patch.show(tuned.script_patch)

@@ -18,19 +18,17 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
-from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.errors import InputError
 from tuneadvisor.present.numbers import format_seconds
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.model import FunctionKey
 from tuneadvisor.session.apply import (
     ApplyTarget,
-    apply_advice,
     apply_target,
+    apply_workspace,
     can_apply,
     planned_writes,
 )
-from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.workspace import Workspace
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.advice_widgets import AdviceBar, DiffPanel, FindingsPanel
@@ -63,11 +61,11 @@ Pane = Literal["functions", "lines"]
 APPLY_WORKER = "apply-outputs"
 
 
-def _write(advice: Advice, inputs: Inputs, target: ApplyTarget) -> list[str] | InputError:
+def _write(workspace: Workspace, target: ApplyTarget) -> list[str] | InputError:
     """Runs in a thread worker: the apply of `tuneadvisor apply` (never in place here),
     what it says it wrote, or the InputError it raised."""
     try:
-        return apply_advice(advice, inputs, target)
+        return apply_workspace(workspace, target)
     except InputError as error:
         return error
 
@@ -147,7 +145,9 @@ class MainScreen(Screen[None]):
                     yield Input(id="search")
             label = findings_tab_label(workspace.advice, workspace.partial)
             with TabPane(label, id="findings"):
-                yield FindingsPanel(workspace.advice, workspace.partial, id="findings-pane")
+                yield FindingsPanel(
+                    workspace.advice, workspace.partial, workspace.notes, id="findings-pane"
+                )
             with TabPane("Job script", id="job"), Horizontal(id="job-split"):
                 with VerticalScroll(id="job-pane"):
                     yield JobScriptView(id="job-view")
@@ -175,7 +175,8 @@ class MainScreen(Screen[None]):
             job_pane.border_title = display_path(job.path)
             self.query_one(JobScriptView).show(job.text, self._highlighter)
         advice = self.workspace.advice
-        self.query_one(DiffPanel).show(advice, self.partial, apply_hint=self._can_apply())
+        tuned = self.workspace.tuned if advice is not None else None
+        self.query_one(DiffPanel).show(tuned, self.partial, apply_hint=self._can_apply())
         self.query_one(AdviceBar).show(advice, self.partial)
         if self.analysis is None:
             return
@@ -202,7 +203,9 @@ class MainScreen(Screen[None]):
             self.query_one(TabbedContent).get_tab("findings").label = findings_tab_label(
                 workspace.advice, workspace.partial
             )
-            await self.query_one(FindingsPanel).show(workspace.advice, workspace.partial)
+            await self.query_one(FindingsPanel).show(
+                workspace.advice, workspace.partial, workspace.notes
+            )
             self._populate(keep_line=True)
         else:  # another layout (a profile or job script appeared): build the screen again
             self.initial_tab = tab
@@ -363,7 +366,7 @@ class MainScreen(Screen[None]):
         return self.analysis is not None and self.query_one(TabbedContent).active == "profile"
 
     def _can_apply(self) -> bool:
-        return self.workspace.job is not None and can_apply(self.workspace.advice)
+        return self.workspace.job is not None and can_apply(self.workspace)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Profile keys only where there is a profile on screen, apply only on the Job script
@@ -452,11 +455,10 @@ class MainScreen(Screen[None]):
 
     def action_apply(self) -> None:
         """Ask, then write the tuned job script beside the job (never over it)."""
-        job = self.workspace.job
-        advice = self.workspace.advice
-        if job is None or advice is None or not can_apply(advice):
+        workspace = self.workspace
+        if workspace.job is None or not can_apply(workspace):
             return
-        inputs = self.workspace.inputs
+        inputs = workspace.inputs
         try:
             target = apply_target(inputs, force=True)  # the screen asks before writing
         except InputError as error:
@@ -464,16 +466,16 @@ class MainScreen(Screen[None]):
                         timeout=15, markup=False)  # fmt: skip
             return
         self.app.push_screen(
-            ApplyScreen(target.out, planned_writes(advice, target.out)),
-            callback=partial(self._apply_answered, advice, inputs, target),
+            ApplyScreen(target.out, planned_writes(workspace, target.out)),
+            callback=partial(self._apply_answered, workspace, target),
         )
 
     def _apply_answered(
-        self, advice: Advice, inputs: Inputs, target: ApplyTarget, confirmed: bool | None
+        self, workspace: Workspace, target: ApplyTarget, confirmed: bool | None
     ) -> None:
         if confirmed:
             self.run_worker(
-                partial(_write, advice, inputs, target),
+                partial(_write, workspace, target),
                 name=APPLY_WORKER,
                 group="apply",
                 thread=True,

@@ -8,6 +8,9 @@
 - ``plugins``: options sites add to sbatch by SPANK plugins (Shifter, pyxis, CSCS), read
   as notes.
 - ``editing``: values rendered back and pending line edits.
+- ``repair``: directives sbatch would refuse, fixed (a misspelt option) or removed, before
+  a tuned script is written.
+- ``set_options``: a plan's sbatch values written into the script (one memory option).
 
 What sbatch does (src/sbatch/opt.c ``_opt_batch_script`` and ``_get_argument``; checked
 against the sbatch 22.05.8 binary):

@@ -27,13 +27,19 @@ from tuneadvisor.slurm.jobscript.syntax import (
     is_command,
     scan_directive,
 )
-from tuneadvisor.slurm.options import C_SPACE, match_long, parse_count, parse_nodes, short_option
+from tuneadvisor.slurm.options import (
+    C_SPACE,
+    MEMORY_OPTIONS,
+    match_long,
+    parse_count,
+    parse_nodes,
+    short_option,
+)
 from tuneadvisor.slurm.units import GresItem, gpu_count, parse_gpus, parse_gres
 
 _T = TypeVar("_T")
 # Look like a directive but sbatch skips them; `##SBATCH` and `# SBATCH` are deliberate.
 _NEAR_MISS = re.compile(r"[ \t]+#SBATCH|#(?!SBATCH)(?i:sbatch)")
-_MEMORY_OPTIONS = ("mem", "mem-per-cpu", "mem-per-gpu")
 
 # sbatch's own words.
 _DOS_MESSAGE = (
@@ -100,14 +106,14 @@ def conflicts(directives: list[Directive], components: int) -> list[Problem]:
     memory: dict[str, Directive] = {}
     for component in range(components):
         own = {d.name: d for d in directives if d.component == component}
-        memory.update((name, d) for name, d in own.items() if name in _MEMORY_OPTIONS)
+        memory.update((name, d) for name, d in own.items() if name in MEMORY_OPTIONS)
         problems += _conflicts_in({**own, **memory})
     return list({(p.line, p.message): p for p in problems}.values())
 
 
 def _conflicts_in(last: dict[str, Directive]) -> list[Problem]:
     problems: list[Problem] = []
-    memory = [last[name] for name in _MEMORY_OPTIONS if name in last]
+    memory = [last[name] for name in MEMORY_OPTIONS if name in last]
     if len(memory) > 1:
         latest = max(memory, key=lambda d: d.token)
         message = "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."

@@ -25,7 +25,7 @@ from tuneadvisor.slurm.launch_line.lexing import (
 )
 from tuneadvisor.slurm.launch_line.model import LaunchLine, is_option
 
-__all__ = ["append_words", "set_flag", "set_option"]
+__all__ = ["append_words", "flag_words", "set_flag", "set_option", "shell_value"]
 
 _QUOTES = ("'", '"')
 
@@ -92,6 +92,29 @@ def set_flag(
             change = other.at(0, len(other.raw), word)
             return None if change is None else job.with_text([change])
     return append_words(job, launch, word)
+
+
+def shell_value(value: object) -> str:
+    """A count or a switch as a word of the launch line."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def flag_words(action: str | None, option: str, value: bool) -> tuple[str, set[str]] | None:
+    """The word that says ``value`` for a flag option of the training script's argparse
+    (store_true and friends take no value: ``--pin-memory true`` would stop argparse), and
+    the words it replaces. None when the option is no flag, or its action cannot say
+    ``value``."""
+    name = (action or "").rsplit(".", 1)[-1]
+    negative = "--no-" + option[2:] if option.startswith("--") else option
+    if name == "store_true":
+        return (option, set()) if value else None
+    if name == "store_false":
+        return (option, set()) if not value else None
+    if name == "BooleanOptionalAction":
+        return (option, {negative}) if value else (negative, {option})
+    return None
 
 
 def append_words(job: JobScript, launch: LaunchLine, words: str) -> JobScript | None:

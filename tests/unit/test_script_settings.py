@@ -3,7 +3,7 @@ sets them, or the literal in the script (as a patch), for every DataLoader setti
 
 from __future__ import annotations
 
-from tuneadvisor.advisor.script_edits import ScriptEdits, plan_script_edits
+from tuneadvisor.session.script_settings import ScriptEdits, Target, write_settings
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.search import find_launch
 from tuneadvisor.trainscript.scan import scan_script
@@ -38,7 +38,7 @@ def edits(settings: dict[str, object]) -> ScriptEdits:
     launch = find_launch(job)
     assert launch is not None
     scan = scan_script(TRAIN, launch.options)
-    return plan_script_edits(settings, scan, job, launch, "train.py", TRAIN)
+    return write_settings(settings, Target(scan, "train.py", TRAIN), job, launch)
 
 
 def test_an_option_of_the_script_is_set_on_the_launch_line() -> None:
@@ -59,6 +59,6 @@ def test_a_literal_is_patched_on_its_own_line_of_a_long_dataloader_call() -> Non
 
 def test_without_a_scan_each_setting_is_a_note() -> None:
     job = JobScript.parse(JOB, "job.sbatch")
-    result = plan_script_edits({"num_workers": 4}, None, job, find_launch(job), None, None)
+    result = write_settings({"num_workers": 4}, Target(None, None, None), job, find_launch(job))
     assert result.notes == ("set num_workers=4 where the training DataLoader is built",)
     assert result.patch == ""

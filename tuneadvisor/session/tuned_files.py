@@ -1,0 +1,89 @@
+"""The one place that turns what was read and the advisor's plan into the tuned files: the
+tuned job script (launch-line options, repaired directives, the plan's sbatch values), its
+diff, and the training-script patch. `apply` and the TUI write what this returns; `report`
+shows it. The advisor decides; the inputs' own editors write; this module puts them in order.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tuneadvisor.advisor.plan import Plan
+
+if TYPE_CHECKING:
+    from tuneadvisor.advisor.evidence import Gathered
+    from tuneadvisor.slurm.jobscript.model import JobScript
+
+
+@dataclass(frozen=True)
+class TunedFiles:
+    original_job: JobScript | None = None  # the job script as given (None without one)
+    tuned_job: JobScript | None = None  # None without a job script
+    job_diff: str = ""  # unified diff of the job script ("" when unchanged)
+    script_patch: str = ""  # unified diff for the training script ("" when none)
+    script_path: str | None = None  # the training script the patch is named after
+    notes: tuple[str, ...] = ()  # what the editors could not write, or wrote otherwise
+
+
+def job_diff(before: JobScript, after: JobScript, name: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.render_text().splitlines(keepends=True),
+            after.render_text().splitlines(keepends=True),
+            fromfile=f"a/{name}",
+            tofile=f"b/{name}",
+        )
+    )
+
+
+def _cores_after(plan: Plan, facts: Mapping[str, object]) -> int | None:
+    """--cpus-per-task once the plan is applied: its change, else what the script has."""
+    change = plan.sbatch.get("cpus-per-task")
+    value = change.value if change is not None else facts.get("job.cpus_per_task")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def tuned_files(gathered: Gathered, plan: Plan) -> TunedFiles:
+    """The tuned job script and the training-script patch; nothing without either file,
+    without importing the editors (`report PROFILE` stays quick to start)."""
+    job = gathered.job
+    if job is None and gathered.script_text is None:
+        return TunedFiles(script_path=gathered.script_path)
+    from tuneadvisor.session.script_settings import Target, write_settings
+    from tuneadvisor.slurm.jobscript.repair import repair_directives
+    from tuneadvisor.slurm.jobscript.set_options import with_options, with_unix_line_breaks
+
+    notes: list[str] = []
+    # A DataLoader built in a module the script imports: its settings are patched there.
+    module = gathered.loader_module
+    ranks = gathered.facts.get("job.ranks_per_task")
+    target = Target(
+        scan=module.scan if module is not None else gathered.scan,
+        path=module.path if module is not None else gathered.script_path,
+        text=module.text if module is not None else gathered.script_text,
+        patch_name=module.name if module is not None else None,
+        reserve_main_core=plan.reserve_main_core,
+        ranks_per_task=ranks if isinstance(ranks, int) else 1,
+        cores=_cores_after(plan, gathered.facts),
+    )
+    # Launch-line edits first: the launch line's numbers are the input's, and a directive
+    # added to the header would move it.
+    settings = {key: change.value for key, change in plan.script.items()}
+    edits = write_settings(settings, target, job, gathered.launch)
+    tuned = edits.job
+    if tuned is not None:
+        tuned = repair_directives(tuned, frozenset(plan.sbatch), notes)
+        values = {option: str(change.value) for option, change in plan.sbatch.items()}
+        tuned = with_options(tuned, values, notes)
+    notes += edits.notes
+    if module is not None and edits.patch:
+        notes.append(f"the training DataLoader is built in {module.name}: the patch changes it")
+    if tuned is not None and gathered.facts.get("job.dos_line_breaks") is True:
+        tuned = with_unix_line_breaks(tuned)
+    diff = ""
+    if job is not None and tuned is not None:
+        diff = job_diff(job, tuned, str(job.path or "job.sbatch"))
+    return TunedFiles(job, tuned, diff, edits.patch, gathered.script_path, tuple(notes))
