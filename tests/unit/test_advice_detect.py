@@ -19,9 +19,9 @@ import pytest
 
 from tests.conftest import REPO, line_of
 from tests.unit.test_advice_acceptance import apply_unified_diff, findings
-from tuneadvisor.advisor.job_facts import job_facts
 from tuneadvisor.advisor.script_edits import plan_script_edits
 from tuneadvisor.cli import main
+from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.search import find_launch
 from tuneadvisor.trainscript.local_imports import local_module_paths

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from tuneadvisor.advisor.allocation import Measured, allocation_facts
 from tuneadvisor.advisor.evidence import Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
-from tuneadvisor.advisor.profile_facts import profile_facts
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import (
     MAX_CONFIG_INPUT,
@@ -25,6 +24,7 @@ from tuneadvisor.files import (
     read_text_input,
 )
 from tuneadvisor.profile.analysis import ProfileAnalysis
+from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.session.inputs import Inputs
 
 # Each input's parser is imported where that input is read: `report PROFILE` alone stays as
@@ -255,7 +255,7 @@ def gather(
         else:  # as a missing script: the live facts still stand
             notes.append(f"job {live.job_id}: the script Slurm gave is {live.script.not_a_script}")
     if job is not None:
-        from tuneadvisor.advisor.job_facts import job_facts, job_notes
+        from tuneadvisor.slurm.jobscript.facts import job_facts, job_notes
         from tuneadvisor.slurm.launch_line.choose import choose_launch
         from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch
 
@@ -268,7 +268,7 @@ def gather(
     else:
         sharpen.append("the job script (--job)")
     if live is not None:
-        from tuneadvisor.advisor.job_facts import ran_differently
+        from tuneadvisor.advisor.allocation import ran_differently
 
         as_run = live.as_run()
         notes += ran_differently(facts, as_run)
