@@ -20,7 +20,6 @@ from tuneadvisor.files import (
     MAX_CONFIG_INPUT,
     MAX_JOB_SCRIPT,
     is_regular_file,
-    load_json_input,
     present,
     read_text_input,
 )
@@ -161,24 +160,20 @@ def _from_header(job: Mapping[str, object]) -> Measured:
 
 def _run_record(profile: str) -> Measured | None:
     """The settings of the ``tuneadvisor run`` that wrote this profile (its run.json is
-    beside it); None for a profile of anything else. Read as plain JSON: the run records
-    belong to a layer above this one. Read as every input is (bounded, a regular file only):
-    what is not a readable run record is no run record."""
-    path = Path(profile).parent / "run.json"
+    beside it); None for a profile of anything else. Read as every input is (bounded, a
+    regular file only: a FIFO there would block): what is not a readable run record is no
+    run record."""
+    from tuneadvisor.runrecord.record import RECORD_NAME, read_record
+
+    path = Path(profile).parent / RECORD_NAME
     if not is_regular_file(path):
         return None
     try:
-        data = load_json_input(path, "run record")
+        settings = read_record(path).settings
     except InputError:
         return None
-    if not isinstance(data, dict) or data.get("kind") != "tuneadvisor-run":
-        return None
-    settings = data.get("settings")
-    if not isinstance(settings, dict):
-        return None
-    cpus = settings.get("cpus_per_task")
-    knobs = settings.get("knobs")
-    workers = knobs.get("num_workers") if isinstance(knobs, dict) else None
+    cpus = settings.cpus_per_task
+    workers = settings.knobs.get("num_workers")
     return Measured(
         "this profile",
         cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None,
