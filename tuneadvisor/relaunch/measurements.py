@@ -1,6 +1,7 @@
 """What a run measured: the training scripts' progress events (``TUNEADVISOR {json}`` lines
 of their output), gathered while the run goes (``Measurements``) and kept in its record
-(``Measured``: the start event, the throughput summary, each step and epoch)."""
+(``Measured``, runrecord's: the start event, the throughput summary, each step and
+epoch)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# runrecord holds the run record's model (below the session); named here too for
+# relaunch's importers.
 from tuneadvisor.runrecord.measured import Measured as Measured
 from tuneadvisor.runrecord.measured import Summary
 

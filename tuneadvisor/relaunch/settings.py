@@ -16,6 +16,9 @@ from typing import Any
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import load_json_input
+
+# runrecord holds the run record's model (below the session); named here too for
+# relaunch's importers.
 from tuneadvisor.runrecord.settings import KNOBS as KNOBS
 from tuneadvisor.runrecord.settings import Settings as Settings
 from tuneadvisor.slurm.jobscript.editing import render_value
