@@ -19,9 +19,9 @@ import pytest
 
 from tests.conftest import REPO, line_of
 from tests.unit.test_advice_acceptance import apply_unified_diff, findings
-from tuneadvisor.advisor.job_facts import job_facts
 from tuneadvisor.cli import main
 from tuneadvisor.session.script_settings import Target, write_settings
+from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.search import find_launch
 from tuneadvisor.trainscript.local_imports import local_module_paths

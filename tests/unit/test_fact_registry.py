@@ -16,17 +16,17 @@ import pytest
 
 from tests.conftest import REPO
 from tuneadvisor.advisor.facts import FACTS, type_matches
-from tuneadvisor.advisor.job_facts import job_facts
-from tuneadvisor.advisor.profile_facts import profile_facts
 from tuneadvisor.advisor.site import NodeShape, parse_site
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.nvidia_smi_csv import parse_nvidia_smi_csv
 from tuneadvisor.profile.analysis import analyze
+from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.profile.lprof import load_profiles
 from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.model import option_values
 from tuneadvisor.slurm.launch_line.search import find_launch

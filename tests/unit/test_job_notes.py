@@ -4,7 +4,7 @@ which of several launches is read as the training."""
 
 from __future__ import annotations
 
-from tuneadvisor.advisor.job_facts import job_facts, job_notes
+from tuneadvisor.slurm.jobscript.facts import job_facts, job_notes
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.search import find_launch, find_launches
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.advisor.job_facts import as_run_facts, job_facts
+from tuneadvisor.slurm.as_run import as_run_facts
+from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.scontrol import parse_job, parse_records
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuneadvisor.advisor.job_facts import job_facts
+from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.search import find_launch
 

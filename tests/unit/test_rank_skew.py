@@ -11,8 +11,8 @@ from pathlib import Path
 from tests.conftest import TRAIN_SOURCE, tutorial_profile
 from tuneadvisor.advisor.engine import evaluate_rule
 from tuneadvisor.advisor.findings import Finding
-from tuneadvisor.advisor.profile_facts import profile_facts
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze
+from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.profile.model import LineTiming, Profile, ProfileSet
 from tuneadvisor.profile.skew import rank_skews, skew_text
 from tuneadvisor.profile.source import SourceFinder

@@ -129,3 +129,36 @@ def allocation_facts(
 
 def _cores(n: int) -> str:
     return f"{n}-core"
+
+
+# The script and Slurm's record of the same job are two inputs: comparing them is the
+# advisor's, as comparing the measured run with the script is.
+_OPTIONS = {  # job.* fact -> the sbatch option and unit it comes from
+    "job.time_s": ("--time", " s"),
+    "job.partition": ("--partition", ""),
+    "job.cpus_per_task": ("--cpus-per-task", ""),
+    "job.mem_mib": ("--mem", " MiB"),
+    "job.mem_per_cpu_mib": ("--mem-per-cpu", " MiB"),
+    "job.nodes": ("--nodes", ""),
+    "job.tasks_per_node": ("--ntasks-per-node", ""),
+}
+
+
+def ran_differently(script: Mapping[str, object], as_run: Mapping[str, object]) -> list[str]:
+    """Notes for options the job ran with that its script does not say (sbatch's command
+    line wins over #SBATCH lines). Facts derived from options (the tasks in all) follow
+    silently."""
+    notes = []
+    for name, value in as_run.items():
+        if name in script and name in _OPTIONS and script[name] != value:
+            option, unit = _OPTIONS[name]
+            notes.append(
+                f"the job ran with {option} {_text(value)}{unit} where its script says "
+                f"{_text(script[name])}{unit} (sbatch's command line wins): the advice uses "
+                "what it ran with"
+            )
+    return notes
+
+
+def _text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)

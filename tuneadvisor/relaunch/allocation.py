@@ -8,9 +8,11 @@ import os
 import random
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
-from tuneadvisor.relaunch.settings import Settings
+# runrecord holds the run record's model (below the session); named here too for
+# relaunch's importers.
+from tuneadvisor.runrecord.allocation import Allocation as Allocation
+from tuneadvisor.runrecord.settings import Settings
 
 
 def available_cores() -> list[int]:
@@ -19,53 +21,6 @@ def available_cores() -> list[int]:
         return sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         return list(range(os.cpu_count() or 1))
-
-
-@dataclass(frozen=True)
-class Allocation:
-    job_id: str
-    hostname: str
-    cores: tuple[tuple[int, ...], ...]  # per task
-    env: Mapping[str, str]  # job-wide variables
-    notes: tuple[str, ...]
-
-    def task_env(self, rank: int) -> dict[str, str]:
-        """What ``srun`` adds for task ``rank`` on this one node."""
-        return {
-            "SLURM_PROCID": str(rank),
-            "SLURM_LOCALID": str(rank),
-            "SLURM_NODEID": "0",
-            "SLURM_STEP_ID": "0",
-            "SLURM_CPU_BIND": "mask_cpu",
-        }
-
-    def all_cores(self) -> tuple[int, ...]:
-        return tuple(sorted({c for task in self.cores for c in task}))
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "job_id": self.job_id,
-            "hostname": self.hostname,
-            "cores": [list(c) for c in self.cores],
-            "env": dict(self.env),
-            "notes": list(self.notes),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> Allocation:
-        """As ``to_json`` wrote it (a wrong type raises TypeError or ValueError)."""
-        cores = data.get("cores", [])
-        env = data.get("env", {})
-        notes = data.get("notes", [])
-        if not (isinstance(cores, list) and isinstance(env, dict) and isinstance(notes, list)):
-            raise TypeError("cores, env or notes of the wrong type")
-        return cls(
-            job_id=str(data.get("job_id", "")),
-            hostname=str(data.get("hostname", "")),
-            cores=tuple(tuple(int(c) for c in task) for task in cores),
-            env={str(k): str(v) for k, v in env.items()},
-            notes=tuple(str(n) for n in notes),
-        )
 
 
 def emulate(

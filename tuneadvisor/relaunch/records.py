@@ -10,28 +10,24 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import load_json_input, write_atomic
-from tuneadvisor.relaunch.allocation import Allocation
-from tuneadvisor.relaunch.json_fields import (
-    JsonFields,
-    is_int,
-    is_mapping,
-    is_str,
-    list_of,
-    or_none,
-)
-from tuneadvisor.relaunch.measurements import Epoch, Measured, Step, Summary
-from tuneadvisor.relaunch.settings import Settings
+from tuneadvisor.files import write_atomic
 
-KIND = "tuneadvisor-run"
-SCHEMA = 1
-RECORD_NAME = "run.json"
+# The model and its reader are runrecord's (below the session, which reads the record beside
+# a profile); named here too, where relaunch's modules have always imported them from.
+from tuneadvisor.runrecord.parts import CpuUse as CpuUse
+from tuneadvisor.runrecord.parts import Host as Host
+from tuneadvisor.runrecord.parts import Paths as Paths
+from tuneadvisor.runrecord.parts import Resources as Resources
+from tuneadvisor.runrecord.record import KIND as KIND
+from tuneadvisor.runrecord.record import RECORD_NAME as RECORD_NAME
+from tuneadvisor.runrecord.record import SCHEMA as SCHEMA
+from tuneadvisor.runrecord.record import RunRecord as RunRecord
+from tuneadvisor.runrecord.record import read_record as read_record
+
 DEFAULT_RUNS_DIR = "runs"
 
 
@@ -39,308 +35,11 @@ def runs_dir(explicit: str | None) -> Path:
     return Path(explicit or os.environ.get("TUNEADVISOR_RUNS_DIR") or DEFAULT_RUNS_DIR)
 
 
-_CPU_KEYS = ("requested_cores", "cores_allowed", "cpu_s", "cores_used", "max_rss_mib")
-
-
-@dataclass(frozen=True)
-class CpuUse:
-    """What a local run asked for and used, from the kernel's accounting of its children."""
-
-    requested_cores: int | None = None
-    cores_allowed: int | None = None
-    cpu_s: float | None = None
-    cores_used: float | None = None  # CPU time over wall time
-    max_rss_mib: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls, f: JsonFields) -> CpuUse:
-        return cls(
-            requested_cores=f.opt_whole("requested_cores"),
-            cores_allowed=f.opt_whole("cores_allowed"),
-            cpu_s=f.number("cpu_s"),
-            cores_used=f.number("cores_used"),
-            max_rss_mib=f.number("max_rss_mib"),
-        )
-
-
-@dataclass(frozen=True)
-class Resources:
-    """``cpu``: a local run's accounting; ``sampled``: what ``watch`` sampled beside the
-    run (relaunch/usage.py's keys), None when the record has no such key."""
-
-    cpu: CpuUse | None = None
-    sampled: Mapping[str, float] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out = self.cpu.to_json() if self.cpu is not None else {}
-        if self.sampled is not None:
-            out["sampled"] = dict(self.sampled)
-        return out
-
-    @classmethod
-    def from_json(cls, f: JsonFields) -> Resources:
-        cpu = CpuUse.from_json(f) if any(f.has(k) for k in _CPU_KEYS) else None
-        sampled = None
-        if f.has("sampled"):
-            numbers = f.obj("sampled")
-            sampled = {k: v for k in numbers.data if (v := numbers.number(k)) is not None}
-        return cls(cpu, sampled)
-
-
-@dataclass(frozen=True)
-class Host:
-    hostname: str
-    platform: str
-    cpus: int | None
-    cores_used: tuple[int, ...]  # the cores the allocation gave the run
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "hostname": self.hostname,
-            "platform": self.platform,
-            "cpus": self.cpus,
-            "cores_used": list(self.cores_used),
-        }
-
-    @classmethod
-    def from_json(cls, f: JsonFields) -> Host:
-        cores = f.get("cores_used", list_of(is_int), "a list of whole numbers", [])
-        return cls(f.text("hostname"), f.text("platform"), f.opt_whole("cpus"), tuple(cores))
-
-
-@dataclass(frozen=True)
-class Paths:
-    """The run's files, relative to ``dir`` (the run folder)."""
-
-    dir: str
-    log: str
-    profiles: tuple[str, ...] = ()
-    metrics: tuple[str, ...] = ()  # ``watch --record`` files (a submitted job writes its own)
-    events: str | None = None  # a local run's progress events
-    job: str | None = None  # a submitted run's job script
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"dir": self.dir}
-        if self.job is not None:
-            out["job"] = self.job
-        out["log"] = self.log
-        if self.events is not None:
-            out["events"] = self.events
-        out["profiles"] = list(self.profiles)
-        out["metrics"] = list(self.metrics)
-        return out
-
-    @classmethod
-    def from_json(cls, f: JsonFields) -> Paths:
-        return cls(
-            dir=f.text("dir"),
-            log=f.text("log"),
-            profiles=f.texts("profiles"),
-            metrics=f.texts("metrics"),
-            events=f.opt_text("events"),
-            job=f.opt_text("job"),
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunRecord:
-    """One run as ``run.json`` stores it. Fields a kind of run does not have are None and
-    left out of the file: a local run has no Slurm job id, a submitted one no allocation,
-    host or exit codes, and no measurements until its job has ended."""
-
-    id: str
-    name: str
-    label: str | None
-    status: str  # completed, failed, interrupted, submitted, or the job's state in lower case
-    where: str  # local or slurm
-    script: str
-    launcher: str
-    settings: Settings
-    source: Mapping[str, Any]  # where the settings came from
-    commands: tuple[tuple[str, ...], ...]
-    versions: Mapping[str, str | None]  # tuneadvisor, python, torch, torchvision, cuda
-    started: str  # ISO 8601, UTC
-    paths: Paths
-    notes: tuple[str, ...]
-    exit_codes: tuple[int | None, ...] | None = None  # local runs
-    task_pids: tuple[int, ...] | None = None  # local runs: what watch followed
-    allocation: Allocation | None = None  # local runs: the emulated allocation
-    host: Host | None = None  # local runs
-    slurm_job_id: str | None = None  # submitted runs
-    slurm_state: str | None = None  # submitted runs, once ended: the job's final state
-    ended: str | None = None
-    wall_s: float | None = None  # local runs
-    measured: Measured | None = None
-    resources: Resources | None = None
-    path: Path | None = field(default=None, compare=False)  # the run.json it was read from
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "kind": KIND, "schema": SCHEMA, "id": self.id, "name": self.name,
-            "label": self.label, "status": self.status,
-        }  # fmt: skip
-        if self.exit_codes is not None:
-            out["exit_codes"] = list(self.exit_codes)
-        if self.task_pids is not None:
-            out["task_pids"] = list(self.task_pids)
-        out["where"] = self.where
-        if self.slurm_job_id is not None:
-            out["slurm_job_id"] = self.slurm_job_id
-            if self.ended is not None:  # written when the job's end was recorded
-                out["slurm_state"] = self.slurm_state
-        out.update(
-            script=self.script,
-            launcher=self.launcher,
-            settings=self.settings.to_json(),
-            source=dict(self.source),
-            commands=[list(c) for c in self.commands],
-        )
-        if self.allocation is not None:
-            out["allocation"] = self.allocation.to_json()
-        if self.host is not None:
-            out["host"] = self.host.to_json()
-        out["versions"] = dict(self.versions)
-        out["started"] = self.started
-        if self.ended is not None:
-            out["ended"] = self.ended
-        if self.wall_s is not None:
-            out["wall_s"] = self.wall_s
-        if self.measured is not None:
-            out.update(self.measured.to_json())
-        if self.resources is not None:
-            out["resources"] = self.resources.to_json()
-        out["paths"] = self.paths.to_json()
-        out["notes"] = list(self.notes)
-        return out
-
-    @classmethod
-    def from_json(cls, data: object, file: Path | None = None) -> RunRecord:
-        """The record in ``data`` (read from ``file``): an ``InputError`` naming the file
-        and the field when it is not a run record, or a field has the wrong type. Missing
-        fields take their defaults (older and hand-written records)."""
-        f = JsonFields(data, file)
-        if f.data.get("kind") != KIND:
-            raise InputError(file, "not a tuneadvisor run record")
-        schema = f.whole("schema", 0)
-        if schema > SCHEMA:
-            raise InputError(file, f"run record schema {schema} is newer than this one")
-        codes = f.get("exit_codes", list_of(or_none(is_int)), "a list of exit codes", None)
-        pids = f.get("task_pids", list_of(is_int), "a list of process ids", None)
-        versions = f.get("versions", is_mapping, "an object", {})
-        if not all(or_none(is_str)(v) for v in versions.values()):
-            raise InputError(file, "run record: versions holds a value that is not a string")
-        commands = f.get("commands", list_of(list_of(is_str)), "a list of commands", [])
-        measured = any(f.has(k) for k in ("start", "summary", "steps", "epochs", "events"))
-        try:
-            settings = Settings.from_json(f.mapping("settings"))
-            allocation = (
-                Allocation.from_json(f.mapping("allocation")) if f.has("allocation") else None
-            )
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise InputError(
-                file, f"run record: settings or allocation unreadable ({exc})"
-            ) from None
-        return cls(
-            id=f.text("id", "?"),
-            name=f.text("name"),
-            label=f.opt_text("label"),
-            status=f.text("status", "unknown"),
-            where=f.text("where"),
-            script=f.text("script"),
-            launcher=f.text("launcher"),
-            settings=settings,
-            source=f.mapping("source"),
-            commands=tuple(tuple(c) for c in commands),
-            versions=dict(versions),
-            started=f.text("started"),
-            paths=Paths.from_json(f.obj("paths")),
-            notes=f.texts("notes"),
-            exit_codes=None if codes is None else tuple(codes),
-            task_pids=None if pids is None else tuple(pids),
-            allocation=allocation,
-            host=Host.from_json(f.obj("host")) if f.has("host") else None,
-            slurm_job_id=f.opt_text("slurm_job_id"),
-            slurm_state=f.opt_text("slurm_state"),
-            ended=f.opt_text("ended"),
-            wall_s=f.number("wall_s"),
-            measured=Measured.from_json(f) if measured else None,
-            resources=Resources.from_json(f.obj("resources")) if f.has("resources") else None,
-            path=file,
-        )
-
-    # Views for the readers (compare, plots, tune, the run command)
-    @property
-    def display_label(self) -> str:
-        return self.label or self.id
-
-    @property
-    def summary(self) -> Summary:
-        return self.measured.summary if self.measured is not None else Summary()
-
-    @property
-    def steps(self) -> tuple[Step, ...]:
-        return self.measured.steps if self.measured is not None else ()
-
-    @property
-    def epochs(self) -> tuple[Epoch, ...]:
-        return self.measured.epochs if self.measured is not None else ()
-
-    @property
-    def sampled(self) -> Mapping[str, float]:
-        """What ``watch`` sampled beside the run (empty when nothing)."""
-        return (self.resources.sampled if self.resources is not None else None) or {}
-
-    @property
-    def samples_per_s(self) -> float | None:
-        s = self.summary
-        value = s.samples_per_s_median or s.samples_per_s
-        return float(value) if value is not None else None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "completed"
-
-    def profile_paths(self) -> list[Path]:
-        return self._paths(self.paths.profiles)
-
-    def metrics_paths(self) -> list[Path]:
-        """The ``watch --record`` files sampled beside the run (they may not exist yet:
-        a submitted job writes its own)."""
-        return self._paths(self.paths.metrics)
-
-    def _paths(self, names: Sequence[str]) -> list[Path]:
-        base = self.path.parent if self.path else Path()
-        return [base / p for p in names]
-
-
 def write_record(run_dir: Path, record: RunRecord) -> RunRecord:
     """Write ``run.json`` in ``run_dir``; the record as read back from there."""
     path = run_dir / RECORD_NAME
     write_atomic(path, (json.dumps(record.to_json(), indent=2, default=str) + "\n").encode())
     return replace(record, path=path)
-
-
-def read_record(path: str | Path) -> RunRecord:
-    """A run from its folder or its run.json."""
-    file = Path(path)
-    if file.is_dir():
-        file = file / RECORD_NAME
-    data = load_json_input(file, "run record")
-    if not isinstance(data, dict):
-        raise InputError(file, "not a run record (a JSON object)")
-    try:
-        return RunRecord.from_json(data, file)
-    except (AttributeError, TypeError, ValueError, KeyError) as exc:
-        # A record edited or damaged by hand: a field of the wrong type deep in the model.
-        raise InputError(file, f"not a valid run record: {_why(exc)}") from None
-
-
-def _why(exc: Exception) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:120]}"
 
 
 def list_runs(folder: Path) -> list[RunRecord]:

@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.allocation import Measured, allocation_facts
 from tuneadvisor.advisor.evidence import Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
-from tuneadvisor.advisor.profile_facts import profile_facts
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import (
     MAX_CONFIG_INPUT,
     MAX_JOB_SCRIPT,
     is_regular_file,
-    load_json_input,
     present,
     read_text_input,
 )
 from tuneadvisor.profile.analysis import ProfileAnalysis
+from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.session.inputs import Inputs
 
 # Each input's parser is imported where that input is read: `report PROFILE` alone stays as
@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.sacct.gpu import AccountingGpu
     from tuneadvisor.slurm.sacct.records import SacctJob
     from tuneadvisor.slurm.seff import SeffReport
+    from tuneadvisor.trainscript.local_imports import LoaderModule
     from tuneadvisor.trainscript.parsed import ParsedScript
+    from tuneadvisor.trainscript.scan import ScriptScan
 
 SITE_ENV = "TUNEADVISOR_SITE"
 
@@ -158,24 +160,20 @@ def _from_header(job: Mapping[str, object]) -> Measured:
 
 def _run_record(profile: str) -> Measured | None:
     """The settings of the ``tuneadvisor run`` that wrote this profile (its run.json is
-    beside it); None for a profile of anything else. Read as plain JSON: the run records
-    belong to a layer above this one. Read as every input is (bounded, a regular file only):
-    what is not a readable run record is no run record."""
-    path = Path(profile).parent / "run.json"
+    beside it); None for a profile of anything else. Read as every input is (bounded, a
+    regular file only: a FIFO there would block): what is not a readable run record is no
+    run record."""
+    from tuneadvisor.runrecord.record import RECORD_NAME, read_record
+
+    path = Path(profile).parent / RECORD_NAME
     if not is_regular_file(path):
         return None
     try:
-        data = load_json_input(path, "run record")
+        settings = read_record(path).settings
     except InputError:
         return None
-    if not isinstance(data, dict) or data.get("kind") != "tuneadvisor-run":
-        return None
-    settings = data.get("settings")
-    if not isinstance(settings, dict):
-        return None
-    cpus = settings.get("cpus_per_task")
-    knobs = settings.get("knobs")
-    workers = knobs.get("num_workers") if isinstance(knobs, dict) else None
+    cpus = settings.cpus_per_task
+    workers = settings.knobs.get("num_workers")
     return Measured(
         "this profile",
         cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None,
@@ -219,6 +217,31 @@ def _known(facts: Mapping[str, object]) -> dict[str, object]:
     return {name: value for name, value in facts.items() if name in FACTS}
 
 
+@dataclass
+class _Found:
+    """What the inputs said so far. Later inputs override earlier ones' facts: the order of
+    the steps of ``gather`` is the order of precedence."""
+
+    facts: dict[str, object] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    sharpen: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _JobRead:
+    job: JobScript | None = None
+    launch: LaunchLine | None = None
+    unfollowed: Unfollowed | None = None  # a launch-like command that led to no script
+
+
+@dataclass(frozen=True)
+class _ScriptRead:
+    path: str | None = None
+    text: str | None = None
+    scan: ScriptScan | None = None
+    loader_module: LoaderModule | None = None
+
+
 def gather(
     paths: Inputs,
     analysis: ProfileAnalysis | None,
@@ -227,143 +250,210 @@ def gather(
 ) -> Gathered:
     """``job``: the job script of ``paths.job``, when the caller has read it already."""
     env = os.environ if env is None else env
-    facts: dict[str, object] = {}
-    notes: list[str] = []
-    sharpen: list[str] = []
+    found = _Found()
+    _profile(found, analysis)
+    client = _client(paths, env)
+    live = _live_job(found, paths, client)
+    read = _job_script(found, paths, job, live)
+    if live is not None:  # sbatch's command line wins over the script's #SBATCH lines
+        _as_run(found, live)
+    script = _training_script(found, paths, read, analysis)
+    gpu_read = _accounting(found, paths, live)
+    usage_facts(found.facts, found.notes)
+    metrics, measured = _gpu_metrics(found, paths, gpu_read)
+    _allocation(found, paths.profiles, measured)
+    _site(found, paths, env, client)
+    return Gathered(
+        facts=_known(found.facts),
+        job=read.job,
+        launch=read.launch,
+        script_path=script.path,
+        script_text=script.text,
+        scan=script.scan,
+        loader_module=script.loader_module,
+        metrics=metrics,
+        sharpen=tuple(found.sharpen),
+        notes=tuple(found.notes),
+    )
+
+
+def _profile(found: _Found, analysis: ProfileAnalysis | None) -> None:
     if analysis is not None:
-        facts.update(profile_facts(analysis))
+        found.facts.update(profile_facts(analysis))
     else:
-        sharpen.append("a line_profiler profile (kernprof -l -o $SLURM_JOBID.lprof)")
-    client: SlurmClient | None = None
-    if paths.live or paths.cluster:
-        from tuneadvisor.slurm.client import SlurmClient
+        found.sharpen.append("a line_profiler profile (kernprof -l -o $SLURM_JOBID.lprof)")
 
-        client = SlurmClient(env=env)
-    live: LiveJob | None = None
-    if client is not None and paths.jobid is not None and paths.live:
-        from tuneadvisor.session.live_job import fetch_job
 
-        live = fetch_job(client, paths.jobid, want_script=paths.job is None)
-        notes += live.notes
-    launch = None
-    unfollowed = None
+def _client(paths: Inputs, env: Mapping[str, str]) -> SlurmClient | None:
+    if not (paths.live or paths.cluster):
+        return None
+    from tuneadvisor.slurm.client import SlurmClient
+
+    return SlurmClient(env=env)
+
+
+def _live_job(found: _Found, paths: Inputs, client: SlurmClient | None) -> LiveJob | None:
+    """The job as Slurm tells it now (--jobid without a saved accounting file)."""
+    if client is None or paths.jobid is None or not paths.live:
+        return None
+    from tuneadvisor.session.live_job import fetch_job
+
+    live = fetch_job(client, paths.jobid, want_script=paths.job is None)
+    found.notes += live.notes
+    return live
+
+
+def _job_script(
+    found: _Found, paths: Inputs, job: JobScript | None, live: LiveJob | None
+) -> _JobRead:
+    """The job script (--job, else the one Slurm gave) and the launch line read as the
+    training."""
     if job is None and paths.job is not None:
         job = read_job(paths.job)
     elif job is None and live is not None and live.script is not None:
         if live.script.not_a_script is None:
             job = live.script
         else:  # as a missing script: the live facts still stand
-            notes.append(f"job {live.job_id}: the script Slurm gave is {live.script.not_a_script}")
-    if job is not None:
-        from tuneadvisor.advisor.job_facts import job_facts, job_notes
-        from tuneadvisor.slurm.launch_line.choose import choose_launch
-        from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch
+            found.notes.append(
+                f"job {live.job_id}: the script Slurm gave is {live.script.not_a_script}"
+            )
+    if job is None:
+        found.sharpen.append("the job script (--job)")
+        return _JobRead()
+    from tuneadvisor.slurm.jobscript.facts import job_facts, job_notes
+    from tuneadvisor.slurm.launch_line.choose import choose_launch
+    from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch
 
-        launches = find_launches(job)
-        launch = choose_launch(launches)
-        if launch is None and paths.script is None:
-            unfollowed = unfollowed_launch(job)
-        facts.update(job_facts(job, launch))
-        notes += job_notes(job, launches, launch)
-    else:
-        sharpen.append("the job script (--job)")
-    if live is not None:
-        from tuneadvisor.advisor.job_facts import ran_differently
+    launches = find_launches(job)
+    launch = choose_launch(launches)
+    unfollowed = unfollowed_launch(job) if launch is None and paths.script is None else None
+    found.facts.update(job_facts(job, launch))
+    found.notes += job_notes(job, launches, launch)
+    return _JobRead(job, launch, unfollowed)
 
-        as_run = live.as_run()
-        notes += ran_differently(facts, as_run)
-        facts.update(live.facts())
-        facts.update(as_run)
-    script_path, script_text = _script(paths, launch, notes, unfollowed)
-    scan = None
-    loader_module = None
-    if script_text is not None:
-        from tuneadvisor.trainscript.scan import scan_script
 
-        launch_args = launch.options if launch is not None else None
-        scan = scan_script(_script_parse(script_path, script_text, analysis), launch_args)
-        if scan.parse_error:
-            notes.append(f"{script_path}: does not parse ({scan.parse_error}); not scanned")
-        facts.update(scan.facts())
-        if script_path is not None:
-            from tuneadvisor.session.loader_module import follow_loader
+def _as_run(found: _Found, live: LiveJob) -> None:
+    """sacct.* and seff.* of the live job, then job.* as it ran over the script's."""
+    from tuneadvisor.advisor.allocation import ran_differently
 
-            followed = follow_loader(script_path, script_text, scan)
-            loader_module = followed.module
-            if loader_module is not None:
-                facts.update(loader_module.facts)
-            if followed.note is not None:
-                notes.append(followed.note)
-    else:
-        sharpen.append("the training script (--script, or a job script that runs it)")
+    as_run = live.as_run()
+    found.notes += ran_differently(found.facts, as_run)
+    found.facts.update(live.facts())
+    found.facts.update(as_run)
+
+
+def _training_script(
+    found: _Found, paths: Inputs, read: _JobRead, analysis: ProfileAnalysis | None
+) -> _ScriptRead:
+    """The training script scanned, and the local module that builds its DataLoader."""
+    path, text = _script(paths, read.launch, found.notes, read.unfollowed)
+    if text is None:
+        found.sharpen.append("the training script (--script, or a job script that runs it)")
+        return _ScriptRead(path, text)
+    from tuneadvisor.trainscript.scan import scan_script
+
+    launch_args = read.launch.options if read.launch is not None else None
+    scan = scan_script(_script_parse(path, text, analysis), launch_args)
+    if scan.parse_error:
+        found.notes.append(f"{path}: does not parse ({scan.parse_error}); not scanned")
+    found.facts.update(scan.facts())
+    if path is None:
+        return _ScriptRead(path, text, scan)
+    from tuneadvisor.session.loader_module import follow_loader
+
+    followed = follow_loader(path, text, scan)
+    if followed.module is not None:
+        found.facts.update(followed.module.facts)
+    if followed.note is not None:
+        found.notes.append(followed.note)
+    return _ScriptRead(path, text, scan, followed.module)
+
+
+def _accounting(found: _Found, paths: Inputs, live: LiveJob | None) -> AccountingGpu | None:
+    """seff, then sacct (a file, else the live job's); the GPU figures of the accounting,
+    for ``_gpu_metrics`` to weigh against the metrics."""
     if paths.seff is not None:
-        from tuneadvisor.slurm.seff import SeffError, parse_seff
-
-        try:
-            seff = parse_seff(read_text_input(paths.seff, "seff output"))
-        except SeffError as exc:
-            raise InputError(paths.seff, f"not seff output: {exc}") from None
-        facts.update(seff.facts())
-        if seff.unread:  # a site's seff adds lines: say what was left out, not half silently
-            notes.append(f"{paths.seff}: {_unread(seff.unread)}")
-        if seff.gpu_util_pct is not None or seff.gpu_mem_used_mib is not None:
-            notes.append(f"{paths.seff}: {_seff_gpu(seff)}")
+        _seff(found, paths.seff)
     accounting: SacctJob | None = None
     if paths.sacct is not None:
-        from tuneadvisor.slurm.sacct import parse_sacct
-        from tuneadvisor.slurm.sacct.records import SacctError, select_job
-
-        try:
-            jobs = parse_sacct(read_text_input(paths.sacct, "sacct output"))
-        except SacctError as exc:
-            raise InputError(paths.sacct, f"not sacct output: {exc}") from None
-        try:  # sacct output, but which job of it is meant is not clear
-            accounting = select_job(jobs, paths.jobid)
-        except SacctError as exc:
-            raise InputError(paths.sacct, str(exc)) from None
-        facts.update(accounting.facts())
+        accounting = _sacct(found, paths.sacct, paths.jobid)
     elif live is not None:
         accounting = live.accounting
     if paths.seff is None and paths.sacct is None and live is None:
-        sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
-    gpu_read = _accounting_gpu(accounting, notes)
-    if gpu_read is not None:  # jobstats' per-node figures feed usage.* below
-        facts.update({k: v for k, v in gpu_read.facts.items() if not k.startswith("gpu.")})
-    usage_facts(facts, notes)
+        found.sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
+    gpu_read = _accounting_gpu(accounting, found.notes)
+    if gpu_read is not None:  # jobstats' per-node figures feed usage.*
+        found.facts.update({k: v for k, v in gpu_read.facts.items() if not k.startswith("gpu.")})
+    return gpu_read
+
+
+def _seff(found: _Found, path: str) -> None:
+    from tuneadvisor.slurm.seff import SeffError, parse_seff
+
+    try:
+        seff = parse_seff(read_text_input(path, "seff output"))
+    except SeffError as exc:
+        raise InputError(path, f"not seff output: {exc}") from None
+    found.facts.update(seff.facts())
+    if seff.unread:  # a site's seff adds lines: say what was left out, not half silently
+        found.notes.append(f"{path}: {_unread(seff.unread)}")
+    if seff.gpu_util_pct is not None or seff.gpu_mem_used_mib is not None:
+        found.notes.append(f"{path}: {_seff_gpu(seff)}")
+
+
+def _sacct(found: _Found, path: str, jobid: str | None) -> SacctJob:
+    from tuneadvisor.slurm.sacct import parse_sacct
+    from tuneadvisor.slurm.sacct.records import SacctError, select_job
+
+    try:
+        jobs = parse_sacct(read_text_input(path, "sacct output"))
+    except SacctError as exc:
+        raise InputError(path, f"not sacct output: {exc}") from None
+    try:  # sacct output, but which job of it is meant is not clear
+        accounting = select_job(jobs, jobid)
+    except SacctError as exc:
+        raise InputError(path, str(exc)) from None
+    found.facts.update(accounting.facts())
+    return accounting
+
+
+def _gpu_metrics(
+    found: _Found, paths: Inputs, gpu_read: AccountingGpu | None
+) -> tuple[MetricsSeries | None, list[Measured]]:
+    """The metrics files' facts, and gpu.* from them or the accounting; what each recording
+    says its job was given."""
     measured: list[Measured] = []
     metrics = _metrics(paths.metrics, paths.metrics_columns, measured)
     if metrics is not None:
-        facts.update(metrics.facts())
-    _gpu_source(facts, metrics, gpu_read, notes)
-    if metrics is None and "gpu.util.mean" not in facts:
-        sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)")
-    measured += [m for m in map(_run_record, paths.profiles) if m is not None]
-    alloc, alloc_notes = allocation_facts(facts, measured)
-    facts.update(alloc)
-    notes += alloc_notes
+        found.facts.update(metrics.facts())
+    _gpu_source(found.facts, metrics, gpu_read, found.notes)
+    if metrics is None and "gpu.util.mean" not in found.facts:
+        found.sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)")
+    return metrics, measured
+
+
+def _allocation(found: _Found, profiles: Sequence[str], measured: list[Measured]) -> None:
+    """alloc.*: what the measured run was given (recordings, then run records, then
+    accounting), derived by the advisor from every input before."""
+    measured = measured + [m for m in map(_run_record, profiles) if m is not None]
+    alloc, notes = allocation_facts(found.facts, measured)
+    found.facts.update(alloc)
+    found.notes += notes
+
+
+def _site(found: _Found, paths: Inputs, env: Mapping[str, str], client: SlurmClient | None) -> None:
+    """node.* of the job's partition: the site file, else the cluster asked live."""
     site_path = _site_path(paths, env)
-    partition = facts.get("job.partition")
+    partition = found.facts.get("job.partition")
     node = None
     if site_path is not None:
         node = load_site(site_path).node_for(partition)  # type: ignore[arg-type]
     elif client is not None:
         from tuneadvisor.session.live_job import cluster_node
 
-        node = cluster_node(client, partition if isinstance(partition, str) else None, notes)
+        node = cluster_node(client, partition if isinstance(partition, str) else None, found.notes)
     if node is not None:
-        facts.update(node.facts())
-    return Gathered(
-        facts=_known(facts),
-        job=job,
-        launch=launch,
-        script_path=script_path,
-        script_text=script_text,
-        scan=scan,
-        loader_module=loader_module,
-        metrics=metrics,
-        sharpen=tuple(sharpen),
-        notes=tuple(notes),
-    )
+        found.facts.update(node.facts())
 
 
 def _accounting_gpu(job: SacctJob | None, notes: list[str]) -> AccountingGpu | None:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import usage_facts
-from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.advisor.rules import Rule
+from tuneadvisor.slurm.as_run import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.sacct.gpu import accounting_gpu
 from tuneadvisor.slurm.sacct.records import SacctJob

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.advisor.site import NodeShape
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import MAX_JOB_SCRIPT
+from tuneadvisor.slurm.as_run import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient, SlurmError, check_job_id
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.sacct.gpu import accounting_gpu

@@ -24,11 +24,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tuneadvisor.advisor.job_facts import as_run_facts
 from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.host import HostReading, HostSampler
 from tuneadvisor.metrics.proc_roles import tree_totals
 from tuneadvisor.metrics.snapshot import ProcSample
+from tuneadvisor.slurm.as_run import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.listpids import StepPid
 from tuneadvisor.slurm.placement import JobArrayError

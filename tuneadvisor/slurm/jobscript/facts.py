@@ -1,19 +1,18 @@
-"""job.* facts: from a job script as sbatch applies it, and as the job ran (scontrol's view,
-else accounting's), with a note where the two differ."""
+"""job.* facts of a job script as sbatch applies it, with its launch line, and what the
+report says about the script besides findings (which launch is read, site plugins' options,
+quotes bash would refuse)."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.jobscript.plugins import plugin_option
 from tuneadvisor.slurm.jobscript.syntax import DIRECTIVE_AFTER_COMMAND, SITE_PLUGIN_OPTION
 from tuneadvisor.slurm.launch_line.lexing import unclosed_quote
 from tuneadvisor.slurm.launch_line.model import LaunchLine
-from tuneadvisor.slurm.sacct.records import SacctJob
-from tuneadvisor.slurm.scontrol import JobInfo
 from tuneadvisor.slurm.units import gpu_count
 
 
@@ -186,87 +185,3 @@ def _rank_launcher(launch: LaunchLine) -> str:
     names = [launcher.name for launcher in launch.launchers]
     spawner = next((name for name in reversed(names) if name in _SPAWNERS), None)
     return spawner or (names[0] if names else "python")
-
-
-def as_run_facts(shown: JobInfo | None, acct: SacctJob | None) -> dict[str, object]:
-    """job.* as the job ran: scontrol's view when it still has one, else accounting's."""
-    facts: dict[str, object] = {}
-    if acct is not None:
-        if acct.timelimit_s:
-            facts["job.time_s"] = acct.timelimit_s
-        if acct.partition:
-            facts["job.partition"] = acct.partition
-        if acct.req_mem_mib:
-            facts["job.mem_mib"] = acct.req_mem_mib / (acct.alloc_nodes or 1)
-        if acct.alloc_nodes:  # `sbatch --nodes=3 job.sbatch` over a script's --nodes=1
-            facts["job.nodes"] = acct.alloc_nodes
-    if shown is not None:
-        facts.update(_shape(shown))
-        if shown.time_limit_s:
-            facts["job.time_s"] = shown.time_limit_s
-        if shown.partition:
-            facts["job.partition"] = shown.partition
-        if shown.cpus_per_gpu and shown.num_cpus:
-            # --cpus-per-gpu: slurmctld's CPUs/Task stays 1; the job's cores are NumCPUs
-            facts["job.cpus_per_task"] = max(1, shown.num_cpus // (shown.num_tasks or 1))
-        elif shown.cpus_per_task:
-            facts["job.cpus_per_task"] = shown.cpus_per_task
-        if shown.mem_per_node_mib:
-            facts["job.mem_mib"] = shown.mem_per_node_mib
-        elif shown.mem_per_cpu_mib:
-            facts["job.mem_per_cpu_mib"] = shown.mem_per_cpu_mib
-            facts["job.mem_mib"] = shown.mem_per_cpu_mib * _node_cpus(shown)
-    return facts
-
-
-def _shape(shown: JobInfo) -> dict[str, object]:
-    """Nodes and tasks as slurmctld placed them: sbatch's --nodes and --ntasks-per-node on the
-    command line win over the script's, and a multi-node job's facts must say so."""
-    facts: dict[str, object] = {}
-    if shown.num_nodes:
-        facts["job.nodes"] = shown.num_nodes
-    if shown.num_tasks:
-        facts["job.tasks_total"] = facts["job.ntasks"] = shown.num_tasks
-        # each node's share; a job whose tasks do not split evenly keeps its script's value
-        if shown.num_nodes and shown.num_tasks % shown.num_nodes == 0:
-            facts["job.tasks_per_node"] = shown.num_tasks // shown.num_nodes
-    return facts
-
-
-def _node_cpus(shown: JobInfo) -> int:
-    """CPUs on each node (slurmctld's NumCPUs over its nodes): --mem-per-cpu counts every
-    task's CPUs there, not one task's."""
-    if shown.num_cpus:
-        return max(1, math.ceil(shown.num_cpus / (shown.num_nodes or 1)))
-    return shown.cpus_per_task or 1
-
-
-_OPTIONS = {  # job.* fact -> the sbatch option and unit it comes from
-    "job.time_s": ("--time", " s"),
-    "job.partition": ("--partition", ""),
-    "job.cpus_per_task": ("--cpus-per-task", ""),
-    "job.mem_mib": ("--mem", " MiB"),
-    "job.mem_per_cpu_mib": ("--mem-per-cpu", " MiB"),
-    "job.nodes": ("--nodes", ""),
-    "job.tasks_per_node": ("--ntasks-per-node", ""),
-}
-
-
-def ran_differently(script: Mapping[str, object], as_run: Mapping[str, object]) -> list[str]:
-    """Notes for options the job ran with that its script does not say (sbatch's command
-    line wins over #SBATCH lines). Facts derived from options (the tasks in all) follow
-    silently."""
-    notes = []
-    for name, value in as_run.items():
-        if name in script and name in _OPTIONS and script[name] != value:
-            option, unit = _OPTIONS[name]
-            notes.append(
-                f"the job ran with {option} {_text(value)}{unit} where its script says "
-                f"{_text(script[name])}{unit} (sbatch's command line wins): the advice uses "
-                "what it ran with"
-            )
-    return notes
-
-
-def _text(value: object) -> str:
-    return f"{value:g}" if isinstance(value, int | float) else str(value)

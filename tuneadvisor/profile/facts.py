@@ -1,4 +1,6 @@
-"""Facts from a profile analysis: shares of the training function's time by line kind."""
+"""profile.* facts of a profile analysis: shares of the training function's time by line
+kind, its slowest DataLoader line and the rank skew. The profile says what it measured;
+what that means is the rules' business."""
 
 from __future__ import annotations
 
