@@ -21,7 +21,7 @@ from tuneadvisor.files import (
     MAX_JOB_SCRIPT,
     is_regular_file,
     load_json_input,
-    present,
+    path_exists,
     read_text_input,
 )
 from tuneadvisor.profile.analysis import ProfileAnalysis
@@ -211,7 +211,7 @@ def _site_path(paths: Inputs, env: Mapping[str, str]) -> str | None:
         return env[SITE_ENV]
     config = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     default = config / "tuneadvisor" / "site.toml"
-    return str(default) if present(default, "site file") and default.is_file() else None
+    return str(default) if path_exists(default, "site file") and default.is_file() else None
 
 
 def _known(facts: Mapping[str, object]) -> dict[str, object]:
