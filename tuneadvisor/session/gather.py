@@ -64,12 +64,15 @@ def _cannot_follow(command: str, reason: str | None = None) -> str:
 
 
 def _script(
-    paths: Inputs, launch: LaunchLine | None, notes: list[str], unfollowed: Unfollowed | None = None
+    inputs: Inputs,
+    launch: LaunchLine | None,
+    notes: list[str],
+    unfollowed: Unfollowed | None = None,
 ) -> tuple[str | None, str | None]:
     """The training script: --script, else the one the job's launch line runs.
     ``unfollowed``: the job's launch-like command that led to no script, to say so."""
-    if paths.script is not None:
-        return paths.script, read_text_input(paths.script, "training script")
+    if inputs.script is not None:
+        return inputs.script, read_text_input(inputs.script, "training script")
     if launch is None:
         if unfollowed is not None:
             notes.append(_cannot_follow(unfollowed.command, unfollowed.reason))
@@ -77,9 +80,9 @@ def _script(
     if launch.script_path is not None and is_regular_file(launch.script_path):
         path = str(launch.script_path)
         return path, read_text_input(path, "training script")
-    if launch.script and paths.job is not None:
+    if launch.script and inputs.job is not None:
         # A job copied from the cluster names a path that is not here: look beside it.
-        beside = Path(paths.job).parent / Path(launch.script).name
+        beside = Path(inputs.job).parent / Path(launch.script).name
         if is_regular_file(beside):
             return str(beside), read_text_input(beside, "training script")
     name = Path(launch.script).name if launch.script else ""
@@ -204,9 +207,9 @@ def _refuse_other_formats(path: str, text: str) -> None:
         )
 
 
-def _site_path(paths: Inputs, env: Mapping[str, str]) -> str | None:
-    if paths.site:
-        return paths.site
+def _site_path(inputs: Inputs, env: Mapping[str, str]) -> str | None:
+    if inputs.site:
+        return inputs.site
     if env.get(SITE_ENV):
         return env[SITE_ENV]
     config = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
@@ -220,12 +223,12 @@ def _known(facts: Mapping[str, object]) -> dict[str, object]:
 
 
 def gather(
-    paths: Inputs,
+    inputs: Inputs,
     analysis: ProfileAnalysis | None,
     env: Mapping[str, str] | None = None,
     job: JobScript | None = None,
 ) -> Gathered:
-    """``job``: the job script of ``paths.job``, when the caller has read it already."""
+    """``job``: the job script of ``inputs.job``, when the caller has read it already."""
     env = os.environ if env is None else env
     facts: dict[str, object] = {}
     notes: list[str] = []
@@ -235,20 +238,20 @@ def gather(
     else:
         sharpen.append("a line_profiler profile (kernprof -l -o $SLURM_JOBID.lprof)")
     client: SlurmClient | None = None
-    if paths.live or paths.cluster:
+    if inputs.live or inputs.cluster:
         from tuneadvisor.slurm.client import SlurmClient
 
         client = SlurmClient(env=env)
     live: LiveJob | None = None
-    if client is not None and paths.jobid is not None and paths.live:
+    if client is not None and inputs.jobid is not None and inputs.live:
         from tuneadvisor.session.live_job import fetch_job
 
-        live = fetch_job(client, paths.jobid, want_script=paths.job is None)
+        live = fetch_job(client, inputs.jobid, want_script=inputs.job is None)
         notes += live.notes
     launch = None
     unfollowed = None
-    if job is None and paths.job is not None:
-        job = read_job(paths.job)
+    if job is None and inputs.job is not None:
+        job = read_job(inputs.job)
     elif job is None and live is not None and live.script is not None:
         if live.script.not_a_script is None:
             job = live.script
@@ -261,7 +264,7 @@ def gather(
 
         launches = find_launches(job)
         launch = choose_launch(launches)
-        if launch is None and paths.script is None:
+        if launch is None and inputs.script is None:
             unfollowed = unfollowed_launch(job)
         facts.update(job_facts(job, launch))
         notes += job_notes(job, launches, launch)
@@ -274,7 +277,7 @@ def gather(
         notes += ran_differently(facts, as_run)
         facts.update(live.facts())
         facts.update(as_run)
-    script_path, script_text = _script(paths, launch, notes, unfollowed)
+    script_path, script_text = _script(inputs, launch, notes, unfollowed)
     scan = None
     loader_module = None
     if script_text is not None:
@@ -296,52 +299,52 @@ def gather(
                 notes.append(followed.note)
     else:
         sharpen.append("the training script (--script, or a job script that runs it)")
-    if paths.seff is not None:
+    if inputs.seff is not None:
         from tuneadvisor.slurm.seff import SeffError, parse_seff
 
         try:
-            seff = parse_seff(read_text_input(paths.seff, "seff output"))
+            seff = parse_seff(read_text_input(inputs.seff, "seff output"))
         except SeffError as exc:
-            raise InputError(paths.seff, f"not seff output: {exc}") from None
+            raise InputError(inputs.seff, f"not seff output: {exc}") from None
         facts.update(seff.facts())
         if seff.unread:  # a site's seff adds lines: say what was left out, not half silently
-            notes.append(f"{paths.seff}: {_unread(seff.unread)}")
+            notes.append(f"{inputs.seff}: {_unread(seff.unread)}")
         if seff.gpu_util_pct is not None or seff.gpu_mem_used_mib is not None:
-            notes.append(f"{paths.seff}: {_seff_gpu(seff)}")
+            notes.append(f"{inputs.seff}: {_seff_gpu(seff)}")
     accounting: SacctJob | None = None
-    if paths.sacct is not None:
+    if inputs.sacct is not None:
         from tuneadvisor.slurm.sacct import parse_sacct
         from tuneadvisor.slurm.sacct.records import SacctError, select_job
 
         try:
-            jobs = parse_sacct(read_text_input(paths.sacct, "sacct output"))
+            jobs = parse_sacct(read_text_input(inputs.sacct, "sacct output"))
         except SacctError as exc:
-            raise InputError(paths.sacct, f"not sacct output: {exc}") from None
+            raise InputError(inputs.sacct, f"not sacct output: {exc}") from None
         try:  # sacct output, but which job of it is meant is not clear
-            accounting = select_job(jobs, paths.jobid)
+            accounting = select_job(jobs, inputs.jobid)
         except SacctError as exc:
-            raise InputError(paths.sacct, str(exc)) from None
+            raise InputError(inputs.sacct, str(exc)) from None
         facts.update(accounting.facts())
     elif live is not None:
         accounting = live.accounting
-    if paths.seff is None and paths.sacct is None and live is None:
+    if inputs.seff is None and inputs.sacct is None and live is None:
         sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
     gpu_read = _accounting_gpu(accounting, notes)
     if gpu_read is not None:  # jobstats' per-node figures feed usage.* below
         facts.update({k: v for k, v in gpu_read.facts.items() if not k.startswith("gpu.")})
     usage_facts(facts, notes)
     measured: list[Measured] = []
-    metrics = _metrics(paths.metrics, paths.metrics_columns, measured)
+    metrics = _metrics(inputs.metrics, inputs.metrics_columns, measured)
     if metrics is not None:
         facts.update(metrics.facts())
     _gpu_source(facts, metrics, gpu_read, notes)
     if metrics is None and "gpu.util.mean" not in facts:
         sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)")
-    measured += [m for m in map(_run_record, paths.profiles) if m is not None]
+    measured += [m for m in map(_run_record, inputs.profiles) if m is not None]
     alloc, alloc_notes = allocation_facts(facts, measured)
     facts.update(alloc)
     notes += alloc_notes
-    site_path = _site_path(paths, env)
+    site_path = _site_path(inputs, env)
     partition = facts.get("job.partition")
     node = None
     if site_path is not None:
