@@ -198,7 +198,7 @@ def is_regular_file(path: Path) -> bool:
         return False
 
 
-def present(path: Path, what: str) -> bool:
+def path_exists(path: Path, what: str) -> bool:
     """Whether ``path`` exists; a folder we may not look into is one line, not a crash."""
     try:
         path.stat()

@@ -31,7 +31,7 @@ from tuneadvisor.tui.dialogs import ApplyScreen
 from tuneadvisor.tui.screens import MainScreen
 
 
-def example_request(directory: Path) -> Inputs:
+def example_inputs(directory: Path) -> Inputs:
     return Inputs(
         profiles=(str(directory / "24752610.lprof"),), job=str(directory / "mnist.sbatch")
     )
@@ -56,7 +56,7 @@ async def show_tab(pilot: Pilot[Any], key: str) -> None:
 
 @async_test
 async def test_findings_of_the_example_with_evidence_and_suggestions(tmp_path: Path) -> None:
-    workspace = load_workspace(example_request(copy_example(tmp_path)))
+    workspace = load_workspace(example_inputs(copy_example(tmp_path)))
     app = make_app(workspace)
     async with app.run_test(size=SIZE) as pilot:
         screen = await wait_loaded(pilot)
@@ -244,7 +244,7 @@ async def test_narrow_terminal_stacks_the_diff_under_the_script(tmp_path: Path) 
 @async_test
 async def test_apply_asks_first_and_n_writes_nothing(tmp_path: Path) -> None:
     example = copy_example(tmp_path)
-    workspace = load_workspace(example_request(example))
+    workspace = load_workspace(example_inputs(example))
     before = sorted(p.name for p in example.iterdir())
     app = make_app(workspace)
     async with app.run_test(size=SIZE) as pilot:
@@ -283,7 +283,7 @@ async def test_apply_y_writes_the_tuned_job_beside_the_job(tmp_path: Path) -> No
     example = copy_example(tmp_path)
     job = example / "mnist.sbatch"
     original = job.read_bytes()
-    app = make_app(load_workspace(example_request(example)))
+    app = make_app(load_workspace(example_inputs(example)))
     tuned = tuned_name(job)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
@@ -306,7 +306,7 @@ async def test_apply_failure_is_one_line_in_a_notification(tmp_path: Path) -> No
     example = copy_example(tmp_path)
     tuned = tuned_name(example / "mnist.sbatch")
     tuned.mkdir()  # something that is not a file is in the way
-    app = make_app(load_workspace(example_request(example)))
+    app = make_app(load_workspace(example_inputs(example)))
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
         await show_tab(pilot, "3")

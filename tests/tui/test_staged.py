@@ -125,9 +125,9 @@ async def test_quick_screen_first_then_the_full_one_keeping_function_and_tab(
 @async_test
 async def test_quick_stage_of_the_example_never_says_source_not_found(tmp_path: Path) -> None:
     example = copy_example(tmp_path)
-    request = Inputs(profiles=(str(example / "24752610.lprof"),), job=str(example / "mnist.sbatch"))
-    slow_full = Gate(load_workspace(request))
-    app = app_with(slow_full, quick=lambda: load_quick_workspace(request))
+    inputs = Inputs(profiles=(str(example / "24752610.lprof"),), job=str(example / "mnist.sbatch"))
+    slow_full = Gate(load_workspace(inputs))
+    app = app_with(slow_full, quick=lambda: load_quick_workspace(inputs))
     try:
         async with app.run_test(size=SIZE) as pilot:
             screen = await wait_loaded(pilot)

@@ -14,7 +14,7 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.files import (
     open_append,
     parse_json,
-    present,
+    path_exists,
     read_bytes_input,
     read_text_input,
     write_atomic,
@@ -72,7 +72,7 @@ def test_a_folder_we_may_not_look_into_is_one_line(
         return real_stat(self, **kwargs)
 
     monkeypatch.setattr(Path, "stat", denied)
-    assert present(tmp_path / "missing", "file") is False
+    assert path_exists(tmp_path / "missing", "file") is False
     with pytest.raises(InputError, match="permission denied"):
         rule_dirs(env={"XDG_CONFIG_HOME": str(config)})
 

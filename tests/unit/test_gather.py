@@ -54,8 +54,8 @@ def write_job(folder: Path, launch: str = "python train.py", *directives: str) -
     return path
 
 
-def run(paths: Inputs) -> Gathered:
-    return gather(paths, None, env={})
+def run(inputs: Inputs) -> Gathered:
+    return gather(inputs, None, env={})
 
 
 # --------------------------------------------------------------------------- what is read
@@ -427,16 +427,16 @@ def test_the_scan_reuses_the_profile_analysis_parse_of_the_training_script(
     from tuneadvisor.session.workspace import analyze_profiles
     from tuneadvisor.trainscript import scan
 
-    request = Inputs(profiles=(str(EXAMPLE_PROFILE),), job=str(EXAMPLE_JOB))
-    analysis = analyze_profiles(request, cwd=REPO)
+    inputs = Inputs(profiles=(str(EXAMPLE_PROFILE),), job=str(EXAMPLE_JOB))
+    analysis = analyze_profiles(inputs, cwd=REPO)
     assert [Path(p).name for p in analysis.parsed_sources] == ["mnist_classify.py"]
-    expected = gather(request, None, env={}).facts  # parsed by the scan itself
+    expected = gather(inputs, None, env={}).facts  # parsed by the scan itself
 
     def no_second_parse(text: str) -> object:
         raise AssertionError("the training script was parsed a second time")
 
     monkeypatch.setattr(scan, "parse_script", no_second_parse)
-    gathered = gather(request, analysis, env={})
+    gathered = gather(inputs, analysis, env={})
     script_facts = {k: v for k, v in gathered.facts.items() if k.startswith("script.")}
     assert script_facts == {k: v for k, v in expected.items() if k.startswith("script.")}
     assert script_facts["script.num_workers.source"]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.commands.relaunch_options import add_settings_arguments
+from tuneadvisor.commands.relaunch_options import add_settings_arguments, settings_overrides
 from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.allocation import clean_environ, emulate
-from tuneadvisor.relaunch.requests import settings_from_args
+from tuneadvisor.relaunch.requests import SettingsOverrides, settings_with
 from tuneadvisor.relaunch.settings import Settings, render_job_script, settings_from_report
 from tuneadvisor.slurm.jobscript.model import JobScript
 
@@ -19,10 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 GOLDEN = json.loads((REPO / "tests" / "golden" / "example-report.json").read_text())
 
 
-def _args(*argv: str) -> argparse.Namespace:
+def _flags(*argv: str) -> SettingsOverrides:
     parser = argparse.ArgumentParser()
     add_settings_arguments(parser)
-    return parser.parse_args(argv)
+    return settings_overrides(parser.parse_args(argv))
 
 
 def test_knobs_become_the_training_scripts_flags() -> None:
@@ -48,9 +48,9 @@ def test_the_tutorial_report_advises_four_cores_and_four_workers() -> None:
 
 
 def test_flags_win_over_the_advice_and_lose_its_reason() -> None:
-    args = _args("--num-workers", "1", "--cpus-per-task", "2", "--amp")
+    flags = _flags("--num-workers", "1", "--cpus-per-task", "2", "--amp")
     advised = settings_from_report(Settings(), GOLDEN, "example-report.json")
-    settings = settings_from_args(args, advised)
+    settings = settings_with(flags, advised)
     assert (settings.cpus_per_task, settings.knobs["num_workers"]) == (2, 1)
     assert settings.knobs["amp"] is True
     assert "num_workers" not in settings.because
@@ -112,7 +112,7 @@ def test_job_script_carries_the_settings_and_parses_back(tmp_path: Path) -> None
 
 
 def test_nodes_spread_the_tasks_evenly_in_the_job_script(tmp_path: Path) -> None:
-    settings = settings_from_args(_args("--nodes", "2", "--ntasks-per-node", "3"))
+    settings = settings_with(_flags("--nodes", "2", "--ntasks-per-node", "3"))
     assert (settings.nodes, settings.ntasks, settings.tasks_per_node) == (2, 6, 3)
     text = render_job_script(settings, name="ddp", launch=["srun", "python", "t.py"],
                              workdir=tmp_path, output="o")  # fmt: skip
@@ -132,10 +132,10 @@ def test_nodes_spread_the_tasks_evenly_in_the_job_script(tmp_path: Path) -> None
 
 
 def test_nodes_alone_keep_the_tasks_of_each_node() -> None:
-    assert settings_from_args(_args("--nodes", "3")).ntasks == 3  # one task a node
-    assert settings_from_args(_args("--ntasks", "6", "--nodes", "3")).tasks_per_node == 2
+    assert settings_with(_flags("--nodes", "3")).ntasks == 3  # one task a node
+    assert settings_with(_flags("--ntasks", "6", "--nodes", "3")).tasks_per_node == 2
     advised = Settings(ntasks=2)
-    assert settings_from_args(_args("--nodes", "3"), advised).ntasks == 6
+    assert settings_with(_flags("--nodes", "3"), advised).ntasks == 6
     ranged = settings_from_report(  # --nodes=2-4: the fewest the job is sure to get
         Settings(), {"tool": {"name": "tuneadvisor"},
                      "job": {"directives": {"nodes": "2-4", "ntasks-per-node": "2"}}}, "r",
@@ -153,7 +153,7 @@ def test_nodes_alone_keep_the_tasks_of_each_node() -> None:
 )
 def test_a_shape_that_does_not_fit_is_one_clear_error(argv: tuple[str, ...], message: str) -> None:
     with pytest.raises(InputError, match=message):
-        settings_from_args(_args(*argv))
+        settings_with(_flags(*argv))
 
 
 def test_emulated_allocation_gives_each_task_its_own_cores() -> None:

@@ -151,8 +151,8 @@ def test_site_option_wins_over_environment(tmp_path: Path) -> None:
     chosen.write_text("[partitions.gpu]\ncores = 32\n")
     ignored = tmp_path / "ignored.toml"
     ignored.write_text("[partitions.gpu]\ncores = 99\n")
-    paths = Inputs(job=str(job(tmp_path)), site=str(chosen))
-    facts = gather(paths, None, env={"TUNEADVISOR_SITE": str(ignored)}).facts
+    inputs = Inputs(job=str(job(tmp_path)), site=str(chosen))
+    facts = gather(inputs, None, env={"TUNEADVISOR_SITE": str(ignored)}).facts
     assert facts["node.cores"] == 32
 
 
@@ -190,8 +190,8 @@ def test_environment_naming_a_missing_site_file_is_an_error(tmp_path: Path) -> N
 def test_the_jobs_partition_picks_the_node(tmp_path: Path) -> None:
     site = tmp_path / "site.toml"
     site.write_text(SITE)
-    paths = Inputs(job=str(job(tmp_path, "--partition=cpu")), site=str(site))
-    facts = gather(paths, None, env={}).facts
+    inputs = Inputs(job=str(job(tmp_path, "--partition=cpu")), site=str(site))
+    facts = gather(inputs, None, env={}).facts
     assert facts["node.cores"] == 128
     assert facts["node.gpus"] == 0
     assert "node.max_cores_per_gpu" not in facts

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tuneadvisor.commands.inputs import add_inputs, inputs_of
@@ -31,11 +32,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@dataclass(frozen=True)
+class ReplayRequest:
+    """``open REC.jsonl``: a `watch --record` file replayed on the watch screen."""
+
+    path: str
+    rules: tuple[str, ...] = ()  # extra rule folders
+    speed: float = 10.0  # times the recorded pace
+
+
+def open_request(args: argparse.Namespace) -> Inputs | ReplayRequest:
+    """A recording alone (positional or --metrics) is replayed; with a profile or a job as
+    well, positional recordings join --metrics for the main screen. The arguments are read,
+    never changed."""
+    recordings = [p for p in args.profiles if _is_recording(p)]
+    profiles = tuple(p for p in args.profiles if p not in recordings)
+    metrics = (*recordings, *args.metrics)
+    others = (profiles, args.job, args.jobid, args.script, args.seff, args.sacct)
+    if not any(others) and len(metrics) == 1 and _is_recording(metrics[0]):
+        if not 0 < args.speed < float("inf"):
+            raise InputError(None, f"--speed {args.speed:g}: must be a positive number")
+        return ReplayRequest(str(metrics[0]), tuple(args.rules), args.speed)
+    if len(recordings) > 1 and not any(others):
+        raise InputError(None, "open: one watch recording at a time to replay it")
+    return replace(inputs_of(args), profiles=profiles, metrics=metrics)
+
+
 def run(args: argparse.Namespace) -> int:
-    replay = _replay_target(args)
-    if replay is not None:
-        return _open_replay(args, replay)
-    inputs = inputs_of(args)
+    request = open_request(args)
+    if isinstance(request, ReplayRequest):
+        return _open_replay(request)
+    inputs = request
     _check_paths_exist(inputs)
     from tuneadvisor.session.gather import read_job
     from tuneadvisor.session.workspace import load_quick_workspace, load_workspace
@@ -67,29 +94,14 @@ def _is_recording(path: str) -> bool:
     return sniff(head.decode("utf-8", errors="replace"))
 
 
-def _replay_target(args: argparse.Namespace) -> str | None:
-    """The recording to replay when it is the only input (positional or --metrics); with a
-    profile or a job as well, positional recordings join --metrics for the main screen."""
-    recordings = [p for p in args.profiles if _is_recording(p)]
-    args.profiles = [p for p in args.profiles if p not in recordings]
-    args.metrics = [*recordings, *args.metrics]
-    others = (args.profiles, args.job, args.jobid, args.script, args.seff, args.sacct)
-    if any(others) or len(args.metrics) != 1 or not _is_recording(args.metrics[0]):
-        if len(recordings) > 1 and not any(others):
-            raise InputError(None, "open: one watch recording at a time to replay it")
-        return None
-    return str(args.metrics[0])
-
-
-def _open_replay(args: argparse.Namespace, path: str) -> int:
+def _open_replay(request: ReplayRequest) -> int:
     from tuneadvisor.commands import watch
     from tuneadvisor.session.rule_files import load_rules, rule_dirs
     from tuneadvisor.watch.replay import load_replay
 
-    if not 0 < args.speed < float("inf"):
-        raise InputError(None, f"--speed {args.speed:g}: must be a positive number")
-    session = load_replay(path, load_rules(rule_dirs(args.rules)), speed=args.speed)
-    return watch.show_screen(session, f"tuneadvisor open: {path} (replay)")
+    rules = load_rules(rule_dirs(request.rules))
+    session = load_replay(request.path, rules, speed=request.speed)
+    return watch.show_screen(session, f"tuneadvisor open: {request.path} (replay)")
 
 
 def _check_paths_exist(inputs: Inputs) -> None:

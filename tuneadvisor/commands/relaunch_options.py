@@ -1,9 +1,16 @@
 """The options `run` and `tune` share: the allocation, the training knobs, the data set and
-the interpreter (argparse only: building the parser stays fast)."""
+the interpreter (argparse only: building the parser stays fast), and the request they make.
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+from tuneadvisor.errors import InputError
+
+if TYPE_CHECKING:
+    from tuneadvisor.relaunch.requests import RelaunchRequest, SettingsOverrides
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,4 +69,43 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bar, one line per epoch"
+    )
+
+
+def settings_overrides(args: argparse.Namespace) -> SettingsOverrides:
+    """The settings flags given; a count below 1 (GPUs: below 0) is one InputError line."""
+    from tuneadvisor.relaunch.requests import SettingsOverrides
+    from tuneadvisor.relaunch.settings import KNOBS
+
+    counts = {"cpus_per_task": args.cpus_per_task, "ntasks": args.ntasks, "gpus": args.gpus,
+              "nodes": args.nodes, "ntasks_per_node": args.ntasks_per_node}  # fmt: skip
+    for key, value in counts.items():
+        least = 0 if key == "gpus" else 1
+        if value is not None and value < least:
+            raise InputError(None, f"--{key.replace('_', '-')} must be at least {least}")
+    return SettingsOverrides(
+        cpus_per_task=args.cpus_per_task,
+        ntasks=args.ntasks,
+        nodes=args.nodes,
+        ntasks_per_node=args.ntasks_per_node,
+        gpus=args.gpus,
+        mem=args.mem,
+        time=args.time,
+        knobs={key: vars(args)[key] for key in KNOBS if vars(args)[key] is not None},
+        extra=tuple(args.extra),
+    )
+
+
+def relaunch_request(args: argparse.Namespace) -> RelaunchRequest:
+    """What the options shared by ``run`` and ``tune`` ask for (``run`` adds its own)."""
+    from tuneadvisor.relaunch.requests import RelaunchRequest
+
+    return RelaunchRequest(
+        name=args.name,
+        overrides=settings_overrides(args),
+        from_report=args.from_report,
+        python=args.python,
+        runs=args.runs,
+        data_dir=args.data_dir,
+        synthetic=args.synthetic,
     )

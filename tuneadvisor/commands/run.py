@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of
-from tuneadvisor.commands.relaunch_options import add_settings_arguments
+from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from tuneadvisor.relaunch.records import RunRecord
+    from tuneadvisor.relaunch.requests import RelaunchRequest
     from tuneadvisor.relaunch.runner import RunRequest
     from tuneadvisor.relaunch.settings import Settings
 
@@ -163,21 +164,38 @@ def print_record(console: Console, record: RunRecord) -> None:
         console.print(f"  note: {note}", highlight=False, soft_wrap=True)
 
 
+def run_request(args: argparse.Namespace) -> RelaunchRequest:
+    """The request of ``run``: the shared options, the inputs whose advice it takes (when
+    any are given), and how this run is made and recorded."""
+    from dataclasses import replace
+
+    inputs = inputs_of(args) if has_inputs(args) else None
+    return replace(
+        relaunch_request(args),
+        inputs=inputs,
+        label=args.label,
+        profile=args.profile,
+        watch=args.watch,
+        submit=args.submit,
+        max_restarts=args.max_restarts,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    request = inputs_of(args) if has_inputs(args) else None
+    request = run_request(args)
     from rich.console import Console
 
-    from tuneadvisor.relaunch.requests import build_request
+    from tuneadvisor.relaunch.requests import resolve_run
     from tuneadvisor.relaunch.runner import run_local, stderr_tail
 
     console = Console(stderr=True)
-    req = build_request(args, args.name, request)
+    req = resolve_run(request)
     for note in req.settings.notes:
         console.print(f"note: {note}", highlight=False)
-    if args.submit:
-        return _submit(args, req, console)
+    if request.submit:
+        return _submit(req, args.wait, console)
     live = not args.no_progress and console.is_terminal
-    label = args.label or f"{req.spec.name} ({req.settings.describe()})"
+    label = request.label or f"{req.spec.name} ({req.settings.describe()})"
     with ProgressView(console, label, req.settings, live) as view:
         record = run_local(req, on_event=view)
     print_record(Console(), record)
@@ -190,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _submit(args: argparse.Namespace, req: RunRequest, console: Console) -> int:
+def _submit(req: RunRequest, wait_s: float | None, console: Console) -> int:
     from rich.console import Console
 
     from tuneadvisor.relaunch.submit import complete_from_output, submitted_record, write_submission
@@ -201,8 +219,8 @@ def _submit(args: argparse.Namespace, req: RunRequest, console: Console) -> int:
     job_id = client.submit(job, chdir=str(run_dir.resolve()))
     record = submitted_record(req, run_id, run_dir, job, job_id)
     print(f"Submitted batch job {job_id}; record {record.path}")
-    if args.wait:
-        info = client.wait_finished(job_id, args.wait)
+    if wait_s:
+        info = client.wait_finished(job_id, wait_s)
         state = getattr(info, "state", None) if info is not None else None
         acct = client.poll_accounting(job_id) if client.which("sacct") else None
         state = getattr(acct, "state", None) or state

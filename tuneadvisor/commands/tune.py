@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tuneadvisor.commands.relaunch_options import add_settings_arguments
+from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
+from tuneadvisor.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tuneadvisor.relaunch.runner import RunRequest
+    from tuneadvisor.relaunch.tune import TuneOptions, TuneRequest, TuneResult
 
 HELP = "short trials over the knobs; writes the winning job"
 
@@ -27,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     tune.add_argument(
         "--stages",
-        default="workers,batch,amp,pin",
+        default="workers,batch,amp,pin",  # all of relaunch.tune.STAGES
         help="which knobs, in order (default: workers,batch,amp,pin)",
     )
     tune.add_argument("--max-cores", type=int, metavar="N", help="cores to try up to")
@@ -36,37 +44,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from rich.console import Console
-    from rich.table import Table
-
-    from tuneadvisor.errors import InputError
-    from tuneadvisor.files import write_atomic
-    from tuneadvisor.relaunch.requests import build_request
-    from tuneadvisor.relaunch.runner import new_run_dir
-    from tuneadvisor.relaunch.settings import render_job_script
-    from tuneadvisor.relaunch.submit import launch_line
-    from tuneadvisor.relaunch.tune import (
-        Trial,
-        TuneOptions,
-        Tuner,
-        summary_lines,
-        winning_settings,
-        write_tune_summary,
-    )
-    from tuneadvisor.relaunch.watcher import tuneadvisor_command
+def tune_request(args: argparse.Namespace) -> TuneRequest:
+    """The checked request of ``tune``: an unknown stage or a trial shorter than one step is
+    one InputError line."""
+    from tuneadvisor.relaunch.tune import STAGES, TuneOptions, TuneRequest
 
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
-    unknown = [s for s in stages if s not in ("workers", "batch", "amp", "pin")]
+    unknown = [s for s in stages if s not in STAGES]
     if unknown:
         raise InputError(None, f"--stages: unknown stage {unknown[0]!r}")
     if args.steps < 1 or args.warmup < 0 or args.repeats < 1:
         raise InputError(None, "--steps and --repeats must be at least 1, --warmup 0 or more")
-    req = build_request(args, args.name)
-    tune_id, folder = new_run_dir(req.runs_root, f"tune-{req.spec.name}")
-    req = replace(req, runs_root=folder / "trials")
     options = TuneOptions(
         budget_s=args.budget,
         warmup_steps=args.warmup,
@@ -76,20 +64,64 @@ def run(args: argparse.Namespace) -> int:
         stages=stages,
         max_cores=args.max_cores,
     )
+    return TuneRequest(relaunch_request(args), options, output=args.output)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from tuneadvisor.relaunch.requests import resolve_run
+    from tuneadvisor.relaunch.runner import new_run_dir
+    from tuneadvisor.relaunch.tune import winning_settings, write_tune_summary, write_winning_job
+
+    request = tune_request(args)
+    req = resolve_run(request.relaunch)
+    tune_id, folder = new_run_dir(req.runs_root, f"tune-{req.spec.name}")
+    req = replace(req, runs_root=folder / "trials")
+    result = _trials(req, request.options)
     console = Console()
+    _print_result(console, req.spec.name, result)
+    winner = winning_settings(result)
+    options = vars(request.options) | {"stages": request.options.stages}
+    extra = {"id": tune_id, "name": req.spec.name, "options": options}
+    if winner is None:
+        write_tune_summary(folder, result, extra)
+        console.print("no winner: the base run failed", highlight=False)
+        return 1
+    job = Path(request.output) if request.output else folder / f"{req.spec.name}.tuned.sbatch"
+    write_winning_job(req, winner, job)
+    summary = write_tune_summary(folder, result, {**extra, "job": str(job)})
+    console.print(
+        f"winner: {winner.describe()}; job script {job}; trials in {summary}", highlight=False
+    )
+    return 0
+
+
+def _trials(req: RunRequest, options: TuneOptions) -> TuneResult:
+    """The trials, each one line on stderr as it ends."""
+    from rich.console import Console
+
+    from tuneadvisor.relaunch.tune import Trial, Tuner, advice_to_judge
+
     err = Console(stderr=True)
 
     def show(trial: Trial) -> None:
         rate = f"{trial.rate:,.1f} samples/s" if trial.rate else "failed"
         err.print(f"  {trial.stage:8} {trial.settings.describe():45} {rate}", highlight=False)
 
-    advice = {k: v for k, v in req.settings.knobs.items() if k in req.settings.because}
-    if any(k.startswith("sbatch.cpus-per-task") for k in req.settings.because):
-        advice["cpus_per_task"] = req.settings.cpus_per_task
-    err.print(f"tuning {req.spec.name} for at most {args.budget:g} s:", highlight=False)
-    result = Tuner(req, options, on_trial=show).run(advice)
+    err.print(f"tuning {req.spec.name} for at most {options.budget_s:g} s:", highlight=False)
+    return Tuner(req, options, on_trial=show).run(advice_to_judge(req.settings))
 
-    table = Table(title=f"Trials of {req.spec.name}", title_justify="left")
+
+def _print_result(console: Console, name: str, result: TuneResult) -> None:
+    """The trials as a table (the best marked *), then what was decided and why."""
+    from rich.table import Table
+
+    from tuneadvisor.relaunch.tune import summary_lines
+
+    table = Table(title=f"Trials of {name}", title_justify="left")
     for col in ("stage", "settings", "samples/s", "against base"):
         table.add_column(col, justify="right" if col in ("samples/s", "against base") else "left")
     base_rate = result.base.rate if result.base else None
@@ -104,25 +136,3 @@ def run(args: argparse.Namespace) -> int:
     console.print(table)
     for line in summary_lines(result):
         console.print(f"- {line}", highlight=False)
-    winner = winning_settings(result)
-    extra = {"id": tune_id, "name": req.spec.name, "options": vars(options) | {"stages": stages}}
-    if winner is None:
-        write_tune_summary(folder, result, extra)
-        console.print("no winner: the base run failed", highlight=False)
-        return 1
-    job = Path(args.output) if args.output else folder / f"{req.spec.name}.tuned.sbatch"
-    win_req = replace(req, settings=winner)
-    text = render_job_script(
-        winner,
-        name=req.spec.name,
-        launch=launch_line(win_req),
-        workdir=Path.cwd(),
-        output="slurm-%j.out",
-        watch=tuneadvisor_command(),  # as `run --submit` writes it: the job records itself
-    )
-    write_atomic(job, text.encode())  # an InputError naming the file when it cannot
-    summary = write_tune_summary(folder, result, {**extra, "job": str(job)})
-    console.print(
-        f"winner: {winner.describe()}; job script {job}; trials in {summary}", highlight=False
-    )
-    return 0

@@ -7,10 +7,12 @@ import argparse
 from typing import TYPE_CHECKING
 
 from tuneadvisor.commands.inputs import add_rules_option
+from tuneadvisor.errors import InputError
 
 if TYPE_CHECKING:
     from tuneadvisor.watch.live_run import LiveRun
     from tuneadvisor.watch.replay import ReplaySession
+    from tuneadvisor.watch.request import WatchRequest
     from tuneadvisor.watch.session import WatchSession
 
 HELP = "sample a running job live: GPUs, cores, its processes, live findings"
@@ -21,6 +23,7 @@ DESCRIPTION = (
 
 
 PID_MAX = 2**22  # Linux's largest pid_max: a bigger number is no process id
+MIN_INTERVAL_S = 0.1
 
 
 def _pid(text: str) -> int:
@@ -70,11 +73,62 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start COMMAND, watch it, and exit with its status")  # fmt: skip
 
 
+def watch_request(args: argparse.Namespace) -> WatchRequest:
+    """The checked request of ``watch``: a bad value or a pair of flags that do not go
+    together is one InputError line."""
+    from tuneadvisor.watch.request import WatchRequest
+
+    _check_schedule(args)
+    _check_target(args)
+    return WatchRequest(
+        command=tuple(args.watch_command),
+        pids=tuple(args.pid or ()),
+        job=args.job,
+        where="here" if args.this_node else "all" if args.all_nodes else "auto",
+        interval_s=args.interval,
+        window_s=args.window,
+        duration_s=args.duration,
+        record=args.record,
+        log=args.log,
+        headless=args.headless,
+        stream=args.stream,
+        watcher=args.watcher,
+        gpus=args.gpus,
+        rules=tuple(args.rules),
+    )
+
+
+def _check_schedule(args: argparse.Namespace) -> None:
+    if args.interval < MIN_INTERVAL_S:
+        raise InputError(None, f"--interval {args.interval:g}: at least {MIN_INTERVAL_S} s")
+    if args.duration is not None and args.duration <= 0:
+        raise InputError(None, f"--duration {args.duration:g}: must be positive")
+    if args.window <= 0:
+        raise InputError(None, f"--window {args.window:g}: must be positive")
+    if args.stream and args.record:
+        raise InputError(None, "watch: --stream writes the rounds to stdout; not with --record")
+    if args.log and args.stream:
+        raise InputError(None, "watch: --stream writes the rounds to stdout; not with --log")
+
+
+def _check_target(args: argparse.Namespace) -> None:
+    if args.watch_command and (args.pid or args.job):
+        raise InputError(None, "watch: give --pid, --job or -- COMMAND, not several")
+    if (args.this_node or args.all_nodes) and not args.job:
+        flag = "--this-node" if args.this_node else "--all-nodes"
+        raise InputError(None, f"watch: {flag} goes with --job JOBID")
+    if args.log and not args.watch_command:
+        raise InputError(None, "watch: --log FILE goes with -- COMMAND (a job has its own)")
+    if args.job and not args.job.replace("_", "").isdigit():
+        raise InputError(None, f"--job {args.job}: not a Slurm job id")
+
+
 def run(args: argparse.Namespace) -> int:
     from tuneadvisor.present.watch_summary import render_summary
     from tuneadvisor.watch.start import run_watch
 
-    return run_watch(args, render_summary, show=None if args.headless else show_screen)
+    request = watch_request(args)
+    return run_watch(request, render_summary, show=None if request.headless else show_screen)
 
 
 def show_screen(

@@ -1,10 +1,12 @@
-"""From command-line arguments to a run request: the settings flags shared by ``run`` and
-``tune`` (declared in tuneadvisor.commands.relaunch_options), a report's advice
-(``--from REPORT.json`` or the inputs of ``report``), the data set and the interpreter."""
+"""What ``run`` and ``tune`` ask for (built from the command line by
+tuneadvisor.commands.relaunch_options), and how it becomes a run: the settings flags over a
+report's advice (``--from REPORT.json`` or the inputs of ``report``), the data set and the
+interpreter. ``RelaunchRequest`` is what was asked; ``RunRequest`` (runner) the resolved run."""
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,24 +18,57 @@ if TYPE_CHECKING:
     from tuneadvisor.session.workspace import Workspace
 
 
-def settings_from_args(args: argparse.Namespace, advised: Settings | None = None) -> Settings:
+@dataclass(frozen=True)
+class SettingsOverrides:
+    """The settings flags given (None: not given); they go over the advice's settings."""
+
+    cpus_per_task: int | None = None
+    ntasks: int | None = None  # all the tasks, on every node
+    nodes: int | None = None
+    ntasks_per_node: int | None = None
+    gpus: int | None = None
+    mem: str | None = None  # as sbatch spells it
+    time: str | None = None  # as sbatch spells it
+    knobs: Mapping[str, int | bool | str] = field(default_factory=dict)  # given ones only
+    extra: tuple[str, ...] = ()  # more arguments for the training script
+
+
+@dataclass(frozen=True)
+class RelaunchRequest:
+    """A relaunch of the bundled script ``name``, as asked."""
+
+    name: str
+    overrides: SettingsOverrides = field(default_factory=SettingsOverrides)
+    from_report: str | None = None  # start from this saved report's advice
+    inputs: Inputs | None = None  # else from the advice on these inputs
+    python: str | None = None  # None: $TUNEADVISOR_TORCH_PYTHON, else this interpreter
+    runs: str | None = None  # None: $TUNEADVISOR_RUNS_DIR or ./runs
+    data_dir: str | None = None  # None: ./data
+    synthetic: int | None = None  # make and use a synthetic data set of N images
+    label: str | None = None
+    profile: bool = False
+    watch: bool = True
+    submit: bool = False
+    max_restarts: int = 0
+
+
+def settings_with(overrides: SettingsOverrides, advised: Settings | None = None) -> Settings:
     """The settings flags over ``advised`` (the advice's settings, or the defaults)."""
     from dataclasses import replace
 
     from tuneadvisor.errors import InputError
-    from tuneadvisor.relaunch.settings import KNOBS, Settings, checked_settings
+    from tuneadvisor.relaunch.settings import Settings, checked_settings
 
     settings = advised if advised is not None else Settings()
-    changes: dict[str, Any] = {}
-    for key in ("cpus_per_task", "ntasks", "gpus", "mem", "time", "nodes", "ntasks_per_node"):
-        value = getattr(args, key, None)
-        if value is not None:
-            if isinstance(value, int) and (value < (0 if key == "gpus" else 1)):
-                raise InputError(None, f"--{key.replace('_', '-')} must be at least 1")
-            changes[key] = value
+    given = {
+        "cpus_per_task": overrides.cpus_per_task, "ntasks": overrides.ntasks,
+        "gpus": overrides.gpus, "mem": overrides.mem, "time": overrides.time,
+        "nodes": overrides.nodes,
+    }  # fmt: skip
+    changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
     # --nodes alone keeps the tasks of each node; --ntasks-per-node gives them
     nodes = changes.get("nodes", settings.nodes)
-    per_node = changes.pop("ntasks_per_node", None)
+    per_node = overrides.ntasks_per_node
     if per_node is not None:
         if "ntasks" in changes and changes["ntasks"] != per_node * nodes:
             raise InputError(
@@ -44,17 +79,14 @@ def settings_from_args(args: argparse.Namespace, advised: Settings | None = None
         changes["ntasks"] = per_node * nodes
     elif "nodes" in changes and "ntasks" not in changes:
         changes["ntasks"] = settings.tasks_per_node * nodes
-    knobs = dict(settings.knobs)
-    because = dict(settings.because)
-    for key in KNOBS:
-        value = getattr(args, key, None)
-        if value is not None:
-            knobs[key] = value
-            because.pop(key, None)  # the user's word, not the advice's
-    extra = tuple(getattr(args, "extra", ()) or ())
-    given = replace(settings, **changes, knobs=knobs, because=because, extra_args=extra)
+    knobs = {**settings.knobs, **overrides.knobs}
+    # the user's word, not the advice's
+    because = {k: v for k, v in settings.because.items() if k not in overrides.knobs}
+    given_settings = replace(
+        settings, **changes, knobs=knobs, because=because, extra_args=overrides.extra
+    )
     # Each value goes on a command line or into a job script: checked before any is written.
-    return checked_settings(given.check_shape(), None)
+    return checked_settings(given_settings.check_shape(), None)
 
 
 def settings_from_workspace(base: Settings, workspace: Workspace, source: str) -> Settings:
@@ -70,21 +102,20 @@ def settings_from_workspace(base: Settings, workspace: Workspace, source: str) -
     return settings_from_advice(base, directives, advice.plan, source)
 
 
-def advised_settings(
-    args: argparse.Namespace, request: Inputs | None
-) -> tuple[Settings | None, str | None]:
+def advised_settings(request: RelaunchRequest) -> tuple[Settings | None, str | None]:
     """The advice's settings and where they came from: a saved report (``--from``), else
     the advice on the inputs given; (None, None) without either."""
     from tuneadvisor.relaunch.settings import Settings, load_report, settings_from_report
 
-    if args.from_report:
-        report = load_report(args.from_report)
-        return settings_from_report(Settings(), report, args.from_report), args.from_report
-    if request is not None:
+    if request.from_report:
+        report = load_report(request.from_report)
+        return settings_from_report(Settings(), report, request.from_report), request.from_report
+    inputs = request.inputs
+    if inputs is not None:
         from tuneadvisor.session.workspace import load_workspace
 
-        source = "the report of " + (", ".join(request.profiles) or request.job or "the inputs")
-        return settings_from_workspace(Settings(), load_workspace(request), source), source
+        source = "the report of " + (", ".join(inputs.profiles) or inputs.job or "the inputs")
+        return settings_from_workspace(Settings(), load_workspace(inputs), source), source
     return None, None
 
 
@@ -112,44 +143,46 @@ def _check_nodes(spec: Bundled, settings: Settings, *, submit: bool) -> None:
         )  # fmt: skip
 
 
-def build_request(args: argparse.Namespace, name: str, request: Inputs | None = None) -> RunRequest:
-    from tuneadvisor.relaunch.bundled import (
-        bundled,
-        generator_path,
-        has_data,
-        synthetic_data,
-        torch_python,
-    )
+def resolve_run(request: RelaunchRequest) -> RunRequest:
+    """The run asked for: the bundle, its settings (flags over advice), the interpreter, the
+    runs folder and the data set (made first when synthetic)."""
+    from tuneadvisor.relaunch.bundled import bundled, torch_python
     from tuneadvisor.relaunch.records import runs_dir
     from tuneadvisor.relaunch.runner import RunRequest
 
-    spec = bundled(name)
-    advised, source = advised_settings(args, request)
-    settings = settings_from_args(args, advised)
-    _check_nodes(spec, settings, submit=bool(getattr(args, "submit", False)))
-    python = torch_python(args.python)
-    root = runs_dir(args.runs).resolve()
-    if args.synthetic:
-        data_dir = synthetic_data(spec.dataset, root / "data", args.synthetic, python)
-    else:
-        data_dir = Path(args.data_dir or "data")
-        if not has_data(spec.dataset, data_dir):
-            from tuneadvisor.errors import InputError
-
-            raise InputError(
-                data_dir,
-                f"no {spec.dataset} data here: give --data-dir, --synthetic N, or make it with "
-                f"python {generator_path(spec.dataset)} DIR",
-            )
+    spec = bundled(request.name)
+    advised, source = advised_settings(request)
+    settings = settings_with(request.overrides, advised)
+    _check_nodes(spec, settings, submit=request.submit)
+    python = torch_python(request.python)
+    root = runs_dir(request.runs).resolve()
     return RunRequest(
         spec=spec,
         settings=settings,
         runs_root=root,
         python=python,
-        data_dir=data_dir.resolve(),
-        label=getattr(args, "label", None),
-        profile=getattr(args, "profile", False),
-        watch=getattr(args, "watch", True),
+        data_dir=_data_dir(request, spec, root, python).resolve(),
+        label=request.label,
+        profile=request.profile,
+        watch=request.watch,
         source={"report": source} if source else {},
-        max_restarts=getattr(args, "max_restarts", 0) or 0,
+        max_restarts=request.max_restarts,
     )
+
+
+def _data_dir(request: RelaunchRequest, spec: Bundled, root: Path, python: str) -> Path:
+    """The synthetic data set (made once, in the runs folder) or the folder given."""
+    from tuneadvisor.relaunch.bundled import generator_path, has_data, synthetic_data
+
+    if request.synthetic:
+        return synthetic_data(spec.dataset, root / "data", request.synthetic, python)
+    data_dir = Path(request.data_dir or "data")
+    if not has_data(spec.dataset, data_dir):
+        from tuneadvisor.errors import InputError
+
+        raise InputError(
+            data_dir,
+            f"no {spec.dataset} data here: give --data-dir, --synthetic N, or make it with "
+            f"python {generator_path(spec.dataset)} DIR",
+        )
+    return data_dir

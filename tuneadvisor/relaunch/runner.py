@@ -37,6 +37,8 @@ from tuneadvisor.relaunch.usage import recorded_usage
 from tuneadvisor.relaunch.watcher import Watcher
 
 EventSink = Callable[[Mapping[str, Any]], None]
+LOG_NAME = "output.log"  # rank 0's output, in the run's folder
+EVENTS_NAME = "events.jsonl"  # its progress events
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,94 @@ def expected_steps(start: Mapping[str, Any], settings: Settings) -> int | None:
         return None
 
 
+class _Launched:
+    """The tasks' processes as they start, and the files their output goes to (rank 0's
+    stdout is read through a pipe: the progress events)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.procs: list[subprocess.Popen[str]] = []
+        self.files: list[IO[str]] = []
+        self.pinned = True  # every task got its cores
+
+    def start(self, tasks: Sequence[Task]) -> None:
+        for rank, task in enumerate(tasks):
+            err = open(self.run_dir / f"stderr-rank{rank}.log", "w")  # noqa: SIM115
+            out: IO[str] | int = subprocess.PIPE
+            if rank > 0:
+                out = open(self.run_dir / f"stdout-rank{rank}.log", "w")  # noqa: SIM115
+                self.files.append(out)
+            self.files.append(err)
+            proc = subprocess.Popen(
+                task.argv, stdout=out, stderr=err, env=task.env, text=True, cwd=self.run_dir,
+                stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+            self.pinned = pin(proc.pid, task.cores) and self.pinned
+            self.procs.append(proc)
+
+    def follow(
+        self,
+        log_path: Path,
+        events_path: Path,
+        measurements: Measurements,
+        on_event: EventSink | None,
+    ) -> None:
+        """Rank 0's output into the log until it ends; its progress events into the events
+        file, the measurements and ``on_event``."""
+        stdout = self.procs[0].stdout
+        assert stdout is not None
+        with open(log_path, "w") as log, open(events_path, "w") as events:
+            for line in stdout:
+                log.write(line)
+                event = parse_event(line.rstrip("\n"))
+                if event is not None:
+                    events.write(json.dumps(event) + "\n")
+                    measurements.add(event)
+                    if on_event is not None:
+                        on_event(event)
+
+    def wait(self, reaper: _Reaper, notes: list[str]) -> str:
+        """Every task's end: completed when all exited 0."""
+        for proc in self.procs:
+            proc.wait()
+        reaper.stop()
+        status = "completed" if all(p.returncode == 0 for p in self.procs) else "failed"
+        if reaper.failed is not None:
+            notes.append(f"task {reaper.failed} failed; the other tasks were stopped")
+        return status
+
+    def stop(self) -> None:
+        """Ctrl-C: terminate every task still running, kill one that does not end in 10 s."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    def close_files(self) -> None:
+        for f in self.files:
+            f.close()
+
+
+@dataclass
+class _Ran:
+    """How a local run went, for its record."""
+
+    status: str
+    wall_s: float
+    cpu_s: float  # of the tasks (the children of this process, the watcher left out)
+    max_rss_mib: float
+    started: datetime
+    measurements: Measurements  # from rank 0's progress events
+    exit_codes: tuple[int | None, ...] = ()
+    task_pids: tuple[int, ...] = ()
+    sampled: dict[str, float] = field(default_factory=dict)  # by watch
+    metrics: tuple[str, ...] = ()  # the recording's file name, when watch recorded
+
+
 def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
     """Run to the end (or a failure) and write the record; ``on_event`` sees each progress
     event as it comes (the progress bar)."""
@@ -196,88 +286,81 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
     notes = [*settings.notes, *alloc.notes]
     if req.profile and spec.launcher == "torchrun" and req.max_restarts:
         notes.append("profiles: a restarted rank rewrites its profile (the last attempt's)")
+    ran = _run_tasks(req, tasks, run_dir, notes, on_event)
+    record = _local_record(req, run_id, run_dir, alloc, tasks, profiles, ran, notes)
+    return write_record(run_dir, record)
+
+
+def _run_tasks(
+    req: RunRequest,
+    tasks: Sequence[Task],
+    run_dir: Path,
+    notes: list[str],
+    on_event: EventSink | None,
+) -> _Ran:
+    """Start the tasks (and watch beside them), follow them to their end or Ctrl-C, and say
+    how it went; the files are closed and the watcher stopped whatever happens."""
+    launched = _Launched(run_dir)
+    measurements = Measurements()
     started = datetime.now(UTC)
     cpu0, _ = _children_cpu()
     t0 = time.perf_counter()
-    measurements = Measurements()
-    log_path = run_dir / "output.log"
-    events_path = run_dir / "events.jsonl"
-    procs: list[subprocess.Popen[str]] = []
-    files: list[IO[str]] = []
     watcher: Watcher | None = None
-    pinned = True
     status = "failed"
     try:
-        for rank, task in enumerate(tasks):
-            err = open(run_dir / f"stderr-rank{rank}.log", "w")  # noqa: SIM115
-            out: IO[str] | int = subprocess.PIPE
-            if rank > 0:
-                out = open(run_dir / f"stdout-rank{rank}.log", "w")  # noqa: SIM115
-                files.append(out)
-            files.append(err)
-            proc = subprocess.Popen(
-                task.argv, stdout=out, stderr=err, env=task.env, text=True, cwd=run_dir,
-                stdin=subprocess.DEVNULL,
-            )  # fmt: skip
-            pinned = pin(proc.pid, task.cores) and pinned
-            procs.append(proc)
+        launched.start(tasks)
         if req.watch:
-            watcher = Watcher(run_dir, [p.pid for p in procs], clean_environ(os.environ))
-        reaper = _Reaper(procs)
-        assert procs[0].stdout is not None
-        with open(log_path, "w") as log, open(events_path, "w") as events:
-            for line in procs[0].stdout:
-                log.write(line)
-                event = parse_event(line.rstrip("\n"))
-                if event is not None:
-                    events.write(json.dumps(event) + "\n")
-                    measurements.add(event)
-                    if on_event is not None:
-                        on_event(event)
-        for proc in procs:
-            proc.wait()
-        reaper.stop()
-        codes = [p.returncode for p in procs]
-        status = "completed" if all(c == 0 for c in codes) else "failed"
-        if reaper.failed is not None:
-            notes.append(f"task {reaper.failed} failed; the other tasks were stopped")
+            pids = [p.pid for p in launched.procs]
+            watcher = Watcher(run_dir, pids, clean_environ(os.environ))
+        reaper = _Reaper(launched.procs)
+        launched.follow(run_dir / LOG_NAME, run_dir / EVENTS_NAME, measurements, on_event)
+        status = launched.wait(reaper, notes)
     except KeyboardInterrupt:
         status = "interrupted"
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        launched.stop()
     finally:
         wall = time.perf_counter() - t0
         cpu1, maxrss = _children_cpu()  # before the watcher is reaped: its CPU is not ours
-        for f in files:
-            f.close()
+        launched.close_files()
         if watcher is not None:
             watcher.stop()
-    if not pinned:
+    if not launched.pinned:
         notes.append("could not set CPU affinity here: the run used every core")
-    cpu = cpu1 - cpu0
-    metrics: list[str] = []
-    sampled: dict[str, float] = {}
+    ran = _Ran(
+        status, wall, cpu1 - cpu0, maxrss, started, measurements,
+        exit_codes=tuple(p.returncode for p in launched.procs),
+        task_pids=tuple(p.pid for p in launched.procs),
+    )  # fmt: skip
     if watcher is not None:
-        sampled = recorded_usage([watcher.record])
-        if sampled:
-            metrics.append(watcher.record.name)
+        ran.sampled = recorded_usage([watcher.record])
+        if ran.sampled:
+            ran.metrics = (watcher.record.name,)
         else:
             why = watcher.error or watcher.last_words() or "no output"
             notes.append(f"tuneadvisor watch recorded nothing ({why})")
-    start = measurements.start
-    record = RunRecord(
+    return ran
+
+
+def _local_record(
+    req: RunRequest,
+    run_id: str,
+    run_dir: Path,
+    alloc: Allocation,
+    tasks: Sequence[Task],
+    profiles: Sequence[Path],
+    ran: _Ran,
+    notes: Sequence[str],
+) -> RunRecord:
+    spec, settings = req.spec, req.settings
+    start = ran.measurements.start
+    wall, cpu = ran.wall_s, ran.cpu_s
+    return RunRecord(
         id=run_id,
         name=spec.name,
         label=req.label,
-        status=status,
-        exit_codes=tuple(p.returncode for p in procs),
-        task_pids=tuple(p.pid for p in procs),  # what watch followed (its watch.log names them)
+        status=ran.status,
+        exit_codes=ran.exit_codes,
+        task_pids=ran.task_pids,  # what watch followed (its watch.log names them)
         where="local",
         script=str(script_path(spec)),
         launcher=spec.launcher,
@@ -293,30 +376,29 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
             "torchvision": start.get("torchvision"),
             "cuda": start.get("cuda"),
         },
-        started=started.isoformat(timespec="seconds"),
+        started=ran.started.isoformat(timespec="seconds"),
         ended=datetime.now(UTC).isoformat(timespec="seconds"),
         wall_s=round(wall, 3),
-        measured=Measured.of(measurements),
+        measured=Measured.of(ran.measurements),
         resources=Resources(
             CpuUse(
                 requested_cores=settings.ntasks * settings.cpus_per_task,
                 cores_allowed=len(alloc.all_cores()),
                 cpu_s=round(cpu, 3),
                 cores_used=round(cpu / wall, 3) if wall > 0 else None,
-                max_rss_mib=round(maxrss, 1),
+                max_rss_mib=round(ran.max_rss_mib, 1),
             ),
-            sampled=sampled,  # by watch: the training tree, see relaunch/usage.py
+            sampled=ran.sampled,  # by watch: the training tree, see relaunch/usage.py
         ),
         paths=Paths(
             dir=str(run_dir),
-            log=log_path.name,
-            events=events_path.name,
+            log=LOG_NAME,
+            events=EVENTS_NAME,
             profiles=tuple(p.name for p in profiles if p.exists()),
-            metrics=tuple(metrics),
+            metrics=ran.metrics,
         ),
         notes=tuple(notes),
     )
-    return write_record(run_dir, record)
 
 
 def stderr_tail(record: RunRecord, lines: int = 15) -> str:

@@ -16,10 +16,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tuneadvisor.files import write_atomic
 from tuneadvisor.relaunch.allocation import available_cores
 from tuneadvisor.relaunch.records import RunRecord
+from tuneadvisor.relaunch.requests import RelaunchRequest
 from tuneadvisor.relaunch.runner import RunRequest, run_local
-from tuneadvisor.relaunch.settings import Settings
+from tuneadvisor.relaunch.settings import Settings, render_job_script
+from tuneadvisor.relaunch.submit import launch_line
+from tuneadvisor.relaunch.watcher import tuneadvisor_command
 
 # knobs that only shape a trial; the winning job script leaves them out
 TRIAL_ONLY = ("max_steps", "log_interval", "max_eval_batches", "epochs")
@@ -32,8 +36,20 @@ class TuneOptions:
     measure_steps: int = 10
     repeats: int = 1
     min_gain: float = 0.05
-    stages: tuple[str, ...] = ("workers", "batch", "amp", "pin")
+    stages: tuple[str, ...] = ("workers", "batch", "amp", "pin")  # some of STAGES, in order
     max_cores: int | None = None  # default: the cores this process may use
+
+
+STAGES = ("workers", "batch", "amp", "pin")
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """``tune``: the relaunch to tune, how the trials run, where the winning job goes."""
+
+    relaunch: RelaunchRequest
+    options: TuneOptions = field(default_factory=TuneOptions)
+    output: str | None = None  # the winning job script (None: in the tune folder)
 
 
 @dataclass(frozen=True)
@@ -354,3 +370,26 @@ def summary_lines(result: TuneResult) -> Sequence[str]:
     if result.stopped:
         lines.append(f"stopped: {result.stopped}")
     return lines
+
+
+def advice_to_judge(settings: Settings) -> dict[str, object]:
+    """What the advice set (the knobs it gave a reason for, and its cores): the trials say
+    whether it paid off on this machine."""
+    advice: dict[str, object] = {k: v for k, v in settings.knobs.items() if k in settings.because}
+    if any(k.startswith("sbatch.cpus-per-task") for k in settings.because):
+        advice["cpus_per_task"] = settings.cpus_per_task
+    return advice
+
+
+def write_winning_job(req: RunRequest, winner: Settings, job: Path) -> None:
+    """The winner as a job script, as ``run --submit`` writes it (the job records itself);
+    an InputError naming the file when it cannot be written."""
+    text = render_job_script(
+        winner,
+        name=req.spec.name,
+        launch=launch_line(replace(req, settings=winner)),
+        workdir=Path.cwd(),
+        output="slurm-%j.out",
+        watch=tuneadvisor_command(),
+    )
+    write_atomic(job, text.encode())

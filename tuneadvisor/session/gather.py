@@ -20,7 +20,7 @@ from tuneadvisor.files import (
     MAX_CONFIG_INPUT,
     MAX_JOB_SCRIPT,
     is_regular_file,
-    present,
+    path_exists,
     read_text_input,
 )
 from tuneadvisor.profile.analysis import ProfileAnalysis
@@ -66,12 +66,15 @@ def _cannot_follow(command: str, reason: str | None = None) -> str:
 
 
 def _script(
-    paths: Inputs, launch: LaunchLine | None, notes: list[str], unfollowed: Unfollowed | None = None
+    inputs: Inputs,
+    launch: LaunchLine | None,
+    notes: list[str],
+    unfollowed: Unfollowed | None = None,
 ) -> tuple[str | None, str | None]:
     """The training script: --script, else the one the job's launch line runs.
     ``unfollowed``: the job's launch-like command that led to no script, to say so."""
-    if paths.script is not None:
-        return paths.script, read_text_input(paths.script, "training script")
+    if inputs.script is not None:
+        return inputs.script, read_text_input(inputs.script, "training script")
     if launch is None:
         if unfollowed is not None:
             notes.append(_cannot_follow(unfollowed.command, unfollowed.reason))
@@ -79,9 +82,9 @@ def _script(
     if launch.script_path is not None and is_regular_file(launch.script_path):
         path = str(launch.script_path)
         return path, read_text_input(path, "training script")
-    if launch.script and paths.job is not None:
+    if launch.script and inputs.job is not None:
         # A job copied from the cluster names a path that is not here: look beside it.
-        beside = Path(paths.job).parent / Path(launch.script).name
+        beside = Path(inputs.job).parent / Path(launch.script).name
         if is_regular_file(beside):
             return str(beside), read_text_input(beside, "training script")
     name = Path(launch.script).name if launch.script else ""
@@ -114,12 +117,12 @@ def _script_parse(
 
 
 def _metrics(
-    paths: Sequence[str], columns: str | None = None, measured: list[Measured] | None = None
+    inputs: Sequence[str], columns: str | None = None, measured: list[Measured] | None = None
 ) -> MetricsSeries | None:
     """Each file a watch recording or an nvidia-smi CSV log; ``columns``: the --query-gpu
     list for logs written without a header. ``measured`` gets what each recording's header
     says the watched job was given."""
-    if not paths:
+    if not inputs:
         return None
     from tuneadvisor.metrics.model import merge_series
     from tuneadvisor.metrics.nvidia_smi_csv import NvidiaSmiCsvError, parse_nvidia_smi_csv
@@ -127,7 +130,7 @@ def _metrics(
     from tuneadvisor.metrics.recording import sniff as sniff_recording
 
     series = []
-    for path in paths:
+    for path in inputs:
         text = read_text_input(path, "metrics file")
         if sniff_recording(text):
             try:
@@ -202,14 +205,14 @@ def _refuse_other_formats(path: str, text: str) -> None:
         )
 
 
-def _site_path(paths: Inputs, env: Mapping[str, str]) -> str | None:
-    if paths.site:
-        return paths.site
+def _site_path(inputs: Inputs, env: Mapping[str, str]) -> str | None:
+    if inputs.site:
+        return inputs.site
     if env.get(SITE_ENV):
         return env[SITE_ENV]
     config = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     default = config / "tuneadvisor" / "site.toml"
-    return str(default) if present(default, "site file") and default.is_file() else None
+    return str(default) if path_exists(default, "site file") and default.is_file() else None
 
 
 def _known(facts: Mapping[str, object]) -> dict[str, object]:
@@ -243,26 +246,26 @@ class _ScriptRead:
 
 
 def gather(
-    paths: Inputs,
+    inputs: Inputs,
     analysis: ProfileAnalysis | None,
     env: Mapping[str, str] | None = None,
     job: JobScript | None = None,
 ) -> Gathered:
-    """``job``: the job script of ``paths.job``, when the caller has read it already."""
+    """``job``: the job script of ``inputs.job``, when the caller has read it already."""
     env = os.environ if env is None else env
     found = _Found()
     _profile(found, analysis)
-    client = _client(paths, env)
-    live = _live_job(found, paths, client)
-    read = _job_script(found, paths, job, live)
+    client = _client(inputs, env)
+    live = _live_job(found, inputs, client)
+    read = _job_script(found, inputs, job, live)
     if live is not None:  # sbatch's command line wins over the script's #SBATCH lines
         _as_run(found, live)
-    script = _training_script(found, paths, read, analysis)
-    gpu_read = _accounting(found, paths, live)
+    script = _training_script(found, inputs, read, analysis)
+    gpu_read = _accounting(found, inputs, live)
     usage_facts(found.facts, found.notes)
-    metrics, measured = _gpu_metrics(found, paths, gpu_read)
-    _allocation(found, paths.profiles, measured)
-    _site(found, paths, env, client)
+    metrics, measured = _gpu_metrics(found, inputs, gpu_read)
+    _allocation(found, inputs.profiles, measured)
+    _site(found, inputs, env, client)
     return Gathered(
         facts=_known(found.facts),
         job=read.job,
@@ -284,32 +287,32 @@ def _profile(found: _Found, analysis: ProfileAnalysis | None) -> None:
         found.sharpen.append("a line_profiler profile (kernprof -l -o $SLURM_JOBID.lprof)")
 
 
-def _client(paths: Inputs, env: Mapping[str, str]) -> SlurmClient | None:
-    if not (paths.live or paths.cluster):
+def _client(inputs: Inputs, env: Mapping[str, str]) -> SlurmClient | None:
+    if not (inputs.live or inputs.cluster):
         return None
     from tuneadvisor.slurm.client import SlurmClient
 
     return SlurmClient(env=env)
 
 
-def _live_job(found: _Found, paths: Inputs, client: SlurmClient | None) -> LiveJob | None:
+def _live_job(found: _Found, inputs: Inputs, client: SlurmClient | None) -> LiveJob | None:
     """The job as Slurm tells it now (--jobid without a saved accounting file)."""
-    if client is None or paths.jobid is None or not paths.live:
+    if client is None or inputs.jobid is None or not inputs.live:
         return None
     from tuneadvisor.session.live_job import fetch_job
 
-    live = fetch_job(client, paths.jobid, want_script=paths.job is None)
+    live = fetch_job(client, inputs.jobid, want_script=inputs.job is None)
     found.notes += live.notes
     return live
 
 
 def _job_script(
-    found: _Found, paths: Inputs, job: JobScript | None, live: LiveJob | None
+    found: _Found, inputs: Inputs, job: JobScript | None, live: LiveJob | None
 ) -> _JobRead:
     """The job script (--job, else the one Slurm gave) and the launch line read as the
     training."""
-    if job is None and paths.job is not None:
-        job = read_job(paths.job)
+    if job is None and inputs.job is not None:
+        job = read_job(inputs.job)
     elif job is None and live is not None and live.script is not None:
         if live.script.not_a_script is None:
             job = live.script
@@ -326,7 +329,7 @@ def _job_script(
 
     launches = find_launches(job)
     launch = choose_launch(launches)
-    unfollowed = unfollowed_launch(job) if launch is None and paths.script is None else None
+    unfollowed = unfollowed_launch(job) if launch is None and inputs.script is None else None
     found.facts.update(job_facts(job, launch))
     found.notes += job_notes(job, launches, launch)
     return _JobRead(job, launch, unfollowed)
@@ -343,10 +346,10 @@ def _as_run(found: _Found, live: LiveJob) -> None:
 
 
 def _training_script(
-    found: _Found, paths: Inputs, read: _JobRead, analysis: ProfileAnalysis | None
+    found: _Found, inputs: Inputs, read: _JobRead, analysis: ProfileAnalysis | None
 ) -> _ScriptRead:
     """The training script scanned, and the local module that builds its DataLoader."""
-    path, text = _script(paths, read.launch, found.notes, read.unfollowed)
+    path, text = _script(inputs, read.launch, found.notes, read.unfollowed)
     if text is None:
         found.sharpen.append("the training script (--script, or a job script that runs it)")
         return _ScriptRead(path, text)
@@ -369,17 +372,17 @@ def _training_script(
     return _ScriptRead(path, text, scan, followed.module)
 
 
-def _accounting(found: _Found, paths: Inputs, live: LiveJob | None) -> AccountingGpu | None:
+def _accounting(found: _Found, inputs: Inputs, live: LiveJob | None) -> AccountingGpu | None:
     """seff, then sacct (a file, else the live job's); the GPU figures of the accounting,
     for ``_gpu_metrics`` to weigh against the metrics."""
-    if paths.seff is not None:
-        _seff(found, paths.seff)
+    if inputs.seff is not None:
+        _seff(found, inputs.seff)
     accounting: SacctJob | None = None
-    if paths.sacct is not None:
-        accounting = _sacct(found, paths.sacct, paths.jobid)
+    if inputs.sacct is not None:
+        accounting = _sacct(found, inputs.sacct, inputs.jobid)
     elif live is not None:
         accounting = live.accounting
-    if paths.seff is None and paths.sacct is None and live is None:
+    if inputs.seff is None and inputs.sacct is None and live is None:
         found.sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
     gpu_read = _accounting_gpu(accounting, found.notes)
     if gpu_read is not None:  # jobstats' per-node figures feed usage.*
@@ -418,12 +421,12 @@ def _sacct(found: _Found, path: str, jobid: str | None) -> SacctJob:
 
 
 def _gpu_metrics(
-    found: _Found, paths: Inputs, gpu_read: AccountingGpu | None
+    found: _Found, inputs: Inputs, gpu_read: AccountingGpu | None
 ) -> tuple[MetricsSeries | None, list[Measured]]:
     """The metrics files' facts, and gpu.* from them or the accounting; what each recording
     says its job was given."""
     measured: list[Measured] = []
-    metrics = _metrics(paths.metrics, paths.metrics_columns, measured)
+    metrics = _metrics(inputs.metrics, inputs.metrics_columns, measured)
     if metrics is not None:
         found.facts.update(metrics.facts())
     _gpu_source(found.facts, metrics, gpu_read, found.notes)
@@ -441,9 +444,11 @@ def _allocation(found: _Found, profiles: Sequence[str], measured: list[Measured]
     found.notes += notes
 
 
-def _site(found: _Found, paths: Inputs, env: Mapping[str, str], client: SlurmClient | None) -> None:
+def _site(
+    found: _Found, inputs: Inputs, env: Mapping[str, str], client: SlurmClient | None
+) -> None:
     """node.* of the job's partition: the site file, else the cluster asked live."""
-    site_path = _site_path(paths, env)
+    site_path = _site_path(inputs, env)
     partition = found.facts.get("job.partition")
     node = None
     if site_path is not None:

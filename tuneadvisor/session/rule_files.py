@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tuneadvisor.advisor.rules import Rule, RuleError, parse_rule
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import MAX_CONFIG_INPUT, present, read_text_input
+from tuneadvisor.files import MAX_CONFIG_INPUT, path_exists, read_text_input
 
 
 def load_rule(path: Path) -> Rule:
@@ -55,7 +55,7 @@ def rule_dirs(extra: Iterable[str] = (), env: Mapping[str, str] | None = None) -
     dirs = [default_rules_dir()]
     config_home = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     user_dir = config_home / "tuneadvisor" / "rules"
-    if present(user_dir, "rules folder of the user's config") and user_dir.is_dir():
+    if path_exists(user_dir, "rules folder of the user's config") and user_dir.is_dir():
         dirs.append(user_dir)
     dirs += [Path(p) for p in env.get(RULES_ENV, "").split(":") if p]
     dirs += [Path(p) for p in extra]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -21,7 +20,6 @@ from tuneadvisor.slurm.client import SlurmClient, SlurmError
 from tuneadvisor.watch.job_target import (
     JobPlan,
     SlurmPids,
-    Where,
     plan_job,
     slurm_lister,
     still_running,
@@ -33,9 +31,9 @@ from tuneadvisor.watch.merge import MergedSession
 from tuneadvisor.watch.output import FileTail, open_tail
 from tuneadvisor.watch.program import Program, default_log, start_program
 from tuneadvisor.watch.remote import RemoteSamplers
+from tuneadvisor.watch.request import WatchRequest
 from tuneadvisor.watch.session import Sampler, WatchSession, job_facts_from_env
 
-MIN_INTERVAL_S = 0.1
 PCIE_MIN_INTERVAL_S = 0.5  # NVML measures PCIe throughput over ~20 ms per call and device
 SLURM_TIMEOUT_S = 20.0  # a Slurm command asked mid-watch must not stall the rounds for long
 DRAIN_S = 2.0  # after the program's end, its output may still be in the pipe
@@ -59,44 +57,20 @@ def _columns() -> int | None:
         return None
 
 
-def _target(args: argparse.Namespace, screen: bool) -> _Target:
-    if args.watch_command and (args.pid or args.job):
-        raise InputError(None, "watch: give --pid, --job or -- COMMAND, not several")
-    if (args.this_node or args.all_nodes) and not args.job:
-        flag = "--this-node" if args.this_node else "--all-nodes"
-        raise InputError(None, f"watch: {flag} goes with --job JOBID")
-    if args.log and not args.watch_command:
-        raise InputError(None, "watch: --log FILE goes with -- COMMAND (a job has its own)")
-    if args.watch_command:
-        log = args.log or (None if args.stream else default_log(args.record))
-        program = start_program(args.watch_command, screen=screen, log_path=log,
+def _target(request: WatchRequest, screen: bool) -> _Target:
+    """The target of a checked request (tuneadvisor.commands.watch); a command starts here."""
+    if request.command:
+        log = request.log or (None if request.stream else default_log(request.record))
+        program = start_program(list(request.command), screen=screen, log_path=log,
                                 columns=_columns())  # fmt: skip
-        label = f"pid {program.pid} ({' '.join(args.watch_command)})"
+        label = f"pid {program.pid} ({' '.join(request.command)})"
         return _Target(label, [program.pid], None, program)
-    if args.pid:
-        return _Target(f"pid {', '.join(map(str, args.pid))}", list(args.pid), None)
-    if args.job:
-        if not args.job.replace("_", "").isdigit():
-            raise InputError(None, f"--job {args.job}: not a Slurm job id")
-        where: Where = "here" if args.this_node else "all" if args.all_nodes else "auto"
-        plan = plan_job(args.job, SlurmClient(timeout_s=SLURM_TIMEOUT_S), where)
-        return _Target(plan.label, None, args.job, plan=plan)
+    if request.pids:
+        return _Target(f"pid {', '.join(map(str, request.pids))}", list(request.pids), None)
+    if request.job:
+        plan = plan_job(request.job, SlurmClient(timeout_s=SLURM_TIMEOUT_S), request.where)
+        return _Target(plan.label, None, request.job, plan=plan)
     return _Target("the whole node", None, None)
-
-
-def _validate(args: argparse.Namespace, screen: bool) -> None:
-    if args.interval < MIN_INTERVAL_S:
-        raise InputError(None, f"--interval {args.interval:g}: at least {MIN_INTERVAL_S} s")
-    if args.duration is not None and args.duration <= 0:
-        raise InputError(None, f"--duration {args.duration:g}: must be positive")
-    if args.window <= 0:
-        raise InputError(None, f"--window {args.window:g}: must be positive")
-    if args.stream and args.record:
-        raise InputError(None, "watch: --stream writes the rounds to stdout; not with --record")
-    if screen and not (args.headless or args.stream) and not sys.stdout.isatty():
-        raise InputError(None, "watch: stdout is not a terminal; use --headless")
-    if args.log and args.stream:
-        raise InputError(None, "watch: --stream writes the rounds to stdout; not with --log")
 
 
 class _Schedule(TypedDict):
@@ -105,23 +79,27 @@ class _Schedule(TypedDict):
     duration_s: float | None
 
 
-def _schedule(args: argparse.Namespace) -> _Schedule:
-    return {"interval_s": args.interval, "window_s": args.window, "duration_s": args.duration}
+def _schedule(request: WatchRequest) -> _Schedule:
+    return {
+        "interval_s": request.interval_s,
+        "window_s": request.window_s,
+        "duration_s": request.duration_s,
+    }
 
 
 def _recorder(
-    args: argparse.Namespace, header: RecordingHeader, close: Callable[[], None]
+    request: WatchRequest, header: RecordingHeader, close: Callable[[], None]
 ) -> RecordingWriter | None:
     """--record FILE, or the --stream on stdout of a node's sampler."""
-    if args.stream:
+    if request.stream:
         return RecordingWriter(None, replace(header, node=this_node()), stream=sys.stdout)
-    if not args.record:
+    if not request.record:
         return None
     try:
-        return RecordingWriter(args.record, header)
+        return RecordingWriter(request.record, header)
     except OSError as exc:
         close()
-        raise InputError(args.record, f"cannot write: {exc.strerror or exc}") from None
+        raise InputError(request.record, f"cannot write: {exc.strerror or exc}") from None
 
 
 def _host_sampler(target: _Target, watcher: str | None) -> HostSampler:
@@ -137,14 +115,14 @@ def _host_sampler(target: _Target, watcher: str | None) -> HostSampler:
 
 
 def _merged_session(
-    args: argparse.Namespace, plan: JobPlan, rules: Sequence[Rule]
+    request: WatchRequest, plan: JobPlan, rules: Sequence[Rule]
 ) -> tuple[WatchSession, RemoteSamplers]:
     """One sampler per node of the job (srun --overlap), their rounds merged."""
     command = [sys.executable, "-m", "tuneadvisor", "watch", "--job", plan.job_id, "--this-node",
-               "--headless", "--stream", "--interval", repr(args.interval),
+               "--headless", "--stream", "--interval", repr(request.interval_s),
                "--watcher", f"{this_node()}:{os.getpid()}"]  # fmt: skip
-    if args.gpus is not None:
-        command += ["--gpus", args.gpus]
+    if request.gpus is not None:
+        command += ["--gpus", request.gpus]
     client = SlurmClient(timeout_s=SLURM_TIMEOUT_S)
     step_name = f"tuneadvisor-watch-{this_node()}-{os.getpid()}"  # this watch's own step
 
@@ -155,61 +133,61 @@ def _merged_session(
             print(f"tuneadvisor: {exc}", file=sys.stderr)
 
     remote = RemoteSamplers(client.overlap_step(plan.job_id, len(plan.nodes), command, step_name),
-                            plan.nodes, args.interval, leftovers=cancel_leftovers)  # fmt: skip
+                            plan.nodes, request.interval_s, leftovers=cancel_leftovers)  # fmt: skip
     try:
         remote.wait_started()
     except BaseException:  # Ctrl-C or a failed start: no srun step may outlive the watch
         remote.close()
         raise
     header = RecordingHeader(
-        interval_s=args.interval,
-        window_s=args.window,
+        interval_s=request.interval_s,
+        window_s=request.window_s,
         target=plan.label,
         nodes=tuple(remote.nodes),
         gpu_no_data=remote.gpu_reason,
         job=dict(plan.facts),  # what a replay compares use with
     )
-    recorder = _recorder(args, header, remote.close)
-    session = MergedSession(remote, rules, **_schedule(args), recorder=recorder, job=plan.facts)
+    recorder = _recorder(request, header, remote.close)
+    session = MergedSession(remote, rules, **_schedule(request), recorder=recorder, job=plan.facts)
     return session, remote
 
 
 def build_session(
-    args: argparse.Namespace, target: _Target
+    request: WatchRequest, target: _Target
 ) -> tuple[WatchSession, Sampler | RemoteSamplers]:
     # A node's sampler of a multi-node watch sends rounds; the rules run where they merge.
-    rules = () if args.stream else load_rules(rule_dirs(args.rules))
+    rules = () if request.stream else load_rules(rule_dirs(request.rules))
     if target.plan is not None and target.plan.how == "srun":
-        return _merged_session(args, target.plan, rules)
-    host = _host_sampler(target, args.watcher)
+        return _merged_session(request, target.plan, rules)
+    host = _host_sampler(target, request.watcher)
     # A program of ours is reaped as soon as it exits: gone already is an end, not an error.
     missing = host.check_roots() if target.program is None else []
     if missing:
         raise InputError(None, f"--pid {missing[0]}: no such process")
     host.sample()  # primes CPU counters and reads the target's environment
     env = host.target_env()
-    spec = args.gpus
+    spec = request.gpus
     if spec is None and env is not None:
         spec = env.get("CUDA_VISIBLE_DEVICES")
-    gpu = NvmlSampler(visible_filter(spec), pcie=args.interval >= PCIE_MIN_INTERVAL_S)
+    gpu = NvmlSampler(visible_filter(spec), pcie=request.interval_s >= PCIE_MIN_INTERVAL_S)
     sampler = Sampler(host, gpu)
     job = job_facts_from_env(env)
     plan = target.plan
     if plan is not None:
         job.update(plan.facts)  # slurmctld's word over the environment's
     header = RecordingHeader(
-        interval_s=args.interval,
-        window_s=args.window,
+        interval_s=request.interval_s,
+        window_s=request.window_s,
         target=target.label,
         gpu_no_data=sampler.gpu_reason,
         driver=gpu.driver,
         job=job,  # what a replay compares use with
     )
-    recorder = _recorder(args, header, sampler.close)
+    recorder = _recorder(request, header, sampler.close)
     session = WatchSession(
         sampler,
         rules,
-        **_schedule(args),
+        **_schedule(request),
         recorder=recorder,
         job=job,
         # --job through Slurm ends with the job; matched by environment, it never did
@@ -242,13 +220,14 @@ Show = Callable[[WatchSession, str, LiveRun], int]
 Summary = Callable[[WatchSession, str, str | None], str]
 
 
-def run_watch(args: argparse.Namespace, summary: Summary, show: Show | None = None) -> int:
+def run_watch(request: WatchRequest, summary: Summary, show: Show | None = None) -> int:
     """Headless: sample and print ``summary``. Otherwise ``show(session, title, run)`` runs
     the live screen (the command passes both; this layer imports neither the TUI nor how the
     summary reads)."""
-    _validate(args, screen=show is not None)
-    screen = show is not None and not (args.headless or args.stream)
-    target = _target(args, screen)
+    screen = show is not None and request.wants_screen
+    if screen and not sys.stdout.isatty():
+        raise InputError(None, "watch: stdout is not a terminal; use --headless")
+    target = _target(request, screen)
     built: list[WatchSession] = []
     program = target.program
 
@@ -262,7 +241,7 @@ def run_watch(args: argparse.Namespace, summary: Summary, show: Show | None = No
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         try:
-            session, sampler = build_session(args, target)
+            session, sampler = build_session(request, target)
         except BaseException:
             if program is not None:
                 program.kill()
@@ -271,7 +250,7 @@ def run_watch(args: argparse.Namespace, summary: Summary, show: Show | None = No
             raise
         built.append(session)
         try:
-            return _watch(args, target, session, summary, show)
+            return _watch(request, target, session, summary, show)
         except BaseException:
             if program is not None and screen:  # the screen's terminal hung up: as a
                 program.signal(signal.SIGHUP)  # terminal would, tell the program
@@ -289,23 +268,23 @@ def run_watch(args: argparse.Namespace, summary: Summary, show: Show | None = No
 
 
 def _watch(
-    args: argparse.Namespace,
+    request: WatchRequest,
     target: _Target,
     session: WatchSession,
     summary: Summary,
     show: Show | None,
 ) -> int:
-    if args.stream:
+    if request.stream:
         return _stream(session)
     program = target.program
-    if args.headless or show is None:
+    if request.headless or show is None:
         try:
             session.run()
         except KeyboardInterrupt:
             session.ended_because = "interrupted"
         if program is not None:
             program.drained(DRAIN_S)  # its last lines before the summary, not amid it
-        sys.stdout.write(summary(session, target.label, args.record))
+        sys.stdout.write(summary(session, target.label, request.record))
         sys.stdout.flush()
         return _exit_status(program, 0)
     tail = None
@@ -313,7 +292,7 @@ def _watch(
         run = LiveRun.of_program(program)
     else:
         run, tail = _job_output(target)
-    run.summary = lambda: summary(session, target.label, args.record)
+    run.summary = lambda: summary(session, target.label, request.record)
     try:
         if tail is not None:
             tail.start()
@@ -327,7 +306,7 @@ def _watch(
         print(f"tuneadvisor: pid {program.pid} left running; its output {where}")
         return code
     code = _exit_status(program, code)
-    _print_end(session, target, run, summary, args.record)
+    _print_end(session, target, run, summary, request.record)
     return code
 
 
