@@ -23,7 +23,8 @@ from tuneadvisor.advisor.job_facts import job_facts
 from tuneadvisor.advisor.script_edits import plan_script_edits
 from tuneadvisor.cli import main
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.launch_line.search import find_launch
+from tuneadvisor.slurm.launch_line.choose import choose_launch
+from tuneadvisor.slurm.launch_line.search import find_launches
 from tuneadvisor.trainscript.local_imports import local_module_paths
 from tuneadvisor.trainscript.parsed import parse_script
 from tuneadvisor.trainscript.scan import scan_script
@@ -297,7 +298,7 @@ def test_ranks_per_task_from_the_launch_line(
     directives: str, launch: str, ranks: int | None, task_launcher: bool
 ) -> None:
     job = JobScript.parse(f"#!/bin/bash\n#SBATCH {directives}\n{launch}\n")
-    facts = job_facts(job, find_launch(job))
+    facts = job_facts(job, choose_launch(find_launches(job)))
     assert facts.get("job.ranks_per_task") == ranks
     assert facts["job.task_launcher"] is task_launcher
 
