@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, line_of
+from tests.conftest import REPO, TUTORIAL_SEFF, line_of
 from tests.unit.test_advice_acceptance import apply_unified_diff, findings
 from tuneadvisor.advisor.job_facts import job_facts
 from tuneadvisor.advisor.script_edits import plan_script_edits
@@ -33,7 +33,6 @@ FIXTURES = REPO / "tests" / "fixtures"
 REAL = FIXTURES / "realworld" / "jobscripts"
 HELPER = FIXTURES / "helper_loader"
 ACCOUNTING = FIXTURES / "realworld" / "accounting"
-TUTORIAL_SEFF = FIXTURES / "advice" / "tutorial" / "seff.txt"
 DATA_PARALLEL_TEXT = (FIXTURES / "scan_scripts" / "data_parallel.py").read_text()
 
 
