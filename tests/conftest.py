@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, Profi
 from tuneadvisor.profile.source import SourceFinder
 
 REPO = Path(__file__).resolve().parent.parent
+# seff of the tutorial job: one busy core, 1.31 GB of 8 GB (the advice fixtures' job)
+TUTORIAL_SEFF = REPO / "tests" / "fixtures" / "advice" / "tutorial" / "seff.txt"
+# seff of a short job on the local cluster: one busy core, 316 MB of 8 GB
+BUSY_CORE_SEFF = REPO / "tests" / "fixtures" / "seff" / "one-busy-core.txt"
 # the multi-node jobs, shared by the `multinode` test modules (run once per session)
 pytest_plugins = ["tests.integration.multinode_jobs"]
 
@@ -69,3 +74,26 @@ def tutorial_analysis(tmp_path: Path) -> ProfileAnalysis:
     profile = tutorial_profile("/no-such-cluster/home/alice/mnist/mnist_classify.py")
     finder = SourceFinder(profile_dirs=(tmp_path,), cwd=tmp_path)
     return analyze(ProfileSet.of([profile]), finder)
+
+
+def tutorial_seff(
+    *,
+    cores: int = 1,
+    state: str = "COMPLETED",
+    used: str = "1.31 GB",
+    requested: str = "8.00 GB",
+    cpu_efficiency: str = "94.64",
+) -> str:
+    """The tutorial job's seff (``TUTORIAL_SEFF``) with the lines a test varies replaced; the
+    defaults give the file as it is."""
+    text = TUTORIAL_SEFF.read_text()
+    for pattern, line in (
+        (r"^State: \S+", f"State: {state}"),
+        (r"^Cores: \d+$", f"Cores: {cores}"),
+        (r"^CPU Efficiency: [\d.]+%", f"CPU Efficiency: {cpu_efficiency}%"),
+        (r"^Memory Utilized: .*$", f"Memory Utilized: {used}"),
+        (r"^(Memory Efficiency: [\d.]+% of ).*$", rf"\g<1>{requested}"),
+    ):
+        text, count = re.subn(pattern, line, text, flags=re.MULTILINE)
+        assert count == 1, pattern
+    return text

@@ -75,7 +75,7 @@ def test_an_installed_wheel_finds_its_own_training_scripts(installed: Path, tmp_
         spec = b.bundled("mnist_ddp")
         print(json.dumps({
             "package": tuneadvisor.__file__, "training": str(b.training_dir()),
-            "script": str(b.script_path(spec)), "job": str(b.job_script_path(spec)),
+            "script": str(b.script_path(spec)), "job": str(b.BUNDLED_DIR / "slurm" / spec.job),
             "mnist": str(b.generator_path("mnist")), "cifar": str(b.generator_path("cifar100")),
         }))
     """

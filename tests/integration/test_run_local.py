@@ -137,7 +137,14 @@ def test_a_failing_run_is_recorded_and_says_why(torch_python: str, tmp_path: Pat
     proc = _cli(torch_python, tmp_path, "run", "mnist_single", "--data-dir", str(empty), *QUICK)
     assert proc.returncode == 1
     run = _only_run(tmp_path / "runs")
-    assert run["status"] == "failed" and run["exit_codes"] != [0]
+    assert run["status"] == "failed" and run["exit_codes"] == [2]  # the script's exit status
+    # Why: the training script's own error, kept with the run and shown under the one line.
+    why = f"error: no MNIST under {empty / 'MNIST' / 'raw'}"
+    kept = Path(run["paths"]["dir"]) / "stderr-rank0.log"
+    assert why in kept.read_text()
+    said = proc.stderr.splitlines()
+    assert f"tuneadvisor: run {run['id']} failed" in said
+    assert any(line.startswith(why) for line in said), proc.stderr
 
 
 def test_run_without_data_says_how_to_get_it(torch_python: str, tmp_path: Path) -> None:

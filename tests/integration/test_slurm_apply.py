@@ -8,23 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import BUSY_CORE_SEFF
 from tests.integration.slurm_cluster import Cluster, burner, start_cluster, with_burner
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 # One core busy, 316 MB of 8 GB used: more cores, less memory.
-SEFF = """\
-Job ID: 1
-Cluster: ci
-User/Group: root/root
-State: COMPLETED (exit code 0)
-Cores: 1
-CPU Utilized: 00:09:28
-CPU Efficiency: 94.67% of 00:10:00 core-walltime
-Job Wall-clock time: 00:10:00
-Memory Utilized: 316.26 MB
-Memory Efficiency: 3.86% of 8.00 GB
-"""
+SEFF = BUSY_CORE_SEFF.read_text()
 
 
 @pytest.fixture(scope="module")

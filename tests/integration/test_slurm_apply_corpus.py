@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import BUSY_CORE_SEFF
 from tests.integration.slurm_cluster import REPO, Cluster, start_cluster
 from tuneadvisor.slurm.jobscript.model import JobScript
 
@@ -24,18 +25,7 @@ ELSEWHERE = (
     "mem-per-gpu", "mem-per-cpu", "ntasks-per-gpu", "gpu-bind", "cpus-per-task", "mem",
     "ntasks", "ntasks-per-node", "nodes", "array", "exclusive", "dependency", "mail-user",
 )  # fmt: skip
-BUSY = """\
-Job ID: 1
-Cluster: c
-User/Group: a/b
-State: COMPLETED (exit code 0)
-Cores: 1
-CPU Utilized: 00:09:28
-CPU Efficiency: 94.67% of 00:10:00 core-walltime
-Job Wall-clock time: 00:10:00
-Memory Utilized: 316.26 MB
-Memory Efficiency: 3.86% of 8.00 GB
-"""
+BUSY = BUSY_CORE_SEFF.read_text()
 OOM = BUSY.replace("COMPLETED", "OUT_OF_MEMORY").replace("316.26 MB", "0.00 MB")
 
 

@@ -123,9 +123,21 @@ def test_with_the_nvml_stand_in_on_a_recorded_h200(tmp_path: Path) -> None:
     for name in ("nvml.library", "nvml.driver", "gpu.devices", "gpu.visible", "gpu.processes",
                  "python.torch", "python.cuda"):  # fmt: skip
         assert checks[name]["status"] == "ok", checks[name]
-    assert recorded["nvmlSystemGetDriverVersion"] in checks["nvml.driver"]["value"]
-    assert recorded["devices"][0]["name"] in checks["gpu.devices"]["value"]
-    assert checks["python.cuda"]["value"].endswith("sees 1 GPU(s): NVIDIA H200")
+    # What doctor derives from the recorded answers: the CUDA version from NVML's 13000, the
+    # short UUID, the device CUDA_VISIBLE_DEVICES' UUID prefix names, the processes counted.
+    assert recorded["nvmlSystemGetCudaDriverVersion"] == 13000
+    assert checks["nvml.driver"]["value"] == "580.159.04 (supports CUDA 13.0)"
+    assert checks["gpu.devices"]["value"] == "1 GPU: NVIDIA H200 (0 GPU-fbeb7f21)"
+    assert checks["gpu.visible"]["value"] == (
+        "CUDA_VISIBLE_DEVICES=GPU-fbeb7f21 -> GPU 0 GPU-fbeb7f21"
+    )
+    assert len(recorded["devices"][0]["nvmlDeviceGetComputeRunningProcesses"]) == 1
+    assert ", 1 process(es) now" in checks["gpu.processes"]["value"]
+    # the stand-in torch's answer, as the line shows it
+    assert (
+        checks["python.cuda"]["value"]
+        == "torch 2.11.0+cu130 (CUDA 13.0) sees 1 GPU(s): NVIDIA H200"
+    )
     # SLURM_JOB_ID set, and this test's cgroup is no job's: the line says to run it inside
     cgroup = checks["slurm.cgroup"]
     assert cgroup["status"] == "failed"

@@ -14,7 +14,8 @@ from tuneadvisor.relaunch.bundled import bundled
 from tuneadvisor.relaunch.runner import RunRequest, plan_tasks
 from tuneadvisor.relaunch.settings import Settings, render_job_script
 from tuneadvisor.relaunch.submit import launch_line
-from tuneadvisor.slurm.launch_line.search import find_launch
+from tuneadvisor.slurm.launch_line.choose import choose_launch
+from tuneadvisor.slurm.launch_line.search import find_launches
 
 
 def _request(tmp_path: Path, name: str, settings: Settings, **kw: Any) -> RunRequest:
@@ -38,7 +39,7 @@ def test_a_submitted_job_records_watch_beside_the_training(
     assert "/opt/ta/bin/python -m tuneadvisor watch --headless --interval 1 " + target in text
     assert '--record "metrics-${SLURM_JOB_ID}.jsonl"' in text and 'exit "$status"' in text
     # the training stays the job's first command: report --job still reads its options
-    found = find_launch(text)
+    found = choose_launch(find_launches(text))
     assert found is not None and found.script is not None
     assert found.script.endswith(f"{name}.py") and "--data-dir" in found.options
     assert subprocess.run(["bash", "-n"], input=text, text=True, check=False).returncode == 0

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.cli import main
-from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.session.gather import read_job
 from tuneadvisor.slurm.jobscript.syntax import DIRECTIVE_AFTER_COMMAND
-from tuneadvisor.slurm.launch_line.search import find_launch, unfollowed_launch
+from tuneadvisor.slurm.launch_line.choose import choose_launch
+from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch
 
 JOBS = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "jobscripts"
 
@@ -248,11 +249,11 @@ def _param(row: Reading) -> object:
 
 @pytest.mark.parametrize("row", [_param(row) for row in ROWS])
 def test_tuneadvisor_reads_the_job_script_as_a_careful_reader(row: Reading) -> None:
-    job = JobScript.read(JOBS / row.file)
+    job = read_job(str(JOBS / row.file))
     request = job.request()
     limit = request.time_limit.seconds if request.time_limit is not None else None
     ignored = sum(1 for p in job.problems if p.id == DIRECTIVE_AFTER_COMMAND)
-    launch = find_launch(job)
+    launch = choose_launch(find_launches(job))
     seen = Reading(
         row.file,
         request.node_count,
@@ -282,7 +283,7 @@ def test_tuneadvisor_reads_the_job_script_as_a_careful_reader(row: Reading) -> N
 def test_a_launch_that_cannot_be_followed_is_named_in_the_report(
     row: Reading, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line = unfollowed_launch(JobScript.read(JOBS / row.file))
+    line = unfollowed_launch(read_job(str(JOBS / row.file)))
     assert line is not None
     assert main(["report", "--job", str(JOBS / row.file), "--format", "json"]) == 0
     notes = json.loads(capsys.readouterr().out)["advice"]["notes"]

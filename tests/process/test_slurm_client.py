@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import BUSY_CORE_SEFF
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.client import POLL_INTERVAL_S, SlurmClient, SlurmError, check_job_id
@@ -388,12 +389,7 @@ def test_jobs_takes_the_state_of_active_jobs_from_the_queue(
 def _seff_tutorial(folder: Path) -> Path:
     """One core busy, 316 MB of 8 GB: more cores (capped by the node), less memory."""
     path = folder / "seff.txt"
-    path.write_text(
-        "Job ID: 1\nCluster: ci\nUser/Group: root/root\nState: COMPLETED (exit code 0)\n"
-        "Cores: 1\nCPU Utilized: 00:09:28\nCPU Efficiency: 94.67% of 00:10:00 core-walltime\n"
-        "Job Wall-clock time: 00:10:00\nMemory Utilized: 316.26 MB\n"
-        "Memory Efficiency: 3.86% of 8.00 GB\n"
-    )
+    path.write_text(BUSY_CORE_SEFF.read_text())
     return path
 
 

@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, line_of
+from tests.conftest import REPO, TUTORIAL_SEFF, line_of
 from tests.unit.test_advice_acceptance import apply_unified_diff, findings
 from tuneadvisor.cli import main
 from tuneadvisor.session.script_settings import Target, write_settings
 from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.launch_line.search import find_launch
+from tuneadvisor.slurm.launch_line.choose import choose_launch
+from tuneadvisor.slurm.launch_line.search import find_launches
 from tuneadvisor.trainscript.local_imports import local_module_paths
 from tuneadvisor.trainscript.parsed import parse_script
 from tuneadvisor.trainscript.scan import scan_script
@@ -32,7 +33,6 @@ FIXTURES = REPO / "tests" / "fixtures"
 REAL = FIXTURES / "realworld" / "jobscripts"
 HELPER = FIXTURES / "helper_loader"
 ACCOUNTING = FIXTURES / "realworld" / "accounting"
-TUTORIAL_SEFF = FIXTURES / "advice" / "tutorial" / "seff.txt"
 DATA_PARALLEL_TEXT = (FIXTURES / "scan_scripts" / "data_parallel.py").read_text()
 
 
@@ -297,7 +297,7 @@ def test_ranks_per_task_from_the_launch_line(
     directives: str, launch: str, ranks: int | None, task_launcher: bool
 ) -> None:
     job = JobScript.parse(f"#!/bin/bash\n#SBATCH {directives}\n{launch}\n")
-    facts = job_facts(job, find_launch(job))
+    facts = job_facts(job, choose_launch(find_launches(job)))
     assert facts.get("job.ranks_per_task") == ranks
     assert facts["job.task_launcher"] is task_launcher
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import tutorial_seff
 from tuneadvisor.advisor.allocation import Measured, allocation_facts
 from tuneadvisor.cli import main
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
@@ -34,18 +35,7 @@ for data, target in loader:
 
 
 def seff(cores: int, state: str = "COMPLETED", used: str = "1.31 GB", req: str = "8.00 GB") -> str:
-    return f"""\
-Job ID: 1
-Cluster: c
-User/Group: a/b
-State: {state} (exit code 0)
-Cores: {cores}
-CPU Utilized: 00:39:26
-CPU Efficiency: 94.64% of 00:41:40 core-walltime
-Job Wall-clock time: 00:41:40
-Memory Utilized: {used}
-Memory Efficiency: 16.38% of {req}
-"""
+    return tutorial_seff(cores=cores, state=state, used=used, requested=req)
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import TUTORIAL_SEFF
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import backup_path, write_atomic
@@ -36,18 +37,7 @@ for data, target in loader:
 
 # One core, busy: under-requested-cores asks for max(4, 2 x 1) = 4 cores. 1.31 GB of 8 GB:
 # over-requested-memory asks for 2G.
-SEFF = """\
-Job ID: 24752610
-Cluster: della
-User/Group: alice/users
-State: COMPLETED (exit code 0)
-Cores: 1
-CPU Utilized: 00:39:26
-CPU Efficiency: 94.64% of 00:41:40 core-walltime
-Job Wall-clock time: 00:41:40
-Memory Utilized: 1.31 GB
-Memory Efficiency: 16.38% of 8.00 GB
-"""
+SEFF = TUTORIAL_SEFF.read_text()
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import tutorial_seff
 from tuneadvisor.errors import InputError
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.workspace import load_workspace
@@ -29,12 +30,7 @@ SITE = '[partitions.p]\ncores = 32\nmem = "256G"\ngpus = 4\ndefault = true\n'
 
 
 def _seff(state: str, cores: int, used: str, req: str, eff: str = "94.64") -> str:
-    return (
-        f"Job ID: 1\nCluster: c\nUser/Group: a/b\nState: {state} (exit code 0)\nCores: {cores}\n"
-        f"CPU Utilized: 00:39:26\nCPU Efficiency: {eff}% of 00:41:40 core-walltime\n"
-        f"Job Wall-clock time: 00:41:40\nMemory Utilized: {used}\n"
-        f"Memory Efficiency: 16.38% of {req}\n"
-    )
+    return tutorial_seff(cores=cores, state=state, used=used, requested=req, cpu_efficiency=eff)
 
 
 EVIDENCE = {

@@ -1,17 +1,25 @@
 """`doctor`'s training-interpreter lines: the probe runs in a real interpreter (this one),
 with a stand-in ``torch`` package first on its PYTHONPATH (the boundary is `import torch`),
-so each line is checked against what such a torch answers, without a GPU or a real torch."""
+so each line is checked against what such a torch answers, without a GPU or a real torch.
+What NVML says comes from the recorded H200 node (tests/fixtures/nvml/h200-1gpu.json) through
+the pynvml stand-in, as `doctor` reads it."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
-from tuneadvisor.metrics.nvml import DeviceInfo, NvmlInventory
+from tests.unit.test_doctor_gpu import H200, taken
+from tests.unit.test_nvml import _fake_module
+from tuneadvisor.metrics.nvml import NvmlInventory
 from tuneadvisor.session.site_checks.model import Check
 from tuneadvisor.session.site_checks.training_python import (
     InterpreterProbe,
@@ -20,13 +28,26 @@ from tuneadvisor.session.site_checks.training_python import (
 )
 
 NO_NVML = NvmlInventory(reason="NVML did not start: NVML Shared Library Not Found")
-H200 = DeviceInfo(0, "GPU-f691d68e-37f4-ccad-c73d-e7c5eeb03e9b", "NVIDIA H200", None, (0, 0),
-                  None, 1, None, None)  # fmt: skip
+RECORDED_H200: dict[str, Any] = json.loads(H200.read_text())
 
 
-def nvml_with_gpu(cuda_driver: str = "13.0") -> NvmlInventory:
-    return NvmlInventory(None, started=True, driver="580.159.03", cuda_driver=cuda_driver,
-                         devices=(H200,))  # fmt: skip
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    module = _fake_module()
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+    yield module
+
+
+def recorded_h200(
+    fake: ModuleType, tmp_path: Path, cuda_driver: int | None = None
+) -> NvmlInventory:
+    """What doctor takes from NVML on the recorded H200 node, read through the pynvml stand-in
+    (the call boundary); ``cuda_driver`` replaces the recorded nvmlSystemGetCudaDriverVersion
+    (13000, NVML's encoding of CUDA 13.0)."""
+    recording = dict(RECORDED_H200)
+    if cuda_driver is not None:
+        recording["nvmlSystemGetCudaDriverVersion"] = cuda_driver
+    return taken(fake, recording, tmp_path)
 
 
 def fake_torch(folder: Path, *, version: str = "2.11.0+cu130", cuda: str | None = "13.0",
@@ -60,8 +81,8 @@ def probe_lines(tmp_path: Path, inv: NvmlInventory = NO_NVML, visible_ok: bool =
     return {c.id: c for c in python_checks(result, "--python", inv, visible_ok)}
 
 
-def test_a_torch_that_sees_the_gpu(tmp_path: Path) -> None:
-    checks = probe_lines(tmp_path, nvml_with_gpu())
+def test_a_torch_that_sees_the_gpu(fake: ModuleType, tmp_path: Path) -> None:
+    checks = probe_lines(tmp_path, recorded_h200(fake, tmp_path))
     assert checks["python.interpreter"].status == "ok"
     assert checks["python.interpreter"].value.startswith(f"{sys.executable} (--python): Python 3.")
     assert checks["python.torch"] == Check("python.torch", "ok", "torch 2.11.0+cu130")
@@ -86,25 +107,50 @@ def test_a_cpu_only_torch_is_a_failure_anywhere(tmp_path: Path) -> None:
     assert check.fix is not None and "CUDA build of torch" in check.fix
 
 
-def test_a_driver_older_than_torchs_cuda(tmp_path: Path) -> None:
-    check = probe_lines(tmp_path, nvml_with_gpu("12.2"), available=False)["python.cuda"]
+@pytest.mark.parametrize(("encoded", "cuda"), [(12020, "12.2"), (11080, "11.8")])
+def test_a_driver_older_than_torchs_cuda(
+    fake: ModuleType, tmp_path: Path, encoded: int, cuda: str
+) -> None:
+    """The driver's CUDA version as doctor decodes it from NVML's integer (major*1000 +
+    minor*10), compared with the one torch was built for."""
+    inv = recorded_h200(fake, tmp_path, cuda_driver=encoded)
+    check = probe_lines(tmp_path, inv, available=False)["python.cuda"]
     assert check.status == "failed"
-    assert "the driver supports CUDA 12.2, torch was built for 13.0" in check.value
-    assert check.fix == "install a torch built for CUDA 12.x, or ask for a newer driver"
+    assert check.value == (
+        f"torch 2.11.0+cu130 (CUDA 13.0) sees no GPU: the driver supports CUDA {cuda}, "
+        "torch was built for 13.0"
+    )
+    major = cuda.split(".")[0]
+    assert check.fix == f"install a torch built for CUDA {major}.x, or ask for a newer driver"
 
 
-def test_cuda_visible_devices_hiding_every_gpu(tmp_path: Path) -> None:
-    check = probe_lines(tmp_path, nvml_with_gpu(), visible_ok=False, available=False)
+def test_the_recorded_driver_is_not_blamed_for_a_torch_of_its_own_cuda(
+    fake: ModuleType, tmp_path: Path
+) -> None:
+    """The recorded driver supports CUDA 13.0 (13000): a cu130 torch that sees no GPU is not
+    the driver's fault, nor a cu131 one (the same major version)."""
+    inv = recorded_h200(fake, tmp_path)
+    for version, built in (("2.11.0+cu130", "13.0"), ("2.12.0+cu131", "13.1")):
+        lines = probe_lines(tmp_path / version, inv, version=version, cuda=built, available=False)
+        check = lines["python.cuda"]
+        assert check.status == "failed"
+        assert check.value == f"torch {version} (CUDA {built}) sees no GPU although NVML does"
+
+
+def test_cuda_visible_devices_hiding_every_gpu(fake: ModuleType, tmp_path: Path) -> None:
+    inv = recorded_h200(fake, tmp_path)
+    check = probe_lines(tmp_path, inv, visible_ok=False, available=False)
     assert check["python.cuda"].status == "failed"
     assert check["python.cuda"].fix == "see the gpu.visible line"
 
 
-def test_torchs_own_warning_is_the_reason(tmp_path: Path) -> None:
+def test_torchs_own_warning_is_the_reason(fake: ModuleType, tmp_path: Path) -> None:
     said = (
         "CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up "
         "environment"
     )
-    check = probe_lines(tmp_path, nvml_with_gpu(), available=False, warning=said)["python.cuda"]
+    inv = recorded_h200(fake, tmp_path)
+    check = probe_lines(tmp_path, inv, available=False, warning=said)["python.cuda"]
     assert check.status == "failed"
     assert check.value.endswith(f"sees no GPU although NVML does: {said}")
 

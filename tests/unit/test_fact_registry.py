@@ -28,8 +28,9 @@ from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules
 from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.model import option_values
-from tuneadvisor.slurm.launch_line.search import find_launch
+from tuneadvisor.slurm.launch_line.search import find_launches
 from tuneadvisor.slurm.sacct import parse_sacct
 from tuneadvisor.slurm.sacct.gpu import accounting_gpu
 from tuneadvisor.slurm.seff import parse_seff
@@ -74,7 +75,7 @@ def job_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
         "slurm/*.sbatch",
     ):
         job = JobScript.parse(path.read_bytes(), path)
-        yield str(path), job_facts(job, find_launch(job, path))
+        yield str(path), job_facts(job, choose_launch(find_launches(job, path)))
     # Values the fixtures above may not hold.
     extra = {
         "mem-per-cpu, gpus-per-task": "#SBATCH --mem-per-cpu=4G\n#SBATCH -c 2\n"
@@ -85,7 +86,7 @@ def job_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
     }
     for name, text in extra.items():
         job = JobScript.parse("#!/bin/bash\n" + text)
-        yield name, job_facts(job, find_launch(job))
+        yield name, job_facts(job, choose_launch(find_launches(job)))
 
 
 def scan_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:

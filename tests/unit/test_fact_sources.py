@@ -21,7 +21,8 @@ from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.workspace import analyze_profiles
 from tuneadvisor.slurm.as_run import as_run_facts
 from tuneadvisor.slurm.jobscript.facts import job_facts, job_notes
-from tuneadvisor.slurm.launch_line.search import find_launch
+from tuneadvisor.slurm.launch_line.choose import choose_launch
+from tuneadvisor.slurm.launch_line.search import find_launches
 
 EXAMPLE = REPO / "examples" / "mnist"
 PROFILE = str(EXAMPLE / "24752610.lprof")
@@ -36,7 +37,7 @@ def _only(prefix: str, facts: dict[str, object]) -> None:
 def test_the_job_scripts_facts_come_from_the_slurm_package() -> None:
     assert job_facts.__module__ == job_notes.__module__ == "tuneadvisor.slurm.jobscript.facts"
     job = read_job(JOB)
-    facts = job_facts(job, find_launch(job))
+    facts = job_facts(job, choose_launch(find_launches(job)))
     _only("job.", facts)
     assert facts["job.cpus_per_task"] == 1 and facts["job.mem_mib"] == 8192.0
     assert facts["job.gpus"] == 1 and facts["job.time_s"] == 3600

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from tuneadvisor.slurm.jobscript.facts import job_facts, job_notes
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.launch_line.search import find_launch, find_launches
+from tuneadvisor.slurm.launch_line.choose import choose_launch
+from tuneadvisor.slurm.launch_line.search import find_launches
 
 
 def job(text: str) -> JobScript:
@@ -48,11 +49,11 @@ def test_a_script_bash_cannot_parse_is_a_note_with_the_line() -> None:
 def test_several_launches_are_named_with_the_one_read_as_training() -> None:
     text = job("srun python prepare_data.py --dest d\nsrun python main.py\n")
     launches = find_launches(text)
-    [note] = job_notes(text, launches, find_launch(text))
+    [note] = job_notes(text, launches, choose_launch(find_launches(text)))
     assert note == (
         "the job runs 2 Python programs: prepare_data.py (line 2), main.py (line 3); main.py "
         "(line 3) is read as the training, the others as side steps: give --script to read "
         "another"
     )
     one = job("python main.py\n")
-    assert job_notes(one, find_launches(one), find_launch(one)) == []
+    assert job_notes(one, find_launches(one), choose_launch(find_launches(one))) == []

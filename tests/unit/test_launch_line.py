@@ -8,15 +8,17 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from tuneadvisor.session.gather import read_job
 from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
 from tuneadvisor.slurm.launch_line.lexing import unclosed_quote
 from tuneadvisor.slurm.launch_line.model import LaunchLine, option_values
-from tuneadvisor.slurm.launch_line.search import find_launch, find_launches, unfollowed_launch
+from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch
 
 
 def launch(body: str, path: Path | None = None, header: str = "#SBATCH -c 4\n") -> LaunchLine:
-    found = find_launch("#!/bin/bash\n" + header + body, path)
+    found = choose_launch(find_launches("#!/bin/bash\n" + header + body, path))
     assert found is not None, body
     return found
 
@@ -341,7 +343,7 @@ def test_modules_and_non_launches() -> None:
     torchrun_module = launch("torchrun --nproc_per_node 2 -m mypkg.train\n")
     assert torchrun_module.module == "mypkg.train"
     for body in ["python -c 'print(1)'\n", "python\n", "python --version\n", "echo hi\n", ""]:
-        assert find_launch("#!/bin/bash\n" + body) is None
+        assert choose_launch(find_launches("#!/bin/bash\n" + body)) is None
 
 
 def test_every_launch_is_found_in_order() -> None:
@@ -364,7 +366,7 @@ def test_every_launch_is_found_in_order() -> None:
     ],
 )
 def test_the_training_launch_is_chosen_as_a_reader_does(body: str, training: str | None) -> None:
-    found = find_launch("#!/bin/bash\n" + body)
+    found = choose_launch(find_launches("#!/bin/bash\n" + body))
     assert found is not None
     assert found.script == training
     if training is None:
@@ -393,7 +395,10 @@ def test_a_quote_that_never_closes_is_found_where_bash_finds_it(
 
 def test_directives_are_not_commands() -> None:
     # A header comment that reads like a command is not a launch line.
-    assert find_launch("#!/bin/bash\n#SBATCH --wrap='python x.py'\n# python y.py\n") is None
+    assert (
+        choose_launch(find_launches("#!/bin/bash\n#SBATCH --wrap='python x.py'\n# python y.py\n"))
+        is None
+    )
 
 
 def test_launcher_options() -> None:
@@ -454,9 +459,9 @@ def test_script_resolved_after_chdir_and_cd(project: Path) -> None:
 def test_a_job_script_object_brings_its_path(project: Path) -> None:
     path = project / "job.sh"
     path.write_text("#!/bin/bash\n#SBATCH -c 2\nsrun python train.py\n")
-    found = find_launch(JobScript.read(path))
+    found = choose_launch(find_launches(read_job(str(path))))
     assert found is not None and found.script_path == project / "train.py"
-    moved = find_launch(JobScript.read(path), chdir="src")
+    moved = choose_launch(find_launches(read_job(str(path)), chdir="src"))
     assert moved is not None and moved.script_path == project / "train.py"  # falls back
 
 
@@ -512,7 +517,7 @@ def test_commands_inside_shell_strings_and_wrappers(
 
 
 def test_bash_without_a_command_string_is_not_training() -> None:
-    assert find_launch("#!/bin/bash\nbash setup.sh\nsh -c 'echo hi'\n") is None
+    assert choose_launch(find_launches("#!/bin/bash\nbash setup.sh\nsh -c 'echo hi'\n")) is None
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -526,7 +531,7 @@ def test_bundled_job_scripts_name_their_training_script(
     # the job script's parent, wherever `report` is run from.
     monkeypatch.chdir(tmp_path)
     job = REPO_ROOT / "slurm" / f"{name}.sbatch"
-    found = find_launch(job.read_text(), job)
+    found = choose_launch(find_launches(job.read_text(), job))
     assert found is not None
     assert found.script == f"training/{name}.py"
     assert found.script_path == REPO_ROOT / "training" / f"{name}.py"
@@ -538,7 +543,7 @@ def test_bundled_job_scripts_name_their_training_script(
 
 def edited_body(body: str, option: str, value: str) -> str | None:
     job = JobScript.parse("#!/bin/bash\n#SBATCH -c 4\n" + body)
-    found = find_launch(job)
+    found = choose_launch(find_launches(job))
     assert found is not None, body
     result = set_option(job, found, option, value)
     return None if result is None else result.render_text().split("\n", 2)[2]
@@ -586,7 +591,7 @@ def test_set_option_on_the_model(body: str, tuned: str | None) -> None:
 )
 def test_set_flag_on_the_model(body: str, tuned: str) -> None:
     job = JobScript.parse("#!/bin/bash\n" + body)
-    found = find_launch(job)
+    found = choose_launch(find_launches(job))
     assert found is not None
     result = set_flag(job, found, "--pin-memory", {"--no-pin-memory"})
     assert result is not None and result.render_text() == "#!/bin/bash\n" + tuned
@@ -640,14 +645,14 @@ CSC = "cscfi-pytorch-ddp-examples-"
     ],
 )
 def test_real_job_scripts(name: str, launchers: list[str], script: str, args: list[str]) -> None:
-    found = find_launch(JobScript.read(REAL / name))
+    found = choose_launch(find_launches(read_job(str(REAL / name))))
     assert found is not None
     assert (names(found), found.script, list(found.args)) == (launchers, script, args)
 
 
 def test_a_real_job_script_whose_script_comes_from_sbatch() -> None:
-    job = JobScript.read(REAL / f"{CSC}run-gpu4-deepspeed-mahti.sh")
-    found = find_launch(job)
+    job = read_job(str(REAL / f"{CSC}run-gpu4-deepspeed-mahti.sh"))
+    found = choose_launch(find_launches(job))
     assert found is not None and found.script == "$*"  # gather says it cannot follow it
     assert names(found) == ["srun", "singularity_wrapper exec", "deepspeed"]
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.session.gather import read_job
 from tuneadvisor.slurm.launch_line import search
+from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.edit import append_words, set_option
-from tuneadvisor.slurm.launch_line.search import find_launch, unfollowed_launch
+from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch
 
 # The shape of Mila's accelerate example: options for the wrapper's launcher, then the
 # command it launches, all passed on by "$@".
@@ -37,8 +38,8 @@ def project(tmp_path: Path, wrapper: str | None, job: str = JOB, name: str = "la
 
 
 def test_the_wrapper_is_read_with_the_jobs_words_for_its_arguments(tmp_path: Path) -> None:
-    job = JobScript.read(project(tmp_path, FORWARDING))
-    launch = find_launch(job)
+    job = read_job(str(project(tmp_path, FORWARDING)))
+    launch = choose_launch(find_launches(job))
     assert launch is not None
     assert [launcher.name for launcher in launch.launchers] == [
         "srun",
@@ -53,8 +54,8 @@ def test_the_wrapper_is_read_with_the_jobs_words_for_its_arguments(tmp_path: Pat
 
 
 def test_an_edit_goes_on_the_jobs_line_when_the_wrapper_passes_words_on(tmp_path: Path) -> None:
-    job = JobScript.read(project(tmp_path, FORWARDING))
-    launch = find_launch(job)
+    job = read_job(str(project(tmp_path, FORWARDING)))
+    launch = choose_launch(find_launches(job))
     assert launch is not None and launch.forwards_words
     edited = set_option(job, launch, "--lr", "2")
     assert edited is not None
@@ -66,8 +67,8 @@ def test_an_edit_goes_on_the_jobs_line_when_the_wrapper_passes_words_on(tmp_path
 
 def test_no_edit_when_the_wrapper_drops_the_words(tmp_path: Path) -> None:
     keeps_own = "#!/bin/bash\nsrun python train.py --lr 1\n"
-    job = JobScript.read(project(tmp_path, keeps_own, job="#!/bin/bash\n./launch.sh --x 1\n"))
-    launch = find_launch(job)
+    job = read_job(str(project(tmp_path, keeps_own, job="#!/bin/bash\n./launch.sh --x 1\n")))
+    launch = choose_launch(find_launches(job))
     assert launch is not None and launch.script == "train.py"
     assert not launch.forwards_words
     assert set_option(job, launch, "--lr", "2") is None
@@ -87,7 +88,9 @@ def test_scripts_run_by_bash_or_by_path_are_read(
 ) -> None:
     (tmp_path / "scripts").mkdir()
     job = "#!/bin/bash\nPORT=29500\n" + run
-    launch = find_launch(JobScript.read(project(tmp_path, wrapper, job, wrapper_name)))
+    launch = choose_launch(
+        find_launches(read_job(str(project(tmp_path, wrapper, job, wrapper_name))))
+    )
     assert launch is not None and launch.script == "train.py"
     if "$1" in wrapper:
         assert launch.launchers[-1].options["--master-port"] == "29500"
@@ -96,23 +99,23 @@ def test_scripts_run_by_bash_or_by_path_are_read(
 def test_only_exported_variables_reach_the_wrapper(tmp_path: Path) -> None:
     wrapper = "#!/bin/bash\npython $SCRIPT --port $PORT\n"
     job = "#!/bin/bash\nexport SCRIPT=train.py\nPORT=1\n./launch.sh\n"
-    launch = find_launch(JobScript.read(project(tmp_path, wrapper, job)))
+    launch = choose_launch(find_launches(read_job(str(project(tmp_path, wrapper, job)))))
     assert launch is not None
     assert (launch.script, launch.args) == ("train.py", ("--port", "$PORT"))
 
 
 def test_a_script_that_runs_itself_ends(tmp_path: Path) -> None:
     loop = "#!/bin/bash\n./launch.sh\n"
-    job = JobScript.read(project(tmp_path, loop, "#!/bin/bash\nsrun ./launch.sh\n"))
-    assert find_launch(job) is None
+    job = read_job(str(project(tmp_path, loop, "#!/bin/bash\nsrun ./launch.sh\n")))
+    assert choose_launch(find_launches(job)) is None
     unfollowed = unfollowed_launch(job)
     assert unfollowed is not None
     assert "the job's own shell script, starts no Python program" in unfollowed.reason
 
 
 def test_a_wrapper_that_is_not_here_is_named_with_the_reason(tmp_path: Path) -> None:
-    job = JobScript.read(project(tmp_path, None))
-    assert find_launch(job) is None
+    job = read_job(str(project(tmp_path, None)))
+    assert choose_launch(find_launches(job)) is None
     unfollowed = unfollowed_launch(job)
     assert unfollowed is not None
     assert unfollowed.command.startswith("srun ./launch.sh --main_process_ip")
@@ -124,14 +127,14 @@ def test_a_wrapper_that_is_not_here_is_named_with_the_reason(tmp_path: Path) -> 
 
 def test_a_program_that_is_no_shell_script_is_not_read(tmp_path: Path) -> None:
     (tmp_path / "tool").write_bytes(b"\x7fELF\x02\x01python train.py\n")
-    job = JobScript.read(project(tmp_path, None, "#!/bin/bash\nsrun ./tool --x\n"))
-    assert find_launch(job) is None
+    job = read_job(str(project(tmp_path, None, "#!/bin/bash\nsrun ./tool --x\n")))
+    assert choose_launch(find_launches(job)) is None
 
 
 def test_an_unreadable_wrapper_is_a_hand_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job = JobScript.read(project(tmp_path, FORWARDING))
+    job = read_job(str(project(tmp_path, FORWARDING)))
     from tuneadvisor.files import read_bytes_input as real
 
     def read(path: str | os.PathLike[str], what: str, limit: int) -> bytes:
@@ -140,5 +143,5 @@ def test_an_unreadable_wrapper_is_a_hand_off(
         return real(path, what, limit)
 
     monkeypatch.setattr(search, "read_bytes_input", read)
-    assert find_launch(job) is None
+    assert choose_launch(find_launches(job)) is None
     assert unfollowed_launch(job) is not None

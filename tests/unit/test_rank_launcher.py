@@ -7,7 +7,8 @@ import pytest
 
 from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.launch_line.search import find_launch
+from tuneadvisor.slurm.launch_line.choose import choose_launch
+from tuneadvisor.slurm.launch_line.search import find_launches
 
 HEADER = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n#SBATCH --gres=gpu:4\n"
 
@@ -28,5 +29,5 @@ HEADER = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n#SBATCH -
 )  # fmt: skip
 def test_the_rank_launcher(line: str, launcher: str) -> None:
     job = JobScript.parse(HEADER + line + "\n", "job.sbatch")
-    facts = job_facts(job, find_launch(job))
+    facts = job_facts(job, choose_launch(find_launches(job)))
     assert facts["job.launcher"] == launcher

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from tuneadvisor.session.script_settings import ScriptEdits, Target, write_settings
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.launch_line.search import find_launch
+from tuneadvisor.slurm.launch_line.choose import choose_launch
+from tuneadvisor.slurm.launch_line.search import find_launches
 from tuneadvisor.trainscript.scan import scan_script
 
 TRAIN = """\
@@ -35,7 +36,7 @@ JOB = "#!/bin/bash\n#SBATCH -c 4\npython train.py --num-workers 1\n"
 
 def edits(settings: dict[str, object]) -> ScriptEdits:
     job = JobScript.parse(JOB, "job.sbatch")
-    launch = find_launch(job)
+    launch = choose_launch(find_launches(job))
     assert launch is not None
     scan = scan_script(TRAIN, launch.options)
     return write_settings(settings, Target(scan, "train.py", TRAIN), job, launch)
@@ -59,6 +60,7 @@ def test_a_literal_is_patched_on_its_own_line_of_a_long_dataloader_call() -> Non
 
 def test_without_a_scan_each_setting_is_a_note() -> None:
     job = JobScript.parse(JOB, "job.sbatch")
-    result = write_settings({"num_workers": 4}, Target(None, None, None), job, find_launch(job))
+    launch = choose_launch(find_launches(job))
+    result = write_settings({"num_workers": 4}, Target(None, None, None), job, launch)
     assert result.notes == ("set num_workers=4 where the training DataLoader is built",)
     assert result.patch == ""

@@ -188,7 +188,3 @@ def type_matches(name: str, value: object) -> bool:
     if kind == "float":
         return isinstance(value, int | float) and not isinstance(value, bool)
     return isinstance(value, str)
-
-
-def unknown_facts(facts: Facts) -> list[str]:
-    return [name for name in facts if name not in FACTS]

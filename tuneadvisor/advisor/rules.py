@@ -71,10 +71,6 @@ class Rule:
     cases: tuple[Case, ...]
     path: str
 
-    @property
-    def facts_needed(self) -> frozenset[str]:
-        return self.when.facts
-
 
 def _line_of(text: str, key: str, table: str | None = None) -> int:
     """Best line for ``key`` (inside ``[table]`` when given): tomllib keeps no positions."""

@@ -64,11 +64,6 @@ def script_path(spec: Bundled) -> Path:
     return training_dir() / spec.script
 
 
-def job_script_path(spec: Bundled) -> Path:
-    """The bundled job script (to copy and adapt; ``run --submit`` writes its own)."""
-    return BUNDLED_DIR / "slurm" / spec.job
-
-
 def torch_python(explicit: str | None = None) -> str:
     """The interpreter that runs training: ``--python``, ``$TUNEADVISOR_TORCH_PYTHON``, ours."""
     return explicit or os.environ.get("TUNEADVISOR_TORCH_PYTHON") or sys.executable

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from tuneadvisor.trainscript.node_index import (
     NodeIndex,
@@ -26,8 +26,9 @@ from tuneadvisor.trainscript.scan_results import (
     Scalar,
 )
 
-if TYPE_CHECKING:
-    from tuneadvisor.trainscript.resolve import Resolver
+# Follows an expression to its origin (`Resolver.resolve`): passed in, so that `resolve`
+# imports this module and not the other way round.
+Resolve = Callable[[ast.expr], Origin]
 
 _SHELL_VAR = re.compile(r"\$\{?#?([A-Za-z_][A-Za-z0-9_]*)")
 _SHELL_ARITHMETIC = re.compile(r"\$\(\((.*?)\)\)")
@@ -86,12 +87,12 @@ def _shell_variables(raw: str) -> list[str]:
     return names
 
 
-def collect_options(index: NodeIndex, resolver: Resolver) -> dict[str, ArgOption]:
+def collect_options(index: NodeIndex, resolve: Resolve) -> dict[str, ArgOption]:
     options: dict[str, ArgOption] = {}
     for call in index.calls:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "add_argument":
-            option = _option(call, resolver)
+            option = _option(call, resolve)
             if option is not None:
                 options.setdefault(option.dest, option)
     for call in index.calls:  # parser.set_defaults(workers=8) overrides default=
@@ -99,12 +100,12 @@ def collect_options(index: NodeIndex, resolver: Resolver) -> dict[str, ArgOption
         if isinstance(func, ast.Attribute) and func.attr == "set_defaults":
             for kw in call.keywords:
                 if kw.arg in options:
-                    default = resolver.resolve(kw.value)
+                    default = resolve(kw.value)
                     options[kw.arg] = replace(options[kw.arg], default=default)
     return options
 
 
-def _option(call: ast.Call, resolver: Resolver) -> ArgOption | None:
+def _option(call: ast.Call, resolve: Resolve) -> ArgOption | None:
     flags = tuple(text for arg in call.args if (text := const_str(arg)) is not None)
     if not flags:
         return None
@@ -118,7 +119,7 @@ def _option(call: ast.Call, resolver: Resolver) -> ArgOption | None:
         flags=flags,
         dest=dest,
         line=call.lineno,
-        default=resolver.resolve(default_node) if default_node is not None else None,
+        default=resolve(default_node) if default_node is not None else None,
         type_name=last_part(dotted_name(type_node)) or None if type_node is not None else None,
         action=action or None,
     )

@@ -123,7 +123,7 @@ class Resolver:
             self._call,
         )
         self.options: dict[str, ArgOption] = {}
-        self.options = collect_options(index, self)
+        self.options = collect_options(index, self.resolve)
         self._cache.clear()  # values resolved before the options were known
 
     def resolve(self, node: ast.expr, depth: int = 0) -> Origin:

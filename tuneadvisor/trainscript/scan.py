@@ -9,69 +9,26 @@ never guessed, so the facts about it stay absent.
 
 The reading is split by subject: `resolve` (values and their origins, with `argparse_options`),
 `scan_loaders` (DataLoaders and loader loops), `scan_syncs`, `scan_ddp`, `scan_settings` (AMP,
-cudnn, threads), `script_facts`. Names are read through `names`, as line kinds read them, and
-the parse and scope index are the `ParsedScript` line kinds use.
+cudnn, threads), `script_facts` (the `ScriptScan` result and its flat facts). Names are read
+through `names`, as line kinds read them, and the parse and scope index are the `ParsedScript`
+line kinds use.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from tuneadvisor.trainscript.node_index import NodeIndex
 from tuneadvisor.trainscript.parsed import ParsedScript, parse_script
 from tuneadvisor.trainscript.resolve import Resolver
 from tuneadvisor.trainscript.scan_ddp import scan_ddp
 from tuneadvisor.trainscript.scan_loaders import find_loaders, find_loops, pick_train_loader
-from tuneadvisor.trainscript.scan_results import (
-    AmpScan,
-    ArgOption,
-    DataLoaderScan,
-    DdpScan,
-    LoaderLoop,
-    Origin,
-    SyncSite,
-)
 from tuneadvisor.trainscript.scan_settings import scan_amp, scan_misc
 from tuneadvisor.trainscript.scan_syncs import find_syncs
-from tuneadvisor.trainscript.script_facts import scan_facts
 
-
-@dataclass(frozen=True)
-class ScriptScan:
-    parse_error: str | None = None
-    dataloaders: tuple[DataLoaderScan, ...] = ()
-    train_loader_index: int | None = None
-    loops: tuple[LoaderLoop, ...] = ()
-    syncs: tuple[SyncSite, ...] = ()  # every sync call; see step_syncs
-    options: Mapping[str, ArgOption] = field(default_factory=dict)  # by dest
-    ddp: DdpScan = field(default_factory=DdpScan)
-    amp: AmpScan = field(default_factory=AmpScan)
-    cudnn_benchmark: Origin | None = None
-    torch_threads: Origin | None = None
-    omp_num_threads: Origin | None = None
-    # Where a new top-level import goes (a 0-based line index): for a patch, which is
-    # written from this scan without parsing the script again.
-    import_at: int = 0
-
-    @property
-    def train_loader(self) -> DataLoaderScan | None:
-        if self.train_loader_index is None:
-            return None
-        return self.dataloaders[self.train_loader_index]
-
-    @property
-    def step_syncs(self) -> tuple[SyncSite, ...]:
-        """Syncs run once per training step (every loader loop's when none looks like training)."""
-        per_step = [s for s in self.syncs if s.per_step]
-        if any(loop.training for loop in self.loops):
-            per_step = [s for s in per_step if s.training]
-        return tuple(per_step)
-
-    def facts(self) -> dict[str, object]:
-        """The flat `script.*` facts; unknown values are absent, never None."""
-        return scan_facts(self)
+# ScriptScan lives with the facts it flattens to; callers import it from here, with scan_script.
+from tuneadvisor.trainscript.script_facts import ScriptScan as ScriptScan
 
 
 def scan_script(

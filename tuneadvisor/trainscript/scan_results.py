@@ -1,5 +1,5 @@
 """What the script scan finds: where each value comes from (`Origin`), the DataLoaders, loops,
-host syncs, DDP and AMP use. `scan.ScriptScan` gathers them; `script_facts` flattens them.
+host syncs, DDP and AMP use. `script_facts.ScriptScan` gathers them and flattens them to facts.
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
-"""The flat `script.*` facts of a scan (the rows of `fact_rows`); unknown values stay absent."""
+"""What a scan of a training script found (`ScriptScan`, built by `scan.scan_script`) and the
+flat `script.*` facts it gives (the rows of `fact_rows`); unknown values stay absent.
+
+`ScriptScan` is defined here, not in `scan`, so that imports run one way: `scan` imports this
+module to build one, and this module needs nothing of `scan`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from tuneadvisor.trainscript.argparse_options import option_default
 from tuneadvisor.trainscript.fact_rows import FACT_ROWS
@@ -12,17 +16,53 @@ from tuneadvisor.trainscript.scan_results import (
     LITERAL,
     LOADER_PARAMS,
     AmpScan,
+    ArgOption,
     DataLoaderScan,
     DdpScan,
+    LoaderLoop,
     Origin,
+    SyncSite,
 )
-
-if TYPE_CHECKING:
-    from tuneadvisor.trainscript.scan import ScriptScan
 
 # Every fact a scan can emit: (name, type, unit, description), the row format of
 # `tuneadvisor.advisor.facts`. Values of the wrong type are dropped, never emitted.
 _FACT_TYPES: Mapping[str, str] = {row[0]: row[1] for row in FACT_ROWS}
+
+
+@dataclass(frozen=True)
+class ScriptScan:
+    parse_error: str | None = None
+    dataloaders: tuple[DataLoaderScan, ...] = ()
+    train_loader_index: int | None = None
+    loops: tuple[LoaderLoop, ...] = ()
+    syncs: tuple[SyncSite, ...] = ()  # every sync call; see step_syncs
+    options: Mapping[str, ArgOption] = field(default_factory=dict)  # by dest
+    ddp: DdpScan = field(default_factory=DdpScan)
+    amp: AmpScan = field(default_factory=AmpScan)
+    cudnn_benchmark: Origin | None = None
+    torch_threads: Origin | None = None
+    omp_num_threads: Origin | None = None
+    # Where a new top-level import goes (a 0-based line index): for a patch, which is
+    # written from this scan without parsing the script again.
+    import_at: int = 0
+
+    @property
+    def train_loader(self) -> DataLoaderScan | None:
+        if self.train_loader_index is None:
+            return None
+        return self.dataloaders[self.train_loader_index]
+
+    @property
+    def step_syncs(self) -> tuple[SyncSite, ...]:
+        """Syncs run once per training step (every loader loop's when none looks like training)."""
+        per_step = [s for s in self.syncs if s.per_step]
+        if any(loop.training for loop in self.loops):
+            per_step = [s for s in per_step if s.training]
+        return tuple(per_step)
+
+    def facts(self) -> dict[str, object]:
+        """The flat `script.*` facts; unknown values are absent, never None."""
+        return scan_facts(self)
 
 
 def scan_facts(scan: ScriptScan) -> dict[str, object]:

@@ -98,10 +98,6 @@ class JobScript:
             frozenset(plugin_tokens),
         )
 
-    @classmethod
-    def read(cls, path: str | os.PathLike[str]) -> JobScript:
-        return cls.parse(Path(path).read_bytes(), path)
-
     # -- reading
 
     def render(self) -> bytes:

@@ -1,7 +1,7 @@
 """The launch line: the command in a job script's body that runs the training code.
 
 - ``model``: what a launch line holds (``LaunchLine``, ``Launcher``, ``option_values``).
-- ``search``: find the launch lines of a job script (``find_launches``, ``find_launch``),
+- ``search``: find the launch lines of a job script (``find_launches``),
   through the job's own shell scripts, and name a hand-off that cannot be followed.
 - ``choose``: which of several launches is the training (staging and evaluation aside).
 - ``edit``: set an option on the launch line, on the job-script model (untouched bytes stay).

@@ -43,7 +43,7 @@ from tuneadvisor.slurm.launch_line.lexing import (
 from tuneadvisor.slurm.launch_line.model import Launcher, LaunchLine
 from tuneadvisor.slurm.launch_line.variables import expand_word
 
-__all__ = ["Unfollowed", "find_launch", "find_launches", "unfollowed_launch"]
+__all__ = ["Unfollowed", "find_launches", "unfollowed_launch"]
 
 _SUBMIT_DIR = re.compile(r'"?\$\{?SLURM_SUBMIT_DIR\}?"?')
 
@@ -150,17 +150,6 @@ def find_launches(
     where = Path(path) if path is not None else script.path
     job_dir = where.resolve().parent if where is not None else None
     return _launches(script, _Context(job_dir, _start_dir(script, job_dir, chdir)))
-
-
-def find_launch(
-    job: JobScript | str | bytes,
-    path: str | os.PathLike[str] | None = None,
-    *,
-    chdir: str | None = None,
-) -> LaunchLine | None:
-    """The training command of the job script (see ``choose``), or None when there is
-    none."""
-    return choose_launch(find_launches(job, path, chdir=chdir))
 
 
 def _body(script: JobScript) -> list[tuple[int, str]]:
