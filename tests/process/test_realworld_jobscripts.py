@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.cli import main
-from tuneadvisor.session.gather import read_job
+from tuneadvisor.session.read_files import read_job
 from tuneadvisor.slurm.jobscript.syntax import DIRECTIVE_AFTER_COMMAND
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch

@@ -16,8 +16,9 @@ from tuneadvisor.relaunch.records import write_record
 from tuneadvisor.runrecord.parts import Paths
 from tuneadvisor.runrecord.record import RunRecord, read_record
 from tuneadvisor.runrecord.settings import Settings
-from tuneadvisor.session.gather import gather, read_job
+from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.read_files import read_job
 from tuneadvisor.session.workspace import analyze_profiles
 from tuneadvisor.slurm.as_run import as_run_facts
 from tuneadvisor.slurm.jobscript.facts import job_facts, job_notes

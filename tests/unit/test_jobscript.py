@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tuneadvisor.session.gather import read_job
+from tuneadvisor.session.read_files import read_job
 from tuneadvisor.slurm import options, units
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.jobscript.syntax import (

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tuneadvisor.session.gather import read_job
+from tuneadvisor.session.read_files import read_job
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.edit import set_flag, set_option

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.gather import read_job
+from tuneadvisor.session.read_files import read_job
 from tuneadvisor.slurm.launch_line import search
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.edit import append_words, set_option

@@ -10,10 +10,10 @@ import pytest
 
 from tuneadvisor.cli import main
 from tuneadvisor.errors import EXIT_BAD_INPUT
-from tuneadvisor.session import gather as gather_module
 from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.live_job import LiveJob
+from tuneadvisor.session.read_files import read_job
 from tuneadvisor.slurm.jobscript.model import JobScript
 
 NOT_SCRIPTS = {
@@ -86,7 +86,7 @@ def test_open_refuses_before_the_screen(
 def test_a_script_with_its_shebang_is_read(tmp_path: Path) -> None:
     job = tmp_path / "job.sbatch"
     job.write_text("#!/bin/bash\n#SBATCH -c 2\npython train.py\n")
-    assert gather_module.read_job(str(job)).request().cpus_per_task == 2
+    assert read_job(str(job)).request().cpus_per_task == 2
 
 
 def test_a_script_from_slurm_that_is_none_is_a_note(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from tuneadvisor.metrics.recording import (
 )
 from tuneadvisor.metrics.ring import SnapshotStore, merge_snapshots
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
-from tuneadvisor.session.gather import _metrics
+from tuneadvisor.session.read_measured import read_metrics
 
 U0 = "GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c"
 
@@ -156,13 +156,13 @@ def test_two_runs_appended_keep_their_clocks_apart(tmp_path: Path) -> None:
 def test_metrics_option_sniffs_a_recording(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
     write(path, [snap(float(i), util=4.0) for i in range(12)])
-    series = _metrics([str(path)])
+    series = read_metrics([str(path)])
     assert series is not None and series.source == "recording"
     assert series.facts()["gpu.samples"] == 12
     bad = tmp_path / "bad.jsonl"
     bad.write_text(path.read_text().replace('"t":3.0', '"t":"x"', 1))
     with pytest.raises(InputError, match="broken tuneadvisor watch recording: line 5"):
-        _metrics([str(bad)])
+        read_metrics([str(bad)])
 
 
 def test_report_reads_a_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,9 +13,10 @@ from tuneadvisor.advisor.plan import make_plan
 from tuneadvisor.advisor.site import NodeShape, parse_site
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.gather import gather, load_site
+from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import load_rules, rule_dirs
+from tuneadvisor.session.site_file import load_site
 
 SITE = """\
 # della: two partitions

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         return _open_replay(request)
     inputs = request
     _check_paths_exist(inputs)
-    from tuneadvisor.session.gather import read_job
+    from tuneadvisor.session.read_files import read_job
     from tuneadvisor.session.workspace import load_quick_workspace, load_workspace
     from tuneadvisor.tui.app import run_open
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.allocation import Measured, allocation_facts
@@ -17,20 +16,19 @@ from tuneadvisor.advisor.evidence import Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import (
-    MAX_CONFIG_INPUT,
-    MAX_JOB_SCRIPT,
-    is_regular_file,
-    path_exists,
     read_text_input,
 )
 from tuneadvisor.profile.analysis import ProfileAnalysis
 from tuneadvisor.profile.facts import profile_facts
+from tuneadvisor.session.gpu_source import accounting_gpu_of, choose_gpu_source, seff_gpu_note
 from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.read_files import read_job, read_training_script, script_parse
+from tuneadvisor.session.read_measured import read_metrics, run_record_measured
+from tuneadvisor.session.site_file import load_site, site_path
 
 # Each input's parser is imported where that input is read: `report PROFILE` alone stays as
 # quick to start as line_profiler's own viewer (bench target 2).
 if TYPE_CHECKING:
-    from tuneadvisor.advisor.site import Site
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.session.live_job import LiveJob
     from tuneadvisor.slurm.client import SlurmClient
@@ -39,180 +37,8 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.launch_line.search import Unfollowed
     from tuneadvisor.slurm.sacct.gpu import AccountingGpu
     from tuneadvisor.slurm.sacct.records import SacctJob
-    from tuneadvisor.slurm.seff import SeffReport
     from tuneadvisor.trainscript.local_imports import LoaderModule
-    from tuneadvisor.trainscript.parsed import ParsedScript
     from tuneadvisor.trainscript.scan import ScriptScan
-
-SITE_ENV = "TUNEADVISOR_SITE"
-
-
-def read_job(path: str) -> JobScript:
-    from tuneadvisor.slurm.jobscript.model import JobScript
-
-    text = read_text_input(path, "job script", MAX_JOB_SCRIPT)
-    job = JobScript.parse(text, path)
-    if job.not_a_script is not None:  # a Python file, an empty one: nothing to advise on
-        raise InputError(path, job.not_a_script)
-    return job
-
-
-def _cannot_follow(command: str, reason: str | None = None) -> str:
-    why = f": {reason};" if reason else ":"
-    return (
-        f"the job runs `{command}`; tuneadvisor could not find the training script in "
-        f"it{why} give --script"
-    )
-
-
-def _script(
-    inputs: Inputs,
-    launch: LaunchLine | None,
-    notes: list[str],
-    unfollowed: Unfollowed | None = None,
-) -> tuple[str | None, str | None]:
-    """The training script: --script, else the one the job's launch line runs.
-    ``unfollowed``: the job's launch-like command that led to no script, to say so."""
-    if inputs.script is not None:
-        return inputs.script, read_text_input(inputs.script, "training script")
-    if launch is None:
-        if unfollowed is not None:
-            notes.append(_cannot_follow(unfollowed.command, unfollowed.reason))
-        return None, None
-    if launch.script_path is not None and is_regular_file(launch.script_path):
-        path = str(launch.script_path)
-        return path, read_text_input(path, "training script")
-    if launch.script and inputs.job is not None:
-        # A job copied from the cluster names a path that is not here: look beside it.
-        beside = Path(inputs.job).parent / Path(launch.script).name
-        if is_regular_file(beside):
-            return str(beside), read_text_input(beside, "training script")
-    name = Path(launch.script).name if launch.script else ""
-    if "$" in name or "`" in name:  # `python $SCRIPT` set from outside, `$(pick_script)`
-        notes.append(_cannot_follow(launch.text.strip()))
-    elif launch.script:
-        notes.append(f"the job runs {launch.script}, which is not here: give --script to read it")
-    return None, None
-
-
-def _script_parse(
-    path: str | None, text: str, analysis: ProfileAnalysis | None
-) -> ParsedScript | str:
-    """The profile analysis's parse of the training script when it read that very file (one
-    parse for line kinds and the scan), else the text, for the scan to parse."""
-    if analysis is None or path is None or not analysis.parsed_sources:
-        return text
-    try:
-        wanted = Path(path).resolve()
-        for found, parsed in analysis.parsed_sources.items():
-            if (
-                parsed.tree is not None
-                and parsed.same_source(text)
-                and Path(found).resolve() == wanted
-            ):
-                return parsed
-    except (OSError, RuntimeError, ValueError):  # an unresolvable path: parse it again
-        pass
-    return text
-
-
-def _metrics(
-    inputs: Sequence[str], columns: str | None = None, measured: list[Measured] | None = None
-) -> MetricsSeries | None:
-    """Each file a watch recording or an nvidia-smi CSV log; ``columns``: the --query-gpu
-    list for logs written without a header. ``measured`` gets what each recording's header
-    says the watched job was given."""
-    if not inputs:
-        return None
-    from tuneadvisor.metrics.model import merge_series
-    from tuneadvisor.metrics.nvidia_smi_csv import NvidiaSmiCsvError, parse_nvidia_smi_csv
-    from tuneadvisor.metrics.recording import RecordingError, parse_recording
-    from tuneadvisor.metrics.recording import sniff as sniff_recording
-
-    series = []
-    for path in inputs:
-        text = read_text_input(path, "metrics file")
-        if sniff_recording(text):
-            try:
-                recording = parse_recording(text)
-            except RecordingError as exc:
-                raise InputError(path, f"broken tuneadvisor watch recording: {exc}") from None
-            series.append(recording.series())
-            header = recording.header
-            if measured is not None and header is not None and header.job:
-                measured.append(_from_header(header.job))
-            continue
-        _refuse_other_formats(path, text)
-        try:
-            series.append(parse_nvidia_smi_csv(text, columns))
-        except NvidiaSmiCsvError as exc:
-            raise InputError(path, f"not an nvidia-smi --query-gpu CSV log: {exc}") from None
-    if not series:
-        return None
-    return series[0] if len(series) == 1 else merge_series(series)
-
-
-def _from_header(job: Mapping[str, object]) -> Measured:
-    cpus, mem = job.get("job.cpus_per_task"), job.get("job.mem_mib")
-    return Measured(
-        "this recording",
-        cpus if isinstance(cpus, int) and not isinstance(cpus, bool) else None,
-        float(mem) if isinstance(mem, int | float) and not isinstance(mem, bool) else None,
-    )
-
-
-def _run_record(profile: str) -> Measured | None:
-    """The settings of the ``tuneadvisor run`` that wrote this profile (its run.json is
-    beside it); None for a profile of anything else. Read as every input is (bounded, a
-    regular file only: a FIFO there would block): what is not a readable run record is no
-    run record."""
-    from tuneadvisor.runrecord.record import RECORD_NAME, read_record
-
-    path = Path(profile).parent / RECORD_NAME
-    if not is_regular_file(path):
-        return None
-    try:
-        settings = read_record(path).settings
-    except InputError:
-        return None
-    cpus = settings.cpus_per_task
-    workers = settings.knobs.get("num_workers")
-    return Measured(
-        "this profile",
-        cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None,
-        None,
-        workers if isinstance(workers, int) and not isinstance(workers, bool) else None,
-    )
-
-
-_HOW_TO_LOG = (
-    "log with nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1"
-)
-
-
-def _refuse_other_formats(path: str, text: str) -> None:
-    """A JSON or XML file given as --metrics: say what it is, not a CSV hint."""
-    head = text.lstrip("\ufeff \t\r\n")[:64]
-    if head.startswith(("{", "[")):
-        raise InputError(
-            path, f"is JSON, not an nvidia-smi CSV log or a watch recording: {_HOW_TO_LOG}"
-        )
-    if head.startswith("<"):
-        raise InputError(
-            path,
-            f"is XML (nvidia-smi -q -x?), not an nvidia-smi CSV log or a watch recording: "
-            f"{_HOW_TO_LOG}",
-        )
-
-
-def _site_path(inputs: Inputs, env: Mapping[str, str]) -> str | None:
-    if inputs.site:
-        return inputs.site
-    if env.get(SITE_ENV):
-        return env[SITE_ENV]
-    config = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    default = config / "tuneadvisor" / "site.toml"
-    return str(default) if path_exists(default, "site file") and default.is_file() else None
 
 
 def _known(facts: Mapping[str, object]) -> dict[str, object]:
@@ -349,14 +175,14 @@ def _training_script(
     found: _Found, inputs: Inputs, read: _JobRead, analysis: ProfileAnalysis | None
 ) -> _ScriptRead:
     """The training script scanned, and the local module that builds its DataLoader."""
-    path, text = _script(inputs, read.launch, found.notes, read.unfollowed)
+    path, text = read_training_script(inputs, read.launch, found.notes, read.unfollowed)
     if text is None:
         found.sharpen.append("the training script (--script, or a job script that runs it)")
         return _ScriptRead(path, text)
     from tuneadvisor.trainscript.scan import scan_script
 
     launch_args = read.launch.options if read.launch is not None else None
-    scan = scan_script(_script_parse(path, text, analysis), launch_args)
+    scan = scan_script(script_parse(path, text, analysis), launch_args)
     if scan.parse_error:
         found.notes.append(f"{path}: does not parse ({scan.parse_error}); not scanned")
     found.facts.update(scan.facts())
@@ -384,7 +210,7 @@ def _accounting(found: _Found, inputs: Inputs, live: LiveJob | None) -> Accounti
         accounting = live.accounting
     if inputs.seff is None and inputs.sacct is None and live is None:
         found.sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
-    gpu_read = _accounting_gpu(accounting, found.notes)
+    gpu_read = accounting_gpu_of(accounting, found.notes)
     if gpu_read is not None:  # jobstats' per-node figures feed usage.*
         found.facts.update({k: v for k, v in gpu_read.facts.items() if not k.startswith("gpu.")})
     return gpu_read
@@ -401,7 +227,7 @@ def _seff(found: _Found, path: str) -> None:
     if seff.unread:  # a site's seff adds lines: say what was left out, not half silently
         found.notes.append(f"{path}: {_unread(seff.unread)}")
     if seff.gpu_util_pct is not None or seff.gpu_mem_used_mib is not None:
-        found.notes.append(f"{path}: {_seff_gpu(seff)}")
+        found.notes.append(f"{path}: {seff_gpu_note(seff)}")
 
 
 def _sacct(found: _Found, path: str, jobid: str | None) -> SacctJob:
@@ -426,10 +252,10 @@ def _gpu_metrics(
     """The metrics files' facts, and gpu.* from them or the accounting; what each recording
     says its job was given."""
     measured: list[Measured] = []
-    metrics = _metrics(inputs.metrics, inputs.metrics_columns, measured)
+    metrics = read_metrics(inputs.metrics, inputs.metrics_columns, measured)
     if metrics is not None:
         found.facts.update(metrics.facts())
-    _gpu_source(found.facts, metrics, gpu_read, found.notes)
+    choose_gpu_source(found.facts, metrics, gpu_read, found.notes)
     if metrics is None and "gpu.util.mean" not in found.facts:
         found.sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)")
     return metrics, measured
@@ -438,7 +264,7 @@ def _gpu_metrics(
 def _allocation(found: _Found, profiles: Sequence[str], measured: list[Measured]) -> None:
     """alloc.*: what the measured run was given (recordings, then run records, then
     accounting), derived by the advisor from every input before."""
-    measured = measured + [m for m in map(_run_record, profiles) if m is not None]
+    measured = measured + [m for m in map(run_record_measured, profiles) if m is not None]
     alloc, notes = allocation_facts(found.facts, measured)
     found.facts.update(alloc)
     found.notes += notes
@@ -448,11 +274,11 @@ def _site(
     found: _Found, inputs: Inputs, env: Mapping[str, str], client: SlurmClient | None
 ) -> None:
     """node.* of the job's partition: the site file, else the cluster asked live."""
-    site_path = _site_path(inputs, env)
+    site = site_path(inputs, env)
     partition = found.facts.get("job.partition")
     node = None
-    if site_path is not None:
-        node = load_site(site_path).node_for(partition)  # type: ignore[arg-type]
+    if site is not None:
+        node = load_site(site).node_for(partition)  # type: ignore[arg-type]
     elif client is not None:
         from tuneadvisor.session.live_job import cluster_node
 
@@ -461,67 +287,6 @@ def _site(
         found.facts.update(node.facts())
 
 
-def _accounting_gpu(job: SacctJob | None, notes: list[str]) -> AccountingGpu | None:
-    """GPU figures in an ended job's accounting (jobstats' AdminComment, Slurm's GPU TRES);
-    a running job has neither yet (its sstat figures are a note of live_job)."""
-    from tuneadvisor.slurm.states import UNFINISHED
-
-    if job is None or job.state is None or job.state in UNFINISHED:
-        return None
-    from tuneadvisor.slurm.sacct.gpu import accounting_gpu
-
-    found, problems = accounting_gpu(job)
-    notes += problems
-    return found
-
-
-def _gpu_source(
-    facts: dict[str, object],
-    metrics: MetricsSeries | None,
-    accounting: AccountingGpu | None,
-    notes: list[str],
-) -> None:
-    """gpu.* from the metrics when they have GPUs (samples), else from the accounting; the
-    report says which."""
-    if metrics is not None and metrics.gpus:
-        facts["gpu.source"] = metrics.source or "metrics"
-        if accounting is not None and "gpu.count" in accounting.facts:
-            notes.append(
-                f"GPU: from the {metrics.source or 'metrics'} samples; {accounting.label}"
-                f" also has {accounting.summary}"
-            )
-        return
-    if accounting is None:
-        return
-    if "gpu.source" in accounting.facts:
-        facts.update({k: v for k, v in accounting.facts.items() if k.startswith("gpu.")})
-        notes.append(f"GPU: from {accounting.label}: {accounting.summary}")
-    else:  # a CPU job's jobstats summary: its cores and memory
-        notes.append(f"CPU and memory: from {accounting.label}: {accounting.summary}")
-
-
-def _seff_gpu(seff: SeffReport) -> str:
-    """A site's seff GPU lines, said but kept from the GPU rules: seff does not say how the
-    figure was taken (Slurm's gres/gpuutil is a last reading, not a mean over the run)."""
-    said = []
-    if seff.gpu_util_pct is not None:
-        said.append(f"GPU utilisation {seff.gpu_util_pct:g} %")
-    if seff.gpu_mem_used_mib is not None:
-        total = f" of {seff.gpu_mem_total_mib:,.0f} MiB" if seff.gpu_mem_total_mib else ""
-        said.append(f"GPU memory {seff.gpu_mem_used_mib:,.0f} MiB{total}")
-    return (
-        f"this site's seff prints {' and '.join(said)}; seff does not say how it was sampled, "
-        "so the GPU rules do not rest on it (give --metrics, or the job's accounting with "
-        "jobstats)"
-    )
-
-
 def _unread(lines: Sequence[str], shown: int = 3) -> str:
     more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
     return f"lines not understood, left out: {'; '.join(lines[:shown])}{more}"
-
-
-def load_site(path: str) -> Site:
-    from tuneadvisor.advisor.site import parse_site
-
-    return parse_site(read_text_input(path, "site file", MAX_CONFIG_INPUT), path)

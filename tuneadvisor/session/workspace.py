@@ -16,8 +16,9 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze
 from tuneadvisor.profile.lprof import load_profiles
 from tuneadvisor.profile.source import SourceFinder
-from tuneadvisor.session.gather import gather, read_job
+from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.read_files import read_job
 from tuneadvisor.session.rule_files import load_rules, rule_dirs
 from tuneadvisor.session.tuned_files import TunedFiles, tuned_files
 

@@ -1,0 +1,68 @@
+"""Where the GPU figures come from: the metrics' samples when they have GPUs, else the
+ended job's accounting (jobstats' summary, Slurm's GPU TRES); a site's seff GPU lines are said
+but kept from the GPU rules. The report's notes say which source was used."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tuneadvisor.metrics.model import MetricsSeries
+    from tuneadvisor.slurm.sacct.gpu import AccountingGpu
+    from tuneadvisor.slurm.sacct.records import SacctJob
+    from tuneadvisor.slurm.seff import SeffReport
+
+
+def accounting_gpu_of(job: SacctJob | None, notes: list[str]) -> AccountingGpu | None:
+    """GPU figures in an ended job's accounting (jobstats' AdminComment, Slurm's GPU TRES);
+    a running job has neither yet (its sstat figures are a note of live_job)."""
+    from tuneadvisor.slurm.states import UNFINISHED
+
+    if job is None or job.state is None or job.state in UNFINISHED:
+        return None
+    from tuneadvisor.slurm.sacct.gpu import accounting_gpu
+
+    found, problems = accounting_gpu(job)
+    notes += problems
+    return found
+
+
+def choose_gpu_source(
+    facts: dict[str, object],
+    metrics: MetricsSeries | None,
+    accounting: AccountingGpu | None,
+    notes: list[str],
+) -> None:
+    """gpu.* from the metrics when they have GPUs (samples), else from the accounting; the
+    report says which."""
+    if metrics is not None and metrics.gpus:
+        facts["gpu.source"] = metrics.source or "metrics"
+        if accounting is not None and "gpu.count" in accounting.facts:
+            notes.append(
+                f"GPU: from the {metrics.source or 'metrics'} samples; {accounting.label}"
+                f" also has {accounting.summary}"
+            )
+        return
+    if accounting is None:
+        return
+    if "gpu.source" in accounting.facts:
+        facts.update({k: v for k, v in accounting.facts.items() if k.startswith("gpu.")})
+        notes.append(f"GPU: from {accounting.label}: {accounting.summary}")
+    else:  # a CPU job's jobstats summary: its cores and memory
+        notes.append(f"CPU and memory: from {accounting.label}: {accounting.summary}")
+
+
+def seff_gpu_note(seff: SeffReport) -> str:
+    """A site's seff GPU lines, said but kept from the GPU rules: seff does not say how the
+    figure was taken (Slurm's gres/gpuutil is a last reading, not a mean over the run)."""
+    said = []
+    if seff.gpu_util_pct is not None:
+        said.append(f"GPU utilisation {seff.gpu_util_pct:g} %")
+    if seff.gpu_mem_used_mib is not None:
+        total = f" of {seff.gpu_mem_total_mib:,.0f} MiB" if seff.gpu_mem_total_mib else ""
+        said.append(f"GPU memory {seff.gpu_mem_used_mib:,.0f} MiB{total}")
+    return (
+        f"this site's seff prints {' and '.join(said)}; seff does not say how it was sampled, "
+        "so the GPU rules do not rest on it (give --metrics, or the job's accounting with "
+        "jobstats)"
+    )
