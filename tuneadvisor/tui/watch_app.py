@@ -6,8 +6,11 @@ worker runs ``run`` (sampling, or playing the recording), which calls back after
 the callback posts one ``SessionChanged`` message at a time (while one waits, newer rounds
 add none: the screen draws the newest state when it gets to it). The screen reads the session
 only through ``state()`` and ``span()``, frozen copies taken under the session's lock, and
-never touches NVML or psutil itself. Live, pausing freezes the screen, not the sampling (the
-recording keeps every round); in a replay it pauses the playback.
+never touches NVML or psutil itself. From them and its own choices (zoom, GPU, paused) the app
+builds one frozen ``ScreenState`` and sets it on its ``screen_state``; the panels of
+``watch_panels`` each draw themselves from it. The app keeps the layout, the session thread,
+the program's output pane and end panel, and the keys. Live, pausing freezes the screen, not
+the sampling (the recording keeps every round); in a replay it pauses the playback.
 
 Live, the run (``LiveRun``) brings the output of the program ``watch -- COMMAND`` started (or
 a ``--job``'s output file): the output pane shows its lines as they come, like a terminal (the
@@ -124,7 +127,7 @@ class WatchApp(App[int]):
         self._pending_lock = threading.Lock()
         self.session_running = threading.Event()  # the worker's run of the session began
         self.session_done = threading.Event()  # and returned
-        self._gpu_keys: tuple[str, ...] = ()  # the GPUs shown, for g
+        self._gpu_keys: tuple[str, ...] = ()  # the newest drawn round's GPUs, that g cycles
         self._shown_playback: Playback | None = None
 
     # ------------------------------------------------------------------ layout
