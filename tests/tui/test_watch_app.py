@@ -22,7 +22,8 @@ from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules
 from tuneadvisor.tui.dialogs import QuitScreen
 from tuneadvisor.tui.level_chart import LevelChart
-from tuneadvisor.tui.watch_app import WatchApp, tree_rows
+from tuneadvisor.tui.watch_app import WatchApp
+from tuneadvisor.tui.watch_state import tree_rows
 from tuneadvisor.watch.live_run import LiveRun
 from tuneadvisor.watch.output import OutputLines
 from tuneadvisor.watch.program import Program

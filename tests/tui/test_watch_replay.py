@@ -30,7 +30,8 @@ from tests.tui.test_watch_app import async_test
 from tuneadvisor.cli import main
 from tuneadvisor.metrics.recording import parse_recording
 from tuneadvisor.session.rule_files import load_rules, rule_dirs
-from tuneadvisor.tui.watch_app import WatchApp, replay_position
+from tuneadvisor.tui.watch_app import WatchApp
+from tuneadvisor.tui.watch_state import replay_position
 from tuneadvisor.watch.replay import DEFAULT_SPEED, SPEEDS, ReplaySession, load_replay
 
 REPO = Path(__file__).resolve().parent.parent.parent
