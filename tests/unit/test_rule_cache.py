@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.advisor import rules as rules_module
 from tuneadvisor.advisor.rules import Rule, RuleDataError, rule_data, rule_from_data
 from tuneadvisor.session import rule_files
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules, user_cache_dir
@@ -144,9 +143,8 @@ def test_a_pack_that_does_not_read_back_equal_is_not_cached(
     folder.mkdir()
     text = (default_rules_dir() / "gpu-idle.toml").read_text()
     # a TOML date is no JSON value: this pack is compiled every time
-    (folder / "gpu-idle.toml").write_text(
-        text + '\n[[cases]]\nname = "dated"\nfires = false\nexpect = { env = { at = 1979-05-27 } }\n'
-    )
+    dated = '[[cases]]\nname = "dated"\nfires = false\nexpect = { env = { at = 1979-05-27 } }\n'
+    (folder / "gpu-idle.toml").write_text(text + "\n" + dated)
     load_rules([folder], cached=True)
     assert cache_files(cache_home) == []
 
@@ -165,7 +163,13 @@ def test_old_caches_are_pruned(cache_home: Path, tmp_path: Path) -> None:
 
 def test_rule_from_data_refuses_what_rule_data_never_writes() -> None:
     good = rule_data(compiled()[0])
-    for bad in ({}, [], {**good, "severity": "fatal"}, {**good, "when": "profile.x > 1"}):
+    bad_data: list[object] = [
+        {},
+        [],
+        {**good, "severity": "fatal"},
+        {**good, "when": "profile.x > 1"},
+    ]
+    for bad in bad_data:
         with pytest.raises(RuleDataError):
             rule_from_data(bad)
 
@@ -174,4 +178,17 @@ def test_the_cache_folder_follows_xdg(tmp_path: Path) -> None:
     assert user_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "tuneadvisor"
     home = Path.home()
     assert user_cache_dir({"XDG_CACHE_HOME": "relative"}) == home / ".cache" / "tuneadvisor"
-    assert rules_module.FACTS  # the cache is keyed by the fact table's source too
+
+
+def test_a_link_at_the_cache_name_is_replaced_not_followed(
+    cache_home: Path, tmp_path: Path
+) -> None:
+    expected = load_rules([default_rules_dir()], cached=True)
+    (path,) = cache_files(cache_home)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    path.unlink()
+    path.symlink_to(victim)  # not a rule cache: compiled, and written as a file of its own
+    assert load_rules([default_rules_dir()], cached=True) == expected
+    assert victim.read_text() == "mine"
+    assert not path.is_symlink()

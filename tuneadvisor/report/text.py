@@ -33,7 +33,7 @@ def _function_table(func: AnnotatedFunction) -> list[str]:
         )
         for line in func.lines
     ]
-    columns = list(zip(*rows)) if rows else [()] * len(_HEADER)
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_HEADER)
     widths = [
         max(len(h), max(map(len, column), default=0))
         for h, column in zip(_HEADER, columns, strict=True)

@@ -128,9 +128,9 @@ class _RuleCache:
         """Write the cache, but only of rules that read back equal (a TOML date in a case
         does not: that pack is compiled every time); a failure to write is no error."""
         import json
+        import tempfile
 
         from tuneadvisor.advisor.rules import rule_data, rule_from_data
-        from tuneadvisor.files import write_atomic
 
         try:
             items = [rule_data(rule) for rule in rules]
@@ -141,9 +141,17 @@ class _RuleCache:
             return
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            write_atomic(self.path, text.encode())
+            # A temporary file renamed over the name: a reader never sees half a file, and a
+            # link planted at the name is replaced, not followed (files.write_atomic follows).
+            fd, tmp = tempfile.mkstemp(prefix=".rules-", suffix=".tmp", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(text.encode())
+                os.replace(tmp, self.path)
+            finally:
+                Path(tmp).unlink(missing_ok=True)
             _prune(self.path.parent)
-        except (InputError, OSError):
+        except OSError:
             return
 
 
