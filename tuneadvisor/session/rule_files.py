@@ -132,6 +132,10 @@ class _RuleCache:
 
         from tuneadvisor.advisor.rules import rule_data, rule_from_data
 
+        try:  # first the folder: where none can be made, serializing would be for nothing
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError:
+            return
         try:
             items = [rule_data(rule) for rule in rules]
             text = json.dumps({"format": CACHE_FORMAT, "key": self.key, "rules": items})
@@ -140,7 +144,6 @@ class _RuleCache:
         except (TypeError, ValueError):
             return
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             # A temporary file renamed over the name: a reader never sees half a file, and a
             # link planted at the name is replaced, not followed (files.write_atomic follows).
             fd, tmp = tempfile.mkstemp(prefix=".rules-", suffix=".tmp", dir=self.path.parent)
