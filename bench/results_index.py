@@ -64,6 +64,11 @@ PARTS = (
         "before and after the restructuring (issue 10)",
         ".venv/bin/python bench/restructure_compare.py --before ca2a38a",
     ),
+    Part(
+        "startup-bench",
+        "`report` start-up vs line_profiler, S1-S2 (issue 19)",
+        ".venv/bin/python bench/startup_bench.py --before f058d82",
+    ),
 )
 
 RECORDED_RE = re.compile(r"Recorded (\d{4}-\d\d-\d\d \d\d:\d\d) UTC by `([^`]+)`")

@@ -97,3 +97,12 @@ def tutorial_seff(
         text, count = re.subn(pattern, line, text, flags=re.MULTILINE)
         assert count == 1, pattern
     return text
+
+
+@pytest.fixture(autouse=True)
+def _no_user_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled rule pack is cached in $XDG_CACHE_HOME: tests keep theirs out of the
+    user's home (one folder per test session; the cache is keyed by content)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))

@@ -4,14 +4,17 @@ Heavy or optional packages stay out until they are needed: textual only for a sc
 only when NVML is opened, torch never (only the bundled training scripts use it), rich,
 plotext and matplotlib not for `--help`. A case runs one command line under `-X importtime`,
 which lists every module imported, and names the packages that must not be among them; the
-cases that name packages that must be there show the check can see a lazy import happen.
+cases that name packages that must be there show the check can see a lazy import happen. The
+last test pins every tuneadvisor module `report X.lprof` imports (the lean set).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +111,98 @@ def test_start_up_imports(case: Case) -> None:
     assert "tuneadvisor" in loaded  # the list was read
     assert sorted(loaded.intersection(case.absent)) == []
     assert sorted(loaded.intersection(case.present)) == sorted(case.present)
+
+
+# `tuneadvisor report X.lprof` with the rule pack cached: every tuneadvisor module it imports.
+# A module added here is start-up time for every report: import it where it is needed instead
+# (a text table, a job script, Slurm, metrics and the other commands each load their own).
+LEAN_REPORT = {
+    "tuneadvisor",
+    "tuneadvisor.cli",
+    "tuneadvisor.errors",
+    "tuneadvisor.files",
+    "tuneadvisor.commands",
+    "tuneadvisor.commands.inputs",
+    "tuneadvisor.commands.report",
+    "tuneadvisor.session",
+    "tuneadvisor.session.inputs",
+    "tuneadvisor.session.workspace",
+    "tuneadvisor.session.gather",
+    "tuneadvisor.session.rule_files",
+    # gather's steps and the workspace's tuned files (its editors load only with a job
+    # script or a training script)
+    "tuneadvisor.session.gpu_source",
+    "tuneadvisor.session.read_files",
+    "tuneadvisor.session.read_measured",
+    "tuneadvisor.session.site_file",
+    "tuneadvisor.session.tuned_files",
+    "tuneadvisor.runrecord",  # the record's file name, looked for beside the profile
+    "tuneadvisor.advisor",
+    "tuneadvisor.advisor.advice",
+    "tuneadvisor.advisor.allocation",
+    "tuneadvisor.advisor.engine",
+    "tuneadvisor.advisor.evidence",
+    "tuneadvisor.advisor.expressions",
+    "tuneadvisor.advisor.facts",
+    "tuneadvisor.advisor.findings",
+    "tuneadvisor.advisor.plan",
+    "tuneadvisor.advisor.rules",
+    "tuneadvisor.profile",
+    "tuneadvisor.profile.alignment",
+    "tuneadvisor.profile.analysis",
+    "tuneadvisor.profile.facts",
+    "tuneadvisor.profile.lprof",
+    "tuneadvisor.profile.model",
+    "tuneadvisor.profile.safe_pickle",
+    "tuneadvisor.profile.skew",
+    "tuneadvisor.profile.source",
+    "tuneadvisor.trainscript",
+    "tuneadvisor.trainscript.fact_rows",
+    "tuneadvisor.trainscript.kinds",
+    "tuneadvisor.trainscript.names",
+    "tuneadvisor.trainscript.parsed",
+    "tuneadvisor.trainscript.pyast",
+    "tuneadvisor.trainscript.roles",
+    "tuneadvisor.trainscript.scopes",
+    "tuneadvisor.slurm",
+    "tuneadvisor.slurm.states",  # advisor.evidence: which job states are unfinished
+    "tuneadvisor.slurm.units",  # advisor.plan (the job script's edits): parse_memory/time
+    "tuneadvisor.report",
+    "tuneadvisor.report.text",
+    "tuneadvisor.present",
+    "tuneadvisor.present.advice_text",
+    "tuneadvisor.present.findings",
+    "tuneadvisor.present.metrics_read",
+    "tuneadvisor.present.numbers",
+    "tuneadvisor.present.plan_rows",
+    "tuneadvisor.present.requests_use",
+}
+# ... and what it never needs: the TOML parser (the pack is cached), OpenSSL's hashes, a
+# process (nothing asks Slurm), the statistics of metrics.
+LEAN_REPORT_ABSENT = {"tomllib", "hashlib", "subprocess", "statistics", "decimal", "fractions"}
+
+
+def modules(stderr: str) -> set[str]:
+    """Every module in `-X importtime`'s list, by its full name."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    } - {"package"}
+
+
+def test_report_of_a_profile_imports_only_the_lean_set(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    command = [sys.executable, "-X", "importtime", "-m", "tuneadvisor", "report", str(EXAMPLE)]
+    runs = [
+        subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+        for _ in range(2)  # the first compiles the rule pack and caches it; the second reads it
+    ]
+    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
+    assert runs[0].stdout == runs[1].stdout
+    assert "tomllib" in modules(runs[0].stderr)  # the check sees a compile happen
+    loaded = modules(runs[1].stderr)
+    ours = {name for name in loaded if name.split(".")[0] == "tuneadvisor"}
+    assert sorted(ours - LEAN_REPORT) == []
+    assert sorted(LEAN_REPORT - ours) == []  # a module gone: take it off the list too
+    assert sorted(loaded & LEAN_REPORT_ABSENT) == []

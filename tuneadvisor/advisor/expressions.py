@@ -16,7 +16,6 @@ from typing import Any
 
 from simpleeval import DEFAULT_OPERATORS, SimpleEval
 
-from tuneadvisor.slurm.units import render_memory
 from tuneadvisor.trainscript.pyast import dotted_name
 
 
@@ -149,6 +148,8 @@ def clamp(value: float, low: float, high: float) -> float:
 
 def mem_text(mib: float) -> str:
     """MiB as sbatch reads it, rounded up to whole MiB: 2048 -> "2G", 1536 -> "1536M"."""
+    from tuneadvisor.slurm.units import render_memory  # a rule pack loads without the slurm units
+
     return render_memory(math.ceil(mib))
 
 
@@ -242,3 +243,25 @@ def compile_expression(
     if rewriter.unknown:
         raise ExpressionError(f"unknown name {rewriter.unknown[0]!r} in {text!r}")
     return Expression(text=text, rewritten=ast.unparse(new_tree), facts=frozenset(rewriter.used))
+
+
+def checked_expression(
+    text: str, rewritten: str, facts: frozenset[str], known: frozenset[str], params: frozenset[str]
+) -> Expression:
+    """An Expression as compile_expression made it, read back from a cache: checked again
+    (the bounds of the shape, every name a fact of ``facts`` within ``known``, a param or an
+    allowed function, nothing else called), so a cache file can hold no more than a rule file
+    could. ExpressionError when it is not so."""
+    if not facts <= known or len(text) > MAX_TEXT or not text.strip():
+        raise ExpressionError("not an expression compile_expression makes")
+    names = {mangle(fact) for fact in facts} | params | FUNCTIONS.keys() | {"True", "False", "None"}
+    for node in ast.walk(_check_shape(rewritten)):
+        if isinstance(node, ast.Attribute):  # rewriting left only plain names
+            raise ExpressionError("an attribute in a rewritten expression")
+        if isinstance(node, ast.Name) and node.id not in names:
+            raise ExpressionError(f"unknown name {node.id!r}")
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS
+        ):
+            raise ExpressionError("a call of something that is not an allowed function")
+    return Expression(text=text, rewritten=rewritten, facts=facts)

@@ -8,16 +8,19 @@ file and line, as "FILE:LINE: message".
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuneadvisor.advisor.expressions import Expression, ExpressionError, compile_expression
+from tuneadvisor.advisor.expressions import (
+    Expression,
+    ExpressionError,
+    checked_expression,
+    compile_expression,
+)
 from tuneadvisor.advisor.facts import FACTS, sample_value, type_matches
 from tuneadvisor.advisor.findings import Severity
-from tuneadvisor.advisor.toml_text import toml_shape_problem
 from tuneadvisor.errors import InputError
 
 TOP_KEYS = frozenset(
@@ -38,6 +41,7 @@ TOP_KEYS = frozenset(
 SUGGEST_KEYS = frozenset({"sbatch", "script", "env"})
 CASE_KEYS = frozenset({"name", "facts", "fires", "expect"})
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_FACT_NAMES = frozenset(FACTS)  # built once, not once per expression
 
 
 class RuleError(InputError):
@@ -111,11 +115,16 @@ class _Loader:
         if not isinstance(text, str):
             raise self.fail(f"'{key}' must be an expression string", key, table)
         try:
-            return compile_expression(text, frozenset(FACTS), frozenset(params))
+            return compile_expression(text, _FACT_NAMES, frozenset(params))
         except ExpressionError as exc:
             raise self.fail(f"'{key}': {exc}", key, table) from None
 
     def load(self) -> Rule:
+        # Only a rule pack that is compiled needs the TOML parser (a cached one does not).
+        import tomllib
+
+        from tuneadvisor.advisor.toml_text import toml_shape_problem
+
         shape = toml_shape_problem(self.text)  # bounded before the parser sees it
         if shape is not None:
             raise RuleError(f"{self.path}:1", f"not read: {shape}")
@@ -242,7 +251,7 @@ class _Loader:
     def _type_check(self, rule: Rule) -> None:
         """Evaluate every expression on sample values of the declared fact types, so a type
         error (a string compared with a number, say) is caught at load time."""
-        facts = {name: sample_value(name) for name in FACTS}
+        facts = _sample_facts()
         checks: list[tuple[str, str | None, Expression]] = [("when", None, rule.when)]
         checks += [(k, "evidence", e) for k, e in rule.evidence.items()]
         checks += [
@@ -261,6 +270,134 @@ class _Loader:
                 raise self.fail("'when' must be a comparison (true or false)", "when")
 
 
+_SAMPLE_FACTS: dict[str, object] = {}
+
+
+def _sample_facts() -> Mapping[str, object]:
+    """A value of each fact's type (made once: every rule's type check reads them)."""
+    if not _SAMPLE_FACTS:
+        _SAMPLE_FACTS.update((name, sample_value(name)) for name in FACTS)
+    return _SAMPLE_FACTS
+
+
 def parse_rule(path: Path, text: str) -> Rule:
     """One rule file's text, validated (FILE:LINE errors) before anything runs."""
     return _Loader(path, text).load()
+
+
+# -- a compiled rule as plain JSON data, for the session's cache of the rule pack ----------
+
+
+class RuleDataError(ValueError):
+    """Data that is not a rule as rule_data writes it (a cache to ignore, not a user error)."""
+
+
+def _expr_data(expr: Expression) -> list[object]:
+    return [expr.text, expr.rewritten, sorted(expr.facts)]
+
+
+def rule_data(rule: Rule) -> dict[str, object]:
+    """The rule as JSON-ready data that rule_from_data reads back equal."""
+    return {
+        "id": rule.id,
+        "title": rule.title,
+        "severity": rule.severity.value,
+        "group": rule.group,
+        "when": _expr_data(rule.when),
+        "rationale": rule.rationale,
+        "references": list(rule.references),
+        "params": dict(rule.params),
+        "evidence": {k: _expr_data(e) for k, e in rule.evidence.items()},
+        "suggest": {
+            s: {k: _expr_data(e) for k, e in table.items()} for s, table in rule.suggest.items()
+        },
+        "cases": [[c.name, c.facts, c.fires, c.expect, c.line] for c in rule.cases],
+        "path": rule.path,
+    }
+
+
+def _need(value: object, kind: type | tuple[type, ...]) -> Any:
+    if not isinstance(value, kind):
+        raise RuleDataError(f"{type(value).__name__} where {kind} belongs")
+    return value
+
+
+def _table(value: object) -> dict[str, Any]:
+    table: dict[str, Any] = _need(value, dict)
+    for key in table:
+        _need(key, str)
+    return table
+
+
+def _items(value: object, count: int) -> list[Any]:
+    items: list[Any] = _need(value, list)
+    if len(items) != count:
+        raise RuleDataError(f"{len(items)} items where {count} belong")
+    return items
+
+
+_DATA_KEYS = frozenset(
+    {"id", "title", "severity", "group", "when", "rationale", "references", "params",
+     "evidence", "suggest", "cases", "path"}
+)  # fmt: skip
+
+
+def rule_from_data(data: object) -> Rule:
+    """A Rule from rule_data's output, every field checked and every expression checked again
+    as compiling would (checked_expression): data from a file may be anything. RuleDataError
+    for anything else."""
+    d = _table(data)
+    if d.keys() != _DATA_KEYS:
+        raise RuleDataError("not the keys of a rule")
+    params = _table(d["params"])
+    for key, value in params.items():
+        if not isinstance(value, int | float | str | bool) or key in FACTS or "." in key:
+            raise RuleDataError(f"param {key!r}")
+    param_names = frozenset(params)
+
+    def expr(value: object) -> Expression:
+        text, rewritten, facts = _items(value, 3)
+        fact_set = frozenset(_need(f, str) for f in _need(facts, list))
+        try:
+            return checked_expression(
+                _need(text, str), _need(rewritten, str), fact_set, _FACT_NAMES, param_names
+            )
+        except ExpressionError as exc:
+            raise RuleDataError(str(exc)) from None
+
+    def exprs(value: object) -> dict[str, Expression]:
+        return {key: expr(e) for key, e in _table(value).items()}
+
+    suggest = _table(d["suggest"])
+    if not suggest.keys() <= SUGGEST_KEYS:
+        raise RuleDataError("suggest")
+    cases = []
+    for case in _need(d["cases"], list):
+        name, facts, fires, expect, line = _items(case, 5)
+        cases.append(
+            Case(
+                _need(name, str),
+                _table(facts),
+                _need(fires, bool),
+                _table(expect),
+                _need(line, int),
+            )
+        )
+    try:
+        severity = Severity(_need(d["severity"], str))
+    except ValueError:
+        raise RuleDataError("severity") from None
+    return Rule(
+        id=_need(d["id"], str),
+        title=_need(d["title"], str),
+        severity=severity,
+        group=_need(d["group"], str),
+        when=expr(d["when"]),
+        rationale=_need(d["rationale"], str),
+        references=tuple(_need(r, str) for r in _need(d["references"], list)),
+        params=params,
+        evidence=exprs(d["evidence"]),
+        suggest={section: exprs(table) for section, table in suggest.items()},
+        cases=tuple(cases),
+        path=_need(d["path"], str),
+    )

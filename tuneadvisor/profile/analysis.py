@@ -183,7 +183,6 @@ def _analyze_function(
         # The profile's line n is the file's line n + shift; the recorded numbers are kept
         # for display, so the block is renumbered to them.
         shift = alignment.offset
-        kinds = {n - shift: kind for n, kind in info.kinds.items()}
         source_path: str | None = str(path)
         start = func.first_lineno + shift
         # The def's extent from the parse; without it (source changed since the profile
@@ -195,15 +194,23 @@ def _analyze_function(
         def text_of(lineno: int) -> str | None:
             at = lineno + shift
             return file_lines[at - 1] if 0 < at <= len(file_lines) else None
+
+        def kind_of(lineno: int) -> LineKind:
+            # looked up, not the file's kinds renumbered per function: a 50,000-line file
+            # of 500 functions made that quadratic
+            return info.kinds.get(lineno + shift, LineKind.OTHER)
     else:
         # No file, or one that disagrees with the table's own text: that text is used.
         source_path = str(found[0]) if found is not None else None
-        kinds = _embedded_kinds(func)
+        embedded = _embedded_kinds(func)
         if func.embedded_source:
             block = tuple(sorted(func.embedded_source.items()))
 
         def text_of(lineno: int) -> str | None:
             return func.embedded_source.get(lineno)
+
+        def kind_of(lineno: int) -> LineKind:
+            return embedded.get(lineno, LineKind.OTHER)
 
     total = func.total_s
     lines = tuple(
@@ -214,7 +221,7 @@ def _analyze_function(
             per_hit_s=line.time_s / line.hits if line.hits else 0.0,
             percent=_percent(line.time_s, total),
             percent_total=_percent(line.time_s, grand_total),
-            kind=kinds.get(line.lineno, LineKind.OTHER),
+            kind=kind_of(line.lineno),
             source=text_of(line.lineno),
         )
         for line in sorted(func.lines, key=lambda ln: ln.lineno)

@@ -24,7 +24,6 @@ from tuneadvisor.profile.safe_pickle import (
     StatsStandIn,
     load_linestats,
 )
-from tuneadvisor.profile.text_table import TableError, parse_table
 
 _PICKLE_START = 0x80  # PROTO, the first opcode of every pickle since protocol 2
 _MAX_COUNT = 2**64  # line_profiler counts hits and timer ticks in 64-bit integers
@@ -52,7 +51,7 @@ def load_profile(path: str | os.PathLike[str], *, limits: PickleLimits = DEFAULT
     data = _read(origin, limits.max_bytes)
     try:
         profile = _parse(data, origin, limits)
-    except (PickleRejected, TableError, _NotLineStats) as exc:
+    except (PickleRejected, _NotLineStats) as exc:
         raise InputError(origin, str(exc)) from None
     if not profile.functions:
         # kernprof -l without any @profile, or a table with only its 'Timer unit:' line.
@@ -97,7 +96,12 @@ def _parse(data: bytes, origin: str, limits: PickleLimits) -> Profile:
         raise InputError(origin, "binary data that is neither an .lprof pickle nor text")
     if text.lstrip()[:1] in ("{", "[") and "Timer unit:" not in text:
         raise InputError(origin, "looks like JSON, not a line_profiler profile")
-    return parse_table(text, origin)
+    from tuneadvisor.profile.text_table import TableError, parse_table  # .lprof never needs it
+
+    try:
+        return parse_table(text, origin)
+    except TableError as exc:
+        raise InputError(origin, str(exc)) from None
 
 
 def _decode(data: bytes) -> str | None:

@@ -33,21 +33,20 @@ def _function_table(func: AnnotatedFunction) -> list[str]:
         )
         for line in func.lines
     ]
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_HEADER)
     widths = [
-        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(_HEADER)
+        max(len(h), max(map(len, column), default=0))
+        for h, column in zip(_HEADER, columns, strict=True)
     ]
     right = {0, 1, 2, 3, 4}  # numbers align right
+    # One format string for every row (a str.format call a row, not a Python loop over cells:
+    # a 50,000-line profile has as many rows); the last column is not padded.
+    template = "  ".join(
+        [*(f"{{:{'>' if i in right else '<'}{w}}}" for i, w in enumerate(widths[:-1])), "{}"]
+    )
 
     def fmt(cells: tuple[str, ...]) -> str:
-        out = []
-        for i, cell in enumerate(cells):
-            if i == len(cells) - 1:
-                out.append(cell)
-            elif i in right:
-                out.append(cell.rjust(widths[i]))
-            else:
-                out.append(cell.ljust(widths[i]))
-        return "  " + "  ".join(out).rstrip()
+        return "  " + template.format(*cells).rstrip()
 
     lines = [fmt(_HEADER), fmt((*tuple("-" * w for w in widths[:-1]), "------"))]
     lines += [fmt(row) for row in rows]

@@ -14,6 +14,7 @@ from typing import Any
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import load_json_input
+from tuneadvisor.runrecord import RECORD_NAME as RECORD_NAME
 from tuneadvisor.runrecord.allocation import Allocation
 from tuneadvisor.runrecord.json_fields import (
     JsonFields,
@@ -29,7 +30,6 @@ from tuneadvisor.runrecord.settings import Settings
 
 KIND = "tuneadvisor-run"
 SCHEMA = 1
-RECORD_NAME = "run.json"
 
 
 @dataclass(frozen=True, kw_only=True)

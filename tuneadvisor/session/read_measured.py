@@ -66,11 +66,13 @@ def run_record_measured(profile: str) -> Measured | None:
     beside it); None for a profile of anything else. Read as every input is (bounded, a
     regular file only: a FIFO there would block): what is not a readable run record is no
     run record."""
-    from tuneadvisor.runrecord.record import RECORD_NAME, read_record
+    from tuneadvisor.runrecord import RECORD_NAME
 
     path = Path(profile).parent / RECORD_NAME
     if not is_regular_file(path):
         return None
+    from tuneadvisor.runrecord.record import read_record
+
     try:
         settings = read_record(path).settings
     except InputError:

@@ -6,15 +6,13 @@ shows it. The advisor decides; the inputs' own editors write; this module puts t
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.plan import Plan
-
 if TYPE_CHECKING:
     from tuneadvisor.advisor.evidence import Gathered
+    from tuneadvisor.advisor.plan import Plan
     from tuneadvisor.slurm.jobscript.model import JobScript
 
 
@@ -29,6 +27,8 @@ class TunedFiles:
 
 
 def job_diff(before: JobScript, after: JobScript, name: str) -> str:
+    import difflib  # not on `report PROFILE`'s path
+
     return "".join(
         difflib.unified_diff(
             before.render_text().splitlines(keepends=True),

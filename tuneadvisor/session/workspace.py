@@ -10,20 +10,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.advice import Advice, advise
-from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.errors import InputError
-from tuneadvisor.profile.analysis import ProfileAnalysis, analyze
+from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.lprof import load_profiles
 from tuneadvisor.profile.source import SourceFinder
-from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.read_files import read_job
-from tuneadvisor.session.rule_files import load_rules, rule_dirs
-from tuneadvisor.session.tuned_files import TunedFiles, tuned_files
+from tuneadvisor.session.tuned_files import TunedFiles
 
+# The advisor, gathering and the rule files load in load_workspace, when used: the quick
+# stage of `open` does without them.
 if TYPE_CHECKING:
+    from tuneadvisor.advisor.advice import Advice
+    from tuneadvisor.advisor.findings import Finding
     from tuneadvisor.metrics.model import MetricsSeries
+    from tuneadvisor.profile.analysis import ProfileAnalysis
     from tuneadvisor.slurm.jobscript.model import JobScript
 
 
@@ -65,6 +65,8 @@ def load_quick_workspace(request: Inputs, job_script: JobScript | None = None) -
     """The profile's numbers alone, fast, for a first screen while the rest loads.
     ``job_script``: the job script already read (each command reads the file once)."""
     if job_script is None and request.job is not None:
+        from tuneadvisor.session.read_files import read_job
+
         job_script = read_job(request.job)
     job = _job_text(request, job_script)
     if not request.profiles:
@@ -98,7 +100,14 @@ def load_workspace(
     read (each command reads the file once)."""
     if request.is_empty():
         raise InputError(None, "nothing to read: give a profile (.lprof), --job or other inputs")
-    rules = load_rules(rule_dirs(request.rules))  # a bad rule file fails before any work
+    from tuneadvisor.advisor.advice import advise
+    from tuneadvisor.session.gather import gather
+    from tuneadvisor.session.read_files import read_job
+    from tuneadvisor.session.rule_files import load_rules, rule_dirs
+    from tuneadvisor.session.tuned_files import tuned_files
+
+    # a bad rule file fails before any work; an unchanged pack is read from the cache
+    rules = load_rules(rule_dirs(request.rules), cached=True)
     if job_script is None and request.job is not None:
         job_script = read_job(request.job)
     analysis = analyze_profiles(request, cwd) if request.profiles else None
