@@ -24,7 +24,8 @@ from tuneadvisor.files import checked_text, parse_json
 from tuneadvisor.metrics.nvidia_smi_csv import NvidiaSmiCsvError, parse_nvidia_smi_csv
 from tuneadvisor.metrics.recording import RecordingError, parse_recording
 from tuneadvisor.profile.safe_pickle import PickleRejected, load_linestats
-from tuneadvisor.profile.text_table import TableError, parse_table
+from tuneadvisor.profile.table_cells import TableError
+from tuneadvisor.profile.text_table import parse_table
 from tuneadvisor.relaunch.settings import Settings, settings_from_report
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.sacct import parse_sacct

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from tuneadvisor.errors import InputError
 from tuneadvisor.profile.lprof import load_profile
 from tuneadvisor.profile.model import FunctionTiming, Profile
-from tuneadvisor.profile.text_table import UNKNOWN_NAME, TableError, parse_table
+from tuneadvisor.profile.table_cells import TableError
+from tuneadvisor.profile.text_table import UNKNOWN_NAME, parse_table
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lprof"
 TABLES = sorted(FIXTURES.glob("lp*.txt"))

@@ -96,7 +96,8 @@ def _parse(data: bytes, origin: str, limits: PickleLimits) -> Profile:
         raise InputError(origin, "binary data that is neither an .lprof pickle nor text")
     if text.lstrip()[:1] in ("{", "[") and "Timer unit:" not in text:
         raise InputError(origin, "looks like JSON, not a line_profiler profile")
-    from tuneadvisor.profile.text_table import TableError, parse_table  # .lprof never needs it
+    from tuneadvisor.profile.table_cells import TableError  # .lprof never needs them
+    from tuneadvisor.profile.text_table import parse_table
 
     try:
         return parse_table(text, origin)

@@ -30,17 +30,29 @@ orders are read, and a table pasted with an indentation (a code block in a ticke
 as if it had none.
 
 Parsed cells are checked against each other (per-hit = time / hits, % of the total) within
-their printed precision, so a table that was mangled or misread fails instead of loading
-wrong numbers.
+their printed precision (`table_cells`), so a table that was mangled or misread fails
+instead of loading wrong numbers.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile
+from tuneadvisor.profile.table_cells import (
+    LINENO,
+    NUMBER,
+    Cells,
+    Row,
+    Section,
+    TableError,
+    check_times,
+    hits_of,
+    line_number,
+    number,
+    positive,
+)
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _TIMER = re.compile(r"( *)Timer unit: (\S+) s")
@@ -53,8 +65,6 @@ _RULE = re.compile(r"=+")
 _BLANK = re.compile("")
 _SUMMARY = re.compile(r" *(\S+) seconds - (.*):([0-9]{1,9}) - (.*)")
 # As line_profiler prints them ('%d', '%5.1f', '%g'); bounded, so int() and float() stay cheap.
-_NUMBER = re.compile(r"[0-9]{1,40}(?:\.[0-9]{0,40})?(?:e[+-]?[0-9]{1,2})?")
-_LINENO = re.compile(r"[0-9]{1,9}")
 # Hits as '%d', or '%g' past the column's width ('1e+09', '1.23457e+09').
 _HITS = re.compile(r"[0-9]{1,40}|[0-9](?:\.[0-9]{1,40})?e\+[0-9]{1,3}")
 _LEADING_LINENO = re.compile(r" *([0-9]{1,12})(?: |$)")
@@ -67,31 +77,6 @@ _MISSING_LINES = 4
 # Lines from 'Total time:' to the header: 4, or 8 with the missing-source note.
 _HEADER_WITHIN = 8
 UNKNOWN_NAME = "<unknown>"
-
-
-class TableError(ValueError):
-    """Why a text is not a readable line_profiler table (a short phrase with a line number)."""
-
-
-@dataclass(frozen=True)
-class _Cells:
-    """The number cells of one timed row, as printed."""
-
-    hits: str
-    time: str
-    per_hit: str
-    percent: str | None  # blank when the function's total time is 0
-
-
-@dataclass
-class _Section:
-    filename: str
-    name: str | None  # None when the source was missing: the summary may name it
-    first_lineno: int | None
-    unit_s: float
-    total: str
-    rows: list[tuple[int, _Cells | None, str]] = field(default_factory=list)
-    has_source: bool = True
 
 
 def parse_table(text: str, origin: str) -> Profile:
@@ -123,7 +108,7 @@ class _Parser:
         self.at = 0
         self.indent = ""  # the 'Timer unit:' line's, taken off every line of its table
         self.units: list[float] = []
-        self.sections: list[_Section] = []
+        self.sections: list[Section] = []
         self.summary: dict[tuple[str, int], str] = {}
 
     # -- cursor
@@ -167,7 +152,7 @@ class _Parser:
         while (line := self.peek()) is not None:
             if match := _TIMER.fullmatch(self.lines[self.at]):
                 self.indent = match[1]
-                unit = _positive(match[2], f"line {self.at + 1}: timer unit")
+                unit = positive(match[2], f"line {self.at + 1}: timer unit")
                 self.units.append(unit)
                 self.at += 1
             elif unit is None or not line:
@@ -211,33 +196,33 @@ class _Parser:
             and _TOTAL.fullmatch(after[1]) is not None
         )
 
-    def section(self, unit_s: float) -> _Section:
+    def section(self, unit_s: float) -> Section:
         total = self.expect(_TOTAL, "'Total time:'")[1]
-        _number(total, f"line {self.at}: total time")
+        number(total, f"line {self.at}: total time")
         line = self.take("'File:'")
         if match := _FILE.fullmatch(line):
             function = self.expect(_FUNCTION, "'Function: NAME at line N'")
-            section = _Section(match[1], function[1], int(function[2]), unit_s, total)
+            section = Section(match[1], function[1], int(function[2]), unit_s, total)
         elif not line:
             missing = self.expect(_MISSING, "'Could not find file'")
             for _ in range(_MISSING_LINES - 1):
                 self.take("the missing-source note")
-            section = _Section(missing[1], None, None, unit_s, total, has_source=False)
+            section = Section(missing[1], None, None, unit_s, total, has_source=False)
         else:
             raise TableError(f"line {self.at}: expected 'File:', found {line[:60]!r}")
         self.table(section)
         return section
 
-    def old_section(self, unit_s: float) -> _Section:
+    def old_section(self, unit_s: float) -> Section:
         filename = self.expect(_FILE, "'File:'")[1]
         function = self.expect(_FUNCTION, "'Function: NAME at line N'")
         total = self.expect(_TOTAL, "'Total time:'")[1]
-        _number(total, f"line {self.at}: total time")
-        section = _Section(filename, function[1], int(function[2]), unit_s, total)
+        number(total, f"line {self.at}: total time")
+        section = Section(filename, function[1], int(function[2]), unit_s, total)
         self.table(section)
         return section
 
-    def table(self, section: _Section) -> None:
+    def table(self, section: Section) -> None:
         """The blank line, header, rule and rows that follow a section's heading."""
         self.expect(_BLANK, "a blank line")
         header = self.expect(_HEADER, "the 'Line #  Hits  Time ...' header")
@@ -252,7 +237,7 @@ class _Parser:
             raise TableError(f"line {body_start - 1}: the header is implausibly wide")
         section.rows = _body_rows(body, columns, section, body_start)
 
-    def function(self, section: _Section) -> FunctionTiming:
+    def function(self, section: Section) -> FunctionTiming:
         first = section.first_lineno
         if first is None:
             first = section.rows[0][0] if section.rows else 0
@@ -260,7 +245,7 @@ class _Parser:
         if name is None:
             name = self.summary.get((section.filename, first), UNKNOWN_NAME)
         lines = tuple(
-            LineTiming(lineno, _hits(cells.hits), float(cells.time) * section.unit_s)
+            LineTiming(lineno, hits_of(cells.hits), float(cells.time) * section.unit_s)
             for lineno, cells, _ in section.rows
             if cells is not None
         )
@@ -269,8 +254,6 @@ class _Parser:
 
 
 # -- rows ---------------------------------------------------------------------------------
-
-_Row = tuple[int, _Cells | None, str]
 
 
 @dataclass(frozen=True)
@@ -294,13 +277,13 @@ class _RowsCut(_NotPlain):
     """A row's line number jumps ahead: rows were cut, whichever layout the table has."""
 
 
-def _body_rows(body: list[str], columns: _Columns, section: _Section, start: int) -> list[_Row]:
+def _body_rows(body: list[str], columns: _Columns, section: Section, start: int) -> list[Row]:
     """(lineno, cells or None, source text) for each row of one function's table."""
     where = f"table at line {start + 1}"
     if not body:
         return []
     # line_profiler leaves '% Time' blank in every row when the total is 0, and only then.
-    has_percent = _number(section.total, f"{where}: total time") > 0
+    has_percent = number(section.total, f"{where}: total time") > 0
     try:
         rows = _plain_rows(body, columns, section, has_percent)
     except _NotPlain as plain:
@@ -312,20 +295,20 @@ def _body_rows(body: list[str], columns: _Columns, section: _Section, start: int
             if isinstance(plain, _RowsCut):  # says more than the misaligned rich reading
                 raise TableError(f"{where}: {plain}") from None
             raise
-    _check_times(rows, section, where)
+    check_times(rows, section, where)
     return rows
 
 
 def _plain_rows(
-    body: list[str], columns: _Columns, section: _Section, has_percent: bool
-) -> list[_Row]:
+    body: list[str], columns: _Columns, section: Section, has_percent: bool
+) -> list[Row]:
     """One row per line, its cells read as fields: a wide value pushes what follows it.
 
     The source starts two spaces after the numbers column, or after the last number when
     the numbers pushed past it.
     """
     lineno = section.first_lineno
-    rows: list[_Row] = []
+    rows: list[Row] = []
     for line in body:
         lead = _LEADING_LINENO.match(line)
         if lead is None or (lineno is not None and int(lead[1]) != lineno):
@@ -336,7 +319,7 @@ def _plain_rows(
         lineno = int(lead[1])
         pos = lead.end(1)
         push = max(0, pos - columns.lineno)  # a line number wider than its column
-        cells: _Cells | None = None
+        cells: Cells | None = None
         token = _NEXT_TOKEN.match(line, pos)
         if token is None or token.start(1) >= columns.numbers + push:
             end = columns.numbers + push
@@ -349,11 +332,11 @@ def _plain_rows(
                 values.append(token[1])
                 pos = token.end()
             if not _HITS.fullmatch(values[0]) or not all(
-                _NUMBER.fullmatch(value) for value in values[1:]
+                NUMBER.fullmatch(value) for value in values[1:]
             ):
                 raise _NotPlain(f"row {lineno}: {' '.join(values)[:60]!r} are not its cells")
             percent = values[3] if has_percent else None
-            cells = _Cells(values[0], values[1], values[2], percent)
+            cells = Cells(values[0], values[1], values[2], percent)
             end = max(columns.numbers, pos if has_percent else pos + 1 + columns.percent)
         if line[pos : end + 2].strip():
             raise _NotPlain("cannot tell the numbers from the line contents")
@@ -379,15 +362,15 @@ class _NoColumn(Exception):
 
 
 def _wrapped_rows(
-    body: list[str], columns: _Columns, section: _Section, has_percent: bool, where: str
-) -> list[_Row]:
+    body: list[str], columns: _Columns, section: Section, has_percent: bool, where: str
+) -> list[Row]:
     """Rich's layout: the numbers as one token stream, the source one line per row."""
     width = _numbers_width(body, columns.numbers)
     tokens = [token for line in body for token in line[:width].split()]
     texts = [line[width + 2 :].rstrip() for line in body]
     first = section.first_lineno
     if first is None:
-        first = _int(tokens[0], f"{where}: line number") if tokens else 0
+        first = line_number(tokens[0], f"{where}: line number") if tokens else 0
     rows = _rows(tokens, first, has_percent, where)
     # Rich may wrap a row's numbers onto more lines, never put two rows on one.
     if len(rows) > len(body):
@@ -414,14 +397,14 @@ def _numbers_width(body: list[str], header_width: int) -> int:
     raise _NoColumn
 
 
-def _rows(tokens: list[str], first: int, has_percent: bool, where: str) -> list[_Row]:
+def _rows(tokens: list[str], first: int, has_percent: bool, where: str) -> list[Row]:
     """Rows from the numbers column: 'N' alone, or 'N hits time per-hit [percent]'."""
-    rows: list[_Row] = []
+    rows: list[Row] = []
     at, lineno, count = 0, first, len(tokens)
     cells = 3 + has_percent
     while at < count:
         if tokens[at] != str(lineno):
-            found = int(tokens[at]) if _LINENO.fullmatch(tokens[at]) else None
+            found = int(tokens[at]) if LINENO.fullmatch(tokens[at]) else None
             cut = _rows_cut(lineno, found)
             if cut is not None:
                 raise TableError(f"{where}: {cut}")
@@ -435,7 +418,7 @@ def _rows(tokens: list[str], first: int, has_percent: bool, where: str) -> list[
             hits, time, per_hit = tokens[at : at + 3]
             percent = tokens[at + 3] if has_percent else None
             at += cells
-            rows.append((lineno, _Cells(hits, time, per_hit, percent), ""))
+            rows.append((lineno, Cells(hits, time, per_hit, percent), ""))
         lineno += 1
     return rows
 
@@ -460,99 +443,3 @@ def _is_timed(tokens: list[str], at: int, lineno: int, cells: int) -> bool:
 
 def _is_time(token: str) -> bool:
     return "." in token or "e" in token
-
-
-# -- numbers and their printed precision ------------------------------------------------
-
-
-def _number(token: str, what: str) -> float:
-    if not _NUMBER.fullmatch(token):
-        raise TableError(f"{what} {token[:20]!r} is not a number")
-    value = float(token)
-    if not math.isfinite(value):
-        raise TableError(f"{what} {token[:20]!r} is out of range")
-    return value
-
-
-def _positive(token: str, what: str) -> float:
-    value = _number(token, what)
-    if value <= 0:
-        raise TableError(f"{what} {token[:20]!r} is not positive")
-    return value
-
-
-def _int(token: str, what: str) -> int:
-    if not _LINENO.fullmatch(token):
-        raise TableError(f"{what} {token[:20]!r} is not a line number")
-    return int(token)
-
-
-def _hits(token: str) -> int:
-    # '%d', or '%g' (6 significant digits) when the count is too wide for its column.
-    return round(float(token))
-
-
-def _half_step(token: str) -> float:
-    """Half the step of the last printed digit: '12.3' -> 0.05, '2e+06' -> 5e5."""
-    mantissa, _, exponent = token.partition("e")
-    decimals = len(mantissa.partition(".")[2])
-    return float(f"5e{int(exponent or 0) - decimals - 1}")  # inf, not OverflowError, if huge
-
-
-# '%g' hit counts keep 6 significant digits; floats add their own rounding.
-_RELATIVE_SLACK = 1e-5
-
-
-def _check_times(rows: list[_Row], section: _Section, where: str) -> None:
-    """Each row's cells agree with each other and with 'Total time', within print precision.
-
-    Rows may add up to less than the total (lines outside the printed block still count in
-    it, e.g. when the source changed after profiling), never to more.
-    """
-    total_s = _number(section.total, f"{where}: total time")
-    sum_s = slack_s = 0.0
-    for lineno, cells, _ in rows:
-        if cells is not None:
-            time_s = _check_row(cells, total_s, section, f"{where}, row {lineno}")
-            sum_s += time_s
-            slack_s += _half_step(cells.time) * section.unit_s
-    # '%g' prints a positive total as at least its first digit: 'Total time: 0 s' is exact.
-    if total_s > 0:
-        slack_s += _half_step(section.total) + total_s * _RELATIVE_SLACK
-    if sum_s > total_s + slack_s:
-        raise TableError(f"{where}: rows add up to more than 'Total time: {section.total} s'")
-
-
-def _check_row(cells: _Cells, total_s: float, section: _Section, where: str) -> float:
-    """The row's time in seconds, once its per-hit and percent cells agree with it."""
-    hits = _number(cells.hits, f"{where}: hits")
-    time = _number(cells.time, f"{where}: time")
-    per_hit = _number(cells.per_hit, f"{where}: per-hit time")
-    if hits <= 0:
-        raise TableError(f"{where}: a timed row with no hits")
-    expected = time / hits
-    tolerance = (
-        _half_step(cells.per_hit) + _half_step(cells.time) / hits + expected * _RELATIVE_SLACK
-    )
-    if abs(per_hit - expected) > tolerance:
-        raise TableError(f"{where}: per-hit {cells.per_hit} is not time / hits")
-    time_s = time * section.unit_s
-    if cells.percent is not None:
-        _check_percent(cells.percent, cells.time, time_s, total_s, section, where)
-    return time_s
-
-
-def _check_percent(
-    printed: str, time: str, time_s: float, total_s: float, section: _Section, where: str
-) -> None:
-    percent = _number(printed, f"{where}: percent")
-    if total_s <= 0:
-        raise TableError(f"{where}: a percentage of a zero total time")
-    expected = 100 * time_s / total_s
-    tolerance = (
-        _half_step(printed)
-        + 100 * _half_step(time) * section.unit_s / total_s
-        + expected * (_half_step(section.total) / total_s + _RELATIVE_SLACK)
-    )
-    if abs(percent - expected) > tolerance:
-        raise TableError(f"{where}: {printed} % does not match its time and the total")
