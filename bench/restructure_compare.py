@@ -148,17 +148,12 @@ def main() -> None:
                 lines.append(f"| (for scale) {name} | {kind} | | {s.text()} | |")
     lines.append(END)
     results = ROOT / "bench" / "RESULTS.md"
-    text = results.read_text()
     section = "\n".join(lines)
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
     sys.path.insert(0, str(ROOT / "bench"))
     from results_index import refresh as refresh_index
+    from results_index import with_section
 
-    results.write_text(refresh_index(text))
+    results.write_text(refresh_index(with_section(results.read_text(), section, BEGIN, END)))
     print(section)
 
 

@@ -138,6 +138,15 @@ def render_index(text: str) -> str:
     )
 
 
+def with_section(text: str, section: str, begin: str, end: str) -> str:
+    """``text`` with the part from ``begin`` to ``end`` replaced by ``section`` (which holds
+    both markers), or ``section`` appended when the part is not there yet."""
+    if begin in text:
+        head, rest = text.split(begin, 1)
+        return head + section + rest.split(end, 1)[1]
+    return text.rstrip() + "\n\n" + section + "\n"
+
+
 def refresh(text: str) -> str:
     """``text`` with its index rebuilt (inserted after the first heading if absent)."""
     index = render_index(text)

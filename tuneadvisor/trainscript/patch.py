@@ -54,9 +54,11 @@ class ScriptPatch:
     text: str
     import_at: int  # where ``import os`` goes when a value reads the environment
     # 0-based line -> (start, end, new) in UTF-8 bytes of that line
-    _spans: dict[int, list[tuple[int, int, bytes]]] = field(default_factory=dict)
+    _spans: dict[int, list[tuple[int, int, bytes]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
     # keywords added after a call's last argument, in the order they were asked for
-    _keywords: dict[ArgumentsEnd, list[str]] = field(default_factory=dict)
+    _keywords: dict[ArgumentsEnd, list[str]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._bom = self.text.startswith(_BOM)  # the parse's columns do not count it
