@@ -163,6 +163,9 @@ SlurmdSpoolDir=$ST/d
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU_Memory
+# As most sites: a job without --mem gets memory per CPU, not the whole node's (which made it
+# wait behind every other job, and the backfill reservation held later jobs behind it).
+DefMemPerCPU=4096
 EnforcePartLimits=ALL
 InactiveLimit=0
 KillWait=5

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.integration.slurm_cluster import REPO, WAIT_S, Cluster, start_cluster
@@ -155,22 +156,30 @@ def test_every_node_through_srun_overlap(cluster: Cluster, job: str, tmp_path: P
 
 
 def _only_the_jobs_own_steps(cluster: Cluster, job: str) -> None:
+    """Only the batch step and step 0, both in Slurm's list of steps (a step whose tasks
+    have not started yet is listed there before listpids sees it) and on the node."""
     deadline = time.monotonic() + 60
-    while {r.step for r in cluster.client.job_pids(job)} != {"batch", "0"}:
-        assert time.monotonic() < deadline, cluster.client.job_pids(job)
+    while (steps := _steps(cluster, job)) != {f"{job}.batch", f"{job}.0"} or {
+        r.step for r in cluster.client.job_pids(job)
+    } != {"batch", "0"}:
+        assert time.monotonic() < deadline, (steps, cluster.client.job_pids(job))
         time.sleep(0.2)
 
 
-def _srun_started(pid: int, timeout_s: float = 30.0) -> None:
-    """Wait until the watch has started its node samplers' `srun` (a fixed sleep raced the
-    interpreter's start-up on a loaded machine: the signal then came before the watch ran)."""
-    import psutil
+def _steps(cluster: Cluster, job: str) -> set[str]:
+    listed = cluster.run("squeue", "--noheader", "--steps", f"--jobs={job}", "--format=%i")
+    return set(listed.stdout.split())
 
+
+def _srun_started(pid: int, timeout_s: float = 30.0) -> Any:
+    """The watch's node samplers' `srun`, once started (a fixed sleep raced the interpreter's
+    start-up on a loaded machine: the signal then came before the watch ran)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         children = psutil.Process(pid).children(recursive=True)
-        if any("srun" in " ".join(_cmdline(c)) for c in children):
-            return
+        for child in children:
+            if "srun" in " ".join(_cmdline(child)):
+                return child
         time.sleep(0.02)
     raise AssertionError("the watch started no srun step")
 
@@ -193,11 +202,14 @@ def test_an_interrupted_watch_leaves_no_sampler_step(
          "--job", job, "--all-nodes"],
         env=cluster.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    _srun_started(proc.pid)
+    srun = _srun_started(proc.pid)
     time.sleep(after_s)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert "Traceback" not in err
+    # srun ended with the watch (an orphaned srun ran its sampler on in the job, in CI)
+    _, alive = psutil.wait_procs([srun], timeout=30)
+    assert not alive, f"the watch's srun outlived it: {_cmdline(srun)}"
     if signum == signal.SIGHUP:  # mid-watch: the session stops and still summarises
         assert proc.returncode == 0, err
         assert "rounds over" in out and "(stopped)" in out, out

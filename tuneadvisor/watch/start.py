@@ -17,6 +17,7 @@ from tuneadvisor.metrics.nvml import NvmlSampler, visible_filter
 from tuneadvisor.metrics.recording import RecordingHeader, RecordingWriter
 from tuneadvisor.session.rule_files import load_rules, rule_dirs
 from tuneadvisor.slurm.client import SlurmClient, SlurmError
+from tuneadvisor.watch.deferred_signals import signals_deferred
 from tuneadvisor.watch.job_target import (
     JobPlan,
     SlurmPids,
@@ -132,12 +133,16 @@ def _merged_session(
         except SlurmError as exc:  # said, not raised: the watch is ending anyway
             print(f"tuneadvisor: {exc}", file=sys.stderr)
 
-    remote = RemoteSamplers(client.overlap_step(plan.job_id, len(plan.nodes), command, step_name),
-                            plan.nodes, request.interval_s, leftovers=cancel_leftovers)  # fmt: skip
+    remote: RemoteSamplers | None = None
     try:
+        with signals_deferred():  # a Ctrl-C as srun starts comes once `remote` holds it
+            proc = client.overlap_step(plan.job_id, len(plan.nodes), command, step_name)
+            remote = RemoteSamplers(proc, plan.nodes, request.interval_s,
+                                    leftovers=cancel_leftovers)  # fmt: skip
         remote.wait_started()
     except BaseException:  # Ctrl-C or a failed start: no srun step may outlive the watch
-        remote.close()
+        if remote is not None:
+            remote.close()
         raise
     header = RecordingHeader(
         interval_s=request.interval_s,
