@@ -15,8 +15,10 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 from tuneadvisor.errors import InputError
 
@@ -119,6 +121,15 @@ def backup_path(path: Path) -> Path:
 def read_regular_file(path: str | os.PathLike[str], what: str, limit: int) -> bytes:
     """Up to ``limit + 1`` bytes of a regular file (one more than the caller accepts, so it
     can tell an oversize file); every failure to open or read one InputError."""
+    with open_regular_file(path, what) as stream:
+        return stream.read(limit + 1)
+
+
+@contextmanager
+def open_regular_file(path: str | os.PathLike[str], what: str) -> Iterator[BinaryIO]:
+    """A regular file opened to read its bytes as a stream (a log of gigabytes is read a
+    chunk at a time); every failure to open one is an InputError, and so is every failure to
+    read it while the caller reads."""
     try:
         # Opened without blocking (a FIFO with no writer would wait forever), then checked
         # on the open file itself: only a regular file is read.
@@ -137,7 +148,7 @@ def read_regular_file(path: str | os.PathLike[str], what: str, limit: int) -> by
             raise InputError(path, f"{what} is not a regular file (a FIFO, a device...)")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as stream:
-            return stream.read(limit + 1)
+            yield stream
     except OSError as exc:
         raise InputError(path, f"cannot read {what}: {exc.strerror or exc}") from None
     finally:

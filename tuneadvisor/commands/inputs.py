@@ -23,8 +23,8 @@ def add_rules_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_inputs(parser: argparse.ArgumentParser) -> None:
-    """PROFILE..., --job, --script, --metrics, --seff, --sacct, --jobid, --site, --rules,
-    --source-root: what `report`, `open`, `apply` and `run` read."""
+    """PROFILE..., --job, --script, --metrics, --log, --seff, --sacct, --jobid, --site,
+    --rules, --source-root: what `report`, `open`, `apply` and `run` read."""
     parser.add_argument(
         "profiles",
         nargs="*",
@@ -52,6 +52,15 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
         help="the --query-gpu list of nvidia-smi logs written with --format=csv,noheader "
         "(e.g. timestamp,index,utilization.gpu,memory.used); a log with a header uses its own",
     )
+    parser.add_argument(
+        "--log",
+        metavar="FILE",
+        dest="logs",
+        action="append",
+        default=[],
+        help="the job's output log (slurm-JOBID.out; repeatable: stdout and stderr), read "
+        "for why it died; with --jobid, the StdOut and StdErr Slurm reports are read too",
+    )
     parser.add_argument("--seff", metavar="FILE", help="saved `seff JOBID` output")
     parser.add_argument("--sacct", metavar="FILE", help="saved `sacct -j JOBID --json` output")
     parser.add_argument(
@@ -78,7 +87,7 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
 
 
 def has_inputs(args: argparse.Namespace) -> bool:
-    return bool(args.profiles or args.job or args.jobid or args.seff or args.sacct)
+    return bool(args.profiles or args.job or args.jobid or args.seff or args.sacct or args.logs)
 
 
 def inputs_of(args: argparse.Namespace) -> Inputs:
@@ -100,10 +109,11 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
         site=args.site,
         rules=tuple(args.rules),
         cluster=getattr(args, "submit", False),
+        logs=tuple(args.logs),
     )
     if inputs.is_empty():
         raise InputError(
-            None, f"{args.command}: give at least one profile (.lprof), --job or --jobid"
+            None, f"{args.command}: give at least one profile (.lprof), --job, --log or --jobid"
         )
     if inputs.metrics_columns is not None and not inputs.metrics_columns.strip(" ,"):
         raise InputError(None, "--metrics-columns: give the --query-gpu list, e.g. "

@@ -88,6 +88,7 @@ def gather(
         _as_run(found, live)
     script = _training_script(found, inputs, read, analysis)
     gpu_read = _accounting(found, inputs, live)
+    _job_log(found, inputs, live)
     usage_facts(found.facts, found.notes)
     metrics, measured = _gpu_metrics(found, inputs, gpu_read)
     _allocation(found, inputs.profiles, measured)
@@ -214,6 +215,18 @@ def _accounting(found: _Found, inputs: Inputs, live: LiveJob | None) -> Accounti
     if gpu_read is not None:  # jobstats' per-node figures feed usage.*
         found.facts.update({k: v for k, v in gpu_read.facts.items() if not k.startswith("gpu.")})
     return gpu_read
+
+
+def _job_log(found: _Found, inputs: Inputs, live: LiveJob | None) -> None:
+    """log.*: why the job died, from --log and the live job's StdOut and StdErr."""
+    if not inputs.logs and live is None:
+        return
+    from tuneadvisor.session.job_log import live_log_paths, read_job_logs
+
+    from_slurm = live_log_paths(live, inputs.logs, found.notes) if live is not None else []
+    log = read_job_logs(inputs.logs, from_slurm, found.notes)
+    if log is not None:
+        found.facts.update(log.facts())
 
 
 def _seff(found: _Found, path: str) -> None:

@@ -94,6 +94,7 @@ class JobInfo:
     command: str | None  # the submitted file, or None for --wrap jobs
     work_dir: str | None
     std_out: str | None
+    std_err: str | None = None  # the same file as std_out unless --error named another
 
     @property
     def active(self) -> bool:
@@ -149,6 +150,7 @@ def job_info(record: Mapping[str, str]) -> JobInfo:
         command=_value(record, "Command"),
         work_dir=_value(record, "WorkDir"),
         std_out=_value(record, "StdOut"),
+        std_err=_value(record, "StdErr"),
     )
 
 

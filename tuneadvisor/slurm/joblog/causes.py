@@ -1,0 +1,166 @@
+"""The messages that say why a training job died, as their programs print them: one
+``Cause`` per kind, its patterns and the numbers each one carries.
+
+The messages are PyTorch's, the C library's, Python's and Slurm's own words (tested with
+lines copied from public issue threads: tests/fixtures/realworld/joblogs/)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+Details = dict[str, object]
+
+_SIZE = r"(\d{1,9}(?:\.\d{1,6})?) ?(bytes|[KMGT]iB)"
+_TO_MIB = {"bytes": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
+
+
+def _mib(match: re.Match[str] | None, group: int = 1) -> float | None:
+    if match is None:
+        return None
+    return round(float(match[group]) * _TO_MIB[match[group + 1]], 2)
+
+
+def _cuda_oom(text: str) -> Details:
+    """Both forms: ``(GPU 0; 39.59 GiB total capacity; 35.1 GiB already allocated; 1.5 GiB
+    free; 36.0 GiB reserved in total by PyTorch)`` (up to 2.0) and ``GPU 0 has a total
+    capacity of 79.15 GiB of which 5.25 MiB is free. ... 420.21 MiB is reserved by PyTorch but
+    unallocated`` (2.1 on; "capacty" in some releases)."""
+    found: Details = {}
+    numbers = {
+        "tried_mib": re.search(rf"Tried to allocate {_SIZE}", text),
+        "gpu_total_mib": re.search(rf"{_SIZE} total capacity", text)
+        or re.search(rf"total capac\w* of {_SIZE}", text),
+        "free_mib": re.search(rf"of which {_SIZE} is free", text)
+        or re.search(rf"; {_SIZE} free", text),
+        "reserved_unused_mib": re.search(rf"{_SIZE} is reserved by PyTorch but unallocated", text),
+    }
+    for name, match in numbers.items():
+        value = _mib(match)
+        if value is not None:
+            found[name] = value
+    gpu = re.search(r"\(GPU (\d{1,4});|GPU (\d{1,4}) has a total", text)
+    if gpu is not None:
+        found["gpu"] = int(gpu[1] or gpu[2])
+    allocated = re.search(rf"{_SIZE} already allocated", text)
+    reserved = re.search(rf"{_SIZE} reserved in total by PyTorch", text)
+    if "reserved_unused_mib" not in found and allocated and reserved:
+        unused = (_mib(reserved) or 0.0) - (_mib(allocated) or 0.0)
+        found["reserved_unused_mib"] = round(max(0.0, unused), 2)
+    return found
+
+
+def _nccl_timeout(text: str) -> Details:
+    found: Details = {}
+    rank = re.search(r"\[Rank (\d{1,7})\]", text)
+    if rank is not None:
+        found["rank"] = int(rank[1])
+    op = re.search(r"OpType=(\w{1,40})", text)
+    if op is not None:
+        found["op"] = op[1]
+    seq = re.search(r"SeqNum=(\d{1,15})", text)
+    if seq is not None:
+        found["seq"] = int(seq[1])
+    timeout = re.search(r"Timeout\(ms\)=(\d{1,12})", text)
+    if timeout is not None:
+        found["timeout_s"] = int(timeout[1]) / 1000
+    return found
+
+
+def _arguments(text: str) -> Details:
+    match = re.search(r"error: unrecognized arguments: (.{1,200})", text)
+    return {"args": match[1].strip()} if match else {}
+
+
+def _module(text: str) -> Details:
+    match = re.search(r"No module named '?([\w.]{1,200})", text)
+    return {"name": match[1]} if match else {}
+
+
+def _capability(text: str) -> Details:
+    found: Details = {}
+    match = re.search(r"CUDA capability (sm_\d{1,4}) is not compatible", text)
+    if match is not None:
+        found["capability"] = match[1]
+    supports = re.search(r"supports CUDA capabilities ((?:sm_\d{1,4} ?){1,40})", text)
+    if supports is not None:
+        found["supported"] = supports[1].strip()
+    return found
+
+
+def _none(text: str) -> Details:
+    return {}
+
+
+@dataclass(frozen=True)
+class Cause:
+    kind: str  # the facts' name under log.
+    patterns: tuple[re.Pattern[str], ...]
+    details: Callable[[str], Details] = _none
+    # lines that only add numbers to a sighting found on another line
+    detail_patterns: tuple[re.Pattern[str], ...] = ()
+
+
+def _any(*patterns: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p) for p in patterns)
+
+
+CAUSES: tuple[Cause, ...] = (
+    Cause(
+        "cuda_oom",
+        _any(r"CUDA out of memory", r"CUDA error: out of memory"),
+        _cuda_oom,
+    ),
+    Cause(
+        "host_oom",
+        _any(
+            r"\boom[-_]kill event",  # slurmstepd, any release
+            r"task \d[\d,-]*: Out Of Memory",  # srun
+            r"Out of memory: Kill(?:ed)? process",  # the kernel's own line
+            r"^\s*Killed\s*$",  # the shell, a SIGKILL of the foreground program
+            r": line \d+: +\d+ Killed\b",  # bash in a batch script
+        ),
+    ),
+    Cause(
+        "nccl_timeout",
+        _any(r"Watchdog caught collective operation timeout"),
+        _nccl_timeout,
+    ),
+    Cause(
+        "shm",
+        _any(
+            r"DataLoader worker \(pid\(?s?\)? ?[\d, ]*\)? is killed by signal: Bus error",
+            r"bus error encountered in worker",
+            r"insufficient shared memory",
+            r"unable to write to file </torch_",
+            r"No space left on device.*(/dev/shm|torch_)|(/dev/shm|torch_).*No space left",
+            r"^\s*Bus error\b",
+        ),
+    ),
+    Cause("time_limit", _any(r"CANCELLED AT \S+ DUE TO TIME LIMIT", r"DUE TO TIME LIMIT")),
+    Cause("bad_arguments", _any(r"error: unrecognized arguments: "), _arguments),
+    Cause(
+        "missing_module",
+        _any(r"ModuleNotFoundError: No module named ", r"ImportError: No module named "),
+        _module,
+    ),
+    Cause(
+        "no_kernel_image",
+        _any(
+            r"no kernel image is available for execution on the device",
+            r"CUDA capability sm_\d+ is not compatible with the current PyTorch",
+        ),
+        _capability,
+        _any(r"The current PyTorch install supports CUDA capabilities "),
+    ),
+)
+
+# One search over every chunk first: a chunk where none of these occurs holds no cause.
+KEYWORDS = re.compile(
+    rb"out of memory|Out Of Memory|Out of memory|oom[-_]kill|Killed|Watchdog caught|Bus error"
+    rb"|bus error|shared memory|torch_|No space left|TIME LIMIT|unrecognized arguments"
+    rb"|No module named|no kernel image|CUDA capabilit"
+)
+
+BY_KIND: Mapping[str, Cause] = {cause.kind: cause for cause in CAUSES}
