@@ -116,7 +116,7 @@ CAUSES: tuple[Cause, ...] = (
         "host_oom",
         _any(
             r"\boom[-_]kill event",  # slurmstepd, any release
-            r"task \d[\d,-]*: Out Of Memory",  # srun
+            r"tasks? \d[\d,-]*: Out Of Memory",  # srun: "task 0", "tasks 1-3"
             r"Out of memory: Kill(?:ed)? process",  # the kernel's own line
             r"^\s*Killed\s*$",  # the shell, a SIGKILL of the foreground program
             r": line \d+: +\d+ Killed\b",  # bash in a batch script

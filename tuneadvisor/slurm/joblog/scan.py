@@ -12,6 +12,7 @@ from tuneadvisor.slurm.joblog.causes import CAUSES, KEYWORDS, Details
 from tuneadvisor.slurm.joblog.lines import LineCounter, pieces
 
 MAX_QUOTE = 240  # characters of a line quoted in a finding
+LEAD = 60  # characters quoted before the message in a long line
 WHAT = "job log"
 
 
@@ -46,9 +47,14 @@ class JobLog:
         return facts
 
 
-def _quoted(piece: bytes) -> str:
-    text = piece.decode("utf-8", "replace").strip()
-    text = "".join(c if c.isprintable() else " " for c in text)  # no terminal escapes
+def _quoted(text: str, start: int) -> str:
+    """The line as printed, without control characters (no terminal escapes reach the
+    report), cut to MAX_QUOTE characters; one whose message starts far in (after a progress
+    bar) is quoted from a little before the message."""
+    text = "".join(c if c.isprintable() else " " for c in text)
+    if len(text) > MAX_QUOTE and start > LEAD:
+        text = "…" + text[start - LEAD :].lstrip()
+    text = text.strip()
     return text if len(text) <= MAX_QUOTE else text[: MAX_QUOTE - 1] + "…"
 
 
@@ -81,11 +87,12 @@ class LogScan:
         text = piece.decode("utf-8", "replace")
         for cause in CAUSES:
             seen = self._kinds.setdefault(cause.kind, _Kind())
-            if any(p.search(text) for p in cause.patterns):
+            match = next((m for p in cause.patterns if (m := p.search(text))), None)
+            if match is not None:
                 # the first value of each number wins, as the first line does
                 seen.details = {**cause.details(text), **seen.details}
                 if seen.first is None:
-                    seen.first = Sighting(path, line, _quoted(piece), {})
+                    seen.first = Sighting(path, line, _quoted(text, match.start()), {})
                 else:
                     seen.more += 1
             elif any(p.search(text) for p in cause.detail_patterns):
