@@ -1,0 +1,215 @@
+"""`tuneadvisor report|apply --log FILE` end to end: every real log of
+tests/fixtures/realworld/joblogs/ gives the finding a careful reader expects (the rule, the
+line quoted, its numbers), a log with no known cause says so, an unreadable one is one line
+and exit status 2, and the OOM killer's --mem applied twice writes the same script."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import tutorial_seff
+from tuneadvisor.cli import main
+
+JOBLOGS = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "joblogs"
+
+
+@dataclass(frozen=True)
+class Died:
+    """The finding: its rule, the line it quotes (number, a part of the text), the numbers."""
+
+    rule: str
+    line: int
+    says: str
+    numbers: dict[str, object] = field(default_factory=dict)
+
+
+# Read from the files (see MANIFEST.md), not from the tool's output.
+EXPECTED: dict[str, Died | None] = {
+    "cuda-oom-ipassr-issue9.log": Died(
+        "log-cuda-out-of-memory", 1, "Tried to allocate 10.73 GiB",
+        {"GPU": 0, "tried to allocate (MiB)": 10.73 * 1024, "GPU total (MiB)": 8 * 1024,
+         "free (MiB)": 0, "reserved, unallocated (MiB)": (19.15 - 17.20) * 1024},
+    ),
+    "cuda-oom-pytorch-issue16417.log": Died(
+        "log-cuda-out-of-memory", 1, "Tried to allocate 22.00 MiB",
+        {"GPU": 0, "tried to allocate (MiB)": 22.0, "GPU total (MiB)": 23.65 * 1024,
+         "free (MiB)": 11.06,
+         "reserved, unallocated (MiB)": 194.87},
+    ),
+    "cuda-oom-neurolens-issue2.log": Died(
+        "log-cuda-out-of-memory", 2, "Tried to allocate 55.57 GiB",
+        {"GPU": 0, "tried to allocate (MiB)": 55.57 * 1024, "GPU total (MiB)": 12 * 1024,
+         "free (MiB)": 9.02 * 1024, "reserved, unallocated (MiB)": 463.48},
+    ),
+    "host-oom-arjuna-issue52.err": Died("log-host-out-of-memory", 1, "8156 Killed"),
+    "host-oom-arjuna-issue52-interactive.log": Died("log-host-out-of-memory", 5, "Killed"),
+    "host-oom-tusas-issue149.log": Died("log-host-out-of-memory", 1, "1 oom_kill event"),
+    "nccl-timeout-ofa-issue271.log": Died(
+        "log-nccl-timeout", 1, "[Rank 1] Watchdog caught",
+        {"rank": 1, "collective": "ALLREDUCE", "sequence number": 469508, "timeout (s)": 1800},
+    ),
+    "nccl-timeout-basicsr-issue737.log": Died(
+        "log-nccl-timeout", 1, "[Rank 1] Watchdog caught",
+        {"rank": 1, "collective": "ALLREDUCE", "sequence number": 808, "timeout (s)": 600},
+    ),
+    "nccl-timeout-pytorch-issue118369.log": Died(
+        "log-nccl-timeout", 1, "[Rank 0] Watchdog caught",
+        {"rank": 0, "collective": "ALLREDUCE", "sequence number": 96120, "timeout (s)": 1800},
+    ),
+    "shm-bus-error-megatron-issue878.log": Died(
+        "log-shared-memory", 5, "DataLoader worker (pid 56811) is killed by signal: Bus error"
+    ),
+    "shm-bus-error-mmf-issue441.log": Died("log-shared-memory", 3, "insufficient shared memory"),
+    "time-limit-zetta-issue671.log": Died("log-time-limit", 2, "*** JOB 494583 ON"),
+    "time-limit-canu-issue1052.log": Died("log-time-limit", 3, "*** JOB 3884617 ON node023"),
+    "unrecognized-arguments-babylm-issue2.log": Died(
+        "log-unrecognized-arguments", 17, "general_train.py: error",
+        {"refused": "--local-rank=0"},
+    ),
+    "unrecognized-arguments-hrnet-issue61.log": Died(
+        "log-unrecognized-arguments", 2, "train.py: error", {"refused": "--local_rank=1 -m"}
+    ),
+    "missing-module-weathergenerator-issue1104.log": Died(
+        "log-missing-module", 9, "0: ModuleNotFoundError", {"module": "torch"}
+    ),
+    "no-kernel-image-featdepth-issue68.log": Died(
+        "log-no-kernel-image", 2, "CUDA capability sm_86 is not compatible",
+        {"GPU capability": "sm_86", "the build supports": "sm_37 sm_50 sm_60 sm_70"},
+    ),
+    "no-kernel-image-ai-toolkit-issue530.log": Died(
+        "log-no-kernel-image", 2, "sm_120",
+        {"GPU capability": "sm_120",
+         "the build supports": "sm_50 sm_60 sm_61 sm_70 sm_75 sm_80 sm_86 sm_90"},
+    ),
+    "no-cause-trixie-issue19-slurm-22217.out": None,
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
+    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def _report(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code, out, err = _run(capsys, "report", *args, "--format", "json")
+    assert code == 0, err
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+def test_every_real_log_has_one_row() -> None:
+    files = sorted(p.name for p in JOBLOGS.iterdir() if p.name != "MANIFEST.md")
+    assert files == sorted(EXPECTED)
+    manifest = (JOBLOGS / "MANIFEST.md").read_text()
+    assert all(f"`{name}`" in manifest for name in files)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_what_a_careful_reader_concludes(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(JOBLOGS / name)
+    report = _report(capsys, "--log", path)
+    logged = [f for f in report["findings"] if f["id"].startswith("log-")]
+    expected = EXPECTED[name]
+    if expected is None:
+        assert logged == []
+        lines = len((JOBLOGS / name).read_bytes().splitlines())
+        assert (
+            f"{path}: read, {lines} lines, no known cause of death found"
+            in (report["advice"]["notes"])
+        )
+        return
+    (finding,) = logged
+    assert finding["id"] == expected.rule and finding["severity"] == "error"
+    line = finding["evidence"]["line"]
+    assert line.startswith(f"{path}:{expected.line}: ") and expected.says in line, line
+    numbers = {k: v for k, v in finding["evidence"].items() if k != "line"}
+    assert numbers.keys() == expected.numbers.keys()
+    for label, value in expected.numbers.items():
+        if isinstance(value, float):
+            assert numbers[label] == pytest.approx(value, abs=0.01), label
+        else:
+            assert numbers[label] == value, label
+
+
+def test_the_text_report_quotes_the_line_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(JOBLOGS / "host-oom-tusas-issue149.log")
+    code, out, _ = _run(capsys, "report", "--log", path)
+    assert code == 0
+    assert "[error] log-host-out-of-memory" in out
+    assert f"line: {path}:1: slurmstepd: error: Detected 1 oom_kill event" in out
+    assert "fewer or lighter" in out  # the fix, in the rationale
+
+
+def _fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "fifo.out"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda tmp: tmp / "no-such.out", "no such file"),
+        (lambda tmp: tmp, "is a directory"),
+        (_fifo, "not a regular file"),
+    ],
+)
+def test_an_unreadable_log_is_one_line_and_exit_2(
+    make: Any, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = make(tmp_path)
+    code, out, err = _run(capsys, "report", "--log", str(path))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and str(path) in err and says in err, err
+
+
+def test_the_oom_killer_sizes_mem_from_the_accounting_and_applying_twice_is_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job FAILED under its request (seff saw 3 of 8 GB: the spike came between samples)
+    and the log says the OOM killer ended it: --mem twice the request, and the same log and
+    seff applied to the tuned script change nothing more."""
+    job = tmp_path / "job.sbatch"
+    job.write_text("#!/bin/bash\n#SBATCH --mem=8G\n#SBATCH --time=01:00:00\npython train.py\n")
+    seff = tmp_path / "seff.txt"
+    seff.write_text(tutorial_seff(state="FAILED", used="3.00 GB", requested="8.00 GB"))
+    log = str(JOBLOGS / "host-oom-tusas-issue149.log")
+    tuned = tmp_path / "once.sbatch"
+    code, _, err = _run(capsys, "apply", "--job", str(job), "--seff", str(seff), "--log", log,
+                        "-o", str(tuned))  # fmt: skip
+    assert code == 0, err
+    assert "#SBATCH --mem=16G" in tuned.read_text()
+    again = tmp_path / "twice.sbatch"
+    code, out, err = _run(capsys, "apply", "--job", str(tuned), "--seff", str(seff), "--log",
+                          log, "-o", str(again))  # fmt: skip
+    assert code == 0, err
+    assert not again.exists() or again.read_text() == tuned.read_text(), out
+
+
+def test_without_accounting_the_oom_killer_changes_no_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The script's own --mem is no measure of the run: doubling it would double again on
+    every apply of the same log."""
+    job = tmp_path / "job.sbatch"
+    job.write_text("#!/bin/bash\n#SBATCH --mem=8G\npython train.py\n")
+    report = _report(
+        capsys, "--job", str(job), "--log", str(JOBLOGS / "host-oom-tusas-issue149.log")
+    )
+    assert "log-host-out-of-memory" in [f["id"] for f in report["findings"]]
+    assert "mem" not in report["advice"]["plan"]["sbatch"]
