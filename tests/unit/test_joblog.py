@@ -86,15 +86,16 @@ def test_the_first_line_of_a_kind_is_quoted_and_the_others_counted(tmp_path: Pat
         ("OSError: [Errno 28] No space left on device: '/dev/shm/x'", "shm"),
         ("Bus error (core dumped)", "shm"),
         (
-            "slurmstepd: error: *** JOB 5 ON n1 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME LIMIT ***",
+            "slurmstepd: error: *** JOB 5 ON n1 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME "
+            "LIMIT ***",
             "time_limit",
-        ),  # fmt: skip
+        ),
         ("train.py: error: unrecognized arguments: --local-rank=0", "bad_arguments"),
         ("ModuleNotFoundError: No module named 'torchvision.models'", "missing_module"),
         (
             "RuntimeError: CUDA error: no kernel image is available for execution on the device",
             "no_kernel_image",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_each_kind_is_recognised(tmp_path: Path, line: str, kind: str) -> None:
@@ -213,7 +214,7 @@ def test_any_bytes_read_alike_whatever_the_chunk_size(
 @given(
     garbage=st.lists(
         st.text(max_size=200).filter(lambda t: not KEYWORDS.search(t.encode())), max_size=20
-    ),  # fmt: skip
+    ),
     at=st.integers(0, 20),
 )
 def test_a_cause_among_any_other_text_is_found_at_its_line(
