@@ -26,6 +26,7 @@ from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.slurm.joblog.scan import scan_logs
 from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.choose import choose_launch
@@ -240,8 +241,15 @@ def gather_outputs(tmp: Path) -> Iterator[tuple[str, Mapping[str, object]]]:
     yield "gather (helper_loader)", gather(helper, None, env={}).facts
 
 
+def joblog_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
+    joblogs = "tests/fixtures/realworld/joblogs/"
+    for path in _files(f"{joblogs}*.log", f"{joblogs}*.err", f"{joblogs}*.out"):
+        yield f"job log {path.name}", scan_logs([path]).facts()
+
+
 def all_outputs(tmp: Path) -> list[tuple[str, Mapping[str, object]]]:
     producers = (
+        joblog_outputs(),
         profile_outputs(),
         job_outputs(),
         scan_outputs(),
