@@ -45,7 +45,7 @@ def test_finished_job() -> None:
     assert job.mem_per_node_mib == 200 and job.mem_per_cpu_mib is None
     assert job.gpus == 0
     assert job.command == "/tmp/sl/burn.sh" and job.work_dir == "/tmp/sl"
-    assert job.std_out == "/tmp/sl/slurm-4.out"
+    assert job.std_out == job.std_err == "/tmp/sl/slurm-4.out"
 
 
 def test_held_gpu_job_with_a_spaced_name() -> None:
