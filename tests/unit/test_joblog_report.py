@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import tutorial_seff
 from tuneadvisor.cli import main
+from tuneadvisor.slurm.joblog.causes import KEYWORDS
 
 JOBLOGS = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "joblogs"
 
@@ -213,3 +216,34 @@ def test_without_accounting_the_oom_killer_changes_no_memory(
     )
     assert "log-host-out-of-memory" in [f["id"] for f in report["findings"]]
     assert "mem" not in report["advice"]["plan"]["sbatch"]
+
+
+_GARBAGE = st.binary(max_size=4000) | st.text(max_size=2000).map(str.encode)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=_GARBAGE, long_line=st.integers(0, 300_000))
+def test_any_bytes_are_read_and_garbage_is_no_cause(
+    data: bytes,
+    long_line: int,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Binary, invalid UTF-8, a line of hundreds of KiB: exit 0, no traceback, and where
+    none of the messages' words occurs, no finding (the note says the log was read)."""
+    path = tmp_path_factory.mktemp("log") / "slurm-9.out"
+    path.write_bytes(data + b"z" * long_line)
+    code, out, err = _run(capsys, "report", "--log", str(path), "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    logged = [f["id"] for f in report["findings"] if f["id"].startswith("log-")]
+    if KEYWORDS.search(path.read_bytes()) is None:
+        assert logged == []
+        assert any(
+            note.startswith(f"{path}: read, ") and "no known cause of death" in note
+            for note in report["advice"]["notes"]
+        )
