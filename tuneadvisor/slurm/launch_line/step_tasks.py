@@ -18,11 +18,11 @@ _SHORT = re.compile(r"-([nN])(\d+)")  # `srun -n8`, `-N2`
 
 def srun_tasks_per_node(launch: LaunchLine, nodes: int) -> int | None:
     """The tasks per node the launch's srun line asks for; 0 when it sets none (or sets the
-    job's own, ``-n $SLURM_NTASKS``); None without srun, or when the line sets them from
+    job's own, ``-n $SLURM_NTASKS``) or there is no srun; None when the line sets them from
     something only running would tell (``-n $WORLD``)."""
     srun = launch.launcher("srun")
     if srun is None:
-        return None
+        return 0
     options = dict(srun.options)
     for word in srun.words:
         short = _SHORT.fullmatch(word)
