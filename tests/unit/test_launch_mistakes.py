@@ -37,7 +37,7 @@ def _unwaited(body: str) -> list[int]:
         ("python train.py > log 2>&1 &\n", [3]),
         ("nohup python train.py --lr 0.1 &\necho started\n", [3]),
         ("srun python train.py &\nsrun python train.py --seed 2 &\n", [3, 4]),
-        ("for i in 0 1 2 3; do\n  CUDA_VISIBLE_DEVICES=$i python train.py --seed $i &\ndone\n", [4]),
+        ("for i in 0 1 2 3; do\n  CUDA_VISIBLE_DEVICES=$i python train.py &\ndone\n", [4]),
         ("srun \\\n  python train.py &\n", [3]),
         ("python train.py &\nwait\n", []),
         ("python train.py &\nPID=$!\nwait $PID\n", []),
@@ -121,15 +121,14 @@ def test_array_values_that_are_no_plain_numbers(value: str) -> None:
         ("f=(a b c)\npython t.py ${f[$((SLURM_ARRAY_TASK_ID - 1))]}\n", ("f", 3, 3, -1)),
         ("f=(a b c)\npython t.py ${f[$SLURM_ARRAY_TASK_ID-1]}\n", ("f", 3, 3, -1)),
         (  # over lines, with comments and a quoted element holding a blank
-            "lrs=(\n  0.1   # large\n  '1e-3 x'\n  \"$BASE\"\n)\npython t.py ${lrs[$SLURM_ARRAY_TASK_ID]}\n",
+            "lrs=(\n  0.1   # large\n  '1e-3 x'\n  \"$BASE\"\n)\n"
+            "python t.py ${lrs[$SLURM_ARRAY_TASK_ID]}\n",
             ("lrs", 3, 3, 0),
         ),
         ("declare -a f=(a b)\npython t.py ${f[$SLURM_ARRAY_TASK_ID]}\n", ("f", 2, 3, 0)),
     ],
 )
-def test_a_literal_list_indexed_by_the_task_id(
-    body: str, found: tuple[str, int, int, int]
-) -> None:
+def test_a_literal_list_indexed_by_the_task_id(body: str, found: tuple[str, int, int, int]) -> None:
     listed = indexed_list(_job(body))
     assert listed is not None
     assert (listed.name, listed.size, listed.line, listed.offset) == found

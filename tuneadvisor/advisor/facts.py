@@ -75,7 +75,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.array.list_offset", "int", "", "the index is the task id + this"),
     ("job.array.list", "str", "", "that array's name, line and size"),
     ("job.ntasks_per_gpu", "int", "", "--ntasks-per-gpu (0 when not given)"),
-    ("job.srun_tasks_per_node", "int", "", "tasks per node srun's own line asks (0: none, or no srun)"),
+    ("job.srun_tasks_per_node", "int", "", "tasks per node srun's line asks (0: none, no srun)"),
     # the allocation the evidence was measured under (advisor/allocation.py): suggestions are
     # computed from it; job.* stays what the script asks for now
     ("alloc.cpus_per_task", "int", "cores", "cores per task of the measured run"),

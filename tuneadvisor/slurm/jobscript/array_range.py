@@ -23,8 +23,13 @@ _TASK_ID = r"\$?(?:\{SLURM_ARRAY_TASK_ID\}|SLURM_ARRAY_TASK_ID)"
 _OFFSET = r"(?:\s*([-+])\s*(\d+))?"
 # ${name[$SLURM_ARRAY_TASK_ID]}, ${name[SLURM_ARRAY_TASK_ID-1]}, ${name[$((SLURM_ARRAY_TASK_ID-1))]}
 _INDEXED = re.compile(
-    r"\$\{([A-Za-z_]\w*)\[\s*(?:\$\(\(\s*" + _TASK_ID + _OFFSET + r"\s*\)\)|"
-    + _TASK_ID + _OFFSET + r")\s*\]\}"
+    r"\$\{([A-Za-z_]\w*)\[\s*(?:\$\(\(\s*"
+    + _TASK_ID
+    + _OFFSET
+    + r"\s*\)\)|"
+    + _TASK_ID
+    + _OFFSET
+    + r")\s*\]\}"
 )
 _UNSURE = re.compile(r"[*?\[{]|\$")  # a word that may become several, or none
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 __all__ = ["srun_tasks_per_node"]
