@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tuneadvisor.cli import main
+from tuneadvisor.session.read_files import read_job
 
 JOBS = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "jobscripts"
 DDP_SCRIPT = """\
@@ -100,10 +101,41 @@ def test_a_ddp_script_gets_one_task_per_gpu(
     report = _report(capsys, "--job", job)
     findings = _findings(report)
     assert report["advice"]["facts"]["script.ddp"] is True
-    assert findings["tasks-share-gpus"]["suggest"]["sbatch"] == {"ntasks-per-node": 4}
+    assert findings["tasks-share-gpus"]["suggest"]["sbatch"] == {"ntasks-per-node": 4, "ntasks": 4}
     assert findings["tasks-share-gpus"]["evidence"]["DDP in the training script"] is True
     assert "tasks-gpus-mismatch" not in findings  # one finding, not two
     assert "+#SBATCH --ntasks-per-node=4" in report["advice"]["job_diff"]
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_applied_the_tasks_fit_the_gpus_and_sbatch_takes_them(
+    nodes: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--ntasks moves with --ntasks-per-node (sbatch refuses `--nodes=1 --ntasks=8
+    --ntasks-per-node=4`), and applying the tuned script again changes nothing."""
+    job = _job(
+        tmp_path,
+        f"#SBATCH --nodes={nodes}",
+        f"#SBATCH --ntasks={8 * nodes}",
+        "#SBATCH --ntasks-per-node=8",
+        "#SBATCH --gres=gpu:4",
+        "srun python train.py",
+        train=DDP_SCRIPT,
+    )
+    tuned = tmp_path / "tuned.sbatch"
+    assert main(["apply", "--job", job, "-o", str(tuned)]) == 0
+    written = read_job(str(tuned))
+    request = written.request()
+    assert not written.refused
+    assert (request.node_count, request.tasks_per_node, request.tasks_total) == (
+        nodes,
+        4,
+        4 * nodes,
+    )
+    again = tmp_path / "again.sbatch"
+    assert main(["apply", "--job", str(tuned), "-o", str(again)]) == 0
+    assert again.read_bytes() == tuned.read_bytes()
+    capsys.readouterr()
 
 
 def test_srun_setting_its_own_tasks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -91,6 +91,8 @@ def _without_comments(text: str) -> str:
 
 def _literal(body: str, name: str) -> tuple[int, int] | None:
     """(elements, offset of the assignment) of ``name=(...)``, set once and never changed."""
+    # name=x, name[3]=x, name+=x, name+=(x), mapfile/readarray name (a word like --name=x
+    # matches too: then the list is left alone, which is the safe side)
     changed = rf"\b{name}(\[[^\]]*\])?\+?=(?!\()|\b{name}\+=|(mapfile|readarray)\b.*\b{name}\b"
     if re.search(changed, body):
         return None
