@@ -107,7 +107,7 @@ def test_array_task_ids_are_slurms_ranges(
     assert array_task_ids(text) == expected
 
 
-@pytest.mark.parametrize("value", ["", "a-b", "5-1", "0-15:0", "$N", "0-"])
+@pytest.mark.parametrize("value", ["", "a-b", "5-1", "0-15:0", "$N", "0-", "0-2000000"])
 def test_array_values_that_are_no_plain_numbers(value: str) -> None:
     assert array_task_ids(value) is None
 

@@ -17,6 +17,7 @@ from tuneadvisor.slurm.jobscript.model import JobScript
 
 __all__ = ["ArrayList", "array_task_ids", "indexed_list", "largest_task_id"]
 
+_MOST_IDS = 1_000_000  # far over any MaxArraySize; a hostile value is not expanded
 _RANGE = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
 _LITERAL = re.compile(r"^[ \t]*(?:(?:declare|local|typeset)\s+-a\s+)?([A-Za-z_]\w*)=\(", re.M)
 _TASK_ID = r"\$?(?:\{SLURM_ARRAY_TASK_ID\}|SLURM_ARRAY_TASK_ID)"
@@ -55,7 +56,7 @@ def array_task_ids(value: str) -> list[int] | None:
         first = int(match.group(1))
         last = int(match.group(2)) if match.group(2) is not None else first
         step = int(match.group(3)) if match.group(3) is not None else 1
-        if last < first or step < 1 or (last - first) // step > 1_000_000:
+        if last < first or step < 1 or len(ids) + (last - first) // step > _MOST_IDS:
             return None
         ids.extend(range(first, last + 1, step))
     return ids or None

@@ -61,18 +61,12 @@ def _program(words: Sequence[str]) -> str:
     return os.path.basename(rest[0]) if rest else ""
 
 
-def _is_launch(command: _Command, launch: LaunchLine) -> bool:
+def _runs(command: _Command, launch: LaunchLine) -> bool:
     """The command on the launch's line that runs it (not an `echo` or `cd` beside it)."""
-    if command.line != launch.line:
-        return False
     found = analyse(list(command.words), Found())
     if found is not None:
         return found.script is not None or found.module is not None
-    return _runs_via(command, launch)
-
-
-def _runs_via(command: _Command, launch: LaunchLine) -> bool:
-    """``srun ./launch.sh ARGS &``: the launch read through the job's own script."""
+    # `srun ./launch.sh ARGS &`: the launch read through the job's own script
     name = launch.via.name if launch.via is not None else None
     return name is not None and any(os.path.basename(word) == name for word in command.words)
 
@@ -80,22 +74,21 @@ def _runs_via(command: _Command, launch: LaunchLine) -> bool:
 def unwaited_launches(job: JobScript, launches: Sequence[LaunchLine]) -> list[LaunchLine]:
     """The launches started with ``&`` that nothing after them waits for, in script order."""
     commands = list(_commands(job))
+    by_line = {launch.line: launch for launch in launches}
+    runs = [c.line in by_line and _runs(c, by_line[c.line]) for c in commands]
+    # blocks_from[i]: the i-th command or one after it keeps bash busy (one pass, from the end)
+    blocks_from = [False] * (len(commands) + 1)
+    for i in range(len(commands) - 1, -1, -1):
+        command = commands[i]
+        blocks = not command.background and (runs[i] or _program(command.words) in _BLOCKERS)
+        blocks_from[i] = blocks_from[i + 1] or blocks
+    first_on_line: dict[int, int] = {}  # a launch line -> its command that runs the launch
+    for i, command in enumerate(commands):
+        if runs[i]:
+            first_on_line.setdefault(command.line, i)
     unwaited: list[LaunchLine] = []
     for launch in launches:
-        at = next(
-            (i for i, command in enumerate(commands) if _is_launch(command, launch)),
-            None,
-        )
-        if at is None or not commands[at].background:
-            continue
-        if not any(_waits(command, launches) for command in commands[at + 1 :]):
+        at = first_on_line.get(launch.line)
+        if at is not None and commands[at].background and not blocks_from[at + 1]:
             unwaited.append(launch)
     return unwaited
-
-
-def _waits(command: _Command, launches: Sequence[LaunchLine]) -> bool:
-    if command.background:
-        return False
-    if _program(command.words) in _BLOCKERS:
-        return True
-    return any(_is_launch(command, launch) for launch in launches)
