@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuneadvisor.metrics.nvidia_smi_csv import parse_nvidia_smi_csv
+from tuneadvisor.metrics.nvidia_smi_csv import NvidiaSmiCsvError, parse_nvidia_smi_csv
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "nvidia-smi"
 HEADER = "timestamp, index, utilization.gpu [%], memory.used [MiB]"
@@ -61,3 +62,12 @@ def test_a_header_that_changes_the_columns_is_named() -> None:
     (note,) = _header_notes(parse_nvidia_smi_csv(text).notes)
     assert note.startswith("header repeated 2 times (lines 3 to 5)")
     assert note.endswith("the columns change at line 5")
+
+
+def test_the_plain_table_over_and_over_is_refused_as_such() -> None:
+    """`nvidia-smi -l 1 >> log` without --query-gpu: box tables, one per second, no rows."""
+    table = (REAL / "triton-cc-plain-table.txt").read_text()
+    with pytest.raises(NvidiaSmiCsvError, match=r"plain nvidia-smi table \(3 snapshots, nvidia"):
+        parse_nvidia_smi_csv(table * 3)
+    with pytest.raises(NvidiaSmiCsvError, match=r"plain nvidia-smi table \(one snapshot\)"):
+        parse_nvidia_smi_csv(table)

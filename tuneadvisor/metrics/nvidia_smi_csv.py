@@ -233,10 +233,13 @@ class _Reader:
         return replace(sample, uuid=known)
 
     def why_empty(self) -> str:
-        if any(_PLAIN_TABLE.match(line) for line in self.lines):
-            # `nvidia-smi` with no options prints one snapshot as a box table: no series
+        tables = sum(1 for line in self.lines if _PLAIN_TABLE.match(line))
+        if tables:
+            # `nvidia-smi` with no options prints one snapshot as a box table, `nvidia-smi -l`
+            # one after another: no timestamps per GPU row, no series to read
+            what = "one snapshot" if tables == 1 else f"{tables} snapshots, nvidia-smi -l"
             return (
-                "it is the plain nvidia-smi table (one snapshot): "
+                f"it is the plain nvidia-smi table ({what}): "
                 "record one with nvidia-smi --query-gpu=timestamp,index,utilization.gpu,"
                 "memory.used --format=csv -l 1"
             )
