@@ -197,6 +197,9 @@ EXPECTED: dict[str, Expectation] = {
     # --- nvidia-smi ------------------------------------------------------------------------
     # two RTX A6000, 473 rounds each: GPU 0 at 91.0 % on average, GPU 1 idle; peak 25073 MiB
     "nvidia-smi/openad-2gpu-query.csv": Gpus(2, 45.5, 25073.0),
+    # one RTX 2070, one nvidia-smi call per second appended with its header: 224 rows, mean
+    # 24.4 %, peak 890 MiB (the headers are no rows)
+    "nvidia-smi/gpu-usage-header-every-second.csv": Gpus(1, 5458 / 224, 890.0),
     # only power.draw, every 50 ms: no utilisation, no memory
     "nvidia-smi/flame-power-only.csv": Gpus(1, None, None),
     # written by scripts, with query names as header: ISO and epoch timestamps

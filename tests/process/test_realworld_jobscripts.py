@@ -62,6 +62,10 @@ STAS_SCRIPT = "torch-distributed-gpu-test.py"
 # fmt: off
 ROWS = [
     Reading("777pomingzi-urs-test.sh", 1, 1, 1, 2, None, None, LAUNCH, "main.py"),
+    # two `nohup python -m torch.distributed.launch ... &` and no wait: launch-in-background
+    Reading(
+        "allenzyd1997-weight_nowcasting-train_batch.sh", 1, 1, 4, 1, None, None, LAUNCH, "main.py",
+    ),
     Reading(
         "amitaysicherman-reactome-protein_drug-train_eavl_all.sh",
         1, 1, 4, 1, 64 * G, 3 * H, (), "train_eval.py", array=True,
@@ -208,6 +212,8 @@ ROWS = [
         "pytorch-examples-distributed-mingpt-ddp-mingpt-slurm-sbatch_run.sh", 2, 1, 4, 1, None,
         None, ("srun", "torchrun"), "/shared/examples/mingpt/main.py",
     ),
+    # Lightning's template with 8 tasks per node on gpu:4: tasks-share-gpus; --mem=0: no figure
+    Reading("nrt-hackathon-2022-gore-submit.sh", 2, 8, 1, 4, None, 2 * H, SRUN, "lpdgen/train.py"),
     Reading(  # python without srun: one process, though 4 tasks are asked for
         "rkenny-4960a-suger-submit.beluga.sh", 1, 4, 1, 1, 32 * G, None, (), "train.py",
     ),
@@ -228,6 +234,10 @@ ROWS = [
     Reading(
         "stijndebeer-nncv_0941451-final_assignment-jobscript_slurm.sh", 1, 1, 18, 1, None, 7 * H,
         (), None, why="the container runs main.sh, a shell script that names the training",
+    ),
+    Reading(  # two `python train.py ... &`, then `wait`: nothing to say
+        "teamofprofguo-sseg-experiments-prl_basenet-prltrain.sh", 1, 1, 4, 1, 20 * G, 40 * H, (),
+        "train.py",
     ),
     Reading(  # every #SBATCH line comes after `PARTITION=$1`: sbatch reads none of them
         "wusize-raw_ovd-slurm_train.sh", 1, 1, 1, None, None, None, (), None,

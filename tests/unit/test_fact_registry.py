@@ -84,6 +84,9 @@ def job_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
         "gpus over nodes": "#SBATCH --nodes=2\n#SBATCH --gpus=8\n#SBATCH --partition=gpu\n"
         "#SBATCH --time=1-00:00:00\ntorchrun t.py\n",
         "invalid": "#SBATCH --cpus-per-task=72.\r\n#SBATCH --mem=8X\r\npython t.py\r\n",
+        "launched with &": "#SBATCH --gres=gpu:1\nsrun python t.py &\n",
+        "array past its list": "#SBATCH --array=0-9\nf=(a b)\n"
+        "python t.py ${f[$SLURM_ARRAY_TASK_ID]}\n",
     }
     for name, text in extra.items():
         job = JobScript.parse("#!/bin/bash\n" + text)

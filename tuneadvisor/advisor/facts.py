@@ -68,6 +68,14 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.launcher", "str", "", "python, kernprof, srun, torchrun, ..."),
     ("job.task_launcher", "bool", "", "srun or mpirun starts the job's tasks"),
     ("job.ranks_per_task", "int", "", "training processes each task starts (torchrun's N)"),
+    ("job.background_launches", "int", "", "launches started with & that nothing waits for"),
+    ("job.background_launch.lines", "str", "", "those launches, with their line numbers"),
+    ("job.array.max_task_id", "int", "", "the largest task id of --array"),
+    ("job.array.list_size", "int", "", "elements of the literal bash array the tasks index"),
+    ("job.array.list_offset", "int", "", "the index is the task id + this"),
+    ("job.array.list", "str", "", "that array's name, line and size"),
+    ("job.ntasks_per_gpu", "int", "", "--ntasks-per-gpu (0 when not given)"),
+    ("job.srun_tasks_per_node", "int", "", "tasks per node srun's line asks (0: none, no srun)"),
     # the allocation the evidence was measured under (advisor/allocation.py): suggestions are
     # computed from it; job.* stays what the script asks for now
     ("alloc.cpus_per_task", "int", "cores", "cores per task of the measured run"),

@@ -9,7 +9,9 @@ bracketed words for values the GPU cannot give; one line per GPU per sampling ro
 timestamp as ``2024/01/31 12:34:56.789`` (local time, no zone).
 
 Columns are mapped by header name, in any order and any subset; unknown columns are ignored.
-A header may appear again (several runs appended to one log) and may change the columns.
+A header may appear again (several runs appended to one log) and may change the columns; a
+log written by one ``nvidia-smi --query-gpu ... >> log`` per sample (a loop, ``watch``, cron)
+has it before every round: one note says how often, not one per round.
 ``noheader`` logs need the column list (the ``--query-gpu`` value). A run's last line may be
 cut short when the job is killed: it is dropped with a note, anywhere else it is an error.
 """
@@ -90,6 +92,7 @@ def parse_nvidia_smi_csv(text: str, columns: Sequence[str] | str | None = None) 
             raise NvidiaSmiCsvError(f"line {number}: {exc}") from None
     if not reader.samples:
         raise NvidiaSmiCsvError(reader.why_empty())
+    reader.notes[reader.header_note_at : reader.header_note_at] = reader.header_notes()
     return MetricsSeries.from_samples(reader.samples, source="nvidia-smi", notes=reader.notes)
 
 
@@ -129,6 +132,9 @@ class _Reader:
     uuids: dict[int, str] = field(default_factory=dict)  # index -> uuid seen in this log
     filled: set[int] = field(default_factory=set)
     headers: int = 0
+    repeated: list[int] = field(default_factory=list)  # lines of the headers after the first
+    changed: list[int] = field(default_factory=list)  # ... of those that change the columns
+    header_note_at: int = 0  # where in notes the header note goes (where the first repeat was)
 
     def feed(self, number: int, line: str) -> None:
         if not line.strip():
@@ -149,9 +155,37 @@ class _Reader:
 
     def _header(self, number: int, fields: Sequence[str]) -> None:
         self.headers += 1
+        columns = [canonical_column(f) for f in fields]
         if self.headers > 1:
-            self.notes.append(f"line {number}: header repeated (several runs in one log)")
-        self.columns = [canonical_column(f) for f in fields]
+            if not self.repeated:
+                self.header_note_at = len(self.notes)
+            self.repeated.append(number)
+            if columns != self.columns:
+                self.changed.append(number)
+        self.columns = columns
+
+    def header_notes(self) -> list[str]:
+        """One note for all the headers after the first: a log appended once a second by a
+        new nvidia-smi each time has hundreds, and they say one thing."""
+        if not self.repeated:
+            return []
+        if len(self.repeated) == 1:
+            return [f"line {self.repeated[0]}: header repeated (several runs in one log)"]
+        where = f"lines {self.repeated[0]} to {self.repeated[-1]}"
+        note = (
+            f"header repeated {len(self.repeated)} times ({where}): nvidia-smi was started "
+            "again and appended to the log each time; its rows are read as one log"
+        )
+        if self.changed:
+            at = ", ".join(str(line) for line in self.changed[:_MAX_NOTED_MESSAGES])
+            more = (
+                f" and {len(self.changed) - _MAX_NOTED_MESSAGES} more"
+                if len(self.changed) > _MAX_NOTED_MESSAGES
+                else ""
+            )
+            label = "line" if len(self.changed) == 1 else "lines"
+            note += f"; the columns change at {label} {at}{more}"
+        return [note]
 
     def _message(self, number: int, text: str) -> None:
         self.messages.append(text)
@@ -199,10 +233,13 @@ class _Reader:
         return replace(sample, uuid=known)
 
     def why_empty(self) -> str:
-        if any(_PLAIN_TABLE.match(line) for line in self.lines):
-            # `nvidia-smi` with no options prints one snapshot as a box table: no series
+        tables = sum(1 for line in self.lines if _PLAIN_TABLE.match(line))
+        if tables:
+            # `nvidia-smi` with no options prints one snapshot as a box table, `nvidia-smi -l`
+            # one after another: no timestamps per GPU row, no series to read
+            what = "one snapshot" if tables == 1 else f"{tables} snapshots, nvidia-smi -l"
             return (
-                "it is the plain nvidia-smi table (one snapshot): "
+                f"it is the plain nvidia-smi table ({what}): "
                 "record one with nvidia-smi --query-gpu=timestamp,index,utilization.gpu,"
                 "memory.used --format=csv -l 1"
             )

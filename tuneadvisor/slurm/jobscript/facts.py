@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from tuneadvisor.slurm.jobscript.launch_mistakes import launch_mistake_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.jobscript.plugins import plugin_option
 from tuneadvisor.slurm.jobscript.syntax import DIRECTIVE_AFTER_COMMAND, SITE_PLUGIN_OPTION
@@ -16,7 +17,9 @@ from tuneadvisor.slurm.launch_line.model import LaunchLine
 from tuneadvisor.slurm.units import gpu_count
 
 
-def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
+def job_facts(
+    job: JobScript, launch: LaunchLine | None, launches: Sequence[LaunchLine] | None = None
+) -> dict[str, object]:
     req = job.request()
     facts: dict[str, object] = {}
     invalid_options = {p.option for p in job.problems if p.id == "invalid-directive"}
@@ -63,6 +66,8 @@ def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
         ranks = _ranks_per_task(launch, req.node_gpus or 0)
     if ranks is not None:
         facts["job.ranks_per_task"] = ranks
+    # launched in the background, an array past its list, srun's tasks per node
+    facts.update(launch_mistake_facts(job, launch, launches))
     return facts
 
 

@@ -10,4 +10,6 @@
   training script.
 - ``variables``: the variables the script sets before the line (``SCRIPT=train.py``),
   expanded as far as that needs no running.
+- ``background``: launches started with ``&`` that nothing after them waits for.
+- ``step_tasks``: the tasks per node the launch's ``srun`` line asks for itself.
 """

@@ -1,0 +1,53 @@
+"""How many tasks on each node the launch's ``srun`` line asks for: its own
+``--ntasks-per-node``, or ``-n``/``--ntasks`` over ``-N``/``--nodes`` (or the job's nodes).
+What srun is told on its line is the step's; without it, srun starts the job's tasks (as
+sbatch, or the job as it ran, has them: not this module's business)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from tuneadvisor.slurm.launch_line.model import LaunchLine
+
+__all__ = ["srun_tasks_per_node"]
+
+# Slurm's own counts stand for the job's: `srun -n $SLURM_NTASKS` is the job's tasks.
+_JOBS_OWN = re.compile(r"\$\{?SLURM_(NTASKS|NPROCS|NTASKS_PER_NODE|NNODES|JOB_NUM_NODES)\}?")
+_SHORT = re.compile(r"-([nN])(\d+)")  # `srun -n8`, `-N2`
+
+
+def srun_tasks_per_node(launch: LaunchLine, nodes: int) -> int | None:
+    """The tasks per node the launch's srun line asks for; 0 when it sets none (or sets the
+    job's own, ``-n $SLURM_NTASKS``) or there is no srun; None when the line sets them from
+    something only running would tell (``-n $WORLD``)."""
+    srun = launch.launcher("srun")
+    if srun is None:
+        return 0
+    options = dict(srun.options)
+    for word in srun.words:
+        short = _SHORT.fullmatch(word)
+        if short is not None:
+            options[f"-{short.group(1)}"] = short.group(2)
+    per_node = _count(options, "--ntasks-per-node")
+    ntasks = _count(options, "--ntasks", "-n")
+    step_nodes = _count(options, "--nodes", "-N")
+    if None in (per_node, ntasks, step_nodes):  # given, but not as a number
+        return None
+    if per_node:
+        return per_node
+    if ntasks:
+        return math.ceil(ntasks / max(step_nodes or nodes, 1))
+    return 0
+
+
+def _count(options: dict[str, str], *names: str) -> int | None:
+    """The option's number; 0 when it is not given (or is the job's own count); None when
+    it is given as something else."""
+    value = next((options[name] for name in names if name in options), None)
+    if value is None or _JOBS_OWN.fullmatch(value.strip("'\"")):
+        return 0
+    value = value.strip("'\"")
+    if "-" in value and value.split("-", 1)[0].isdigit():  # --nodes=2-4: at least 2
+        value = value.split("-", 1)[0]
+    return int(value) if value.isdigit() and int(value) >= 1 else None
