@@ -140,12 +140,14 @@ def _values_repaired(job: JobScript, keep: frozenset[str], notes: list[str]) -> 
 
 
 def _closest_value(name: str, value: str) -> str | None:
-    """The one value sbatch takes that is ``value`` with a character left out (``8GG``,
-    ``01:00:00x``); None when there is none or more than one."""
+    """The one value sbatch takes that is ``value`` without a key pressed twice (``8GG``) or
+    a stray last character (``01:00:00x``); None when there is none or more than one. A
+    letter inside (``1O:00``: 1:00 or 10:00?) is no typo to guess at."""
     found = {
         value[:i] + value[i + 1 :]
         for i in range(len(value))
-        if not validate(name, value[:i] + value[i + 1 :])
+        if (i == len(value) - 1 or value[i] == value[i + 1])
+        and not validate(name, value[:i] + value[i + 1 :])
     }
     return found.pop() if len(found) == 1 else None
 
@@ -178,14 +180,16 @@ def _revival_problem(
 ) -> str | None:
     """Why a revived directive line may not stay: sbatch would refuse something new, or one
     of its options may not be revived (see _why_not)."""
-    if len([p for p in revived.problems if p.fatal]) > len([p for p in job.problems if p.fatal]):
-        return "as #SBATCH, sbatch would refuse it"
     on_line = [d for d in revived.occurrences if d.line == number and d.component == 0]
-    if not on_line or len(revived.unread_tokens()) > len(job.unread_tokens()):
-        return "as #SBATCH, sbatch would refuse it"
     for directive in on_line:
         option = find_option(directive.name)
         why = _why_not(job, option.name if option else directive.name, keep)
         if why is not None:
             return why
+    fatal = len([p for p in revived.problems if p.fatal])
+    unread = len(revived.unread_tokens())
+    if not on_line or fatal > len([p for p in job.problems if p.fatal]):
+        return "as #SBATCH, sbatch would refuse it"
+    if unread > len(job.unread_tokens()):
+        return "as #SBATCH, sbatch would refuse it"
     return None
