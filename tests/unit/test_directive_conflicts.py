@@ -140,7 +140,6 @@ def finding_ids(capsys: pytest.CaptureFixture[str], job: Path) -> list[str]:
     code, out, err = run(capsys, "report", "--format", "json", "--job", str(job))
     assert code == 0, err
 
-
     doc: dict[str, Any] = json.loads(out)
     return [finding["id"] for finding in doc["findings"]]
 
@@ -186,9 +185,9 @@ def test_the_conflict_table_is_what_the_checker_refuses() -> None:
                 text += f"#SBATCH --{second}={values[second]}\n#SBATCH -n 1\nhostname\n"
                 job = JobScript.parse(text)
                 found = [p for p in job.problems if p.id == "conflicting-directives"]
-                assert [(p.line, p.option, p.message) for p in found] == [
-                    (3, second, message)
-                ], text
+                assert [(p.line, p.option, p.message) for p in found] == [(3, second, message)], (
+                    text
+                )
 
 
 def test_a_conflict_is_a_finding_with_its_line(
@@ -198,7 +197,6 @@ def test_a_conflict_is_a_finding_with_its_line(
     job.write_text("#!/bin/bash\n#SBATCH --cpus-per-gpu=2\n#SBATCH -c 4\n#SBATCH -G 1\nhostname\n")
     code, out, err = run(capsys, "report", "--format", "json", "--job", str(job))
     assert code == 0, err
-
 
     doc: dict[str, Any] = json.loads(out)
     facts = doc["advice"]["facts"]

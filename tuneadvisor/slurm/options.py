@@ -34,8 +34,8 @@ from tuneadvisor.slurm.units import (
 )
 
 __all__ = [
-    "OPTIONS",
     "CONFLICTING_OPTIONS",
+    "OPTIONS",
     "RESOURCE_OPTIONS",
     "Arg",
     "JobRequest",
@@ -95,6 +95,8 @@ def conflicting_with(name: str) -> frozenset[str]:
     return frozenset(
         other for group, _ in CONFLICTING_OPTIONS if name in group for other in group - {name}
     )
+
+
 _T = TypeVar("_T")
 
 
