@@ -68,6 +68,12 @@ CASES = [
         finding="conflicting-directives",
     ),
     Case(
+        "memory per core is pinned where the plan changes the cores but not the memory",
+        ("#SBATCH --mem-per-cpu=4G", "#SBATCH -c 1"),
+        {"mem": "4G", "mem-per-cpu": None, "cpus-per-task": "4"},
+        "--mem-per-cpu replaced by --mem=4G: the node's memory as before, not 16G",
+    ),
+    Case(
         "a typo of an option set already goes",
         ("#SBATCH --mem=8G", "#SBATCH --memm=16G", "#SBATCH -c 1"),
         {"mem": "4G"},

@@ -8,11 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.options import conflicting_with
+from tuneadvisor.slurm.options import MEMORY_OPTIONS, conflicting_with
+from tuneadvisor.slurm.units import render_memory
+
+MEMORY_OPTIONS_SET = frozenset(MEMORY_OPTIONS)
 
 
 def with_options(job: JobScript, values: Mapping[str, str], notes: list[str]) -> JobScript:
     """``job`` with each ``--option=value`` of ``values`` (long names), in their order."""
+    memory_before = job.request().node_mem_mib
     for option, value in values.items():
         if option == "cpus-per-task" and job.directive("cpus-per-gpu") is not None:
             job = _cores_per_gpu(job, value, notes)
@@ -23,6 +27,27 @@ def with_options(job: JobScript, values: Mapping[str, str], notes: list[str]) ->
             notes.append(f"--{option}={value} not written: {exc}")
             continue
         job = _without_conflicts(job, option, f"--{option}={value}", notes)
+    if memory_before is not None and not MEMORY_OPTIONS_SET & set(values):
+        job = _memory_kept(job, memory_before, notes)
+    return job
+
+
+def _memory_kept(job: JobScript, before: int, notes: list[str]) -> JobScript:
+    """The node's memory as it was where the plan left it (it judged it enough) but the
+    script sizes it per core: --mem-per-cpu=4G times the plan's 4 cores instead of 1 would
+    ask for 16G (more than the node may have), and fewer cores for less than the run needs."""
+    after = job.request().node_mem_mib
+    if after is None or after == before:
+        return job
+    mem = render_memory(before)
+    job = job.with_directive("mem", mem)
+    for other in sorted(conflicting_with("mem")):
+        if job.directive(other) is not None:
+            job = job.without_directive(other)
+            notes.append(
+                f"--{other} replaced by --mem={mem}: the node's memory as before, not "
+                f"{render_memory(after)} with the new core count"
+            )
     return job
 
 
