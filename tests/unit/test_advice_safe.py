@@ -266,17 +266,20 @@ def test_a_site_plugin_option_is_kept_while_a_typo_beside_it_is_fixed(
     assert "--cpus-per-tsk" not in text and "removed" not in out
 
 
-def test_an_invalid_value_the_plan_does_not_set_is_removed(
+def test_an_invalid_value_the_plan_does_not_set_is_kept_not_defaulted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Removing `--nodes=x` would let sbatch's default (one node) apply where the script asked
+    for something else: it stays, with a note, for the user to fix (issue 20)."""
     folder = case(tmp_path, job=JOB.replace("--gres=gpu:1", "--gres=gpu:1\n#SBATCH --nodes=x"))
     code, out, err = cli(
         capsys, "apply", "--job", str(folder / "job.sbatch"), "--seff", str(folder / "seff.txt")
     )
     assert code == 0, err
     tuned = JobScript.parse((folder / "job.tuned.sbatch").read_bytes())
-    assert tuned.problems == () and "nodes" not in tuned.directives()
-    assert "line 5: --nodes x removed" in out
+    assert tuned.directives()["nodes"] == "x"
+    assert [p.id for p in tuned.problems] == ["invalid-directive"]
+    assert "line 5: --nodes x kept: sbatch refuses it" in out
 
 
 # -- 7. overwriting

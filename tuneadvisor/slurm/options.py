@@ -34,12 +34,15 @@ from tuneadvisor.slurm.units import (
 )
 
 __all__ = [
+    "CONFLICTING_OPTIONS",
     "OPTIONS",
+    "RESOURCE_OPTIONS",
     "Arg",
     "JobRequest",
     "LongMatch",
     "NodeRange",
     "SbatchOption",
+    "conflicting_with",
     "find_option",
     "match_long",
     "parse_count",
@@ -55,6 +58,45 @@ __all__ = [
 C_SPACE = " \t\n\v\f\r"
 # sbatch takes one of these (they are mutually exclusive): writing one means dropping the others.
 MEMORY_OPTIONS = ("mem", "mem-per-cpu", "mem-per-gpu")
+# Options sbatch refuses together, with its message: the sbatch man page
+# (https://slurm.schedmd.com/sbatch.html) says so under --mem ("--mem, --mem-per-cpu and
+# --mem-per-gpu options are mutually exclusive"), --cpus-per-gpu and --ntasks-per-gpu; each
+# pair was checked with sbatch 22.05.8 --test-only, whose messages these are.
+CONFLICTING_OPTIONS: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset(MEMORY_OPTIONS), "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."),
+    (
+        frozenset({"cpus-per-task", "cpus-per-gpu"}),
+        "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
+    ),
+    (
+        frozenset({"ntasks-per-node", "ntasks-per-gpu"}),
+        "--ntasks-per-node is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU",
+    ),
+    (
+        frozenset({"gpus-per-task", "ntasks-per-gpu"}),
+        "--gpus-per-task is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU",
+    ),
+)
+# Options that size the allocation (what the advice sizes or reads to size it): a request
+# for one that sbatch never read is not revived behind the advice's back.
+RESOURCE_OPTIONS = frozenset(
+    {
+        "nodes", "ntasks", "ntasks-per-node", "ntasks-per-gpu", "ntasks-per-socket",
+        "ntasks-per-core", "cpus-per-task", "cpus-per-gpu", "mincpus", "mem", "mem-per-cpu",
+        "mem-per-gpu", "gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket",
+        "sockets-per-node", "cores-per-socket", "threads-per-core", "extra-node-info",
+        "exclusive", "oversubscribe", "overcommit", "hint",
+    }
+)  # fmt: skip
+
+
+def conflicting_with(name: str) -> frozenset[str]:
+    """The options sbatch refuses next to ``name`` (a canonical long name)."""
+    return frozenset(
+        other for group, _ in CONFLICTING_OPTIONS if name in group for other in group - {name}
+    )
+
+
 _T = TypeVar("_T")
 
 

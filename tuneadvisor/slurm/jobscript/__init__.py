@@ -8,9 +8,13 @@
 - ``plugins``: options sites add to sbatch by SPANK plugins (Shifter, pyxis, CSCS), read
   as notes.
 - ``editing``: values rendered back and pending line edits.
-- ``repair``: directives sbatch would refuse, fixed (a misspelt option) or removed, before
-  a tuned script is written.
-- ``set_options``: a plan's sbatch values written into the script (one memory option).
+- ``misspelt``: header comments like a misspelt ``#SBATCH`` (``#SBACTH``, ``# SBATCH``).
+- ``repair``: directives sbatch would refuse or ignore, fixed (a misspelt option or
+  ``#SBATCH``, a value a letter off) or removed, before a tuned script is written; never
+  into an option set already, one conflicting, or a resource the advice did not size.
+- ``set_options``: a plan's sbatch values written into the script, never next to an option
+  sbatch refuses with them (cores per GPU stay per GPU; one memory option).
+- ``problem_facts``: the facts of conflicting and misspelt directives.
 
 What sbatch does (src/sbatch/opt.c ``_opt_batch_script`` and ``_get_argument``; checked
 against the sbatch 22.05.8 binary):

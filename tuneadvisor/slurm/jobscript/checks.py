@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from tuneadvisor.slurm.jobscript.misspelt import misspelt_magic
 from tuneadvisor.slurm.jobscript.syntax import (
     CONFLICTING_DIRECTIVES,
     DEPRECATED_PREFIX,
@@ -29,6 +30,7 @@ from tuneadvisor.slurm.jobscript.syntax import (
 )
 from tuneadvisor.slurm.options import (
     C_SPACE,
+    CONFLICTING_OPTIONS,
     MEMORY_OPTIONS,
     match_long,
     parse_count,
@@ -113,15 +115,12 @@ def conflicts(directives: list[Directive], components: int) -> list[Problem]:
 
 def _conflicts_in(last: dict[str, Directive]) -> list[Problem]:
     problems: list[Problem] = []
-    memory = [last[name] for name in MEMORY_OPTIONS if name in last]
-    if len(memory) > 1:
-        latest = max(memory, key=lambda d: d.token)
-        message = "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
-        problems.append(Problem(CONFLICTING_DIRECTIVES, latest.line, latest.name, message, True))
-    if "cpus-per-task" in last and "cpus-per-gpu" in last:
-        latest = max(last["cpus-per-task"], last["cpus-per-gpu"], key=lambda d: d.token)
-        message = "--cpus-per-gpu is mutually exclusive with --cpus-per-task"
-        problems.append(Problem(CONFLICTING_DIRECTIVES, latest.line, latest.name, message, True))
+    for group, message in CONFLICTING_OPTIONS:
+        found = [last[name] for name in sorted(group) if name in last]
+        if len(found) > 1:
+            latest = max(found, key=lambda d: d.token)  # sbatch names the one read last
+            problem = Problem(CONFLICTING_DIRECTIVES, latest.line, latest.name, message, True)
+            problems.append(problem)
     return problems + _gpu_conflicts(last)
 
 
@@ -231,7 +230,7 @@ class Header:
 
 
 def _near_miss(line: Line) -> Problem | None:
-    if not _NEAR_MISS.match(line.text):
+    if not _NEAR_MISS.match(line.text) and misspelt_magic(line.text) is None:
         return None
     message = f"sbatch ignores this line (not '#SBATCH' in column 1): {line.text.strip()}"
     return Problem(IGNORED_DIRECTIVE, line.number, None, message, False)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from tuneadvisor.slurm.jobscript.launch_mistakes import launch_mistake_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.jobscript.plugins import plugin_option
+from tuneadvisor.slurm.jobscript.problem_facts import directive_problem_facts
 from tuneadvisor.slurm.jobscript.syntax import DIRECTIVE_AFTER_COMMAND, SITE_PLUGIN_OPTION
 from tuneadvisor.slurm.launch_line.lexing import unclosed_quote
 from tuneadvisor.slurm.launch_line.model import LaunchLine
@@ -57,6 +58,7 @@ def job_facts(
     facts["job.ignored_directives"] = len(ignored)
     if ignored:
         facts["job.ignored_directive.lines"] = _lines_text(job, [p.line or 0 for p in ignored])
+    facts.update(directive_problem_facts(job))
     ranks: int | None = 1  # no launch line read: one process, as a plain `python` runs
     if launch is not None:
         facts["job.launcher"] = _rank_launcher(launch)

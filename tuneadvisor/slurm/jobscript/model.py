@@ -226,6 +226,14 @@ class JobScript:
         self._delete_tokens(edit, wanted)
         return JobScript.parse(edit.render(), self.path)
 
+    def with_value_of(self, directive: Directive, value: str) -> JobScript:
+        """Set the value of one occurrence (``with_directive`` sets the one in effect),
+        keeping its spelling, quoting and comment."""
+        edit = Edit(list(self.lines))
+        if not self._set_value(edit, directive, value):
+            return self
+        return JobScript.parse(edit.render(), self.path)
+
     def without_occurrence(self, directive: Directive) -> JobScript:
         """Remove one occurrence of an option (with a value it takes from the next word)."""
         edit = Edit(list(self.lines))
