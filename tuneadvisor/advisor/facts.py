@@ -119,6 +119,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("usage.killed_for_memory", "bool", "", "OUT_OF_MEMORY, or ended FAILED/CANCELLED over --mem"),
     ("usage.mem_requested_mib", "float", "MiB", "memory the measured job had, all nodes"),
     ("usage.nodes", "int", "", "nodes the measured job ran on"),
+    ("usage.mem_peak_node_mib", "float", "MiB", "the peak over the nodes: each node's share"),
     # Princeton jobstats' summary in AdminComment, all nodes together
     ("jobstats.cores", "int", "cores", "cores of the job's cgroups"),
     ("jobstats.cpu_efficiency_pct", "float", "%", "CPU time over run time x cores"),
