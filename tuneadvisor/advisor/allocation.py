@@ -70,14 +70,25 @@ def peak_nodes(facts: Mapping[str, object]) -> int:
     return min(counts, default=1)
 
 
+# Each source's busiest node, as far as it tells: jobstats measures each node; sacct's MaxRSS
+# is the largest task's, times the tasks a node runs; seff's figure is the job's total.
+_NODE_PEAKS = ("jobstats.mem_peak_node_mib", "sacct.mem_peak_node_mib", "seff.mem_used_node_mib")
+
+
 def node_peak_facts(facts: Mapping[str, object]) -> dict[str, object]:
-    """``usage.mem_peak_node_mib``: seff's and sacct's peak is the job's total (the largest
-    task's peak x the tasks, or the tasks' peaks summed); --mem is per node. Each node's
-    own peak is not known from them, only this share of the total."""
+    """``usage.mem_peak_node_mib``: what --mem (per node) must hold of the measured peak.
+
+    seff's and sacct's peak is the job's total over its nodes; the busiest node's own peak is
+    not known from them, only each source's estimate of it (the largest is taken: memory
+    advice never rests on the lower figure). A script that now asks for fewer nodes than
+    were measured puts more of the total on each."""
     peak = facts.get("usage.mem_peak_mib")
     if not isinstance(peak, int | float) or isinstance(peak, bool) or peak < 0:
         return {}
-    return {"usage.mem_peak_node_mib": float(peak) / peak_nodes(facts)}
+    estimates = [float(v) for n in _NODE_PEAKS if (v := _number(facts.get(n))) is not None]
+    node = max(estimates, default=float(peak) / (measured_nodes(facts) or peak_nodes(facts)))
+    node = max(node, float(peak) / peak_nodes(facts))
+    return {"usage.mem_peak_node_mib": min(float(peak), node)}
 
 
 def from_accounting(facts: Mapping[str, object]) -> list[Measured]:
