@@ -24,6 +24,7 @@ from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.workspace import load_workspace
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.sacct.gpu import accounting_gpu
+from tuneadvisor.slurm.sacct.pipe_format import parse_sacct_pipe
 from tuneadvisor.slurm.sacct.records import SacctJob, SacctStep
 from tuneadvisor.slurm.seff import parse_seff
 from tuneadvisor.slurm.units import parse_memory
@@ -274,6 +275,24 @@ def test_cores_per_task_never_the_job_total(facts: dict[str, object], per_task: 
     assert out["alloc.cpus_per_task"] == per_task
 
 
+@pytest.mark.parametrize(
+    "reqmem",
+    ["4000Mn", "500Mc", "8000M"],  # per node, per CPU (old sacct), the job's total (21.08+)
+)
+def test_sacct_request_is_per_node_and_cores_per_task(reqmem: str) -> None:
+    """2 nodes x 8 CPUs, 16 tasks of one step, MaxRSS 900M (the largest task): 4000M a node
+    however sacct printed ReqMem; 1 core a task; the busiest node ran 8 tasks."""
+    header = "JobID|ReqMem|AllocCPUS|NNodes|NTasks|MaxRSS|State"
+    text = f"{header}\n9|{reqmem}|16|2|||COMPLETED\n9.0||16|2|16|900M|COMPLETED\n"
+    (job,) = parse_sacct_pipe(text)
+    facts: dict[str, object] = {**job.facts(), "usage.mem_peak_mib": job.mem_peak_mib}
+    out, _ = allocation_facts(facts)
+    assert out["alloc.mem_mib"] == 4000.0
+    assert out["alloc.cpus_per_task"] == 1
+    assert facts["sacct.mem_peak_mib"] == 900.0 * 16  # seff's estimate: the job's
+    assert out["usage.mem_peak_node_mib"] == 900.0 * 8
+
+
 # ------------------------------------------------------------------ the property
 
 
@@ -282,14 +301,16 @@ def multinode_seff(draw: st.DrawFn) -> tuple[str, dict[str, float]]:
     """Slurm's seff of a job on 1-8 nodes: its totals, as seff prints them."""
     nodes = draw(st.integers(1, 8))
     per_node = draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64]))
-    tasks = draw(st.integers(1, per_node)) * nodes  # tasks spread evenly
+    # the peak step: the batch script's one task (on the first node), or tasks spread evenly
+    single = nodes > 1 and draw(st.booleans())
+    tasks = 1 if single else draw(st.integers(1, per_node)) * nodes
     oom = draw(st.booleans())
     # killed: up to 3 x the request was seen (kept within a node, or no --mem could hold it)
     req_node_gib = draw(st.integers(1, NODE_MEM_GIB // 3 if oom else NODE_MEM_GIB))
     share = draw(st.floats(0.0, 3.0 if oom else 1.0))  # of the per-node request
     # seff up to 24.05: the largest task's peak x the tasks, estimated when several
-    task_peak = req_node_gib * 1024 * share * nodes / tasks
-    used = task_peak * tasks
+    node_need = req_node_gib * 1024 * share
+    used = node_need * (1 if single else nodes)
     wall = draw(st.integers(60, 86400))
     cores = nodes * per_node
     many = tasks > 1
@@ -310,8 +331,10 @@ def multinode_seff(draw: st.DrawFn) -> tuple[str, dict[str, float]]:
     read = {
         "nodes": nodes,
         "cores_per_node": per_node,
-        "tasks_per_node": tasks // nodes,
+        "tasks_per_node": max(1, tasks // nodes),
         "peak": round(used, 2),
+        "node_need": round(node_need, 2),  # what the busiest node held
+        "single": float(single),
         "requested": req_node_gib * 1024.0 * nodes,
         "oom": float(oom),
     }
@@ -351,13 +374,13 @@ def test_suggested_memory_is_per_node(case: tuple[str, dict[str, float]], tmp_pa
     mem = directives.get("mem")
     mib = parse_memory(mem) if mem else None
     assert mib is not None
-    if read["peak"] > 0:
-        assert mib >= read["peak"] / nodes - 1  # seff rounds to 0.01 MB
+    # never less than the busiest node held: the job's share per node, all of a one-task peak
+    assert mib >= read["node_need"] - 1  # seff rounds to 0.01 MB
+    assert mib >= read["peak"] / nodes - 1
     assert mib <= NODE_MEM_GIB * 1024
     if read["oom"]:
-        # twice the per-node request, or twice the busiest node's share: per node
-        share = read["peak"] / nodes
-        bound = math.ceil(max(req_node, share) * 2 / 1024) * 1024
+        # twice the per-node request, or twice the busiest node's peak: per node
+        bound = math.ceil(max(req_node, read["node_need"]) * 2 / 1024) * 1024
         assert mib <= max(bound, math.ceil(req_node))
-        if nodes > 1 and read["peak"] * 2 > bound:
+        if not read["single"] and read["peak"] * 2 > bound:
             assert mib < read["peak"] * 2  # never the job's total x 2 on each node
