@@ -86,8 +86,7 @@ def node_peak_facts(facts: Mapping[str, object]) -> dict[str, object]:
     if not isinstance(peak, int | float) or isinstance(peak, bool) or peak < 0:
         return {}
     estimates = [float(v) for n in _NODE_PEAKS if (v := _number(facts.get(n))) is not None]
-    node = max(estimates, default=float(peak) / (measured_nodes(facts) or peak_nodes(facts)))
-    node = max(node, float(peak) / peak_nodes(facts))
+    node = max([*estimates, float(peak) / peak_nodes(facts)])  # never under the share
     return {"usage.mem_peak_node_mib": min(float(peak), node)}
 
 
