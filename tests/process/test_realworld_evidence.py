@@ -129,6 +129,10 @@ EXPECTED: dict[str, Expectation] = {
     "accounting/csc-seff-puhti-2nodes.seff.txt": Job(
         "--seff", "COMPLETED", 742, 23.68 * 1024, 97.17
     ),
+    # 4 nodes x 2 cores, 1.00 GB per core: 8.00 GB in all; 250.72 MB estimated (several tasks)
+    "accounting/sigma2-seff-saga-4nodes.seff.txt": Job("--seff", "COMPLETED", 10, 250.72, 56.25),
+    # lines indented in a code comment; 2 nodes x 2 cores, 4.00 GB per core: 16.00 GB in all
+    "accounting/cybergis-seff-keeling-2nodes.seff.txt": Job("--seff", "COMPLETED", 3, 61.45, 16.67),
     # CSC's seff adds Partition and billing lines (listed as not understood)
     "accounting/csc-seff-roihu-billing.seff.txt": Job(
         "--seff", "COMPLETED", 579, 76.45 * 1024, 92.44

@@ -107,6 +107,7 @@ def test_facts_single_node() -> None:
         "seff.wall_s": 11,
         "seff.mem_used_mib": 316.26,
         "seff.mem_used_estimated": False,
+        "seff.mem_used_node_mib": 316.26,
         "seff.mem_efficiency_pct": 63.25,
         "seff.mem_requested_mib": 500.0,
     }

@@ -37,29 +37,71 @@ def _number(value: object) -> float | None:
     return None
 
 
-def _tasks(facts: Mapping[str, object]) -> int:
-    tasks = _number(facts.get("job.tasks_total"))
-    return int(tasks) if tasks else 1
+def _count(facts: Mapping[str, object], *names: str) -> int | None:
+    """The first of ``names`` that is a positive count."""
+    for name in names:
+        value = _number(facts.get(name))
+        if value:
+            return int(value)
+    return None
 
 
-def _per_task(total: float | None, facts: Mapping[str, object]) -> int | None:
-    """The job's cores as cores per task (seff and sacct count every task's)."""
+def measured_nodes(facts: Mapping[str, object]) -> int | None:
+    """The nodes of the run that accounting measured: its totals are over these."""
+    return _count(facts, "sacct.alloc_nodes", "seff.nodes")
+
+
+def _per_task(total: float | None, nodes: int, facts: Mapping[str, object]) -> int | None:
+    """The job's cores as cores per task: seff and sacct count every task's, on every
+    node. Each node runs a task at least, so a task never has more than a node's share
+    (5 nodes x 40 cores are 40 per task, never 200)."""
     if total is None:
         return None
-    return max(1, int(total) // _tasks(facts))
+    tasks = _count(facts, "job.tasks_total", "sacct.max_tasks") or 1
+    return max(1, int(total) // max(tasks, nodes))
+
+
+def peak_nodes(facts: Mapping[str, object]) -> int:
+    """What the job-wide peak is divided by for a per-node --mem: the fewer of the nodes it
+    was measured over and the nodes the script asks for now. A run measured on 2 nodes and
+    now asked on 1 needs the whole peak there; one measured on 1 node may keep its tasks
+    together on each node of a wider job: never the smaller share."""
+    counts = [n for n in (measured_nodes(facts), _count(facts, "job.nodes")) if n]
+    return min(counts, default=1)
+
+
+# Each source's busiest node, as far as it tells: jobstats measures each node; sacct's MaxRSS
+# is the largest task's, times the tasks a node runs; seff's figure is the job's total.
+_NODE_PEAKS = ("jobstats.mem_peak_node_mib", "sacct.mem_peak_node_mib", "seff.mem_used_node_mib")
+
+
+def node_peak_facts(facts: Mapping[str, object]) -> dict[str, object]:
+    """``usage.mem_peak_node_mib``: what --mem (per node) must hold of the measured peak.
+
+    seff's and sacct's peak is the job's total over its nodes; the busiest node's own peak is
+    not known from them, only each source's estimate of it (the largest is taken: memory
+    advice never rests on the lower figure). A script that now asks for fewer nodes than
+    were measured puts more of the total on each."""
+    peak = facts.get("usage.mem_peak_mib")
+    if not isinstance(peak, int | float) or isinstance(peak, bool) or peak < 0:
+        return {}
+    estimates = [float(v) for n in _NODE_PEAKS if (v := _number(facts.get(n))) is not None]
+    node = max([*estimates, float(peak) / peak_nodes(facts)])  # never under the share
+    return {"usage.mem_peak_node_mib": min(float(peak), node)}
 
 
 def from_accounting(facts: Mapping[str, object]) -> list[Measured]:
-    """sacct's allocation, then seff's: cores per task, memory per node."""
+    """sacct's allocation, then seff's: cores per task, memory per node (both print the
+    job's totals over its nodes)."""
     out = []
-    nodes = _number(facts.get("sacct.alloc_nodes")) or 1.0
+    nodes = _count(facts, "sacct.alloc_nodes") or 1
     req = _number(facts.get("sacct.req_mem_mib"))
-    cores = _per_task(_number(facts.get("sacct.alloc_cpus")), facts)
+    cores = _per_task(_number(facts.get("sacct.alloc_cpus")), nodes, facts)
     if cores or req:
         out.append(Measured("this sacct record", cores, req / nodes if req else None))
-    seff_nodes = _number(facts.get("seff.nodes")) or 1.0
+    seff_nodes = _count(facts, "seff.nodes") or 1
     seff_mem = _number(facts.get("seff.mem_requested_mib"))
-    seff_cores = _per_task(_number(facts.get("seff.cores")), facts)
+    seff_cores = _per_task(_number(facts.get("seff.cores")), seff_nodes, facts)
     if seff_cores or seff_mem:
         out.append(Measured("this seff", seff_cores, seff_mem / seff_nodes if seff_mem else None))
     return out
@@ -86,7 +128,8 @@ def _workers_now(facts: Mapping[str, object], cores: int | None) -> int | None:
 def allocation_facts(
     facts: Mapping[str, object], measured: Sequence[Measured] = ()
 ) -> tuple[dict[str, object], list[str]]:
-    """``alloc.*`` facts and the note where the script now differs from the measured run.
+    """``alloc.*`` facts (and the peak's share per node) and the note where the script now
+    differs from the measured run.
 
     ``measured``: what recordings and run records said, before accounting's view."""
     sources = [*measured, *from_accounting(facts)]
@@ -124,6 +167,7 @@ def allocation_facts(
         workers = seen if isinstance(seen, int) else _workers_now(facts, cores)
     if workers is not None:
         out["alloc.workers"] = workers
+    out.update(node_peak_facts(facts))
     return out, notes
 
 

@@ -100,6 +100,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("seff.cpu_used_s", "float", "s", "CPU time used"),
     ("seff.core_walltime_s", "float", "s", "cores x wall-clock time"),
     ("seff.mem_used_estimated", "bool", "", "memory is seff's estimated maximum"),
+    ("seff.mem_used_node_mib", "float", "MiB", "the busiest node's share of the peak"),
     ("seff.mem_requested_per", "str", "", "node or core"),
     # sacct
     ("sacct.state", "str", "", "job state"),
@@ -116,6 +117,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("sacct.cpu_used_s", "float", "s", "CPU time used, summed over steps"),
     ("sacct.core_walltime_s", "float", "s", "cores x elapsed"),
     ("sacct.mem_peak_estimated", "bool", "", "peak is per-task RSS x tasks"),
+    ("sacct.mem_peak_node_mib", "float", "MiB", "MaxRSS x the tasks on the busiest node"),
     ("sacct.mem_efficiency_pct", "float", "%", "memory efficiency"),
     ("sacct.alloc_nodes", "int", "", "allocated nodes"),
     ("sacct.alloc_mem_mib", "float", "MiB", "allocated memory"),
@@ -131,10 +133,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("usage.killed_for_memory", "bool", "", "OUT_OF_MEMORY, or ended FAILED/CANCELLED over --mem"),
     ("usage.mem_requested_mib", "float", "MiB", "memory the measured job had, all nodes"),
     ("usage.nodes", "int", "", "nodes the measured job ran on"),
+    ("usage.mem_peak_node_mib", "float", "MiB", "the busiest node's peak, as accounting tells it"),
     # Princeton jobstats' summary in AdminComment, all nodes together
     ("jobstats.cores", "int", "cores", "cores of the job's cgroups"),
     ("jobstats.cpu_efficiency_pct", "float", "%", "CPU time over run time x cores"),
     ("jobstats.mem_peak_mib", "float", "MiB", "the nodes' memory peaks (RSS + shmem) summed"),
+    ("jobstats.mem_peak_node_mib", "float", "MiB", "the largest node's memory peak"),
     ("jobstats.mem_efficiency_pct", "float", "%", "that peak over the job's memory"),
     # GPU: metrics (nvidia-smi logs, watch recordings), else accounting (jobstats, Slurm TRES)
     ("gpu.source", "str", "", "nvidia-smi, recording, jobstats or slurm-tres"),

@@ -184,8 +184,19 @@ def _mem_floor(facts: Facts, workers: Change | None, notes: list[str]) -> float 
             f"memory: the peak {peak:,.0f} MiB was measured with {before} DataLoader workers; "
             f"{new - before} more add {each * (new - before):,.0f} MiB ({how})"
         )
-        peak = peak + each * (new - before)
-    return float(peak) / _peak_nodes(facts) * MEM_HEADROOM
+        extra = each * (new - before)
+    else:
+        extra = 0.0
+    return (_node_peak(facts, float(peak)) + extra / _peak_nodes(facts)) * MEM_HEADROOM
+
+
+def _node_peak(facts: Facts, peak: float) -> float:
+    """The job-wide peak's part on its busiest node (usage.mem_peak_node_mib: a run whose
+    peak was one task's needs all of it on that node), else its share per node."""
+    node = facts.get("usage.mem_peak_node_mib")
+    if isinstance(node, int | float) and not isinstance(node, bool) and node >= 0:
+        return float(node)
+    return peak / _peak_nodes(facts)
 
 
 def _peak_nodes(facts: Facts) -> int:
@@ -307,12 +318,12 @@ def _under_the_peak(facts: Facts) -> Change | None:
     to it (the floor then adds the headroom): a tuned script never asks for less than the
     run used."""
     now, peak = facts.get("job.mem_mib"), facts.get("usage.mem_peak_mib")
-    nodes = _peak_nodes(facts)
     if not isinstance(now, int | float) or not isinstance(peak, int | float) or peak <= 0:
         return None
-    if now * nodes >= peak:
+    node = _node_peak(facts, float(peak))
+    if now >= node:
         return None
-    return Change(mem_text(math.ceil(peak / nodes)), (PEAK_REASON,))
+    return Change(mem_text(math.ceil(node)), (PEAK_REASON,))
 
 
 def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:

@@ -36,13 +36,15 @@ GPU and time-limit lines are read as fields, not facts. Every line not understoo
 Facts (absent when seff did not print the line): ``seff.state``, ``seff.exit_code``,
 ``seff.nodes``, ``seff.cores``, ``seff.cores_per_node``, ``seff.cpu_used_s``,
 ``seff.cpu_efficiency_pct``, ``seff.core_walltime_s``, ``seff.wall_s``, ``seff.mem_used_mib``,
-``seff.mem_used_estimated`` (bool), ``seff.mem_efficiency_pct``, ``seff.mem_requested_mib``,
+``seff.mem_used_estimated`` (bool), ``seff.mem_used_node_mib`` (the busiest node's share of
+the job's peak, as far as seff tells), ``seff.mem_efficiency_pct``, ``seff.mem_requested_mib``,
 ``seff.mem_requested_per`` (``"node"``, ``"core"`` or NeSI's ``"task"``), ``seff.final``
 (bool: the job has ended, so the numbers are not provisional).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -137,13 +139,30 @@ class SeffReport:
         """False while the job runs or waits: seff's numbers are then provisional."""
         return self.state is not None and self.state.split()[0] not in UNFINISHED
 
+    @property
+    def mem_used_node_mib(self) -> float | None:
+        """The busiest node's share of the peak, as far as seff tells: its figure is the
+        job's. Several tasks (the estimate, "(X/node)" or "(X/core)", NeSI's "Tasks: 3"): the
+        total over the nodes, or NeSI's largest task x the tasks a node runs. One task (seff
+        up to 24.05 prints no estimate and no per-unit size then): it ran on one node, whole."""
+        used, nodes = self.mem_used_mib, self.nodes or 1
+        if used is None or nodes <= 1 or self.tasks == 1:
+            return used
+        if self.mem_used_task_max_mib is not None and self.tasks:
+            return min(used, self.mem_used_task_max_mib * math.ceil(self.tasks / nodes))
+        several = self.mem_used_estimated or self.mem_requested_per is not None
+        several = several or (self.tasks or 1) > 1
+        return used / nodes if several else used
+
     def facts(self) -> Facts:
         facts: Facts = {}
         if self.state is not None:
             facts["seff.state"] = self.state.split()[0]
             facts["seff.final"] = self.final
-        if self.mem_used_mib is not None:
+        node = self.mem_used_node_mib
+        if node is not None:
             facts["seff.mem_used_estimated"] = self.mem_used_estimated
+            facts["seff.mem_used_node_mib"] = node
         for name in _FACT_FIELDS:
             value = getattr(self, name)
             if value is not None:

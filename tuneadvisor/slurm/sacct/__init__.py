@@ -38,7 +38,8 @@ Accounting lags the job's end by seconds: ``SacctJob.missing`` lists what is not
 Facts (absent when the input lacks them): ``sacct.state``, ``sacct.exit_code``,
 ``sacct.exit_signal``, ``sacct.elapsed_s``, ``sacct.timelimit_s``, ``sacct.cpu_used_s``,
 ``sacct.core_walltime_s``, ``sacct.cpu_efficiency_pct``, ``sacct.mem_peak_mib`` (seff's
-estimate), ``sacct.mem_peak_estimated`` (bool: several tasks), ``sacct.mem_efficiency_pct``,
+estimate), ``sacct.mem_peak_node_mib`` (the busiest node's share of it: MaxRSS x the tasks a
+node runs), ``sacct.mem_peak_estimated`` (bool: several tasks), ``sacct.mem_efficiency_pct``,
 ``sacct.alloc_cpus``, ``sacct.alloc_nodes``, ``sacct.alloc_gpus``, ``sacct.alloc_mem_mib``,
 ``sacct.req_cpus``, ``sacct.req_mem_mib``, ``sacct.max_tasks``, ``sacct.complete`` (bool).
 """

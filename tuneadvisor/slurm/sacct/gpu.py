@@ -9,7 +9,8 @@ whole run, and per node the cores, CPU time and memory peak. Facts: ``gpu.count`
 samples each mean stands for. jobstats itself gives no GPU advice under ten periods
 (``MIN_RUNTIME_SECONDS``), which is what the rules' ``gpu.samples >= 10`` asks too. Per
 node: ``jobstats.cores``, ``jobstats.cpu_efficiency_pct``, ``jobstats.mem_peak_mib`` (the
-nodes' peaks summed, as jobstats reports), ``jobstats.mem_efficiency_pct``.
+nodes' peaks summed, as jobstats reports), ``jobstats.mem_peak_node_mib`` (the largest node's
+peak), ``jobstats.mem_efficiency_pct``.
 
 Slurm TRES (``gres/gpuutil``, ``gres/gpumem`` in TRESUsageInMax/Ave; Slurm 23.02 and later,
 only with ``AutoDetect=nvml`` or ``rsmi``; 22.05 has neither TRES): per *task*, summed over
@@ -86,6 +87,8 @@ def _from_jobstats(summary: JobstatsSummary) -> AccountingGpu:
     _put(facts, "jobstats.cores", summary.cores)
     _put(facts, "jobstats.cpu_efficiency_pct", summary.cpu_efficiency_pct)
     _put(facts, "jobstats.mem_peak_mib", summary.mem_used_mib)
+    peaks = [n.mem_used_mib for n in summary.nodes if n.mem_used_mib is not None]
+    _put(facts, "jobstats.mem_peak_node_mib", max(peaks, default=None))  # --mem is per node
     _put(facts, "jobstats.mem_efficiency_pct", summary.mem_efficiency_pct)
     gpus = summary.gpus
     means = [g.util_pct for g in gpus if g.util_pct is not None]

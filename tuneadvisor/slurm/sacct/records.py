@@ -139,6 +139,18 @@ class SacctJob:
         return None if step is None else step.mem_estimate_mib
 
     @property
+    def mem_peak_node_mib(self) -> float | None:
+        """The busiest node's share of that estimate: MaxRSS is the largest task's peak, so
+        a node running k of the step's tasks may hold k x MaxRSS (the tasks spread evenly:
+        its nodes, else the job's, never more nodes than tasks). --mem is per node."""
+        step = self.peak_step
+        if step is None or step.max_rss_mib is None:
+            return None
+        tasks = step.ntasks or 1
+        nodes = max(1, min(tasks, step.nodes or self.alloc_nodes or 1))
+        return step.max_rss_mib * math.ceil(tasks / nodes)
+
+    @property
     def mem_efficiency_pct(self) -> float | None:
         return _efficiency(self.mem_peak_mib, self.req_mem_mib)
 
@@ -179,6 +191,7 @@ _FACT_FIELDS = (
     "core_walltime_s",
     "cpu_efficiency_pct",
     "mem_peak_mib",
+    "mem_peak_node_mib",
     "mem_efficiency_pct",
     "alloc_cpus",
     "alloc_nodes",
