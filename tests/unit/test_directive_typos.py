@@ -204,3 +204,27 @@ def test_real_script_sbtach_and_cpus_per_gpu(
     assert int(directives["cpus-per-gpu"]) >= 4
     assert "line 12: #SBTACH is no #SBATCH: written as #SBATCH" in out
     assert SEFF  # the tutorial job's evidence: one busy core
+
+
+def test_a_kept_typo_is_written_but_never_submitted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`apply --submit` of a script sbatch would refuse: written for the user to mend, one
+    line and status 2, and sbatch is never asked (a fake one on PATH would leave a mark)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(f"#!/bin/sh\ntouch {tmp_path}/asked\necho 1\n")
+    (bin_dir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    (tmp_path / "job.sbatch").write_text(job("#SBATCH -c 1", "#SBATCH --time=1O:00"))
+    (tmp_path / "seff.txt").write_text(SEFF)
+    out_path = tmp_path / "job.tuned.sbatch"
+    code, _, err = run(
+        capsys, "apply", "--job", str(tmp_path / "job.sbatch"), "--seff",
+        str(tmp_path / "seff.txt"), "-o", str(out_path), "--submit",
+    )  # fmt: skip
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "not submitted: sbatch would refuse it" in err
+    assert str(out_path) in err and "line 3" in err
+    assert "--time=1O:00" in out_path.read_text()  # written as the note says, kept
+    assert not (tmp_path / "asked").exists()

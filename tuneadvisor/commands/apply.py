@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuneadvisor.commands.inputs import add_inputs, inputs_of
+from tuneadvisor.errors import InputError
 
 if TYPE_CHECKING:
     from tuneadvisor.session.tuned_files import TunedFiles
@@ -76,6 +77,11 @@ def _submit(tuned: TunedFiles, out: Path, from_slurm: bool) -> None:
     if not tuned.job_diff:
         print("not submitted: the tuned script is the same as the original")
         return
+    refused = [p for p in tuned.tuned_job.problems if p.fatal] if tuned.tuned_job else []
+    if refused:  # written, for the user to mend; a day in the queue would end the same way
+        first = refused[0]
+        where = f"line {first.line}: " if first.line else ""
+        raise InputError(out, f"not submitted: sbatch would refuse it ({where}{first.message})")
     # A script read from Slurm runs where the original ran (its path is set in the job's
     # working directory); a script file is submitted from here, as `sbatch OUT` would be.
     original = tuned.original_job.path if tuned.original_job is not None else None
