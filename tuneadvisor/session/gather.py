@@ -157,7 +157,7 @@ def _job_script(
     launches = find_launches(job)
     launch = choose_launch(launches)
     unfollowed = unfollowed_launch(job) if launch is None and inputs.script is None else None
-    found.facts.update(job_facts(job, launch))
+    found.facts.update(job_facts(job, launch, launches))
     found.notes += job_notes(job, launches, launch)
     return _JobRead(job, launch, unfollowed)
 
