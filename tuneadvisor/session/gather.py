@@ -7,6 +7,7 @@ let more rules speak.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.sacct.gpu import AccountingGpu
     from tuneadvisor.slurm.sacct.records import SacctJob
     from tuneadvisor.trainscript.local_imports import LoaderModule
+    from tuneadvisor.trainscript.parsed import ParsedScript
     from tuneadvisor.trainscript.scan import ScriptScan
 
 
@@ -179,15 +181,19 @@ def _training_script(
     if text is None:
         found.sharpen.append("the training script (--script, or a job script that runs it)")
         return _ScriptRead(path, text)
+    from tuneadvisor.trainscript.parsed import parse_script
     from tuneadvisor.trainscript.scan import scan_script
 
     launch_args = read.launch.options if read.launch is not None else None
-    scan = scan_script(script_parse(path, text, analysis), launch_args)
+    source = script_parse(path, text, analysis)
+    parsed = parse_script(source) if isinstance(source, str) else source
+    scan = scan_script(parsed, launch_args)
     if scan.parse_error:
         found.notes.append(f"{path}: does not parse ({scan.parse_error}); not scanned")
     found.facts.update(scan.facts())
     if path is None:
         return _ScriptRead(path, text, scan)
+    _program(found, path, parsed, read.launch)
     from tuneadvisor.session.loader_module import follow_loader
 
     followed = follow_loader(path, text, scan)
@@ -196,6 +202,22 @@ def _training_script(
     if followed.note is not None:
         found.notes.append(followed.note)
     return _ScriptRead(path, text, scan, followed.module)
+
+
+def _program(
+    found: _Found, path: str, parsed: ParsedScript, launch: LaunchLine | None
+) -> None:
+    """Facts of the script with the local modules it imports: the launch line's options its
+    parser refuses, the GPUs it can drive."""
+    from tuneadvisor.session.script_modules import read_program
+    from tuneadvisor.trainscript.program_facts import program_facts
+
+    program = read_program(path, parsed)
+    # The launch line's options are this script's only when the line runs this script.
+    runs_it = launch is not None and launch.script is not None
+    runs_it = runs_it and Path(launch.script or "").name == Path(path).name
+    words = list(launch.options) if launch is not None and runs_it else None
+    found.facts.update(program_facts(program.parsed, words))
 
 
 def _accounting(found: _Found, inputs: Inputs, live: LiveJob | None) -> AccountingGpu | None:
