@@ -7,7 +7,7 @@ let more rules speak.
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -193,7 +193,7 @@ def _training_script(
     found.facts.update(scan.facts())
     if path is None:
         return _ScriptRead(path, text, scan)
-    _program(found, path, parsed, read.launch)
+    _program(found, path, parsed, read.launch, analysis)
     from tuneadvisor.session.loader_module import follow_loader
 
     followed = follow_loader(path, text, scan)
@@ -205,7 +205,11 @@ def _training_script(
 
 
 def _program(
-    found: _Found, path: str, parsed: ParsedScript, launch: LaunchLine | None
+    found: _Found,
+    path: str,
+    parsed: ParsedScript,
+    launch: LaunchLine | None,
+    analysis: ProfileAnalysis | None,
 ) -> None:
     """Facts of the script with the local modules it imports: the launch line's options its
     parser refuses, the GPUs it can drive."""
@@ -218,6 +222,29 @@ def _program(
     runs_it = runs_it and Path(launch.script or "").name == Path(path).name
     words = list(launch.options) if launch is not None and runs_it else None
     found.facts.update(program_facts(program.parsed, words))
+    if analysis is not None:
+        _profiled_program(found, analysis, program.names)
+
+
+def _profiled_program(found: _Found, analysis: ProfileAnalysis, names: Sequence[str]) -> None:
+    """Whether the profile measured this program: one of its files is the training script
+    or a local module it imports (compared by the path's end, as the profile was taken
+    elsewhere)."""
+    from tuneadvisor.profile.facts import profiled_files
+
+    files = profiled_files(analysis)
+    if not files:
+        return
+    posix = [PurePath(f).as_posix() for f in files]
+    ours = any(f == n or f.endswith("/" + n) for f in posix for n in names)
+    found.facts["profile.other_program"] = not ours
+    if not ours:
+        shown = ", ".join(PurePath(f).name for f in files[:3])
+        more = f" and {len(files) - 3} more" if len(files) > 3 else ""
+        found.notes.append(
+            f"the profile measured {shown}{more}, not {names[0]} or a module it imports: "
+            "the training-script changes are not planned from it (profile-other-program)"
+        )
 
 
 def _accounting(found: _Found, inputs: Inputs, live: LiveJob | None) -> AccountingGpu | None:
