@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.sacct.gpu import AccountingGpu
     from tuneadvisor.slurm.sacct.records import SacctJob
     from tuneadvisor.trainscript.local_imports import LoaderModule
-    from tuneadvisor.trainscript.parsed import ParsedScript
+    from tuneadvisor.session.script_modules import ProgramFiles
+    from tuneadvisor.trainscript.resolve_names import Elsewhere
     from tuneadvisor.trainscript.scan import ScriptScan
 
 
@@ -187,16 +188,26 @@ def _training_script(
     launch_args = read.launch.options if read.launch is not None else None
     source = script_parse(path, text, analysis)
     parsed = parse_script(source) if isinstance(source, str) else source
-    scan = scan_script(parsed, launch_args)
+    if path is None:
+        scan = scan_script(parsed, launch_args)
+        found.facts.update(scan.facts())
+        return _ScriptRead(path, text, scan)
+    from tuneadvisor.session.loader_module import follow_loader
+    from tuneadvisor.session.script_modules import read_program
+    from tuneadvisor.trainscript.program_facts import elsewhere_for
+
+    program = read_program(path, parsed)
+    scan = scan_script(parsed, launch_args, elsewhere_for(program.parsed, program.names))
     if scan.parse_error:
         found.notes.append(f"{path}: does not parse ({scan.parse_error}); not scanned")
     found.facts.update(scan.facts())
-    if path is None:
-        return _ScriptRead(path, text, scan)
-    _program(found, path, parsed, read.launch, analysis)
-    from tuneadvisor.session.loader_module import follow_loader
+    _program(found, program, read.launch, analysis)
 
-    followed = follow_loader(path, text, scan)
+    def elsewhere(name: str) -> Elsewhere:
+        reader = program.names.index(name) if name in program.names else -1
+        return elsewhere_for(program.parsed, program.names, reader)
+
+    followed = follow_loader(path, text, scan, elsewhere)
     if followed.module is not None:
         found.facts.update(followed.module.facts)
     if followed.note is not None:
@@ -206,21 +217,18 @@ def _training_script(
 
 def _program(
     found: _Found,
-    path: str,
-    parsed: ParsedScript,
+    program: ProgramFiles,
     launch: LaunchLine | None,
     analysis: ProfileAnalysis | None,
 ) -> None:
     """Facts of the script with the local modules it imports: the launch line's options its
     parser refuses, the GPUs it can drive."""
-    from tuneadvisor.session.script_modules import read_program
     from tuneadvisor.trainscript.program_facts import program_facts
 
-    program = read_program(path, parsed)
     # The launch line's options are this script's only when the line runs this script.
-    runs_it = launch is not None and launch.script is not None
-    runs_it = runs_it and Path(launch.script or "").name == Path(path).name
-    words = list(launch.options) if launch is not None and runs_it else None
+    words = None
+    if launch is not None and launch.script is not None:
+        words = list(launch.options) if Path(launch.script).name == program.names[0] else None
     found.facts.update(program_facts(program.parsed, words))
     if analysis is not None:
         _profiled_program(found, analysis, program.names)

@@ -4,12 +4,18 @@ modules; this only looks at their parses."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable, Sequence
+from pathlib import PurePosixPath
 
 from tuneadvisor.trainscript.cli_parser import read_parser
 from tuneadvisor.trainscript.launch_options import unknown_options
+from tuneadvisor.trainscript.node_index import NodeIndex
 from tuneadvisor.trainscript.parsed import ParsedScript
+from tuneadvisor.trainscript.resolve import Resolver
+from tuneadvisor.trainscript.resolve_names import Elsewhere
 from tuneadvisor.trainscript.scan_devices import device_use
+from tuneadvisor.trainscript.scan_results import ArgOption, Origin
 
 
 def program_facts(
@@ -30,3 +36,37 @@ def program_facts(
         facts["script.single_gpu"] = True
         facts["script.single_gpu.line"] = use.line
     return facts
+
+
+def module_dotted(name: str) -> str:
+    """``pkg/data.py`` -> ``pkg.data``; ``pkg/__init__.py`` -> ``pkg``."""
+    parts = PurePosixPath(name).with_suffix("").parts
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def elsewhere_for(
+    modules: Sequence[ParsedScript], names: Sequence[str], reader: int = 0
+) -> Elsewhere:
+    """What the program's other files say for the file at ``reader`` (0: the script): the
+    argparse options their parsers define, their module-level values, and, for a module the
+    script imports, the script's calls of its functions."""
+    options: dict[str, ArgOption] = {}
+    values: dict[str, Origin] = {}
+    for position, (parsed, name) in enumerate(zip(modules, names, strict=True)):
+        if position == reader or parsed.tree is None:
+            continue
+        resolver = Resolver(NodeIndex(parsed), None)
+        for dest, option in resolver.options.items():
+            options.setdefault(dest, option)
+        prefix = module_dotted(name)
+        for stmt in parsed.tree.body:  # unconditional module-level `NAME = value`
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if isinstance(target, ast.Name) and prefix:
+                    values[f"{prefix}.{target.id}"] = resolver.resolve(stmt.value)
+    calls: tuple[ast.Call, ...] = ()
+    if reader != 0 and modules and modules[0].tree is not None:
+        calls = tuple(n for n in ast.walk(modules[0].tree) if isinstance(n, ast.Call))
+    return Elsewhere(options=options, values=values, calls=calls)
