@@ -100,7 +100,8 @@ FACT_ROWS: tuple[tuple[str, str, str, str], ...] = (
         "script.single_gpu",
         "bool",
         "",
-        "the program puts its work on one CUDA device and nothing in it drives more",
+        "the program puts its work on one CUDA device and nothing in it drives more (false: "
+        "it may drive more, or shows no CUDA device)",
     ),
     ("script.single_gpu.line", "int", "", "first line that puts work on that device"),
 )

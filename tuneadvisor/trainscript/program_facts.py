@@ -32,8 +32,8 @@ def program_facts(
         if unknown:
             facts["script.unknown_options"] = "; ".join(u.text for u in unknown)
     use = device_use(modules)
+    facts["script.single_gpu"] = use.single and use.line is not None
     if use.single and use.line is not None:
-        facts["script.single_gpu"] = True
         facts["script.single_gpu.line"] = use.line
     return facts
 

@@ -134,10 +134,10 @@ class Resolver:
             self._call,
         )
         self.options: dict[str, ArgOption] = {}
+        self.elsewhere = elsewhere or Elsewhere()
         self.options = collect_options(index, self.resolve)
         # Options a local module's parser defines (`from config import get_args`): the
         # script reads them as `args.workers` all the same.
-        self.elsewhere = elsewhere or Elsewhere()
         for dest, option in self.elsewhere.options.items():
             self.options.setdefault(dest, option)
         self._cache.clear()  # values resolved before the options were known
