@@ -161,7 +161,27 @@ def _job_script(
     unfollowed = unfollowed_launch(job) if launch is None and inputs.script is None else None
     found.facts.update(job_facts(job, launch))
     found.notes += job_notes(job, launches, launch)
+    if launch is not None and "job.ranks_per_task" not in found.facts:
+        _ranks_from_visible_gpus(found, job, launch)
     return _JobRead(job, launch, unfollowed)
+
+
+def _ranks_from_visible_gpus(found: _Found, job: JobScript, launch: LaunchLine) -> None:
+    """torchrun's --nproc-per-node in a variable counted from CUDA_VISIBLE_DEVICES: the
+    GPUs per node, with the assumption said."""
+    from tuneadvisor.slurm.launch_line.visible_gpus import counts_visible_gpus, nproc_value
+
+    value = nproc_value(launch)
+    gpus = found.facts.get("job.gpus")
+    if value is None or not isinstance(gpus, int) or gpus < 1:
+        return
+    if counts_visible_gpus(value, [line.text for line in job.lines], launch.line):
+        found.facts["job.ranks_per_task"] = gpus
+        found.notes.append(
+            f"torchrun's --nproc-per-node is counted from CUDA_VISIBLE_DEVICES ({value}): "
+            f"taken as the {gpus} GPUs per node the job asks for (assumed: Slurm sets "
+            "CUDA_VISIBLE_DEVICES to the job's GPUs on the node, and nothing changes it)"
+        )
 
 
 def _as_run(found: _Found, live: LiveJob) -> None:
@@ -212,6 +232,11 @@ def _training_script(
         found.facts.update(followed.module.facts)
     if followed.note is not None:
         found.notes.append(followed.note)
+    from tuneadvisor.trainscript.program_facts import unresolved_workers
+
+    unresolved = unresolved_workers(found.facts, program.names[0])
+    if unresolved is not None:
+        found.notes.append(unresolved)
     return _ScriptRead(path, text, scan, followed.module)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import read_text_input
@@ -43,11 +43,11 @@ def follow_loader(
         return Followed(None, None)
     folder = Path(script_path).parent
     seen: list[Path] = []
-    level = [text]
+    level = [(text, PurePosixPath())]
     for _ in range(MAX_DEPTH):
-        following: list[str] = []
-        for source in level:
-            for relative in local_module_paths(parse_script(source)):
+        following: list[tuple[str, PurePosixPath]] = []
+        for source, package in level:
+            for relative in local_module_paths(parse_script(source), package):
                 path = folder / relative
                 if path in seen or len(seen) >= MAX_MODULES or not path.is_file():
                     continue
@@ -58,7 +58,7 @@ def follow_loader(
                 if isinstance(found, LoaderModule):
                     return Followed(found, None)
                 if found is not None:
-                    following.append(found)
+                    following.append((found, relative.parent))
         level = following
     return Followed(
         None, _none_found(Path(script_path).name, [p.relative_to(folder) for p in seen])
@@ -82,10 +82,12 @@ def _scan_module(
 
 
 def _none_found(script: str, read: list[Path]) -> str:
+    # Said of what was read, never "imports nothing local": a module may sit elsewhere on
+    # sys.path (a package installed in development mode, a folder added to the path).
     where = (
         f"nor in the modules it imports from beside it ({', '.join(p.as_posix() for p in read)})"
         if read
-        else "and it imports no module kept beside it"
+        else "and none of the modules it imports was found as a file beside it"
     )
     return (
         f"{script}: no DataLoader is built in it, {where}: num_workers, pin_memory and the "

@@ -5,7 +5,7 @@ bounded, for the facts of the program as a whole (`trainscript.program_facts`)."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import read_text_input
@@ -26,11 +26,11 @@ def read_program(script_path: str, first: ParsedScript) -> ProgramFiles:
     folder = Path(script_path).parent
     modules = [first]
     names = [Path(script_path).name]
-    level = [first]
+    level = [(first, PurePosixPath())]
     for _ in range(MAX_DEPTH):
-        following: list[ParsedScript] = []
-        for source in level:
-            for relative in local_module_paths(source):
+        following: list[tuple[ParsedScript, PurePosixPath]] = []
+        for source, package in level:
+            for relative in local_module_paths(source, package):
                 name = relative.as_posix()
                 path = folder / relative
                 if name in names or len(names) > MAX_MODULES or not path.is_file():
@@ -41,6 +41,6 @@ def read_program(script_path: str, first: ParsedScript) -> ProgramFiles:
                     continue
                 modules.append(module)
                 names.append(name)
-                following.append(module)
+                following.append((module, relative.parent))
         level = following
     return ProgramFiles(tuple(modules), tuple(names))

@@ -5,7 +5,7 @@ modules; this only looks at their parses."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 
 from tuneadvisor.trainscript.cli_parser import read_parser
@@ -70,3 +70,39 @@ def elsewhere_for(
     if reader != 0 and modules and modules[0].tree is not None:
         calls = tuple(n for n in ast.walk(modules[0].tree) if isinstance(n, ast.Call))
     return Elsewhere(options=options, values=values, calls=calls)
+
+
+_WHY_UNRESOLVED = {
+    "call": "it is what {expr} returns, which the scan does not follow",
+    "variable": (
+        "{expr} is a name the scan cannot follow to one value (set in another file, "
+        "passed in by a caller, or set on several paths)"
+    ),
+    "unknown": "{expr} is an expression the scan cannot evaluate",
+    "env": "it reads {env}, and the job sets no value for it that tuneadvisor sees",
+    "argparse": "the launch line passes {passed}, which is only known when the job runs",
+}
+
+
+def unresolved_workers(facts: Mapping[str, object], script: str) -> str | None:
+    """The note for a training DataLoader whose worker count the scan could not resolve:
+    said, with why, so that the worker rules' silence is not read as "nothing to say"."""
+    if "script.num_workers" in facts or "script.dataloader.line" not in facts:
+        return None
+    source = facts.get("script.num_workers.source")
+    template = _WHY_UNRESOLVED.get(source) if isinstance(source, str) else None
+    if template is None:
+        return None
+    expr = facts.get("script.num_workers.expr", "?")
+    where = facts.get("script.dataloader.file", script)
+    line = facts.get("script.num_workers.line")
+    at = f" (line {line}: {expr})" if line is not None else f" ({expr})"
+    why = template.format(
+        expr=f"`{expr}`",
+        env=facts.get("script.num_workers.env", "a variable"),
+        passed=f"`{facts.get('script.num_workers.passed', '?')}`",
+    )
+    return (
+        f"{where}: num_workers of the training DataLoader{at} could not be resolved: {why}; "
+        "the rules on worker counts do not speak on it"
+    )
