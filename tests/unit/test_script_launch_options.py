@@ -151,7 +151,7 @@ def test_report_names_the_option_end_to_end(
     job = _job(tmp_path, "python train.py --num-workers 8 --epochs 3 --lr=0.1")
     finding = _finding(_report(job, capsys), "unknown-launch-option")
     assert finding is not None and finding["severity"] == "error"
-    assert "--num-workers (close: --workers)" in json.dumps(finding["evidence"])
+    assert finding["evidence"] == {"options": "--num-workers (close: --workers)"}
     job = _job(tmp_path, "python train.py --workers 8 --epochs 3 --lr=0.1")
     assert _finding(_report(job, capsys), "unknown-launch-option") is None
 

@@ -250,10 +250,8 @@ def _program(
     parser refuses, the GPUs it can drive."""
     from tuneadvisor.trainscript.program_facts import program_facts
 
-    # The launch line's options are this script's only when the line runs this script.
-    words = None
-    if launch is not None and launch.script is not None:
-        words = list(launch.options) if Path(launch.script).name == program.names[0] else None
+    # The launch line's options go to the script read: the one it runs, or --script for it.
+    words = list(launch.options) if launch is not None and launch.script is not None else None
     found.facts.update(program_facts(program.parsed, words))
     if analysis is not None:
         _profiled_program(found, analysis, program.names)

@@ -118,7 +118,10 @@ def _multi(node: ast.AST) -> str | None:
 
 def _cuda_use(node: ast.AST) -> int | None:
     """A line that puts work on one CUDA device: ``.cuda()``, ``torch.device("cuda")``,
-    ``.to("cuda")``."""
+    ``.to("cuda")``, the string ``"cuda"`` (the device a script keeps in a variable)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        # device = "cuda" if torch.cuda.is_available() else "cpu"; model.to(device)
+        return node.lineno if _ONE_DEVICE.match(node.value.strip()) else None
     if not isinstance(node, ast.Call):
         return None
     func = node.func
