@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from tuneadvisor.cli import main
 from tuneadvisor.trainscript.parsed import parse_script
 from tuneadvisor.trainscript.program_facts import elsewhere_for, module_dotted
@@ -201,3 +202,25 @@ def test_torchrun_s_process_count_from_cuda_visible_devices(
     notes = advice["notes"]
     assert isinstance(notes, list)
     assert any("counted from CUDA_VISIBLE_DEVICES" in n and "assumed" in n for n in notes)
+
+
+STONE = REPO / "tests" / "fixtures" / "realworld" / "projects" / "jerry-723-stone-cls"
+
+
+def test_a_real_project_s_helper_default_through_a_package(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Jerry-723/stone-cls: main.py calls common.get_dataloader(...) with four arguments;
+    num_workers is the helper's default, 16, too many for 4 cores."""
+    job = tmp_path / "job.sh"
+    job.write_text("#!/bin/bash\n#SBATCH --cpus-per-task=4\npython main.py --method lrprob\n")
+    args = ["report", "--job", str(job), "--script", str(STONE / "main.py"), "--format", "json"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    facts = doc["advice"]["facts"]
+    assert facts["script.dataloader.file"] == "common/get_dataloader.py"
+    assert facts["script.num_workers"] == 16
+    assert "too-many-workers" in {f["id"] for f in doc["findings"]}
+    patch = doc["advice"]["script_patch"]
+    assert patch.startswith("--- a/common/get_dataloader.py")
+    assert "-def get_dataloader(" in patch and "num_workers=16)" in patch
