@@ -72,7 +72,9 @@ def test_no_cuda_in_the_source_says_nothing() -> None:
     assert _use("import torch\nx = torch.ones(3)\n") == (False, None, None)
 
 
-def _findings(tmp_path: Path, header: str, line: str, capsys: pytest.CaptureFixture[str]) -> set[str]:
+def _findings(
+    tmp_path: Path, header: str, line: str, capsys: pytest.CaptureFixture[str]
+) -> set[str]:
     (tmp_path / "train.py").write_text(ONE_DEVICE)
     (tmp_path / "model.py").write_text(MODEL)
     job = tmp_path / "job.sh"

@@ -50,7 +50,9 @@ def _parser(*sources: str) -> CliParser:
 
 def _job(folder: Path, line: str, cores: int = 4) -> Path:
     job = folder / "job.sh"
-    job.write_text(f"#!/bin/bash\n#SBATCH --cpus-per-task={cores}\n#SBATCH --time=1:00:00\n{line}\n")
+    job.write_text(
+        f"#!/bin/bash\n#SBATCH --cpus-per-task={cores}\n#SBATCH --time=1:00:00\n{line}\n"
+    )
     return job
 
 
@@ -88,7 +90,10 @@ def test_prefixes_are_argparse_s_own() -> None:
     [
         ("args = parser.parse_args()", "args, _ = parser.parse_known_args()"),
         ("parser = argparse.ArgumentParser()", "parser = argparse.ArgumentParser(parents=[p])"),
-        ("args = parser.parse_args()", "deepspeed.add_config_arguments(parser)\nargs = parser.parse_args()"),
+        (
+            "args = parser.parse_args()",
+            "deepspeed.add_config_arguments(parser)\nargs = parser.parse_args()",
+        ),
         ("args = parser.parse_args()", "args = parser.parse_args(['--workers', '2'])"),
         ('parser.add_argument("--workers"', "parser.add_argument(*FLAGS"),
         ("args = parser.parse_args()", "print(sys.argv)\nargs = parser.parse_args()"),
@@ -136,7 +141,7 @@ def test_the_verdict_is_argparse_s(flags: list[str], word: str, abbrev: bool) ->
         refused = bool(extra)
     except SystemExit:  # "ambiguous option"
         refused = True
-    source = "import argparse\np = argparse.ArgumentParser(allow_abbrev=%s)\n" % abbrev
+    source = f"import argparse\np = argparse.ArgumentParser(allow_abbrev={abbrev})\n"
     source += "".join(f"p.add_argument({f!r})\n" for f in flags) + "p.parse_args()\n"
     named = unknown_options([word], read_parser([parse_script(source)]))
     # -h/--help are argparse's own unless add_help=False: leave those words out of the oracle.

@@ -109,9 +109,7 @@ HELPER = """
     ("call", "expected"),
     [("load(batch_size=32)", 0), ("load(32, 4)", 4), ("load(32, num_workers=5)", 5)],
 )
-def test_a_helper_s_parameter_default_or_what_its_one_call_passes(
-    call: str, expected: int
-) -> None:
+def test_a_helper_s_parameter_default_or_what_its_one_call_passes(call: str, expected: int) -> None:
     train = textwrap.dedent(HELPER) + f"loader = {call}\n" + LOOP
     assert _workers({"train.py": train})["script.num_workers"] == expected
 
@@ -183,7 +181,8 @@ def test_a_script_whose_modules_are_not_beside_it_is_not_said_to_import_nothing(
     "nproc",
     [
         'NGPUS=$(echo "$CUDA_VISIBLE_DEVICES" | tr "," "\\n" | wc -l)\n',
-        "export NGPUS=$(python -c 'import os; print(len(os.environ[\"CUDA_VISIBLE_DEVICES\"].split(\",\")))')\n",
+        "export NGPUS=$(python -c 'import os; "
+        'print(len(os.environ["CUDA_VISIBLE_DEVICES"].split(",")))\')\n',
     ],
 )
 def test_torchrun_s_process_count_from_cuda_visible_devices(
@@ -194,7 +193,8 @@ def test_torchrun_s_process_count_from_cuda_visible_devices(
         "loader = DataLoader(ds, num_workers=4)\nfor b in loader:\n    pass\n"
     )
     job = (
-        "#!/bin/bash\n#SBATCH --cpus-per-task=8\n#SBATCH --gres=gpu:4\n" + nproc
+        "#!/bin/bash\n#SBATCH --cpus-per-task=8\n#SBATCH --gres=gpu:4\n"
+        + nproc
         + "torchrun --standalone --nproc-per-node=$NGPUS train.py\n"
     )
     advice = _report(tmp_path, job, capsys)

@@ -49,7 +49,9 @@ def _coupled(findings: Iterable[Finding], plan: Plan) -> tuple[Finding, ...]:
     )
 
 
-def _not_from_another_program(plan: Plan, rules: Iterable[Rule], facts: Mapping[str, object]) -> Plan:
+def _not_from_another_program(
+    plan: Plan, rules: Iterable[Rule], facts: Mapping[str, object]
+) -> Plan:
     """A profile of another program says nothing about this script's settings: the script
     changes that a rule reading the profile asked for are left out (the job-script changes
     stay: they size the allocation the profile's run had)."""

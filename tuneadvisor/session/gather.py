@@ -7,9 +7,9 @@ let more rules speak.
 from __future__ import annotations
 
 import os
-from pathlib import Path, PurePath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.allocation import Measured, allocation_facts
@@ -32,6 +32,7 @@ from tuneadvisor.session.site_file import load_site, site_path
 if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.session.live_job import LiveJob
+    from tuneadvisor.session.script_modules import ProgramFiles
     from tuneadvisor.slurm.client import SlurmClient
     from tuneadvisor.slurm.jobscript.model import JobScript
     from tuneadvisor.slurm.launch_line.model import LaunchLine
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.sacct.gpu import AccountingGpu
     from tuneadvisor.slurm.sacct.records import SacctJob
     from tuneadvisor.trainscript.local_imports import LoaderModule
-    from tuneadvisor.session.script_modules import ProgramFiles
     from tuneadvisor.trainscript.resolve_names import Elsewhere
     from tuneadvisor.trainscript.scan import ScriptScan
 

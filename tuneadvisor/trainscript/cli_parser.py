@@ -88,9 +88,8 @@ def read_parser(modules: Iterable[ParsedScript]) -> CliParser:
                 reasons.append(f"the script calls {method}, which accepts unknown options")
             elif method == "add_subparsers":
                 reasons.append("the parser has subcommands")
-            elif method not in _PARSER_METHODS and _passes_parser(node, names):
-                if method not in defined:  # options added by a library: not readable here
-                    reasons.append(f"the parser is handed to {callee}(), which may add options")
+            elif _handed_away(node, method, names, defined):
+                reasons.append(f"the parser is handed to {callee}(), which may add options")
     return CliParser(
         frozenset(flags), parses, reasons[0] if reasons else None, allow_abbrev=allow_abbrev
     )
@@ -101,9 +100,16 @@ def _parser_names(tree: ast.AST) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            if final_name(node.value.func) in ("ArgumentParser", "add_argument_group", "add_mutually_exclusive_group"):
+            made = final_name(node.value.func)
+            if made in ("ArgumentParser", "add_argument_group", "add_mutually_exclusive_group"):
                 names.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return names
+
+
+def _handed_away(call: ast.Call, method: str, names: set[str], defined: set[str]) -> bool:
+    """The parser given to a function the program does not define (a library's
+    ``add_config_arguments(parser)``): options may be added that the scan cannot read."""
+    return method not in _PARSER_METHODS and method not in defined and _passes_parser(call, names)
 
 
 def _passes_parser(call: ast.Call, names: set[str]) -> bool:

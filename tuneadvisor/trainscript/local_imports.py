@@ -40,7 +40,7 @@ def _candidates(dotted: str) -> list[PurePosixPath]:
 
 
 def local_module_paths(
-    parsed: ParsedScript, package: PurePosixPath = PurePosixPath()
+    parsed: ParsedScript, package: PurePosixPath | None = None
 ) -> list[PurePosixPath]:
     """Relative paths of the modules the script imports (at any nesting: a function's own
     `import` counts), each once, in source order. `from pkg import mod` names both
@@ -55,6 +55,7 @@ def local_module_paths(
     imports.sort(key=lambda node: (node.lineno, node.col_offset))
     dotted: list[tuple[str, PurePosixPath]] = []
     top = PurePosixPath()
+    package = package if package is not None else top
     for node in imports:
         if isinstance(node, ast.Import):
             dotted += [(alias.name, top) for alias in node.names]

@@ -138,9 +138,7 @@ def _set_elsewhere(index: NodeIndex, attr: str) -> bool:
     return False
 
 
-def module_value(
-    index: NodeIndex, node: ast.expr, values: Mapping[str, Origin]
-) -> Origin | None:
+def module_value(index: NodeIndex, node: ast.expr, values: Mapping[str, Origin]) -> Origin | None:
     """``config.NUM_WORKERS`` (or ``NUM_WORKERS`` from ``from config import``): the value
     the local module gives it, resolved there."""
     qual = index.qual(node)

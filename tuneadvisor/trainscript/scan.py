@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from tuneadvisor.trainscript.node_index import NodeIndex
 from tuneadvisor.trainscript.parsed import ParsedScript, parse_script
 from tuneadvisor.trainscript.resolve import Resolver
-from tuneadvisor.trainscript.scan_ddp import scan_ddp
 from tuneadvisor.trainscript.resolve_names import Elsewhere
+from tuneadvisor.trainscript.scan_ddp import scan_ddp
 from tuneadvisor.trainscript.scan_loaders import find_loaders, find_loops, pick_train_loader
 from tuneadvisor.trainscript.scan_settings import scan_amp, scan_misc
 from tuneadvisor.trainscript.scan_syncs import find_syncs
