@@ -74,7 +74,10 @@ class DeviceUse:
 
 
 def device_use(modules: Iterable[ParsedScript]) -> DeviceUse:
+    # A call that places work (`.to("cuda")`, `torch.device("cuda")`) names the line; the
+    # bare string "cuda" (kept in a variable, or an option's choice) only when none does.
     first: int | None = None
+    named: int | None = None
     for parsed in modules:
         if parsed.tree is None:
             return DeviceUse(why_not="a module does not parse")
@@ -83,9 +86,12 @@ def device_use(modules: Iterable[ParsedScript]) -> DeviceUse:
             if why is not None:
                 return DeviceUse(why_not=why)
             line = _cuda_use(node)
-            if line is not None and (first is None or line < first):
-                first = line
-    return DeviceUse(single=first is not None, line=first)
+            if line is not None and isinstance(node, ast.Constant):
+                named = line if named is None else min(named, line)
+            elif line is not None:
+                first = line if first is None else min(first, line)
+    line = first if first is not None else named
+    return DeviceUse(single=line is not None, line=line)
 
 
 def _multi(node: ast.AST) -> str | None:
