@@ -214,18 +214,18 @@ def _training_script(
         return _ScriptRead(path, text, scan)
     from tuneadvisor.session.loader_module import follow_loader
     from tuneadvisor.session.script_modules import read_program
-    from tuneadvisor.trainscript.program_facts import elsewhere_for
+    from tuneadvisor.trainscript.program_facts import ProgramIndex
 
     program = read_program(path, parsed)
-    scan = scan_script(parsed, launch_args, elsewhere_for(program.parsed, program.names))
+    index = ProgramIndex(program.parsed, program.names)
+    scan = scan_script(parsed, launch_args, index.elsewhere())
     if scan.parse_error:
         found.notes.append(f"{path}: does not parse ({scan.parse_error}); not scanned")
     found.facts.update(scan.facts())
     _program(found, program, read.launch, analysis)
 
     def elsewhere(name: str) -> Elsewhere:
-        reader = program.names.index(name) if name in program.names else -1
-        return elsewhere_for(program.parsed, program.names, reader)
+        return index.elsewhere(program.names.index(name) if name in program.names else -1)
 
     followed = follow_loader(path, text, scan, elsewhere)
     if followed.module is not None:

@@ -46,30 +46,64 @@ def module_dotted(name: str) -> str:
     return ".".join(parts)
 
 
+class ProgramIndex:
+    """What each file of the program offers the others (its argparse options and its
+    module-level values), each file read once however many files ask."""
+
+    def __init__(self, modules: Sequence[ParsedScript], names: Sequence[str]) -> None:
+        self.modules = tuple(modules)
+        self.names = tuple(names)
+        self._offers: dict[int, tuple[dict[str, ArgOption], dict[str, Origin]]] = {}
+
+    def _offer(self, position: int) -> tuple[dict[str, ArgOption], dict[str, Origin]]:
+        if position not in self._offers:
+            parsed = self.modules[position]
+            options: dict[str, ArgOption] = {}
+            values: dict[str, Origin] = {}
+            if parsed.tree is not None:
+                resolver = Resolver(NodeIndex(parsed), None)
+                options = dict(resolver.options)
+                prefix = module_dotted(self.names[position])
+                for name, value in _module_assignments(parsed.tree):
+                    values[f"{prefix}.{name}"] = resolver.resolve(value)
+            self._offers[position] = (options, values)
+        return self._offers[position]
+
+    def elsewhere(self, reader: int = 0) -> Elsewhere:
+        """What the other files say for the file at ``reader`` (0: the script): the options
+        their parsers define, their module-level values, and, for a module the script
+        imports, the script's calls of its functions."""
+        options: dict[str, ArgOption] = {}
+        values: dict[str, Origin] = {}
+        for position in range(len(self.modules)):
+            if position != reader:
+                offered_options, offered_values = self._offer(position)
+                for dest, option in offered_options.items():
+                    options.setdefault(dest, option)
+                values.update(offered_values)
+        calls: tuple[ast.Call, ...] = ()
+        first = self.modules[0].tree if self.modules else None
+        if reader != 0 and first is not None:
+            calls = tuple(n for n in ast.walk(first) if isinstance(n, ast.Call))
+        return Elsewhere(options=options, values=values, calls=calls)
+
+
+def _module_assignments(tree: ast.Module) -> list[tuple[str, ast.expr]]:
+    """Unconditional module-level ``NAME = value``, in order (a later one wins)."""
+    return [
+        (stmt.targets[0].id, stmt.value)
+        for stmt in tree.body
+        if isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+    ]
+
+
 def elsewhere_for(
     modules: Sequence[ParsedScript], names: Sequence[str], reader: int = 0
 ) -> Elsewhere:
-    """What the program's other files say for the file at ``reader`` (0: the script): the
-    argparse options their parsers define, their module-level values, and, for a module the
-    script imports, the script's calls of its functions."""
-    options: dict[str, ArgOption] = {}
-    values: dict[str, Origin] = {}
-    for position, (parsed, name) in enumerate(zip(modules, names, strict=True)):
-        if position == reader or parsed.tree is None:
-            continue
-        resolver = Resolver(NodeIndex(parsed), None)
-        for dest, option in resolver.options.items():
-            options.setdefault(dest, option)
-        prefix = module_dotted(name)
-        for stmt in parsed.tree.body:  # unconditional module-level `NAME = value`
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                target = stmt.targets[0]
-                if isinstance(target, ast.Name) and prefix:
-                    values[f"{prefix}.{target.id}"] = resolver.resolve(stmt.value)
-    calls: tuple[ast.Call, ...] = ()
-    if reader != 0 and modules and modules[0].tree is not None:
-        calls = tuple(n for n in ast.walk(modules[0].tree) if isinstance(n, ast.Call))
-    return Elsewhere(options=options, values=values, calls=calls)
+    """`ProgramIndex(modules, names).elsewhere(reader)`, for one file."""
+    return ProgramIndex(modules, names).elsewhere(reader)
 
 
 _WHY_UNRESOLVED = {

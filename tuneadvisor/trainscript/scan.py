@@ -7,11 +7,15 @@ simple assignments, dict literals merged into `**kwargs`, and argparse options w
 file. What it cannot follow is reported as `variable` or `unknown` with the expression text,
 never guessed, so the facts about it stay absent.
 
-The reading is split by subject: `resolve` (values and their origins, with `argparse_options`),
+The reading is split by subject: `resolve` (values and their origins, with `argparse_options`
+and `resolve_names`: a helper's parameter defaults, class attributes, what the program's
+other modules define),
 `scan_loaders` (DataLoaders and loader loops), `scan_syncs`, `scan_ddp`, `scan_settings` (AMP,
 cudnn, threads), `script_facts` (the `ScriptScan` result and its flat facts). Names are read
 through `names`, as line kinds read them, and the parse and scope index are the `ParsedScript`
-line kinds use.
+line kinds use. What only the whole program shows (the script with the local modules it
+imports: the launch line's options its parser refuses, the GPUs it can drive) is
+`program_facts`, with `cli_parser`, `launch_options` and `scan_devices`.
 """
 
 from __future__ import annotations
