@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.allocation import Measured, allocation_facts
@@ -32,7 +31,6 @@ from tuneadvisor.session.site_file import load_site, site_path
 if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.session.live_job import LiveJob
-    from tuneadvisor.session.script_modules import ProgramFiles
     from tuneadvisor.slurm.client import SlurmClient
     from tuneadvisor.slurm.jobscript.model import JobScript
     from tuneadvisor.slurm.launch_line.model import LaunchLine
@@ -40,7 +38,6 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.sacct.gpu import AccountingGpu
     from tuneadvisor.slurm.sacct.records import SacctJob
     from tuneadvisor.trainscript.local_imports import LoaderModule
-    from tuneadvisor.trainscript.resolve_names import Elsewhere
     from tuneadvisor.trainscript.scan import ScriptScan
 
 
@@ -161,27 +158,15 @@ def _job_script(
     unfollowed = unfollowed_launch(job) if launch is None and inputs.script is None else None
     found.facts.update(job_facts(job, launch))
     found.notes += job_notes(job, launches, launch)
-    if launch is not None and "job.ranks_per_task" not in found.facts:
-        _ranks_from_visible_gpus(found, job, launch)
-    return _JobRead(job, launch, unfollowed)
-
-
-def _ranks_from_visible_gpus(found: _Found, job: JobScript, launch: LaunchLine) -> None:
-    """torchrun's --nproc-per-node in a variable counted from CUDA_VISIBLE_DEVICES: the
-    GPUs per node, with the assumption said."""
-    from tuneadvisor.slurm.launch_line.visible_gpus import counts_visible_gpus, nproc_value
-
-    value = nproc_value(launch)
     gpus = found.facts.get("job.gpus")
-    if value is None or not isinstance(gpus, int) or gpus < 1:
-        return
-    if counts_visible_gpus(value, [line.text for line in job.lines], launch.line):
-        found.facts["job.ranks_per_task"] = gpus
-        found.notes.append(
-            f"torchrun's --nproc-per-node is counted from CUDA_VISIBLE_DEVICES ({value}): "
-            f"taken as the {gpus} GPUs per node the job asks for (assumed: Slurm sets "
-            "CUDA_VISIBLE_DEVICES to the job's GPUs on the node, and nothing changes it)"
-        )
+    if launch is not None and "job.ranks_per_task" not in found.facts and isinstance(gpus, int):
+        from tuneadvisor.slurm.launch_line.visible_gpus import visible_gpu_ranks
+
+        said = visible_gpu_ranks(launch, [line.text for line in job.lines], gpus)
+        if said is not None:  # torchrun's count from CUDA_VISIBLE_DEVICES: the GPUs per node
+            found.facts["job.ranks_per_task"] = gpus
+            found.notes.append(said)
+    return _JobRead(job, launch, unfollowed)
 
 
 def _as_run(found: _Found, live: LiveJob) -> None:
@@ -208,74 +193,32 @@ def _training_script(
     launch_args = read.launch.options if read.launch is not None else None
     source = script_parse(path, text, analysis)
     parsed = parse_script(source) if isinstance(source, str) else source
-    if path is None:
+    if path is None:  # read_training_script gives a text with its path: kept for safety
         scan = scan_script(parsed, launch_args)
         found.facts.update(scan.facts())
         return _ScriptRead(path, text, scan)
     from tuneadvisor.session.loader_module import follow_loader
-    from tuneadvisor.session.script_modules import read_program
-    from tuneadvisor.trainscript.program_facts import ProgramIndex
+    from tuneadvisor.session.script_modules import program_evidence, read_program
+    from tuneadvisor.trainscript.program_facts import unresolved_workers
 
+    # The script with the local modules it imports: what they define is the script's too.
     program = read_program(path, parsed)
-    index = ProgramIndex(program.parsed, program.names)
-    scan = scan_script(parsed, launch_args, index.elsewhere())
+    scan = scan_script(parsed, launch_args, program.elsewhere(program.names[0]))
     if scan.parse_error:
         found.notes.append(f"{path}: does not parse ({scan.parse_error}); not scanned")
     found.facts.update(scan.facts())
-    _program(found, program, read.launch, analysis)
-
-    def elsewhere(name: str) -> Elsewhere:
-        return index.elsewhere(program.names.index(name) if name in program.names else -1)
-
-    followed = follow_loader(path, text, scan, elsewhere)
+    facts, notes = program_evidence(program, read.launch, analysis)
+    found.facts.update(facts)
+    found.notes += notes
+    followed = follow_loader(path, text, scan, program.elsewhere)
     if followed.module is not None:
         found.facts.update(followed.module.facts)
     if followed.note is not None:
         found.notes.append(followed.note)
-    from tuneadvisor.trainscript.program_facts import unresolved_workers
-
     unresolved = unresolved_workers(found.facts, program.names[0])
     if unresolved is not None:
         found.notes.append(unresolved)
     return _ScriptRead(path, text, scan, followed.module)
-
-
-def _program(
-    found: _Found,
-    program: ProgramFiles,
-    launch: LaunchLine | None,
-    analysis: ProfileAnalysis | None,
-) -> None:
-    """Facts of the script with the local modules it imports: the launch line's options its
-    parser refuses, the GPUs it can drive."""
-    from tuneadvisor.trainscript.program_facts import program_facts
-
-    # The launch line's options go to the script read: the one it runs, or --script for it.
-    words = list(launch.options) if launch is not None and launch.script is not None else None
-    found.facts.update(program_facts(program.parsed, words))
-    if analysis is not None:
-        _profiled_program(found, analysis, program.names)
-
-
-def _profiled_program(found: _Found, analysis: ProfileAnalysis, names: Sequence[str]) -> None:
-    """Whether the profile measured this program: one of its files is the training script
-    or a local module it imports (compared by the path's end, as the profile was taken
-    elsewhere)."""
-    from tuneadvisor.profile.facts import profiled_files
-
-    files = profiled_files(analysis)
-    if not files:
-        return
-    posix = [PurePath(f).as_posix() for f in files]
-    ours = any(f == n or f.endswith("/" + n) for f in posix for n in names)
-    found.facts["profile.other_program"] = not ours
-    if not ours:
-        shown = ", ".join(PurePath(f).name for f in files[:3])
-        more = f" and {len(files) - 3} more" if len(files) > 3 else ""
-        found.notes.append(
-            f"the profile measured {shown}{more}, not {names[0]} or a module it imports: "
-            "the training-script changes are not planned from it (profile-other-program)"
-        )
 
 
 def _accounting(found: _Found, inputs: Inputs, live: LiveJob | None) -> AccountingGpu | None:

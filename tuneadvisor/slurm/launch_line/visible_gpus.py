@@ -46,3 +46,16 @@ def counts_visible_gpus(value: str, lines: Sequence[str], before: int) -> bool:
         if assignment.match(text):
             last = text
     return last is not None and "CUDA_VISIBLE_DEVICES" in last
+
+
+def visible_gpu_ranks(launch: LaunchLine, lines: Sequence[str], gpus: int) -> str | None:
+    """The note when torchrun's --nproc-per-node is counted from CUDA_VISIBLE_DEVICES (its
+    ranks per task are then the ``gpus`` per node); None when it is not, or no GPU is asked."""
+    value = nproc_value(launch)
+    if value is None or gpus < 1 or not counts_visible_gpus(value, lines, launch.line):
+        return None
+    return (
+        f"torchrun's --nproc-per-node is counted from CUDA_VISIBLE_DEVICES ({value}): "
+        f"taken as the {gpus} GPUs per node the job asks for (assumed: Slurm sets "
+        "CUDA_VISIBLE_DEVICES to the job's GPUs on the node, and nothing changes it)"
+    )
