@@ -97,6 +97,8 @@ def test_prefixes_are_argparse_s_own() -> None:
         ("args = parser.parse_args()", "args = parser.parse_args(['--workers', '2'])"),
         ('parser.add_argument("--workers"', "parser.add_argument(*FLAGS"),
         ("args = parser.parse_args()", "print(sys.argv)\nargs = parser.parse_args()"),
+        ("import argparse", "import argparse\nfrom transformers import HfArgumentParser"),
+        ("import argparse", "import argparse\nimport jsonargparse"),
     ],
 )
 def test_a_parser_that_may_accept_more_says_nothing(change: tuple[str, str]) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import REPO
 from tuneadvisor.cli import main
+from tuneadvisor.slurm.launch_line.visible_gpus import counts_visible_gpus
 from tuneadvisor.trainscript.parsed import parse_script
 from tuneadvisor.trainscript.program_facts import elsewhere_for, module_dotted
 from tuneadvisor.trainscript.scan import scan_script
@@ -224,3 +225,30 @@ def test_a_real_project_s_helper_default_through_a_package(
     patch = doc["advice"]["script_patch"]
     assert patch.startswith("--- a/common/get_dataloader.py")
     assert "-def get_dataloader(" in patch and "num_workers=16)" in patch
+
+
+def test_a_count_of_every_gpu_on_the_node_is_not_taken_for_the_job_s(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvidia-smi lists what the node shows, not what Slurm gave: no assumption is made."""
+    (tmp_path / "train.py").write_text("import torch\n")
+    job = (
+        "#!/bin/bash\n#SBATCH --gres=gpu:4\nNGPUS=$(nvidia-smi -L | wc -l)\n"
+        "torchrun --standalone --nproc-per-node=$NGPUS train.py\n"
+    )
+    advice = _report(tmp_path, job, capsys)
+    assert "job.ranks_per_task" not in advice["facts"]  # type: ignore[operator]
+
+
+def test_the_variable_s_last_assignment_before_the_launch_decides() -> None:
+    lines = [
+        "#!/bin/bash",
+        "N=$(echo $CUDA_VISIBLE_DEVICES | tr ',' '\\n' | wc -l)",
+        "torchrun --nproc-per-node=$N a.py",
+        "N=2",
+        "torchrun --nproc-per-node=$N b.py",
+    ]
+    assert counts_visible_gpus("$N", lines, 3)
+    assert not counts_visible_gpus("${N}", lines, 5)
+    assert not counts_visible_gpus("$N", lines[:1], 2)  # never assigned
+    assert counts_visible_gpus("$(echo $CUDA_VISIBLE_DEVICES | wc -w)", [], 1)

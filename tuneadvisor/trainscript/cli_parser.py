@@ -34,6 +34,25 @@ _PARSER_METHODS = frozenset(
 )
 
 
+# Libraries that add options argparse's add_argument calls do not show (dataclass fields,
+# config files, nested keys), or read the command line themselves.
+_OTHER_PARSERS = frozenset(
+    {
+        "jsonargparse",
+        "simple_parsing",
+        "tap",
+        "hydra",
+        "omegaconf",
+        "absl",
+        "fire",
+        "click",
+        "typer",
+        "docopt",
+    }
+)
+_OTHER_PARSER_CLASSES = frozenset({"HfArgumentParser", "LightningCLI"})
+
+
 @dataclass(frozen=True)
 class CliParser:
     """What the modules read say about the script's argparse parser."""
@@ -67,6 +86,9 @@ def read_parser(modules: Iterable[ParsedScript]) -> CliParser:
         for node in ast.walk(tree):
             if _is_sys_argv(node):
                 reasons.append("the script reads or changes sys.argv itself")
+            other = _other_parser(node)
+            if other is not None:
+                reasons.append(f"the program also uses {other}, whose options the scan cannot read")
             if not isinstance(node, ast.Call):
                 continue
             callee = dotted_name(node.func) or ""
@@ -93,6 +115,21 @@ def read_parser(modules: Iterable[ParsedScript]) -> CliParser:
     return CliParser(
         frozenset(flags), parses, reasons[0] if reasons else None, allow_abbrev=allow_abbrev
     )
+
+
+def _other_parser(node: ast.AST) -> str | None:
+    """An import of a command-line library other than argparse, or a parser class of one
+    (``from transformers import HfArgumentParser``, ``transformers.HfArgumentParser``)."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        modules = [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom):
+            modules = [node.module or ""]
+        found = [m for m in modules if m.split(".")[0] in _OTHER_PARSERS]
+        found += [a.name for a in node.names if a.name in _OTHER_PARSER_CLASSES]
+        return found[0] if found else None
+    if isinstance(node, ast.Attribute) and node.attr in _OTHER_PARSER_CLASSES:
+        return node.attr
+    return None
 
 
 def _parser_names(tree: ast.AST) -> set[str]:
