@@ -102,3 +102,16 @@ def test_report_is_quiet_where_every_gpu_has_a_process(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], header: str, line: str
 ) -> None:
     assert "unused-gpus" not in _findings(tmp_path, header, line, capsys)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "CUDA_VISIBLE_DEVICES=0 python train.py &\nCUDA_VISIBLE_DEVICES=1 python train.py &\nwait",
+        "export CUDA_VISIBLE_DEVICES=2\npython train.py",
+    ],
+)
+def test_programs_that_share_the_gpus_out_say_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str
+) -> None:
+    assert "unused-gpus" not in _findings(tmp_path, "#SBATCH --gres=gpu:2\n", line, capsys)

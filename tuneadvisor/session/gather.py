@@ -61,6 +61,7 @@ class _JobRead:
     job: JobScript | None = None
     launch: LaunchLine | None = None
     unfollowed: Unfollowed | None = None  # a launch-like command that led to no script
+    programs: int = 0  # Python programs the job runs (one is read as the training)
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ def _job_script(
         if said is not None:  # torchrun's count from CUDA_VISIBLE_DEVICES: the GPUs per node
             found.facts["job.ranks_per_task"] = gpus
             found.notes.append(said)
-    return _JobRead(job, launch, unfollowed)
+    return _JobRead(job, launch, unfollowed, len(launches))
 
 
 def _as_run(found: _Found, live: LiveJob) -> None:
@@ -207,7 +208,7 @@ def _training_script(
     if scan.parse_error:
         found.notes.append(f"{path}: does not parse ({scan.parse_error}); not scanned")
     found.facts.update(scan.facts())
-    facts, notes = program_evidence(program, read.launch, analysis)
+    facts, notes = program_evidence(program, read.launch, analysis, read.programs)
     found.facts.update(facts)
     found.notes += notes
     followed = follow_loader(path, text, scan, program.elsewhere)

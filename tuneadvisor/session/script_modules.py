@@ -64,13 +64,22 @@ def read_program(script_path: str, first: ParsedScript) -> ProgramFiles:
 
 
 def program_evidence(
-    program: ProgramFiles, launch: LaunchLine | None, analysis: ProfileAnalysis | None
+    program: ProgramFiles,
+    launch: LaunchLine | None,
+    analysis: ProfileAnalysis | None,
+    programs: int = 1,
 ) -> tuple[dict[str, object], list[str]]:
     """The program's facts (the launch line's options its parser refuses, the GPUs it can
-    drive) and whether the profile measured it, with the note when it did not."""
+    drive) and whether the profile measured it, with the note when it did not.
+    ``programs``: the Python programs the job runs."""
     # The launch line's options go to the script read: the one it runs, or --script for it.
     words = list(launch.options) if launch is not None and launch.script is not None else None
     facts = program_facts(program.parsed, words)
+    if programs > 1 or (launch is not None and _picks_gpus(launch)):
+        # Several programs side by side (`CUDA_VISIBLE_DEVICES=1 python b.py &`) share the
+        # GPUs between them: one device each is not one device for the job.
+        facts["script.single_gpu"] = False
+        facts.pop("script.single_gpu.line", None)
     notes: list[str] = []
     if analysis is not None:
         notes += _profiled_program(facts, analysis, program.names)
@@ -98,3 +107,7 @@ def _profiled_program(
         f"the profile measured {shown}{more}, not {names[0]} or a module it imports: "
         "the training-script changes are not planned from it (profile-other-program)"
     ]
+
+
+def _picks_gpus(launch: LaunchLine) -> bool:
+    return "CUDA_VISIBLE_DEVICES" in launch.env or "CUDA_VISIBLE_DEVICES" in launch.exported
