@@ -76,6 +76,11 @@ ROWS = [
         1, 1, 1, 4, 50 * G, 5 * DAY, SRUN, "train.py", refused=True,
     ),
     Reading("carbon225-poleval-2022-abbr-gpu-job.sh", 1, 1, 8, 1, None, 6 * H, SRUN, "train.py"),
+    # CRLF line ends (sbatch refuses them); --mem-per-cpu=23000 on one core
+    Reading(
+        "chhajedvaibhav-aimos-codes-pyramidnet-schedular.sh",
+        1, 1, 1, 4, 23000, H, (), "train.py", refused=True,
+    ),
     Reading(
         f"{CSC}run-accelerate-gpu4.sh", 1, 1, 40, 4, 320 * G, 900,
         ("srun", "apptainer_wrapper exec", "accelerate launch"), "mnist_accelerate.py",

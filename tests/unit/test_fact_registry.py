@@ -22,7 +22,9 @@ from tuneadvisor.metrics.nvidia_smi_csv import parse_nvidia_smi_csv
 from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.profile.lprof import load_profiles
+from tuneadvisor.profile.model import ProfileSet
 from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.profile.text_table import parse_table
 from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules
@@ -35,6 +37,8 @@ from tuneadvisor.slurm.launch_line.search import find_launches
 from tuneadvisor.slurm.sacct import parse_sacct
 from tuneadvisor.slurm.sacct.gpu import accounting_gpu
 from tuneadvisor.slurm.seff import parse_seff
+from tuneadvisor.trainscript.parsed import parse_script
+from tuneadvisor.trainscript.program_facts import program_facts
 from tuneadvisor.trainscript.scan import scan_script
 
 FIXTURES = REPO / "tests" / "fixtures"
@@ -242,6 +246,16 @@ def gather_outputs(tmp: Path) -> Iterator[tuple[str, Mapping[str, object]]]:
     # A DataLoader built in a module the training script imports.
     helper = Inputs(job=str(FIXTURES / "helper_loader" / "job.sbatch"))
     yield "gather (helper_loader)", gather(helper, None, env={}).facts
+    # A profile of another program, a launch option the parser refuses, GPUs left idle.
+    other = Inputs(job=str(FIXTURES / "other_program" / "job.sbatch"))
+    table = REPO / "examples" / "mnist" / "24752610.txt"
+    profile = parse_table(table.read_text(encoding="utf-8"), str(table))
+    mnist = analyze(ProfileSet.of([profile]), SourceFinder(profile_dirs=(table.parent,)))
+    yield "gather (other_program)", gather(other, mnist, env={}).facts
+    same = Inputs(job=str(REPO / "examples" / "mnist" / "mnist.sbatch"))
+    yield "gather (the profiled program)", gather(same, mnist, env={}).facts
+    ddp = parse_script("import torch\nm = torch.nn.DataParallel(torch.nn.Linear(2, 2).cuda())\n")
+    yield "program_facts (DataParallel)", program_facts([ddp], None)
 
 
 def joblog_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:

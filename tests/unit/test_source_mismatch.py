@@ -168,3 +168,78 @@ def test_lprof_def_not_found_keeps_the_numbers_and_says_so(tmp_path: Path) -> No
     assert train is not None
     assert [ln.lineno for ln in train.lines] == [203, 204, 208]
     assert any("has changed since the profile was taken" in n for n in analysis.notes)
+
+
+# A profile of another program (issue 20, point 5): the profile's functions live in
+# mnist_classify.py, the job runs cifar100_wrn.py.
+CIFAR = """\
+import torch
+from torch.utils.data import DataLoader
+from dataset_utils import load_cifar100
+
+def main():
+    loader = DataLoader(load_cifar100(), batch_size=128, num_workers=2)
+    for images, labels in loader:
+        pass
+
+main()
+"""
+LPROF = MNIST / "24752610.lprof"
+
+
+def _other_program(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], script: str
+) -> dict[str, object]:
+    """report the mnist .lprof with a job that runs ``script`` (kept beside it)."""
+    shutil.copy(LPROF, tmp_path / LPROF.name)
+    shutil.copy(SCRIPT, tmp_path / SCRIPT.name)  # the profiled source, found for line kinds
+    (tmp_path / "cifar100_wrn.py").write_text(CIFAR)
+    job = tmp_path / "job.sh"
+    job.write_text(
+        f"#!/bin/bash\n#SBATCH --cpus-per-task=1\n#SBATCH --gres=gpu:1\npython {script}\n"
+    )
+    code = main(["report", str(tmp_path / LPROF.name), "--job", str(job), "--format", "json"])
+    assert code == 0
+    doc: dict[str, object] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_a_profile_of_another_program_is_said_and_plans_no_script_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = _other_program(tmp_path, capsys, "cifar100_wrn.py")
+    ids = {f["id"] for f in doc["findings"]}  # type: ignore[attr-defined]
+    assert {"profile-other-program", "dataloader-bound"} <= ids
+    advice = doc["advice"]
+    assert isinstance(advice, dict)
+    assert advice["facts"]["profile.other_program"] is True
+    assert advice["facts"]["profile.files"] == "mnist_classify.py"
+    # dataloader-bound asked for num_workers from mnist's shares: not for cifar100_wrn.py.
+    assert "num_workers" not in advice["plan"]["script"]
+    assert "num_workers=2, pin_memory=True)" in advice["script_patch"]  # 2 as written
+    # pin-memory-off reads cifar100_wrn.py's own DataLoader: that change stays.
+    assert advice["plan"]["script"]["pin_memory"]["because"] == ["pin-memory-off"]
+    assert "cpus-per-task" in advice["plan"]["sbatch"]  # the job-script sizes stay
+    assert any("not cifar100_wrn.py or a module it imports" in n for n in advice["notes"])
+
+
+def test_the_profiled_script_itself_is_no_other_program(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = _other_program(tmp_path, capsys, "/home/alice/mnist/mnist_classify.py")
+    advice = doc["advice"]
+    assert isinstance(advice, dict)
+    assert advice["facts"]["profile.other_program"] is False
+    assert "profile-other-program" not in {f["id"] for f in doc["findings"]}  # type: ignore[attr-defined]
+    assert "num_workers" in advice["plan"]["script"]
+
+
+def test_a_profiled_module_the_script_imports_is_the_program(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mnist_classify.py imported by the job's script: its functions are the program's."""
+    (tmp_path / "run.py").write_text("import mnist_classify\nmnist_classify.main()\n")
+    doc = _other_program(tmp_path, capsys, "run.py")
+    advice = doc["advice"]
+    assert isinstance(advice, dict)
+    assert advice["facts"]["profile.other_program"] is False

@@ -49,9 +49,31 @@ def _coupled(findings: Iterable[Finding], plan: Plan) -> tuple[Finding, ...]:
     )
 
 
+def _not_from_another_program(
+    plan: Plan, rules: Iterable[Rule], facts: Mapping[str, object]
+) -> Plan:
+    """A profile of another program says nothing about this script's settings: the script
+    changes that a rule reading the profile asked for are left out (the job-script changes
+    stay: they size the allocation the profile's run had)."""
+    if facts.get("profile.other_program") is not True:
+        return plan
+    profiled = {r.id for r in rules if any(f.startswith("profile.") for f in r.when.facts)}
+    kept = {k: c for k, c in plan.script.items() if not set(c.because) & profiled}
+    if len(kept) == len(plan.script):
+        return plan
+    dropped = ", ".join(sorted(set(plan.script) - set(kept)))
+    note = (
+        f"{dropped}: not planned for the training script; the profile is of another program "
+        "(profile-other-program)"
+    )
+    return replace(plan, script=kept, notes=(*plan.notes, note))
+
+
 def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
+    rules = tuple(rules)
     evaluation = evaluate(rules, gathered.facts)
     plan = make_plan(evaluation.findings, gathered.facts)
+    plan = _not_from_another_program(plan, rules, gathered.facts)
     return Advice(
         findings=_coupled(evaluation.findings, plan),
         skipped=evaluation.skipped,

@@ -47,6 +47,13 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("profile.skew.others_median_s", "float", "s", "the other ranks' median in that measure"),
     ("profile.skew.ratio", "float", "x", "slowest / the other ranks' median"),
     ("profile.skew.excess_share", "float", "fraction", "the excess over the median / its total"),
+    ("profile.files", "str", "", "the source files of the profiled functions (their names)"),
+    (
+        "profile.other_program",
+        "bool",
+        "",
+        "no profiled file is the training script or a local module it imports",
+    ),
     # job script, as sbatch applies it
     ("job.cpus_per_task", "int", "cores", "--cpus-per-task (1 when not given)"),
     ("job.mem_mib", "float", "MiB", "--mem per node"),

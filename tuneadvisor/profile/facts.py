@@ -4,6 +4,8 @@ what that means is the rules' business."""
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.skew import rank_skews
 from tuneadvisor.trainscript.kinds import LineKind
@@ -23,6 +25,13 @@ def training_function(analysis: ProfileAnalysis) -> AnnotatedFunction | None:
     return analysis.functions[0] if analysis.functions else None
 
 
+def profiled_files(analysis: ProfileAnalysis) -> tuple[str, ...]:
+    """The source files of the functions that took time, as the profile names them (not
+    ``<string>`` and such, which name no file)."""
+    files = {f.filename for f in analysis.functions if f.total_s > 0}
+    return tuple(sorted(name for name in files if name and not name.startswith("<")))
+
+
 def profile_facts(analysis: ProfileAnalysis) -> dict[str, object]:
     func = training_function(analysis)
     if func is None or func.total_s <= 0 or (func.source_path is None and not func.block):
@@ -34,6 +43,9 @@ def profile_facts(analysis: ProfileAnalysis) -> dict[str, object]:
         "profile.ranks": max(1, len(analysis.parts)),
         "profile.compute_share": sum(share.get(k, 0.0) for k in _COMPUTE),
     }
+    files = profiled_files(analysis)
+    if files:
+        facts["profile.files"] = ", ".join(PurePath(name).name for name in files)
     for kind in LineKind:
         if kind is not LineKind.OTHER:
             name = "loader" if kind is LineKind.DATALOADER else kind.value

@@ -61,6 +61,7 @@ class _JobRead:
     job: JobScript | None = None
     launch: LaunchLine | None = None
     unfollowed: Unfollowed | None = None  # a launch-like command that led to no script
+    programs: int = 0  # Python programs the job runs (one is read as the training)
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,15 @@ def _job_script(
     unfollowed = unfollowed_launch(job) if launch is None and inputs.script is None else None
     found.facts.update(job_facts(job, launch, launches))
     found.notes += job_notes(job, launches, launch)
-    return _JobRead(job, launch, unfollowed)
+    gpus = found.facts.get("job.gpus")
+    if launch is not None and "job.ranks_per_task" not in found.facts and isinstance(gpus, int):
+        from tuneadvisor.slurm.launch_line.visible_gpus import visible_gpu_ranks
+
+        said = visible_gpu_ranks(launch, [line.text for line in job.lines], gpus)
+        if said is not None:  # torchrun's count from CUDA_VISIBLE_DEVICES: the GPUs per node
+            found.facts["job.ranks_per_task"] = gpus
+            found.notes.append(said)
+    return _JobRead(job, launch, unfollowed, len(launches))
 
 
 def _as_run(found: _Found, live: LiveJob) -> None:
@@ -180,22 +189,37 @@ def _training_script(
     if text is None:
         found.sharpen.append("the training script (--script, or a job script that runs it)")
         return _ScriptRead(path, text)
+    from tuneadvisor.trainscript.parsed import parse_script
     from tuneadvisor.trainscript.scan import scan_script
 
     launch_args = read.launch.options if read.launch is not None else None
-    scan = scan_script(script_parse(path, text, analysis), launch_args)
+    source = script_parse(path, text, analysis)
+    parsed = parse_script(source) if isinstance(source, str) else source
+    if path is None:  # read_training_script gives a text with its path: kept for safety
+        scan = scan_script(parsed, launch_args)
+        found.facts.update(scan.facts())
+        return _ScriptRead(path, text, scan)
+    from tuneadvisor.session.loader_module import follow_loader
+    from tuneadvisor.session.script_modules import program_evidence, read_program
+    from tuneadvisor.trainscript.program_facts import unresolved_workers
+
+    # The script with the local modules it imports: what they define is the script's too.
+    program = read_program(path, parsed)
+    scan = scan_script(parsed, launch_args, program.elsewhere(program.names[0]))
     if scan.parse_error:
         found.notes.append(f"{path}: does not parse ({scan.parse_error}); not scanned")
     found.facts.update(scan.facts())
-    if path is None:
-        return _ScriptRead(path, text, scan)
-    from tuneadvisor.session.loader_module import follow_loader
-
-    followed = follow_loader(path, text, scan)
+    facts, notes = program_evidence(program, read.launch, analysis, read.programs)
+    found.facts.update(facts)
+    found.notes += notes
+    followed = follow_loader(path, text, scan, program.elsewhere)
     if followed.module is not None:
         found.facts.update(followed.module.facts)
     if followed.note is not None:
         found.notes.append(followed.note)
+    unresolved = unresolved_workers(found.facts, program.names[0])
+    if unresolved is not None:
+        found.notes.append(unresolved)
     return _ScriptRead(path, text, scan, followed.module)
 
 

@@ -5,13 +5,15 @@ that none does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import read_text_input
 from tuneadvisor.trainscript.local_imports import LoaderModule, local_module_paths
 from tuneadvisor.trainscript.parsed import parse_script
+from tuneadvisor.trainscript.resolve_names import Elsewhere
 from tuneadvisor.trainscript.scan import ScriptScan, scan_script
 from tuneadvisor.trainscript.script_facts import helper_loader_facts
 
@@ -27,41 +29,52 @@ class Followed:
     note: str | None  # what the report says when no DataLoader was found
 
 
-def follow_loader(script_path: str, text: str, scan: ScriptScan) -> Followed:
+def follow_loader(
+    script_path: str,
+    text: str,
+    scan: ScriptScan,
+    elsewhere: Callable[[str], Elsewhere] | None = None,
+) -> Followed:
     """The first local module, in import order (the script's own imports first), that builds
-    a DataLoader; or a note naming where none was found."""
+    a DataLoader; or a note naming where none was found. ``elsewhere``: what the rest of
+    the program says for a module (by its relative name): the script's calls of its
+    functions, the options and values of the other modules."""
     if scan.parse_error is not None or scan.dataloaders:
         return Followed(None, None)
     folder = Path(script_path).parent
     seen: list[Path] = []
-    level = [text]
+    level = [(text, PurePosixPath())]
     for _ in range(MAX_DEPTH):
-        following: list[str] = []
-        for source in level:
-            for relative in local_module_paths(parse_script(source)):
+        following: list[tuple[str, PurePosixPath]] = []
+        for source, package in level:
+            for relative in local_module_paths(parse_script(source), package):
                 path = folder / relative
                 if path in seen or len(seen) >= MAX_MODULES or not path.is_file():
                     continue
                 seen.append(path)
-                found = _scan_module(path, relative.as_posix(), scan)
+                name = relative.as_posix()
+                context = elsewhere(name) if elsewhere is not None else None
+                found = _scan_module(path, name, scan, context)
                 if isinstance(found, LoaderModule):
                     return Followed(found, None)
                 if found is not None:
-                    following.append(found)
+                    following.append((found, relative.parent))
         level = following
     return Followed(
         None, _none_found(Path(script_path).name, [p.relative_to(folder) for p in seen])
     )
 
 
-def _scan_module(path: Path, name: str, script: ScriptScan) -> LoaderModule | str | None:
+def _scan_module(
+    path: Path, name: str, script: ScriptScan, elsewhere: Elsewhere | None
+) -> LoaderModule | str | None:
     """The module if it builds the training DataLoader, else its text (to follow its own
     imports); None when it cannot be read."""
     try:
         text = read_text_input(str(path), "module")
     except InputError:  # a helper that cannot be read is one not followed
         return None
-    helper = scan_script(text)
+    helper = scan_script(text, None, elsewhere)
     facts = helper_loader_facts(helper, script, name)
     if not facts:
         return text
@@ -69,10 +82,12 @@ def _scan_module(path: Path, name: str, script: ScriptScan) -> LoaderModule | st
 
 
 def _none_found(script: str, read: list[Path]) -> str:
+    # Said of what was read, never "imports nothing local": a module may sit elsewhere on
+    # sys.path (a package installed in development mode, a folder added to the path).
     where = (
         f"nor in the modules it imports from beside it ({', '.join(p.as_posix() for p in read)})"
         if read
-        else "and it imports no module kept beside it"
+        else "and none of the modules it imports was found as a file beside it"
     )
     return (
         f"{script}: no DataLoader is built in it, {where}: num_workers, pin_memory and the "

@@ -46,6 +46,15 @@ def _cores_after(plan: Plan, facts: Mapping[str, object]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _fails_as_it_is(line: int, refused: str) -> str:
+    """Options added to a launch line that the script refuses do not make it run."""
+    return (
+        f"the launch line (line {line}) fails as it is: the training script's parser refuses "
+        f"{refused} and exits before training; the options added to it do not change that: "
+        "fix the line first (unknown-launch-option)"
+    )
+
+
 def tuned_files(gathered: Gathered, plan: Plan) -> TunedFiles:
     """The tuned job script and the training-script patch; nothing without either file,
     without importing the editors (`report PROFILE` stays quick to start)."""
@@ -79,6 +88,9 @@ def tuned_files(gathered: Gathered, plan: Plan) -> TunedFiles:
         values = {option: str(change.value) for option, change in plan.sbatch.items()}
         tuned = with_options(tuned, values, notes)
     notes += edits.notes
+    refused = gathered.facts.get("script.unknown_options")
+    if edits.job is not job and isinstance(refused, str) and gathered.launch is not None:
+        notes.append(_fails_as_it_is(gathered.launch.line, refused))
     if module is not None and edits.patch:
         notes.append(f"the training DataLoader is built in {module.name}: the patch changes it")
     if tuned is not None and gathered.facts.get("job.dos_line_breaks") is True:

@@ -88,4 +88,20 @@ FACT_ROWS: tuple[tuple[str, str, str, str], ...] = (
     ("script.torch_threads.source", "str", "", "where the thread count comes from"),
     ("script.omp_num_threads", "int", "threads", "OMP_NUM_THREADS set by the script"),
     ("script.omp_num_threads.source", "str", "", "where that value comes from"),
+    # the program as a whole: the script with the local modules it imports
+    (
+        "script.unknown_option.count",
+        "int",
+        "",
+        "options on the launch line that the script's argparse parser refuses",
+    ),
+    ("script.unknown_options", "str", "", "those options, each with its close matches"),
+    (
+        "script.single_gpu",
+        "bool",
+        "",
+        "the program puts its work on one CUDA device and nothing in it drives more (false: "
+        "it may drive more, or shows no CUDA device)",
+    ),
+    ("script.single_gpu.line", "int", "", "first line that puts work on that device"),
 )

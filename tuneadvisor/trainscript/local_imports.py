@@ -39,32 +39,38 @@ def _candidates(dotted: str) -> list[PurePosixPath]:
     return [base.with_name(base.name + ".py"), base / "__init__.py"]
 
 
-def local_module_paths(parsed: ParsedScript) -> list[PurePosixPath]:
+def local_module_paths(
+    parsed: ParsedScript, package: PurePosixPath | None = None
+) -> list[PurePosixPath]:
     """Relative paths of the modules the script imports (at any nesting: a function's own
     `import` counts), each once, in source order. `from pkg import mod` names both
     `pkg/mod.py` (a module) and `pkg/__init__.py` (the package that defines `mod`); relative
-    imports of one level (`from .data import x`) read as siblings."""
+    imports of one level (`from .data import x`) read as siblings: in ``package``, the folder
+    of the importing module (`pkg/data.py` importing `.transforms` is `pkg/transforms.py`)."""
     if parsed.tree is None:
         return []
     imports = [
         node for node in ast.walk(parsed.tree) if isinstance(node, ast.Import | ast.ImportFrom)
     ]
     imports.sort(key=lambda node: (node.lineno, node.col_offset))
-    dotted: list[str] = []
+    dotted: list[tuple[str, PurePosixPath]] = []
+    top = PurePosixPath()
+    package = package if package is not None else top
     for node in imports:
         if isinstance(node, ast.Import):
-            dotted += [alias.name for alias in node.names]
+            dotted += [(alias.name, top) for alias in node.names]
             continue
         if node.level > 1:  # `from ..x import y` leaves the script's folder
             continue
+        base = package if node.level == 1 else top
         module = node.module or ""
         prefix = f"{module}." if module else ""
-        dotted += [prefix + alias.name for alias in node.names if alias.name != "*"]
+        dotted += [(prefix + alias.name, base) for alias in node.names if alias.name != "*"]
         if module:
-            dotted.append(module)
+            dotted.append((module, base))
     paths: list[PurePosixPath] = []
-    for name in dotted:
+    for name, base in dotted:
         for path in _candidates(name):
-            if path not in paths:
-                paths.append(path)
+            if base / path not in paths:
+                paths.append(base / path)
     return paths

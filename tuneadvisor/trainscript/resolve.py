@@ -23,6 +23,12 @@ from tuneadvisor.trainscript.node_index import (
     last_part,
 )
 from tuneadvisor.trainscript.pyast import dotted_name
+from tuneadvisor.trainscript.resolve_names import (
+    Elsewhere,
+    class_attribute,
+    module_value,
+    parameter_value,
+)
 from tuneadvisor.trainscript.scan_results import (
     ARGPARSE,
     CALL,
@@ -104,7 +110,12 @@ class KwMap:
 class Resolver:
     """Follows an expression back to where its value comes from."""
 
-    def __init__(self, index: NodeIndex, launch_args: Mapping[str, str] | None) -> None:
+    def __init__(
+        self,
+        index: NodeIndex,
+        launch_args: Mapping[str, str] | None,
+        elsewhere: Elsewhere | None = None,
+    ) -> None:
         self.index = index
         self.launch_args = launch_args
         self._cache: dict[int, Origin] = {}
@@ -123,7 +134,12 @@ class Resolver:
             self._call,
         )
         self.options: dict[str, ArgOption] = {}
+        self.elsewhere = elsewhere or Elsewhere()
         self.options = collect_options(index, self.resolve)
+        # Options a local module's parser defines (`from config import get_args`): the
+        # script reads them as `args.workers` all the same.
+        for dest, option in self.elsewhere.options.items():
+            self.options.setdefault(dest, option)
         self._cache.clear()  # values resolved before the options were known
 
     def resolve(self, node: ast.expr, depth: int = 0) -> Origin:
@@ -304,6 +320,14 @@ class Resolver:
         option = self._option_for(node, name)
         if option is not None:
             return self.argparse(option, self.index.text(node))
+        found = parameter_value(self.index, node, self.elsewhere.calls)
+        found = found or class_attribute(self.index, node)
+        if found is not None:
+            origin = self.resolve(found.node, depth + 1)
+            return replace(origin, via=(found.via, *origin.via))
+        value = module_value(self.index, node, self.elsewhere.values)
+        if value is not None:  # its line is the other module's: none here
+            return replace(value, expr=self.index.text(node), line=None, via=(name,))
         return Origin(VARIABLE, self.index.text(node), node.lineno)
 
     def _through_bindings(self, name: str, bindings: list[ValueBinding], depth: int) -> Origin:

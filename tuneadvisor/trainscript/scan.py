@@ -7,11 +7,15 @@ simple assignments, dict literals merged into `**kwargs`, and argparse options w
 file. What it cannot follow is reported as `variable` or `unknown` with the expression text,
 never guessed, so the facts about it stay absent.
 
-The reading is split by subject: `resolve` (values and their origins, with `argparse_options`),
+The reading is split by subject: `resolve` (values and their origins, with `argparse_options`
+and `resolve_names`: a helper's parameter defaults, class attributes, what the program's
+other modules define),
 `scan_loaders` (DataLoaders and loader loops), `scan_syncs`, `scan_ddp`, `scan_settings` (AMP,
 cudnn, threads), `script_facts` (the `ScriptScan` result and its flat facts). Names are read
 through `names`, as line kinds read them, and the parse and scope index are the `ParsedScript`
-line kinds use.
+line kinds use. What only the whole program shows (the script with the local modules it
+imports: the launch line's options its parser refuses, the GPUs it can drive) is
+`program_facts`, with `cli_parser`, `launch_options` and `scan_devices`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Mapping
 from tuneadvisor.trainscript.node_index import NodeIndex
 from tuneadvisor.trainscript.parsed import ParsedScript, parse_script
 from tuneadvisor.trainscript.resolve import Resolver
+from tuneadvisor.trainscript.resolve_names import Elsewhere
 from tuneadvisor.trainscript.scan_ddp import scan_ddp
 from tuneadvisor.trainscript.scan_loaders import find_loaders, find_loops, pick_train_loader
 from tuneadvisor.trainscript.scan_settings import scan_amp, scan_misc
@@ -32,27 +37,35 @@ from tuneadvisor.trainscript.script_facts import ScriptScan as ScriptScan
 
 
 def scan_script(
-    script: str | ParsedScript, launch_args: Mapping[str, str] | None = None
+    script: str | ParsedScript,
+    launch_args: Mapping[str, str] | None = None,
+    elsewhere: Elsewhere | None = None,
 ) -> ScriptScan:
     """Read a training script for the advisor. Never raises on bad source.
 
     Give a `ParsedScript` to share its parse and scope index with line kinds.
     `launch_args` maps options to the values the job's launch line passes
     (`{"--num-workers": "${SLURM_CPUS_PER_TASK}"}`); None means the launch line is unknown,
-    and options then count at their defaults.
+    and options then count at their defaults. `elsewhere`: what the local modules say (a parser
+    built there, their module-level values, the importing file's calls of this one's
+    functions).
     """
     parsed = parse_script(script) if isinstance(script, str) else script
     if parsed.error is not None:
         return ScriptScan(parse_error=parsed.error)
     try:
-        return _scan_parsed(parsed, launch_args)
+        return _scan_parsed(parsed, launch_args, elsewhere)
     except RecursionError:
         return ScriptScan(parse_error="too deeply nested to scan")
 
 
-def _scan_parsed(parsed: ParsedScript, launch_args: Mapping[str, str] | None) -> ScriptScan:
+def _scan_parsed(
+    parsed: ParsedScript,
+    launch_args: Mapping[str, str] | None,
+    elsewhere: Elsewhere | None,
+) -> ScriptScan:
     index = NodeIndex(parsed)
-    resolver = Resolver(index, launch_args)
+    resolver = Resolver(index, launch_args, elsewhere)
     loaders = find_loaders(index, resolver)
     loops = find_loops(index, loaders)
     cudnn, threads, omp = scan_misc(index, resolver)
