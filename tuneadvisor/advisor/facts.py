@@ -68,6 +68,11 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.launcher", "str", "", "python, kernprof, srun, torchrun, ..."),
     ("job.task_launcher", "bool", "", "srun or mpirun starts the job's tasks"),
     ("job.ranks_per_task", "int", "", "training processes each task starts (torchrun's N)"),
+    # the `# tuneadvisor: tuned from ...` line of a script `apply` wrote (tuned_from.py)
+    ("job.tuned_from.digest", "str", "", "sha256 of the evidence the script was tuned from"),
+    ("job.tuned_from.cpus_per_task", "int", "cores", "cores per task that evidence had"),
+    ("job.tuned_from.mem_mib", "float", "MiB", "memory per node that evidence had"),
+    ("job.tuned_from.workers", "int", "workers", "DataLoader workers that evidence had"),
     # the allocation the evidence was measured under (advisor/allocation.py): suggestions are
     # computed from it; job.* stays what the script asks for now
     ("alloc.cpus_per_task", "int", "cores", "cores per task of the measured run"),
@@ -167,6 +172,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("node.gpus", "int", "GPUs", "GPUs per node"),
     ("node.max_cores_per_gpu", "int", "cores", "site limit of cores per GPU"),
     ("node.max_time_s", "int", "s", "the partition's time limit (MaxTime)"),
+    ("node.assumed", "bool", "", "node.cores/mem_mib are the default ceiling (size unknown)"),
     # training script, from its AST: the scanner declares what it emits
     *SCRIPT_FACT_ROWS,
 )

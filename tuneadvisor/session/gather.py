@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.allocation import Measured, allocation_facts
-from tuneadvisor.advisor.evidence import Gathered, usage_facts
+from tuneadvisor.advisor.allocation import Measured, allocation_facts, recorded_allocation
+from tuneadvisor.advisor.evidence import EvidenceStamp, Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import (
@@ -20,6 +20,7 @@ from tuneadvisor.files import (
 )
 from tuneadvisor.profile.analysis import ProfileAnalysis
 from tuneadvisor.profile.facts import profile_facts
+from tuneadvisor.session.evidence_stamp import evidence_stamp
 from tuneadvisor.session.gpu_source import accounting_gpu_of, choose_gpu_source, seff_gpu_note
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.read_files import read_job, read_training_script, script_parse
@@ -90,7 +91,8 @@ def gather(
     gpu_read = _accounting(found, inputs, live)
     usage_facts(found.facts, found.notes)
     metrics, measured = _gpu_metrics(found, inputs, gpu_read)
-    _allocation(found, inputs.profiles, measured)
+    stamp = evidence_stamp(inputs)
+    _allocation(found, inputs.profiles, measured, stamp)
     _site(found, inputs, env, client)
     return Gathered(
         facts=_known(found.facts),
@@ -103,6 +105,7 @@ def gather(
         metrics=metrics,
         sharpen=tuple(found.sharpen),
         notes=tuple(found.notes),
+        stamp=stamp,
     )
 
 
@@ -261,11 +264,15 @@ def _gpu_metrics(
     return metrics, measured
 
 
-def _allocation(found: _Found, profiles: Sequence[str], measured: list[Measured]) -> None:
+def _allocation(
+    found: _Found, profiles: Sequence[str], measured: list[Measured], stamp: EvidenceStamp | None
+) -> None:
     """alloc.*: what the measured run was given (recordings, then run records, then
-    accounting), derived by the advisor from every input before."""
+    accounting, then what the script says this same evidence had), derived by the advisor
+    from every input before."""
     measured = measured + [m for m in map(run_record_measured, profiles) if m is not None]
-    alloc, notes = allocation_facts(found.facts, measured)
+    recorded = recorded_allocation(found.facts, stamp.digest if stamp else None)
+    alloc, notes = allocation_facts(found.facts, measured, [recorded] if recorded else [])
     found.facts.update(alloc)
     found.notes += notes
 
@@ -283,8 +290,11 @@ def _site(
         from tuneadvisor.session.live_job import cluster_node
 
         node = cluster_node(client, partition if isinstance(partition, str) else None, found.notes)
-    if node is not None:
-        found.facts.update(node.facts())
+    if node is None:  # the size unknown: a stated ceiling, so that no request grows unbounded
+        from tuneadvisor.advisor.site import assumed_node
+
+        node = assumed_node(found.facts)
+    found.facts.update(node.facts())
 
 
 def _unread(lines: Sequence[str], shown: int = 3) -> str:

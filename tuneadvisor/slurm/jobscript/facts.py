@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.jobscript.plugins import plugin_option
 from tuneadvisor.slurm.jobscript.syntax import DIRECTIVE_AFTER_COMMAND, SITE_PLUGIN_OPTION
+from tuneadvisor.slurm.jobscript.tuned_from import read_tuned_from
 from tuneadvisor.slurm.launch_line.lexing import unclosed_quote
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 from tuneadvisor.slurm.units import gpu_count
@@ -63,6 +64,9 @@ def job_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
         ranks = _ranks_per_task(launch, req.node_gpus or 0)
     if ranks is not None:
         facts["job.ranks_per_task"] = ranks
+    stamp = read_tuned_from(job)  # what an earlier apply tuned it from
+    if stamp is not None:
+        facts.update(stamp.facts())
     return facts
 
 
