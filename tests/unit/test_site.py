@@ -10,7 +10,7 @@ import pytest
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.plan import make_plan
-from tuneadvisor.advisor.site import NodeShape, parse_site
+from tuneadvisor.advisor.site import DEFAULT_NODE_CORES, DEFAULT_NODE_MEM_MIB, NodeShape, parse_site
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.session.gather import gather
@@ -172,13 +172,18 @@ def test_site_from_the_config_dir(tmp_path: Path) -> None:
     assert facts["node.cores"] == 24
 
 
-def test_no_site_file_anywhere(tmp_path: Path) -> None:
+def test_no_site_file_anywhere_gives_the_default_ceiling(tmp_path: Path) -> None:
     facts = gather(
         Inputs(job=str(job(tmp_path))),
         None,
         env={"XDG_CONFIG_HOME": str(tmp_path / "empty")},
     ).facts
-    assert not [name for name in facts if name.startswith("node.")]
+    node = {name: value for name, value in facts.items() if name.startswith("node.")}
+    assert node == {
+        "node.assumed": True,
+        "node.cores": DEFAULT_NODE_CORES,
+        "node.mem_mib": float(DEFAULT_NODE_MEM_MIB),
+    }
 
 
 def test_environment_naming_a_missing_site_file_is_an_error(tmp_path: Path) -> None:

@@ -290,11 +290,13 @@ def _site(
         from tuneadvisor.session.live_job import cluster_node
 
         node = cluster_node(client, partition if isinstance(partition, str) else None, found.notes)
-    if node is None:  # the size unknown: a stated ceiling, so that no request grows unbounded
+    if node is None and "job.nodes" in found.facts:
+        # the size unknown: a stated ceiling, so that no request of the script grows unbounded
         from tuneadvisor.advisor.site import assumed_node
 
         node = assumed_node(found.facts)
-    found.facts.update(node.facts())
+    if node is not None:
+        found.facts.update(node.facts())
 
 
 def _unread(lines: Sequence[str], shown: int = 3) -> str:
