@@ -4,6 +4,7 @@ own: without the line, the cores doubled at every apply, 4, 8, 16 ... 128)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -96,7 +97,7 @@ def test_the_bundled_example_applied_again_with_its_profile_alone_changes_nothin
     profile = tmp_path / "24752610.lprof"
     outs = [tmp_path / f"t{i}.sbatch" for i in range(4)]
     _apply(profile, tmp_path / "mnist.sbatch", outs[0])
-    for before, after in zip(outs, outs[1:], strict=False):
+    for before, after in itertools.pairwise(outs):
         _apply(profile, before, after)
         assert after.read_bytes() == outs[0].read_bytes()
     stamp = read_tuned_from(JobScript.parse(outs[0].read_bytes()))

@@ -102,7 +102,9 @@ def recorded_allocation(facts: Mapping[str, object], digest: str | None) -> Meas
 
 
 def allocation_facts(
-    facts: Mapping[str, object], measured: Sequence[Measured] = (), recorded: Sequence[Measured] = ()
+    facts: Mapping[str, object],
+    measured: Sequence[Measured] = (),
+    recorded: Sequence[Measured] = (),
 ) -> tuple[dict[str, object], list[str]]:
     """``alloc.*`` facts and the note where the script now differs from the measured run.
 

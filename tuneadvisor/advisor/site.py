@@ -154,10 +154,20 @@ def assumed_node(facts: Mapping[str, object]) -> NodeShape:
         _amount(facts, "alloc.cpus_per_task") * tasks,
         DEFAULT_NODE_CORES,
     )
+    # the peak per node as the plan's memory floor counts it: over the fewer of the nodes it
+    # was measured on and the nodes asked for now (the plan's _peak_nodes)
+    nodes = [
+        n
+        for n in (
+            _amount(facts, "sacct.alloc_nodes") or _amount(facts, "seff.nodes"),
+            _amount(facts, "job.nodes"),
+        )
+        if n
+    ]
     mem = max(
         _amount(facts, "job.mem_mib"),
         _amount(facts, "alloc.mem_mib"),
-        _amount(facts, "usage.mem_peak_mib"),  # the whole peak: never under it on one node
+        _amount(facts, "usage.mem_peak_mib") / min(nodes, default=1.0),
         DEFAULT_NODE_MEM_MIB,
     )
     mem_mib = -(-math.ceil(mem) // 1024) * 1024  # whole GiB, rounded up
@@ -181,7 +191,9 @@ def ceiling_notes(plan: Plan, facts: Mapping[str, object]) -> list[str]:
     # the plan's own cap notes ("--cpus-per-task 128 capped at 64: the node allows no more")
     # where the script has the ceiling already and nothing changes
     for option in ("--cpus-per-task", "--mem"):
-        if option not in reached and any(n.startswith(f"{option} ") and "capped" in n for n in plan.notes):
+        if option not in reached and any(
+            n.startswith(f"{option} ") and "capped" in n for n in plan.notes
+        ):
             reached.append(option)
     if not reached:
         return []

@@ -108,7 +108,10 @@ def tuned_files(gathered: Gathered, plan: Plan) -> TunedFiles:
     if tuned is not None and gathered.facts.get("job.dos_line_breaks") is True:
         tuned = with_unix_line_breaks(tuned)
     if job is not None and tuned is not None and tuned.render() != job.render():
-        tuned = _stamped(tuned, gathered)
+        from tuneadvisor.slurm.jobscript.overridden import without_overridden
+
+        # written anyway: each option once, then what it was tuned from
+        tuned = _stamped(without_overridden(tuned, notes), gathered)
     if tuned is not None:
         from tuneadvisor.advisor.site import ceiling_notes
 

@@ -2,7 +2,8 @@
 and its digest) and the allocation that evidence was measured under.
 
 ```
-# tuneadvisor: tuned from profile 24752610.lprof (sha256:1a2b3c4d5e6f) measured with --cpus-per-task=1 --mem=8G num_workers=1
+# tuneadvisor: tuned from profile 24752610.lprof (sha256:1a2b3c4d5e6f) measured with
+#   --cpus-per-task=1 --mem=8G num_workers=1     (one line in the script)
 ```
 
 A profile says nothing of the cores and memory its run had. Without this line, applying the
