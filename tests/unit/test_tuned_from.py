@@ -19,6 +19,7 @@ from tuneadvisor.cli import main
 from tuneadvisor.session.evidence_stamp import evidence_stamp
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.jobscript.overridden import without_overridden
 from tuneadvisor.slurm.jobscript.tuned_from import TunedFrom, read_tuned_from, with_tuned_from
 
 REPO = Path(__file__).resolve().parents[2]
@@ -147,3 +148,20 @@ def test_evidence_with_its_own_allocation_keeps_it_whatever_the_line_says(
     job.write_bytes(with_tuned_from(JobScript.parse(JOB), line).render())
     assert plain["alloc.cpus_per_task"] == 1 and plain["alloc.mem_mib"] == 8192
     assert _alloc(capsys, job, seff) == {**plain, "alloc.workers": 7}  # seff says no workers
+
+
+# --------------------------------------------------------------------------- options set twice
+
+
+def test_an_option_set_twice_keeps_the_occurrence_that_counts() -> None:
+    job = JobScript.parse(
+        "#!/bin/bash\n#SBATCH --mem=2G -c 1\n#SBATCH --mail-type=END\n#SBATCH --mem 1G\n"
+        "#SBATCH -c4 --mail-type=FAIL\npython x.py\n"
+    )
+    notes: list[str] = []
+    once = without_overridden(job, notes)
+    assert once.directives() == job.directives()  # what sbatch applies, unchanged
+    assert once.render_text().count("--mem") == 1 and "-c 1" not in once.render_text()
+    assert once.render_text().count("--mail-type") == 2  # they add up: both kept
+    assert len(notes) == 2 and "--mem of line 2 removed" in notes[0]
+    assert without_overridden(once, []).render() == once.render()
