@@ -20,7 +20,6 @@ from tuneadvisor.files import (
 )
 from tuneadvisor.profile.analysis import ProfileAnalysis
 from tuneadvisor.profile.facts import profile_facts
-from tuneadvisor.session.evidence_stamp import evidence_stamp
 from tuneadvisor.session.gpu_source import accounting_gpu_of, choose_gpu_source, seff_gpu_note
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.read_files import read_job, read_training_script, script_parse
@@ -91,7 +90,7 @@ def gather(
     gpu_read = _accounting(found, inputs, live)
     usage_facts(found.facts, found.notes)
     metrics, measured = _gpu_metrics(found, inputs, gpu_read)
-    stamp = evidence_stamp(inputs)
+    stamp = _stamp(inputs, read.job)
     _allocation(found, inputs.profiles, measured, stamp)
     _site(found, inputs, env, client)
     return Gathered(
@@ -262,6 +261,16 @@ def _gpu_metrics(
     if metrics is None and "gpu.util.mean" not in found.facts:
         found.sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)")
     return metrics, measured
+
+
+def _stamp(inputs: Inputs, job: JobScript | None) -> EvidenceStamp | None:
+    """What the evidence is, for the tuned script's `# tuneadvisor: tuned from` line and to
+    recognise that line's evidence; none without a job script (nothing to tune or to read)."""
+    if job is None:
+        return None
+    from tuneadvisor.session.evidence_stamp import evidence_stamp
+
+    return evidence_stamp(inputs)
 
 
 def _allocation(
