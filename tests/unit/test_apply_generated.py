@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import tutorial_seff
 from tests.generated_jobs import LARGE, Header, headers, scripts, seffs
 from tests.unit.test_apply_property import _check_memory
 from tuneadvisor.advisor.site import DEFAULT_NODE_CORES, DEFAULT_NODE_MEM_MIB
@@ -145,25 +146,41 @@ def test_apply_twice_is_apply_once_on_generated_headers(
     check_apply(tmp_path, header, text, evidence)
 
 
+GENERATED_H2 = (
+    b"#!/bin/bash\n#SBATCH -c1 --gres=gpu:1\n#SBATCH --mem-per-cpu=1G\n"
+    b"#SBATCH -p p --nodes=4\n#SBATCH --time 2:30:00 -n 4\n\nmodule load cuda\n"
+    b"srun python train.py\n"
+)
+GENERATED_H2_SEFF = (
+    "Job ID: 4242\nState: TIMEOUT (exit code 1)\nNodes: 4\nCores per node: 1\n"
+    "CPU Utilized: 02:37:44\nCPU Efficiency: 94.64% of 02:46:40 core-walltime\n"
+    "Job Wall-clock time: 00:41:40\nMemory Utilized: 4.00 GB\n"
+    "Memory Efficiency: 100.00% of 4.00 GB\n"
+)
+# a real one (tests/fixtures/realworld/jobscripts/MANIFEST.md): 4 GPUs, 1 core, 23000M a core
+REAL_H2 = (
+    REPO
+    / "tests/fixtures/realworld/jobscripts"
+    / "chhajedvaibhav-aimos-codes-pyramidnet-schedular.sh"
+)
+
+
 @pytest.mark.xfail(reason="helper h2's case (--mem-per-cpu with more cores, advisor/plan.py)")
-def test_mem_per_cpu_with_more_cores(tmp_path: Path) -> None:
-    """Found by the property above: with --mem-per-cpu=1G the cores raised from 1 to 4 ask
-    for 4G a node instead of 1G, which the plan does not weigh; the next apply sees the 4G
-    and cuts it to --mem=2G. Remove the xfail and ``h2_mem_per_cpu_case`` once h2's plan
-    weighs the memory the new cores bring."""
-    text = (
-        "#!/bin/bash\n#SBATCH -c1 --gres=gpu:1\n#SBATCH --mem-per-cpu=1G\n"
-        "#SBATCH -p p --nodes=4\n#SBATCH --time 2:30:00 -n 4\n\nmodule load cuda\n"
-        "srun python train.py\n"
-    )
-    seff = (
-        "Job ID: 4242\nState: TIMEOUT (exit code 1)\nNodes: 4\nCores per node: 1\n"
-        "CPU Utilized: 02:37:44\nCPU Efficiency: 94.64% of 02:46:40 core-walltime\n"
-        "Job Wall-clock time: 00:41:40\nMemory Utilized: 4.00 GB\n"
-        "Memory Efficiency: 100.00% of 4.00 GB\n"
-    )
+@pytest.mark.parametrize(
+    ("script", "seff"),
+    [
+        (GENERATED_H2, GENERATED_H2_SEFF),
+        (REAL_H2.read_bytes(), tutorial_seff(used="20.00 GB", requested="22.46 GB")),
+    ],
+    ids=["generated", "real"],
+)
+def test_mem_per_cpu_with_more_cores(tmp_path: Path, script: bytes, seff: str) -> None:
+    """Found by the property above: with --mem-per-cpu the cores raised from 1 to 4 ask for
+    4 times the memory a node, which the plan does not weigh; the next apply sees that and
+    cuts it to a --mem. Remove the xfail and ``h2_mem_per_cpu_case`` once h2's plan weighs
+    the memory the new cores bring."""
     job, seff_path, site = tmp_path / "job.sbatch", tmp_path / "seff.txt", tmp_path / "site.toml"
-    job.write_text(text)
+    job.write_bytes(script)
     seff_path.write_text(seff)
     site.write_text(LARGE.site())
     inputs = Inputs(job=str(job), seff=str(seff_path), site=str(site))
