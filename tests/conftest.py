@@ -106,3 +106,12 @@ def _no_user_cache(
     """The compiled rule pack is cached in $XDG_CACHE_HOME: tests keep theirs out of the
     user's home (one folder per test session; the cache is keyed by content)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+
+
+def without_tuned_from(text: str) -> str:
+    """A tuned job script less its one `# tuneadvisor: tuned from` line (asserted there is
+    exactly one): the rest compared byte for byte."""
+    lines = text.splitlines(keepends=True)
+    stamps = [line for line in lines if line.startswith("# tuneadvisor: tuned from ")]
+    assert len(stamps) == 1, f"expected one tuned-from line, found {stamps}"
+    return "".join(line for line in lines if line not in stamps)

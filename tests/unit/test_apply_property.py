@@ -5,6 +5,8 @@ for --mem=0, or for more than the node has."""
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,38 @@ def test_apply_twice_is_apply_once_and_memory_is_safe(script: Path, tmp_path: Pa
         again.write_bytes(once)
         twice, _ = _tuned(again, seff, site)
         assert twice is None, f"{where}: a second apply changed the script again"
+
+
+PROFILE = REPO / "examples" / "mnist" / "24752610.lprof"
+
+
+@pytest.mark.parametrize("with_site", [True, False], ids=["site", "no-site"])
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_a_profile_alone_applied_twice_is_applied_once(
+    script: Path, with_site: bool, tmp_path: Path
+) -> None:
+    """Issue 20 point 3: a profile states no allocation; the script's tuned-from line keeps
+    the second apply from doubling the cores again, and without a site file the default
+    ceiling bounds the first."""
+    site = tmp_path / "site.toml"
+    site.write_text(SITE)
+    job = tmp_path / script.name
+    job.write_bytes(script.read_bytes())
+    profile = tmp_path / PROFILE.name
+    shutil.copy(PROFILE, profile)
+    inputs = Inputs(profiles=(str(profile),), job=str(job), site=str(site) if with_site else None)
+    try:
+        workspace = load_workspace(inputs)
+    except InputError:
+        pytest.skip("no job script tuneadvisor reads (a Python file, an empty one)")
+    tuned = workspace.tuned
+    if not tuned.job_diff or tuned.tuned_job is None:
+        return
+    once = tuned.tuned_job.render()
+    assert b"# tuneadvisor: tuned from profile 24752610.lprof" in once
+    assert workspace.advice is not None
+    _check_memory(once, job.read_bytes(), dict(workspace.advice.facts), script.name)
+    again = tmp_path / ("again-" + script.name)
+    again.write_bytes(once)
+    twice = load_workspace(replace(inputs, job=str(again))).tuned
+    assert not twice.job_diff, f"{script.name}: a second apply changed the script again"

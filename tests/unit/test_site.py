@@ -7,10 +7,18 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.plan import make_plan
-from tuneadvisor.advisor.site import NodeShape, parse_site
+from tuneadvisor.advisor.site import (
+    DEFAULT_NODE_CORES,
+    DEFAULT_NODE_MEM_MIB,
+    NodeShape,
+    assumed_node,
+    parse_site,
+)
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.session.gather import gather
@@ -172,13 +180,18 @@ def test_site_from_the_config_dir(tmp_path: Path) -> None:
     assert facts["node.cores"] == 24
 
 
-def test_no_site_file_anywhere(tmp_path: Path) -> None:
+def test_no_site_file_anywhere_gives_the_default_ceiling(tmp_path: Path) -> None:
     facts = gather(
         Inputs(job=str(job(tmp_path))),
         None,
         env={"XDG_CONFIG_HOME": str(tmp_path / "empty")},
     ).facts
-    assert not [name for name in facts if name.startswith("node.")]
+    node = {name: value for name, value in facts.items() if name.startswith("node.")}
+    assert node == {
+        "node.assumed": True,
+        "node.cores": DEFAULT_NODE_CORES,
+        "node.mem_mib": float(DEFAULT_NODE_MEM_MIB),
+    }
 
 
 def test_environment_naming_a_missing_site_file_is_an_error(tmp_path: Path) -> None:
@@ -249,3 +262,33 @@ def test_a_node_smaller_than_its_tasks_still_gets_one_core(
     assert main(["report", *args, "--format", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)["advice"]["plan"]
     assert plan["sbatch"]["cpus-per-task"]["value"] == 1  # 2 cores // 4 tasks, never 0
+
+
+@given(
+    cores=st.integers(1, 512),
+    tasks=st.integers(1, 16),
+    mem=st.none() | st.floats(1, 4 * 1024**2),
+    peak=st.none() | st.floats(0, 4 * 1024**2),
+    nodes=st.integers(1, 8),
+)
+def test_the_assumed_node_is_the_ceiling_raised_to_what_the_job_has(
+    cores: int, tasks: int, mem: float | None, peak: float | None, nodes: int
+) -> None:
+    """Without a node size, 64 cores and 512 GiB a node; never less than the script asks
+    for now or the run used on a node (a node ran it): the cap then lowers nothing."""
+    facts: dict[str, object] = {
+        "job.cpus_per_task": cores,
+        "job.tasks_per_node": tasks,
+        "job.nodes": nodes,
+        "seff.nodes": nodes,
+    }
+    if mem is not None:
+        facts["job.mem_mib"] = mem
+    if peak is not None:
+        facts["usage.mem_peak_mib"] = peak
+    node = assumed_node(facts)
+    assert node.assumed and node.facts()["node.assumed"] is True
+    assert node.cores == max(DEFAULT_NODE_CORES, cores * tasks)
+    assert node.mem_mib is not None and node.mem_mib % 1024 == 0
+    assert node.mem_mib >= max(DEFAULT_NODE_MEM_MIB, mem or 0, (peak or 0) / nodes)
+    assert node.mem_mib < max(DEFAULT_NODE_MEM_MIB, mem or 0, (peak or 0) / nodes) + 1024

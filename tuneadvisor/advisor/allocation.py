@@ -125,14 +125,36 @@ def _workers_now(facts: Mapping[str, object], cores: int | None) -> int | None:
     return None
 
 
+def recorded_allocation(facts: Mapping[str, object], digest: str | None) -> Measured | None:
+    """What the script's `# tuneadvisor: tuned from` line says the evidence was measured
+    under, when the evidence given now is that evidence (``digest`` is its digest): a profile
+    alone applied again to the script it tuned is read as of the run it measured, not of the
+    script's new request (which would double the cores at every apply). Other evidence (a
+    new profile) is measured under the script as it is."""
+    if digest is None or facts.get("job.tuned_from.digest") != digest:
+        return None
+    cores, mem = facts.get("job.tuned_from.cpus_per_task"), facts.get("job.tuned_from.mem_mib")
+    workers = facts.get("job.tuned_from.workers")
+    return Measured(
+        "the evidence this script was tuned from",
+        cores if isinstance(cores, int) else None,
+        _number(mem),
+        workers if isinstance(workers, int) else None,
+    )
+
+
 def allocation_facts(
-    facts: Mapping[str, object], measured: Sequence[Measured] = ()
+    facts: Mapping[str, object],
+    measured: Sequence[Measured] = (),
+    recorded: Sequence[Measured] = (),
 ) -> tuple[dict[str, object], list[str]]:
     """``alloc.*`` facts (and the peak's share per node) and the note where the script now
     differs from the measured run.
 
-    ``measured``: what recordings and run records said, before accounting's view."""
-    sources = [*measured, *from_accounting(facts)]
+    ``measured``: what recordings and run records said, before accounting's view;
+    ``recorded``: what the script says its evidence had (``recorded_allocation``), after it
+    (an allocation the evidence states itself is the more direct)."""
+    sources = [*measured, *from_accounting(facts), *recorded]
     cores_from = next((m for m in sources if m.cpus_per_task), None)
     mem_from = next((m for m in sources if m.mem_mib), None)
     out: dict[str, object] = {}

@@ -19,6 +19,15 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class EvidenceStamp:
+    """The measured evidence given, named and digested (session/evidence_stamp.py): what a
+    tuned script says it was tuned from."""
+
+    evidence: str  # "profile 24752610.lprof + seff seff.txt"
+    digest: str  # of the files' contents
+
+
+@dataclass(frozen=True)
 class Gathered:
     facts: Mapping[str, object]
     job: JobScript | None = None
@@ -30,6 +39,7 @@ class Gathered:
     metrics: MetricsSeries | None = None
     sharpen: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    stamp: EvidenceStamp | None = None  # None without measured evidence
 
 
 def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> None:

@@ -87,6 +87,11 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.array.list", "str", "", "that array's name, line and size"),
     ("job.ntasks_per_gpu", "int", "", "--ntasks-per-gpu (0 when not given)"),
     ("job.srun_tasks_per_node", "int", "", "tasks per node srun's line asks (0: none, no srun)"),
+    # the `# tuneadvisor: tuned from ...` line of a script `apply` wrote (tuned_from.py)
+    ("job.tuned_from.digest", "str", "", "sha256 of the evidence the script was tuned from"),
+    ("job.tuned_from.cpus_per_task", "int", "cores", "cores per task that evidence had"),
+    ("job.tuned_from.mem_mib", "float", "MiB", "memory per node that evidence had"),
+    ("job.tuned_from.workers", "int", "workers", "DataLoader workers that evidence had"),
     # the allocation the evidence was measured under (advisor/allocation.py): suggestions are
     # computed from it; job.* stays what the script asks for now
     ("alloc.cpus_per_task", "int", "cores", "cores per task of the measured run"),
@@ -215,6 +220,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("log.no_kernel_image", "str", "", "no kernel image for the GPU: the line"),
     ("log.no_kernel_image.capability", "str", "", "the GPU's compute capability (sm_XX)"),
     ("log.no_kernel_image.supported", "str", "", "the capabilities the PyTorch build has"),
+    ("node.assumed", "bool", "", "node.cores/mem_mib are the default ceiling (size unknown)"),
     # training script, from its AST: the scanner declares what it emits
     *SCRIPT_FACT_ROWS,
 )

@@ -13,12 +13,17 @@ default = true        # the partition jobs land in without --partition
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.toml_text import parse_toml
 from tuneadvisor.errors import InputError
-from tuneadvisor.slurm.units import parse_memory, parse_time
+from tuneadvisor.slurm.units import parse_memory, parse_memory_mib, parse_time, render_memory
+
+if TYPE_CHECKING:
+    from tuneadvisor.advisor.plan import Plan
 
 PARTITION_KEYS = frozenset({"cores", "mem", "gpus", "max_cores_per_gpu", "max_time", "default"})
 
@@ -30,6 +35,7 @@ class NodeShape:
     gpus: int | None = None
     max_cores_per_gpu: int | None = None
     max_time_s: int | None = None  # the partition's time limit; None: none known
+    assumed: bool = False  # the default ceiling, the node's size being unknown
 
     def facts(self) -> dict[str, object]:
         facts: dict[str, object] = {}
@@ -43,6 +49,8 @@ class NodeShape:
             facts["node.max_cores_per_gpu"] = self.max_cores_per_gpu
         if self.max_time_s:
             facts["node.max_time_s"] = self.max_time_s
+        if self.assumed:
+            facts["node.assumed"] = True
         return facts
 
 
@@ -119,3 +127,78 @@ def parse_site(text: str, path: str) -> Site:
     if default is None and len(partitions) == 1:
         default = next(iter(partitions))
     return Site(partitions, default)
+
+
+# The node assumed when neither a site file nor Slurm says how big the job's nodes are: a
+# ceiling for raised requests, not a claim about the cluster. 64 cores and 512 GiB is a large
+# GPU node of today (2 x 32-core CPUs beside 4-8 A100/H100, as on Perlmutter, Alps or most
+# DGX-like partitions): a request past it is rare enough that it should come from the site's
+# own numbers (a site file, or --cluster), never from doubling a guess.
+DEFAULT_NODE_CORES = 64
+DEFAULT_NODE_MEM_MIB = 512 * 1024
+
+
+def _amount(facts: Mapping[str, object], name: str) -> float:
+    value = facts.get(name)
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    return float(value) if ok else 0.0  # type: ignore[arg-type]
+
+
+def assumed_node(facts: Mapping[str, object]) -> NodeShape:
+    """The default ceiling, raised to what the job asks for now or had when measured (a node
+    ran it, so it is at least that big): with it a tuned request never grows past the ceiling
+    and never shrinks below what the user wrote."""
+    tasks = max(1, int(_amount(facts, "job.tasks_per_node")))
+    cores = max(
+        _amount(facts, "job.cpus_per_task") * tasks,
+        _amount(facts, "alloc.cpus_per_task") * tasks,
+        DEFAULT_NODE_CORES,
+    )
+    # the peak per node as the plan's memory floor counts it: over the fewer of the nodes it
+    # was measured on and the nodes asked for now (the plan's _peak_nodes)
+    nodes = [
+        n
+        for n in (
+            _amount(facts, "sacct.alloc_nodes") or _amount(facts, "seff.nodes"),
+            _amount(facts, "job.nodes"),
+        )
+        if n
+    ]
+    mem = max(
+        _amount(facts, "job.mem_mib"),
+        _amount(facts, "alloc.mem_mib"),
+        _amount(facts, "usage.mem_peak_mib") / min(nodes, default=1.0),
+        DEFAULT_NODE_MEM_MIB,
+    )
+    mem_mib = -(-math.ceil(mem) // 1024) * 1024  # whole GiB, rounded up
+    return NodeShape(cores=int(cores), mem_mib=mem_mib, assumed=True)
+
+
+def ceiling_notes(plan: Plan, facts: Mapping[str, object]) -> list[str]:
+    """Where a request reached the assumed node's size: say that it is a default ceiling
+    (the node's size is unknown), not the cluster's."""
+    if facts.get("node.assumed") is not True:
+        return []
+    cores, mem = _amount(facts, "node.cores"), _amount(facts, "node.mem_mib")
+    tasks = max(1, int(_amount(facts, "job.tasks_per_node")))
+    reached = []
+    change = plan.sbatch.get("cpus-per-task")
+    if change is not None and isinstance(change.value, int) and change.value * tasks >= cores:
+        reached.append("--cpus-per-task")
+    change = plan.sbatch.get("mem")
+    if change is not None and parse_memory_mib(str(change.value)) == mem:
+        reached.append("--mem")
+    # the plan's own cap notes ("--cpus-per-task 128 capped at 64: the node allows no more")
+    # where the script has the ceiling already and nothing changes
+    for option in ("--cpus-per-task", "--mem"):
+        if option not in reached and any(
+            n.startswith(f"{option} ") and "capped" in n for n in plan.notes
+        ):
+            reached.append(option)
+    if not reached:
+        return []
+    return [
+        f"{' and '.join(reached)} kept within {cores:g} cores and {render_memory(int(mem))} "
+        "per node, a default ceiling: the nodes' size is unknown (no site file, Slurm not "
+        "asked); --site or --cluster gives the real one"
+    ]

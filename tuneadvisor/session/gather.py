@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.allocation import Measured, allocation_facts
-from tuneadvisor.advisor.evidence import Gathered, usage_facts
+from tuneadvisor.advisor.allocation import Measured, allocation_facts, recorded_allocation
+from tuneadvisor.advisor.evidence import EvidenceStamp, Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import (
@@ -92,7 +92,8 @@ def gather(
     _job_log(found, inputs, live)
     usage_facts(found.facts, found.notes)
     metrics, measured = _gpu_metrics(found, inputs, gpu_read)
-    _allocation(found, inputs.profiles, measured)
+    stamp = _stamp(inputs, read.job)
+    _allocation(found, inputs.profiles, measured, stamp)
     _site(found, inputs, env, client)
     return Gathered(
         facts=_known(found.facts),
@@ -105,6 +106,7 @@ def gather(
         metrics=metrics,
         sharpen=tuple(found.sharpen),
         notes=tuple(found.notes),
+        stamp=stamp,
     )
 
 
@@ -298,11 +300,25 @@ def _gpu_metrics(
     return metrics, measured
 
 
-def _allocation(found: _Found, profiles: Sequence[str], measured: list[Measured]) -> None:
+def _stamp(inputs: Inputs, job: JobScript | None) -> EvidenceStamp | None:
+    """What the evidence is, for the tuned script's `# tuneadvisor: tuned from` line and to
+    recognise that line's evidence; none without a job script (nothing to tune or to read)."""
+    if job is None:
+        return None
+    from tuneadvisor.session.evidence_stamp import evidence_stamp
+
+    return evidence_stamp(inputs)
+
+
+def _allocation(
+    found: _Found, profiles: Sequence[str], measured: list[Measured], stamp: EvidenceStamp | None
+) -> None:
     """alloc.*: what the measured run was given (recordings, then run records, then
-    accounting), derived by the advisor from every input before."""
+    accounting, then what the script says this same evidence had), derived by the advisor
+    from every input before."""
     measured = measured + [m for m in map(run_record_measured, profiles) if m is not None]
-    alloc, notes = allocation_facts(found.facts, measured)
+    recorded = recorded_allocation(found.facts, stamp.digest if stamp else None)
+    alloc, notes = allocation_facts(found.facts, measured, [recorded] if recorded else [])
     found.facts.update(alloc)
     found.notes += notes
 
@@ -320,6 +336,11 @@ def _site(
         from tuneadvisor.session.live_job import cluster_node
 
         node = cluster_node(client, partition if isinstance(partition, str) else None, found.notes)
+    if node is None and "job.nodes" in found.facts:
+        # the size unknown: a stated ceiling, so that no request of the script grows unbounded
+        from tuneadvisor.advisor.site import assumed_node
+
+        node = assumed_node(found.facts)
     if node is not None:
         found.facts.update(node.facts())
 

@@ -55,6 +55,30 @@ def _fails_as_it_is(line: int, refused: str) -> str:
     )
 
 
+def _stamped(tuned: JobScript, gathered: Gathered) -> JobScript:
+    """The tuned script with its `# tuneadvisor: tuned from` line: the evidence and the
+    allocation it was measured under (``alloc.*``), so that the same evidence applied to it
+    again is read as of that run and writes the same bytes. Only on a script that changed:
+    an unchanged one keeps its line (and its bytes) as they are."""
+    stamp = gathered.stamp
+    if stamp is None:
+        return tuned
+    from tuneadvisor.slurm.jobscript.tuned_from import TunedFrom, with_tuned_from
+
+    facts = gathered.facts
+    cores, mem, workers = (facts.get(f"alloc.{k}") for k in ("cpus_per_task", "mem_mib", "workers"))
+    return with_tuned_from(
+        tuned,
+        TunedFrom(
+            stamp.evidence,
+            stamp.digest,
+            cores if isinstance(cores, int) else None,
+            float(mem) if isinstance(mem, int | float) else None,
+            workers if isinstance(workers, int) else None,
+        ),
+    )
+
+
 def tuned_files(gathered: Gathered, plan: Plan) -> TunedFiles:
     """The tuned job script and the training-script patch; nothing without either file,
     without importing the editors (`report PROFILE` stays quick to start)."""
@@ -95,6 +119,15 @@ def tuned_files(gathered: Gathered, plan: Plan) -> TunedFiles:
         notes.append(f"the training DataLoader is built in {module.name}: the patch changes it")
     if tuned is not None and gathered.facts.get("job.dos_line_breaks") is True:
         tuned = with_unix_line_breaks(tuned)
+    if job is not None and tuned is not None and tuned.render() != job.render():
+        from tuneadvisor.slurm.jobscript.overridden import without_overridden
+
+        # written anyway: each option once, then what it was tuned from
+        tuned = _stamped(without_overridden(tuned, notes), gathered)
+    if tuned is not None:
+        from tuneadvisor.advisor.site import ceiling_notes
+
+        notes += ceiling_notes(plan, gathered.facts)
     diff = ""
     if job is not None and tuned is not None:
         diff = job_diff(job, tuned, str(job.path or "job.sbatch"))

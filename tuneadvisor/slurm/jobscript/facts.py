@@ -13,6 +13,7 @@ from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.jobscript.plugins import plugin_option
 from tuneadvisor.slurm.jobscript.problem_facts import directive_problem_facts
 from tuneadvisor.slurm.jobscript.syntax import DIRECTIVE_AFTER_COMMAND, SITE_PLUGIN_OPTION
+from tuneadvisor.slurm.jobscript.tuned_from import read_tuned_from
 from tuneadvisor.slurm.launch_line.lexing import unclosed_quote
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 from tuneadvisor.slurm.units import gpu_count
@@ -70,6 +71,9 @@ def job_facts(
         facts["job.ranks_per_task"] = ranks
     # launched in the background, an array past its list, srun's tasks per node
     facts.update(launch_mistake_facts(job, launch, launches))
+    stamp = read_tuned_from(job)  # what an earlier apply tuned it from
+    if stamp is not None:
+        facts.update(stamp.facts())
     return facts
 
 
