@@ -51,16 +51,6 @@ def written_problems(script: bytes) -> list[str]:
     return problems + [f"line {p.line}: {p.message}" for p in job.problems if p.fatal]
 
 
-def h2_mem_per_cpu_case(original: bytes, written: bytes) -> bool:
-    """Left to helper h2 (issue 20, --mem vs --mem-per-cpu, in advisor/plan.py): a script
-    asking --mem-per-cpu whose cores the plan raises asks for that much more memory per node,
-    which the plan does not weigh; the next apply then sees the larger request and cuts it to
-    a --mem (see ``test_mem_per_cpu_with_more_cores``). Lift once h2's fix is merged."""
-    before, after = JobScript.parse(original), JobScript.parse(written)
-    cores = before.directives().get("cpus-per-task") != after.directives().get("cpus-per-task")
-    return "mem-per-cpu" in after.directives() and cores
-
-
 def apply_once(inputs: Inputs) -> tuple[bytes | None, dict[str, object]]:
     """The tuned script `apply` writes for ``inputs`` (None: unchanged) and the facts."""
     workspace = load_workspace(inputs)
@@ -110,8 +100,6 @@ def check_apply(tmp_path: Path, header: Header, text: str, evidence: dict[str, s
         assert mem is None or parse_memory(mem) <= ceiling, where
         cores = facts.get("node.cores")
         assert isinstance(cores, int) and cores >= DEFAULT_NODE_CORES, where
-    if h2_mem_per_cpu_case(job.read_bytes(), once):
-        return
     again = tmp_path / "again.sbatch"
     again.write_bytes(once)
     twice, _ = apply_once(replace(inputs, job=str(again)))
@@ -146,46 +134,45 @@ def test_apply_twice_is_apply_once_on_generated_headers(
     check_apply(tmp_path, header, text, evidence)
 
 
-GENERATED_H2 = (
+GENERATED_MEM_PER_CPU = (
     b"#!/bin/bash\n#SBATCH -c1 --gres=gpu:1\n#SBATCH --mem-per-cpu=1G\n"
     b"#SBATCH -p p --nodes=4\n#SBATCH --time 2:30:00 -n 4\n\nmodule load cuda\n"
     b"srun python train.py\n"
 )
-GENERATED_H2_SEFF = (
+GENERATED_MEM_PER_CPU_SEFF = (
     "Job ID: 4242\nState: TIMEOUT (exit code 1)\nNodes: 4\nCores per node: 1\n"
     "CPU Utilized: 02:37:44\nCPU Efficiency: 94.64% of 02:46:40 core-walltime\n"
     "Job Wall-clock time: 00:41:40\nMemory Utilized: 4.00 GB\n"
     "Memory Efficiency: 100.00% of 4.00 GB\n"
 )
 # a real one (tests/fixtures/realworld/jobscripts/MANIFEST.md): 4 GPUs, 1 core, 23000M a core
-REAL_H2 = (
+REAL_MEM_PER_CPU = (
     REPO
     / "tests/fixtures/realworld/jobscripts"
     / "chhajedvaibhav-aimos-codes-pyramidnet-schedular.sh"
 )
 
 
-@pytest.mark.xfail(reason="helper h2's case (--mem-per-cpu with more cores, advisor/plan.py)")
 @pytest.mark.parametrize(
     ("script", "seff"),
     [
-        (GENERATED_H2, GENERATED_H2_SEFF),
-        (REAL_H2.read_bytes(), tutorial_seff(used="20.00 GB", requested="22.46 GB")),
+        (GENERATED_MEM_PER_CPU, GENERATED_MEM_PER_CPU_SEFF),
+        (REAL_MEM_PER_CPU.read_bytes(), tutorial_seff(used="20.00 GB", requested="22.46 GB")),
     ],
     ids=["generated", "real"],
 )
 def test_mem_per_cpu_with_more_cores(tmp_path: Path, script: bytes, seff: str) -> None:
-    """Found by the property above: with --mem-per-cpu the cores raised from 1 to 4 ask for
-    4 times the memory a node, which the plan does not weigh; the next apply sees that and
-    cuts it to a --mem. Remove the xfail and ``h2_mem_per_cpu_case`` once h2's plan weighs
-    the memory the new cores bring."""
+    """Found by the property above: with --mem-per-cpu the cores raised from 1 to 4 asked
+    for 4 times the memory a node, and the next apply cut it to a --mem. The node's memory is
+    now written as --mem with the new cores, and a second apply changes nothing."""
     job, seff_path, site = tmp_path / "job.sbatch", tmp_path / "seff.txt", tmp_path / "site.toml"
     job.write_bytes(script)
     seff_path.write_text(seff)
     site.write_text(LARGE.site())
     inputs = Inputs(job=str(job), seff=str(seff_path), site=str(site))
     once, _ = apply_once(inputs)
-    assert once is not None and h2_mem_per_cpu_case(job.read_bytes(), once)  # the case itself
+    assert once is not None
+    assert JobScript.parse(once).directives().get("cpus-per-task") == "4"  # the case itself
     again = tmp_path / "again.sbatch"
     again.write_bytes(once)
     twice, _ = apply_once(replace(inputs, job=str(again)))
