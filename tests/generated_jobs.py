@@ -96,6 +96,9 @@ def headers(draw: st.DrawFn, node: Node) -> Header:
             options.append(("gpus-per-node", str(gpus)))
         elif gpus:
             options.append(("gpus", str(gpus * nodes)))
+        # per GPU instead (sbatch takes one core option and one memory option): one task a node
+        if gpus and per_node == 1 and draw(st.booleans()):
+            cores, mem_per_node = _per_gpu(draw, options, gpus, cores, mem_per_node)
     time = draw(st.sampled_from(["01:00:00", "30", "1-00:00:00", "2:30:00", "0-06", None]))
     if time is not None:
         options.append(("time", time))
@@ -107,6 +110,23 @@ def headers(draw: st.DrawFn, node: Node) -> Header:
         options.append(("output", draw(st.sampled_from(["slurm-%j.out", "%x-%j.log"]))))
     order = draw(st.permutations(options))
     return Header(tuple(order), nodes, per_node, cores, mem_per_node)
+
+
+def _per_gpu(
+    draw: st.DrawFn, options: list[tuple[str, str]], gpus: int, cores: int, mem: int | None
+) -> tuple[int, int | None]:
+    """--cpus-per-gpu for --cpus-per-task and, where drawn, --mem-per-gpu for --mem (in
+    ``options``, in place): the cores a task and the memory a node they come to."""
+    names = [name for name, _ in options]
+    if "cpus-per-task" in names and draw(st.booleans()):
+        per_gpu = max(1, cores // gpus)
+        options[names.index("cpus-per-task")] = ("cpus-per-gpu", str(per_gpu))
+        cores = per_gpu * gpus
+    if "mem" in names and mem is not None and draw(st.booleans()):
+        gib = max(1, -(-mem // 1024 // gpus))
+        options[names.index("mem")] = ("mem-per-gpu", f"{gib}G")
+        mem = gib * 1024 * gpus
+    return cores, mem
 
 
 # an earlier value of an option that a later line sets again
