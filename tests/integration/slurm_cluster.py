@@ -118,6 +118,15 @@ class Cluster:
     def client(self) -> SlurmClient:
         return SlurmClient(env=self.env)
 
+    def test_only(self, path: Path) -> str | None:
+        """None when ``sbatch --test-only`` (which queues nothing) accepts the script, else
+        what it said."""
+        done = subprocess.run(
+            ["sbatch", "--test-only", str(path)], env=self.env, capture_output=True,
+            text=True, cwd=path.parent, check=False, timeout=60,
+        )  # fmt: skip
+        return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
+
     def submit(self, folder: Path, name: str, script: str, *options: str) -> str:
         path = folder / name
         path.write_text(script)

@@ -7,7 +7,6 @@ script given. About 20 scripts written, a few seconds."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.generated_jobs import LOCAL, Header, headers, scripts, seffs
-from tests.integration.slurm_cluster import start_cluster
+from tests.integration.slurm_cluster import Cluster, start_cluster
 from tests.unit.test_apply_generated import PROFILE, apply_once, written_problems
 from tuneadvisor.session.inputs import Inputs
 
@@ -26,20 +25,6 @@ pytestmark = [pytest.mark.slurm]
 @pytest.fixture(scope="module")
 def slurm_env() -> dict[str, str]:
     return start_cluster()  # skips where no local cluster can run
-
-
-def sbatch_test_only(env: dict[str, str], path: Path) -> str | None:
-    """None when sbatch --test-only accepts the script, else what it said."""
-    done = subprocess.run(
-        ["sbatch", "--test-only", str(path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=path.parent,
-        check=False,
-        timeout=60,
-    )
-    return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
 
 
 @st.composite
@@ -64,7 +49,7 @@ def test_generated_scripts_apply_writes_pass_sbatch_test_only(
         job, site = tmp / "job.sbatch", tmp / "site.toml"
         job.write_text(text)
         site.write_text(LOCAL.site())
-        assert sbatch_test_only(slurm_env, job) is None, f"the generator wrote:\n{text}"
+        assert Cluster(slurm_env).test_only(job) is None, f"the generator wrote:\n{text}"
         profile = tmp / PROFILE.name
         shutil.copy(PROFILE, profile)
         if seff is not None:
@@ -81,5 +66,5 @@ def test_generated_scripts_apply_writes_pass_sbatch_test_only(
         out = tmp / "tuned.sbatch"
         out.write_bytes(once)
         assert not written_problems(once), once.decode()
-        said = sbatch_test_only(slurm_env, out)
+        said = Cluster(slurm_env).test_only(out)
         assert said is None, f"{text}\n--- written:\n{once.decode()}\n--- sbatch: {said}"

@@ -6,7 +6,6 @@ left out, and said."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -50,15 +49,6 @@ def local_copy(script: Path, gpus: int) -> bytes | None:
     return job.render()
 
 
-def sbatch_test_only(cluster: Cluster, path: Path) -> str | None:
-    """None when sbatch --test-only accepts the script, else what it said."""
-    done = subprocess.run(
-        ["sbatch", "--test-only", str(path)], env=cluster.env, capture_output=True,
-        text=True, cwd=path.parent, check=False,
-    )  # fmt: skip
-    return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
-
-
 def test_every_script_apply_writes_passes_sbatch_test_only(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -76,7 +66,7 @@ def test_every_script_apply_writes_passes_sbatch_test_only(
             continue
         job = tmp_path / script.name
         job.write_bytes(local)
-        if sbatch_test_only(cluster, job) is not None:
+        if cluster.test_only(job) is not None:
             refused_before.append(script.name)
             continue
         for seff in ("busy.seff", "oom.seff"):
@@ -87,7 +77,7 @@ def test_every_script_apply_writes_passes_sbatch_test_only(
             )  # fmt: skip
             assert done.returncode == 0, f"{script.name} + {seff}: {done.stderr}"
             written += 1
-            said = sbatch_test_only(cluster, out)
+            said = cluster.test_only(out)
             if said is not None:
                 refused_after.append(f"{script.name} + {seff}: {said}")
     assert not refused_after, "\n".join(refused_after)

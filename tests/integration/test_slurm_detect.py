@@ -4,7 +4,6 @@ local node, so the plan is capped to what it has)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -39,15 +38,8 @@ def _apply_and_test_only(cluster: Cluster, folder: Path, job: str, script: str) 
     done = cluster.tuneadvisor(folder, "apply", "--job", "job.sbatch", "--site", str(site))
     assert done.returncode == 0, done.stderr
     tuned = folder / "job.tuned.sbatch"
-    checked = subprocess.run(
-        ["sbatch", "--test-only", str(tuned)],
-        env=cluster.env,
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert checked.returncode == 0, checked.stderr
+    said = cluster.test_only(tuned)
+    assert said is None, said
     return JobScript.parse(tuned.read_text(), tuned)
 
 

@@ -5,7 +5,6 @@ The plan is held within the node by a site file of its shape."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -32,15 +31,6 @@ def cluster() -> Cluster:
     return Cluster(start_cluster())
 
 
-def sbatch_test_only(cluster: Cluster, path: Path) -> str | None:
-    """None when sbatch --test-only accepts the script, else what it said."""
-    done = subprocess.run(
-        ["sbatch", "--test-only", str(path)], env=cluster.env, capture_output=True,
-        text=True, cwd=path.parent, check=False,
-    )  # fmt: skip
-    return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
-
-
 def scripts() -> list[tuple[str, str, bool]]:
     """(name, script, sbatch refuses it as given)."""
     refusing = ("conflicting-directives", "invalid-directive")
@@ -63,14 +53,14 @@ def test_sbatch_takes_every_script_apply_writes(cluster: Cluster, tmp_path: Path
     for number, (name, text, refuses) in enumerate(scripts()):
         job = tmp_path / f"job{number}.sbatch"
         job.write_text(text.replace("python train.py", "hostname"))
-        assert (sbatch_test_only(cluster, job) is not None) == refuses, name
+        assert (cluster.test_only(job) is not None) == refuses, name
         out = tmp_path / f"job{number}.tuned.sbatch"
         done = cluster.tuneadvisor(
             tmp_path, "apply", "--job", str(job), "--seff", str(tmp_path / "seff.txt"),
             "--site", str(site), "-o", str(out), "--force",
         )  # fmt: skip
         assert done.returncode == 0, f"{name}: {done.stderr}"
-        said = sbatch_test_only(cluster, out)
+        said = cluster.test_only(out)
         if said is not None:
             refused.append(f"{name}: {said}\n{out.read_text()}")
     assert refused == []
