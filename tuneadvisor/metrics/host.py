@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from tuneadvisor.metrics.affinity import read_affinity
 from tuneadvisor.metrics.model import HostSample
 from tuneadvisor.metrics.proc_readers import DEFAULT, ZOMBIE, Gone, Readers, Stat
 from tuneadvisor.metrics.proc_roles import ProcStatic, Tracked, role_of, tree_totals
@@ -494,6 +495,9 @@ class HostSampler:
                     read_mib_s=r.read_mib_s,
                     write_mib_s=r.write_mib_s,
                     denied=(*static.denied, "io") if r.io_denied else static.denied,
+                    # Read every round (one syscall): a rank may pin itself after start.
+                    # Not for the whole node: other jobs' pinning is not this one's binding.
+                    affinity=None if self.whole_node else read_affinity(r.pid),
                 )
             )
         return out
