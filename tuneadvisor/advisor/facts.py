@@ -69,11 +69,20 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.task_launcher", "bool", "", "srun or mpirun starts the job's tasks"),
     ("job.ranks_per_task", "int", "", "training processes each task starts (torchrun's N)"),
     # CPU binding of the launch (slurm/jobscript/cpu_binding.py) and the Slurm that runs it
-    ("job.srun_cpus_unset", "bool", "", "--cpus-per-task given, srun without -c or SRUN_CPUS_PER_TASK"),
+    (
+        "job.srun_cpus_unset",
+        "bool",
+        "",
+        "--cpus-per-task given, srun without -c or SRUN_CPUS_PER_TASK",
+    ),
     ("job.omp_threads_set", "bool", "", "OMP_NUM_THREADS is set for the launch"),
     ("slurm.version", "str", "", "the Slurm that runs the job (srun --version), when asked"),
-    ("slurm.srun_drops_cpus", "bool", "", "srun there ignores SLURM_CPUS_PER_TASK (22.05-23.02, "
-     "or not known)"),
+    (
+        "slurm.srun_drops_cpus",
+        "bool",
+        "",
+        "srun there ignores SLURM_CPUS_PER_TASK (22.05-23.02, or not known)",
+    ),
     ("slurm.version_note", "str", "", "that version, or why it is not known"),
     # the allocation the evidence was measured under (advisor/allocation.py): suggestions are
     # computed from it; job.* stays what the script asks for now

@@ -35,7 +35,7 @@ def cpu_list_text(cpus: Iterable[int]) -> str:
 
 
 def cpu_list(text: str) -> frozenset[int]:
-    """"0-3,8" -> {0, 1, 2, 3, 8}; a part that is no number or range is left out (a
+    """ "0-3,8" -> {0, 1, 2, 3, 8}; a part that is no number or range is left out (a
     recording is a file anyone may edit)."""
     cpus: set[int] = set()
     for part in text.split(","):

@@ -9,7 +9,7 @@ _VERSION = re.compile(r"\b(\d{2})\.(\d{2})(?:\.(\d+))?\b")
 
 
 def parse_version(text: str) -> str | None:
-    """"slurm-wlm 22.05.8" -> "22.05.8"; None for output that names no release."""
+    """ "slurm-wlm 22.05.8" -> "22.05.8"; None for output that names no release."""
     found = _VERSION.search(text)
     return found.group(0) if found else None
 
