@@ -180,8 +180,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     # CPU affinity of the ranks, newest round (metrics/affinity.py; live watch only)
     ("host.proc.affinity.ranks", "int", "", "ranks whose CPU affinity was read"),
     ("host.proc.affinity.short_ranks", "int", "", "ranks bound to fewer CPUs than their share"),
-    ("host.proc.affinity.min_cpus", "int", "CPUs", "fewest CPUs a rank may run on"),
-    ("host.proc.affinity.share", "float", "CPUs", "that rank's share: node CPUs / ranks"),
+    ("host.proc.affinity.min_cpus", "int", "", "fewest CPUs a rank may run on"),
+    ("host.proc.affinity.share", "float", "", "that rank's share: node CPUs / ranks"),
     ("host.proc.affinity.short", "str", "", "the short ranks with their CPUs"),
     # node shape: site file or sinfo/scontrol
     ("node.cores", "int", "cores", "cores per node"),
