@@ -46,14 +46,13 @@ _SRUN_CORES = ("-c", "--cpus-per-task")
 
 def binding_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object]:
     """``job.omp_threads_set`` where a launch was read; ``job.srun_cpus_unset`` where srun
-    starts the tasks of a script that gives ``--cpus-per-task``. Not for cores from
-    ``--cpus-per-gpu``: SLURM_CPUS_PER_TASK is not set then, so the fix has no value to pass
-    on, and ``srun -c 1`` (which implies ``--exact``) would shrink the step."""
+    starts the tasks. Whether the script gives ``--cpus-per-task`` is left out on purpose:
+    ``apply`` may add it, and a condition on it would fire on the second apply only."""
     if launch is None:
         return {}
     facts: dict[str, object] = {"job.omp_threads_set": sets_variable(job, launch, OMP_THREADS)}
     srun = launch.launcher("srun")
-    if srun is not None and job.request().cpus_per_task is not None:
+    if srun is not None:
         given = any(_has_option(srun.words, name) for name in _SRUN_CORES)
         facts["job.srun_cpus_unset"] = not (given or sets_variable(job, launch, SRUN_CPUS))
     return facts

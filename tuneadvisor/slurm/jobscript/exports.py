@@ -1,5 +1,6 @@
 """``export NAME=value`` lines added to a job script, just before its launch line: the plan's
-environment (SRUN_CPUS_PER_TASK, OMP_NUM_THREADS) written where the launch reads it.
+environment (SRUN_CPUS_PER_TASK, OMP_NUM_THREADS) written where the launch reads it (a value
+that is another variable only where that one is set: ``export_line``).
 
 A name the script sets already (anywhere, as ``cpu_binding.sets_variable`` reads it) is left
 alone, so applying the same plan twice adds nothing the second time. Values come from rule
@@ -21,6 +22,17 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VALUE = re.compile(r"[A-Za-z0-9_.:/,+-]+|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
 
+def export_line(name: str, value: str) -> str:
+    """``export NAME=value``; a value that is another variable is passed on only where that
+    one is set: srun refuses ``SRUN_CPUS_PER_TASK=""`` ("Invalid numeric value"; seen on
+    22.05.8), which a job without --cpus-per-task would export."""
+    source = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", value)
+    if source is None:
+        return f"export {name}={value}"
+    var = source.group(1)
+    return f'if [ -n "${{{var}:-}}" ]; then export {name}=${var}; fi'
+
+
 def with_exports(
     job: JobScript, launch: LaunchLine, exports: Mapping[str, object], notes: list[str]
 ) -> JobScript:
@@ -36,7 +48,7 @@ def with_exports(
             notes.append(f"export {name}={text!r} not written: not a plain name and value")
             continue
         if not sets_variable(job, launch, name):
-            new.append(f"export {name}={text}")
+            new.append(export_line(name, text))
     if not new:
         return job
     at = launch.line - 1
