@@ -9,27 +9,37 @@ the same thing." 23.11's: "Replace SRUN_CPUS_PER_TASK with SLURM_CPUS_PER_TASK a
 to the behavior before Slurm 22.05" (github.com/SchedMD/slurm, tags slurm-22-05-0-1 and
 slurm-23-11-0-1). So a step started by ``srun`` inside a batch job of ``--cpus-per-task=N``
 (N > 1) asks for one CPU per task, on 22.05.x and 23.02.x, unless srun gets ``-c`` /
-``--cpus-per-task`` or ``SRUN_CPUS_PER_TASK`` is set. What a rank then runs on depends on the
-node's binding (task/affinity, 22.05.8's ``lllp_distribution``; checked on a local 22.05.8
-cluster with TaskPlugin=task/affinity, 2 CPUs, ``sbatch -n1 -c2``):
+``--cpus-per-task`` or ``SRUN_CPUS_PER_TASK`` is set. Whether a rank then runs on fewer CPUs
+than its N is the node's binding (task/affinity's ``lllp_distribution`` at
+slurm-22-05-8-1): with no binding asked for, it binds implicitly to sockets, cores or
+threads only where the step's tasks on the node x 1 equal that many whole ones of the step
+there, else "auto binding off" gives every task the step's whole mask. Seen on a local
+22.05.8 node with task/affinity, ``sbatch -n1 -c2`` (tests/fixtures/slurm-local/cpu-binding/):
 
-- binding by cores (``--cpu-bind=cores``, ``SLURM_CPU_BIND=cores``, a node's ``CpuBind``):
-  each task is bound to 1 core of its N (seen: ``Cpus_allowed_list 0`` instead of ``0-1``);
-- ``srun --exact``, or tasks x 1 equal to the step's cores on the node: implicit binding to
-  one core per task (``srun --exact``: ``0``); ``srun -n 2`` inside the one-task ``-c 2``
-  job is accepted and gives each task one CPU (it asked 2 x 1);
-- otherwise "auto binding off": every task gets the step's whole mask (the plain one-task
-  step: ``0-1``), so nothing is lost to binding, but the step still asks N times too little.
+- plain ``srun``: the whole mask (``Cpus_allowed_list 0-1``): one task is one socket
+  there, or no binding at all; nothing lost, all tasks of a node share it;
+- binding to cores asked for: ``srun --cpu-bind=cores``, ``SLURM_CPU_BIND=cores`` (or a
+  node's ``CpuBind``): ``0``, one core of the two;
+- ``TaskPluginParam=autobind=cores`` with the node's tasks not one per socket (the node
+  declared as 2 sockets of 1 core; by the same test in the source, 4 DDP tasks on a
+  2-socket node would be too, not run here): plain ``srun`` gives ``0``;
+- ``srun --exact``: ``0``; ``srun -n 2`` inside the one-task ``-c 2`` job is accepted
+  (it asks 2 x 1) and gives each task one CPU.
 
-With ``srun -c $SLURM_CPUS_PER_TASK`` or ``SRUN_CPUS_PER_TASK`` set, every case above gave the
-task both CPUs. Reported as tasks that "behave as if they have a single core"
-(snakemake-executor-plugin-slurm #41) and as a slowdown fixed by adding ``--cpus-per-task`` to
-srun (NOAA-EMC/global-workflow #2044).
+With ``srun -c $SLURM_CPUS_PER_TASK`` or ``SRUN_CPUS_PER_TASK`` set, every case gave the task
+both CPUs. Not reproduced here (2 CPUs): several tasks of several cores each on one node,
+and task/cgroup. Reported as tasks that "behave as if they have a single core"
+(snakemake-executor-plugin-slurm #41, where the jobstep srun passed ``-c 1``) and as a
+slowdown fixed by adding ``--cpus-per-task`` to srun (NOAA-EMC/global-workflow #2044). srun
+refuses an empty ``SRUN_CPUS_PER_TASK`` ("Invalid numeric value"): a job without
+``--cpus-per-task`` has no SLURM_CPUS_PER_TASK to pass on (``exports.export_line``).
 
 **torchrun and OMP_NUM_THREADS.** ``torch.distributed.run`` sets ``OMP_NUM_THREADS=1`` for
 every process when it starts more than one per node and the variable is not set ("to avoid
 your system being overloaded, please further tune the variable"): each rank's intra-op CPU
-work (CPU-side preprocessing, the optimizer on the CPU) runs on one thread of its share.
+work (CPU-side preprocessing, the optimizer on the CPU) runs on one thread of its share
+(``torch/distributed/run.py``: ``if "OMP_NUM_THREADS" not in os.environ and nproc_per_node >
+1``; torch.distributed.launch did the same).
 """
 
 from __future__ import annotations
