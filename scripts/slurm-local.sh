@@ -20,6 +20,9 @@
 #   USE_CGROUP=0                     1 = proctrack/task cgroup (needs writable cgroup fs; works in a VM,
 #                                    usually not in an unprivileged container); 0 = proctrack/linuxproc
 #   ACCT_USERS="alice bob"           non-root users to register in accounting (account "ci")
+#   TASK_AFFINITY=0                  1 = TaskPlugin=task/affinity (tasks bound to CPUs, as most sites)
+#                                    with proctrack/linuxproc; 0 = task/none (ignored with USE_CGROUP=1)
+#   CTLD_PORT= SLURMD_PORT=          ports of a second cluster on this host (Slurm's 6817/6818 when empty)
 # After it succeeds:   source $SLURM_ROOT/env.sh    (sets SLURM_CONF and PATH for seff)
 set -euo pipefail
 
@@ -32,6 +35,9 @@ USE_CGROUP=${USE_CGROUP:-0}
 ACCT_USERS=${ACCT_USERS:-}
 DB_PORT=${DB_PORT:-13306}
 DB_PASS=${DB_PASS:-slurmpw}
+TASK_AFFINITY=${TASK_AFFINITY:-0}
+CTLD_PORT=${CTLD_PORT:-}
+SLURMD_PORT=${SLURMD_PORT:-}
 H=$(hostname -s)
 ETC=$R/etc RUN=$R/run LOG=$R/log ST=$R/state
 export SLURM_CONF=$ETC/slurm.conf
@@ -152,7 +158,11 @@ CredType=cred/munge
 MpiDefault=none
 MailProg=/bin/true
 $( if [ "$USE_CGROUP" = 1 ]; then echo ProctrackType=proctrack/cgroup; echo TaskPlugin=task/cgroup,task/affinity
-   else echo ProctrackType=proctrack/linuxproc; echo TaskPlugin=task/none; fi )
+   elif [ "$TASK_AFFINITY" = 1 ]; then echo ProctrackType=proctrack/linuxproc; echo TaskPlugin=task/affinity
+   else echo ProctrackType=proctrack/linuxproc; echo TaskPlugin=task/none; fi
+   # no line at all when unset: the default config stays byte for byte what it was
+   if [ -n "$CTLD_PORT" ]; then echo "SlurmctldPort=$CTLD_PORT"; fi
+   if [ -n "$SLURMD_PORT" ]; then echo "SlurmdPort=$SLURMD_PORT"; fi )
 ReturnToService=2
 SlurmctldPidFile=$RUN/slurmctld.pid
 SlurmdPidFile=$RUN/slurmd.pid

@@ -189,6 +189,10 @@ ROWS = [
     Reading(
         "nigelawj-mmalnet-randaug-mmal-net-master-job.sh", 1, 1, 1, 1, 8000, None, (), "train.py",
     ),
+    Reading(  # `--time=00:5:00`; `--cpus-per-task 80` with a space; no newline at the end
+        "niccolo-ajroldi-nanogpt-scripts-run.sh", 1, 1, 80, 8, 475000, 300, ("torchrun",),
+        "train.py",
+    ),
     Reading(  # a GPU node by --constraint=gpu (Piz Daint), no GPU asked for
         "noabauma-3d-shampoo-examples-simple_deepspeed_examples-launch.sh", 1, 1, 1, None, None,
         120, SRUN, "ds_pp.py",

@@ -220,6 +220,31 @@ async def test_process_panel_draws_the_tree_and_keeps_the_selection_across_round
 
 
 @async_test
+async def test_process_panel_marks_a_rank_bound_to_fewer_cpus_than_its_share() -> None:
+    """srun's task holds CPUs 0-7; rank 0 is bound to CPU 0 (a share of 4 for 2 ranks)."""
+    tree = (
+        ProcSample(pid=10, ppid=1, name="bash", cmdline="bash job.sh", role="launcher",
+                   affinity="0-7"),
+        ProcSample(pid=11, ppid=10, name="python", cmdline="python train.py", role="main",
+                   rank=0, affinity="0"),
+        ProcSample(pid=12, ppid=10, name="python", cmdline="python train.py", role="main",
+                   rank=1, affinity="4-7"),
+    )  # fmt: skip
+    panel = ProcessPanel(id="proc-box")
+    async with OnePanel(panel).run_test(size=(120, 20)) as pilot:
+        await shown(pilot, panel, state_of([Snapshot(t=0.0, procs=tree)]))
+        table: DataTable[str] = panel.query_one("#procs", DataTable)
+        roles = [str(table.get_row_at(r)[1]) for r in range(table.row_count)]
+        assert roles == ["launcher", "main r0 !cpu", "main r1"]
+        await pilot.press("down")
+        detail = text_of(panel.query_one("#proc-detail", Static))
+        assert detail.endswith("· CPUs 0 (1) of a share of 4: bound short")
+        await pilot.press("down")
+        detail = text_of(panel.query_one("#proc-detail", Static))
+        assert detail.endswith("· CPUs 4-7 (4) of a share of 4")
+
+
+@async_test
 async def test_findings_panel_lists_the_live_findings_as_text() -> None:
     finding = Finding(id="dataloader-bound-live", title="The DataLoader is the bottleneck",
                       severity=Severity.WARNING, group="input", rationale="", references=(),

@@ -635,7 +635,10 @@ CASES: dict[str, Case] = {
     "DDP with a DistributedSampler": Case(
         {
             "job.sbatch": job_text(
-                "--ntasks=2", "--gres=gpu:2", "--cpus-per-task=4", launch="srun python train.py"
+                "--ntasks=2",
+                "--gres=gpu:2",
+                "--cpus-per-task=4",
+                launch="srun -c $SLURM_CPUS_PER_TASK python train.py",  # right on 22.05 too
             ),
             "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP, loop=SET_EPOCH),
         },
@@ -679,7 +682,7 @@ CASES: dict[str, Case] = {
                 "--ntasks-per-node=1",
                 "--gres=gpu:4",
                 "--cpus-per-task=16",  # 4 ranks x (3 workers + 1): too-many-workers is quiet
-                launch="torchrun --nproc_per_node=4 train.py",
+                launch="export OMP_NUM_THREADS=4\ntorchrun --nproc_per_node=4 train.py",
             ),
             "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP, loop=SET_EPOCH),
         },
@@ -693,7 +696,8 @@ CASES: dict[str, Case] = {
                 "--ntasks-per-node=1",
                 "--gres=gpu:4",
                 "--cpus-per-task=16",
-                launch="srun torchrun --nnodes=2 --nproc_per_node=4 train.py",
+                launch="export OMP_NUM_THREADS=4 SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK\n"
+                "srun torchrun --nnodes=2 --nproc_per_node=4 train.py",
             ),
             "train.py": train_text(SAMPLED_LOADER, head=DDP_HEAD, setup=DDP_SETUP, loop=SET_EPOCH),
         },

@@ -17,8 +17,11 @@ import pytest
 from tests.conftest import REPO
 from tuneadvisor.advisor.facts import FACTS, type_matches
 from tuneadvisor.advisor.site import NodeShape, parse_site
+from tuneadvisor.advisor.slurm_release import release_facts
+from tuneadvisor.metrics.affinity import affinity_facts
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.nvidia_smi_csv import parse_nvidia_smi_csv
+from tuneadvisor.metrics.snapshot import ROLE_LAUNCHER, ROLE_MAIN, ProcSample, Snapshot
 from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.profile.lprof import load_profiles
@@ -37,6 +40,7 @@ from tuneadvisor.slurm.launch_line.search import find_launches
 from tuneadvisor.slurm.sacct import parse_sacct
 from tuneadvisor.slurm.sacct.gpu import accounting_gpu
 from tuneadvisor.slurm.seff import parse_seff
+from tuneadvisor.slurm.version import version_facts
 from tuneadvisor.trainscript.parsed import parse_script
 from tuneadvisor.trainscript.program_facts import program_facts
 from tuneadvisor.trainscript.scan import scan_script
@@ -91,6 +95,7 @@ def job_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
         "launched with &": "#SBATCH --gres=gpu:1\nsrun python t.py &\n",
         "array past its list": "#SBATCH --array=0-9\nf=(a b)\n"
         "python t.py ${f[$SLURM_ARRAY_TASK_ID]}\n",
+        "srun given its cores": "#SBATCH -c 4\n#SBATCH --ntasks=2\nsrun -c 4 python t.py\n",
     }
     for name, text in extra.items():
         job = JobScript.parse("#!/bin/bash\n" + text)
@@ -187,6 +192,20 @@ def metrics_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
     gpu = [GpuSample(t=float(t), index=0, util_pct=50.0, power_w=100.0) for t in range(5)]
     yield "host + gpu samples", MetricsSeries.from_samples(gpu, host).facts()
     yield "host only, no tree", MetricsSeries.from_samples((), [HostSample(t=0.0)]).facts()
+    # The ranks' CPU affinity (watch reads it per process): one rank bound short.
+    procs = (
+        ProcSample(pid=1, role=ROLE_LAUNCHER, affinity="0-3"),
+        ProcSample(pid=2, role=ROLE_MAIN, rank=0, affinity="0"),
+        ProcSample(pid=3, role=ROLE_MAIN, rank=1, affinity="1-3"),
+    )
+    yield "ranks' CPU affinity", affinity_facts([Snapshot(t=0.0, procs=procs)])
+
+
+def release_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
+    """What a Slurm release means for srun's cores (gather adds it beside a job with srun)."""
+    for version in ("22.05.8", "23.11.1", None):
+        facts = {} if version is None else version_facts(f"slurm {version}")
+        yield f"release {version}", {**facts, **release_facts(facts)}
 
 
 def site_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
@@ -273,6 +292,7 @@ def all_outputs(tmp: Path) -> list[tuple[str, Mapping[str, object]]]:
         accounting_outputs(),
         metrics_outputs(),
         site_outputs(),
+        release_outputs(),
         gather_outputs(tmp),
     )
     return [output for producer in producers for output in producer]

@@ -92,6 +92,22 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.tuned_from.cpus_per_task", "int", "cores", "cores per task that evidence had"),
     ("job.tuned_from.mem_mib", "float", "MiB", "memory per node that evidence had"),
     ("job.tuned_from.workers", "int", "workers", "DataLoader workers that evidence had"),
+    # CPU binding of the launch (slurm/jobscript/cpu_binding.py) and the Slurm that runs it
+    (
+        "job.srun_cpus_unset",
+        "bool",
+        "",
+        "--cpus-per-task given, srun without -c or SRUN_CPUS_PER_TASK",
+    ),
+    ("job.omp_threads_set", "bool", "", "OMP_NUM_THREADS is set for the launch"),
+    ("slurm.version", "str", "", "the Slurm that runs the job (srun --version), when asked"),
+    (
+        "slurm.srun_drops_cpus",
+        "bool",
+        "",
+        "srun there ignores SLURM_CPUS_PER_TASK (22.05-23.02, or not known)",
+    ),
+    ("slurm.version_note", "str", "", "that version, or why it is not known"),
     # the allocation the evidence was measured under (advisor/allocation.py): suggestions are
     # computed from it; job.* stays what the script asks for now
     ("alloc.cpus_per_task", "int", "cores", "cores per task of the measured run"),
@@ -189,6 +205,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("host.proc.count.max", "int", "", "most processes in the job's tree"),
     ("host.proc.main_cpu_pct.mean", "float", "%", "mean CPU of the main process (100 = 1 core)"),
     ("host.proc.workers.max", "int", "", "most DataLoader workers seen in the job's tree"),
+    # CPU affinity of the ranks, newest round (metrics/affinity.py; live watch only)
+    ("host.proc.affinity.ranks", "int", "", "ranks whose CPU affinity was read"),
+    ("host.proc.affinity.short_ranks", "int", "", "ranks bound to fewer CPUs than their share"),
+    ("host.proc.affinity.min_cpus", "int", "", "fewest CPUs a rank may run on"),
+    ("host.proc.affinity.share", "float", "", "that rank's share: node CPUs / ranks"),
+    ("host.proc.affinity.short", "str", "", "the short ranks with their CPUs"),
     # node shape: site file or sinfo/scontrol
     ("node.cores", "int", "cores", "cores per node"),
     ("node.mem_mib", "float", "MiB", "memory per node"),

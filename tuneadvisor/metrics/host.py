@@ -25,6 +25,10 @@ new in the listing, or that the kernel handed out since the last round (the last
 process table is walked again only when a member ended (its children move to another parent)
 or its pid names another process. Elsewhere (no ``/proc``) the same values come from psutil.
 
+Each watched process's CPU affinity (one ``sched_getaffinity`` call a round: a rank may pin
+itself after it starts) is kept as the kernel's list text (``metrics.affinity``); not for the
+whole node, where other jobs' pinning says nothing of this one's binding.
+
 CPU percentages are computed here from CPU-time differences between rounds (100 = one core
 busy), so no psutil module state is shared and the first round of a process is None rather
 than psutil's meaningless 0.0.
@@ -40,6 +44,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from tuneadvisor.metrics.affinity import read_affinity
 from tuneadvisor.metrics.model import HostSample
 from tuneadvisor.metrics.proc_readers import DEFAULT, ZOMBIE, Gone, Readers, Stat
 from tuneadvisor.metrics.proc_roles import ProcStatic, Tracked, role_of, tree_totals
@@ -494,6 +499,7 @@ class HostSampler:
                     read_mib_s=r.read_mib_s,
                     write_mib_s=r.write_mib_s,
                     denied=(*static.denied, "io") if r.io_denied else static.denied,
+                    affinity=None if self.whole_node else read_affinity(r.pid),
                 )
             )
         return out

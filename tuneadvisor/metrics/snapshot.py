@@ -37,6 +37,9 @@ class ProcSample:
     read_mib_s: float | None = None
     write_mib_s: float | None = None
     denied: tuple[str, ...] = ()  # what AccessDenied kept from us
+    # The CPUs it may run on, as the kernel's Cpus_allowed_list ("0-3,8"); None when not
+    # read (recordings before it, the whole node, the OS would not say): metrics.affinity.
+    affinity: str | None = None
     node: str | None = None  # set when a watch merges several nodes (pids repeat across them)
 
 

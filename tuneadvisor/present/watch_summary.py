@@ -5,6 +5,7 @@ from __future__ import annotations
 import resource
 from collections.abc import Mapping, Sequence
 
+from tuneadvisor.metrics.affinity import rank_bindings
 from tuneadvisor.metrics.model import MetricsSeries, Stats
 from tuneadvisor.metrics.ring import to_series
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, ROLE_WORKER, Snapshot
@@ -99,6 +100,7 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
                 out += _requests(state.job, tree, rss)
     nodes = _nodes(snaps)
     out += _node_lines(snaps, series, nodes)
+    out += binding_lines(snaps)
     out.append(_sampler_line(span.sampler_cpu, state.interval_s, bool(nodes)))
     if isinstance(session.sampler, RemoteSamplers):
         out += [f"Said on a node: {line}" for line in session.sampler.messages]
@@ -114,6 +116,18 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
     if recording:
         out.append(f"Recording: {recording} (read it with: tuneadvisor report --metrics FILE)")
     return "\n".join(out) + "\n"
+
+
+def binding_lines(snaps: Sequence[Snapshot]) -> list[str]:
+    """'CPU binding: rank 0: 1 CPU (0) of a share of 2 (bound short); rank 1: ...': each
+    rank's CPUs in the newest round that read any (the last rounds of a watch that ended
+    with its processes have none), nothing when no affinity was read."""
+    latest = next((s for s in reversed(snaps) if any(p.affinity for p in s.procs)), None)
+    bindings = rank_bindings(latest.procs) if latest is not None else []
+    if not bindings:
+        return []
+    parts = [b.text() + (" (bound short)" if b.short else "") for b in bindings]
+    return ["CPU binding: " + "; ".join(parts)]
 
 
 def _nodes(snaps: Sequence[Snapshot]) -> list[str]:

@@ -95,6 +95,7 @@ def gather(
     stamp = _stamp(inputs, read.job)
     _allocation(found, inputs.profiles, measured, stamp)
     _site(found, inputs, env, client)
+    _slurm_release(found, client)
     return Gathered(
         facts=_known(found.facts),
         job=read.job,
@@ -343,6 +344,24 @@ def _site(
         node = assumed_node(found.facts)
     if node is not None:
         found.facts.update(node.facts())
+
+
+def _slurm_release(found: _Found, client: SlurmClient | None) -> None:
+    """Where srun starts the tasks without its cores: the Slurm release (srun's own, asked
+    when a cluster is) and what it means for them (advisor/slurm_release.py)."""
+    if "job.srun_cpus_unset" not in found.facts:
+        return
+    from tuneadvisor.advisor.slurm_release import release_facts
+
+    if client is not None:
+        from tuneadvisor.slurm.client import SlurmError
+        from tuneadvisor.slurm.version import version_facts
+
+        try:
+            found.facts.update(version_facts(client.version("srun")))
+        except SlurmError as exc:
+            found.notes.append(f"Slurm version unknown: {exc.one_line()}")
+    found.facts.update(release_facts(found.facts))
 
 
 def _unread(lines: Sequence[str], shown: int = 3) -> str:

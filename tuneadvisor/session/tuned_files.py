@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from tuneadvisor.advisor.evidence import Gathered
     from tuneadvisor.advisor.plan import Plan
     from tuneadvisor.slurm.jobscript.model import JobScript
+    from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,21 @@ def _stamped(tuned: JobScript, gathered: Gathered) -> JobScript:
     )
 
 
+def _with_exports(
+    tuned: JobScript, job: JobScript | None, launch: LaunchLine, plan: Plan, notes: list[str]
+) -> JobScript:
+    """The plan's environment as ``export`` lines before the launch line, placed by the
+    line numbers of the script as read: skipped, with a note, where the edits so far moved
+    them."""
+    from tuneadvisor.slurm.jobscript.exports import with_exports
+
+    if job is None or len(tuned.lines) != len(job.lines):
+        exports = "; ".join(f"export {k}={c.value}" for k, c in plan.env.items())
+        notes.append(f"{exports}: not written, add it before the launch line yourself")
+        return tuned
+    return with_exports(tuned, launch, {k: c.value for k, c in plan.env.items()}, notes)
+
+
 def tuned_files(gathered: Gathered, plan: Plan) -> TunedFiles:
     """The tuned job script and the training-script patch; nothing without either file,
     without importing the editors (`report PROFILE` stays quick to start)."""
@@ -107,6 +123,8 @@ def tuned_files(gathered: Gathered, plan: Plan) -> TunedFiles:
     settings = {key: change.value for key, change in plan.script.items()}
     edits = write_settings(settings, target, job, gathered.launch)
     tuned = edits.job
+    if tuned is not None and plan.env and gathered.launch is not None:
+        tuned = _with_exports(tuned, job, gathered.launch, plan, notes)
     if tuned is not None:
         tuned = repair_directives(tuned, frozenset(plan.sbatch), notes)
         values = {option: str(change.value) for option, change in plan.sbatch.items()}

@@ -33,6 +33,7 @@ from tuneadvisor.tui.watch_state import (
     pct_text,
     proc_key,
     requests_text,
+    short_ranks,
     status_text,
     tree_rows,
 )
@@ -212,8 +213,11 @@ class ProcessPanel(Vertical):
         table = self.table
         selected = self._selected_key()
         table.clear()
+        short = short_ranks(procs)
         for depth, p in tree_rows(procs):
             role = p.role if p.rank is None else f"{p.role} r{p.rank}"
+            if (p.node, p.pid) in short:  # bound to fewer CPUs than its share: the detail says
+                role += " !cpu"
             table.add_row(
                 str(p.pid),
                 role,

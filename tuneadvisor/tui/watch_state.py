@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
+from tuneadvisor.metrics.affinity import cpu_list, rank_bindings
 from tuneadvisor.metrics.model import GpuSample
 from tuneadvisor.metrics.snapshot import ROLE_WORKER, GpuProcess, ProcSample, Snapshot
 from tuneadvisor.present.live_findings import findings_heading, no_findings, screen_line
@@ -149,7 +150,23 @@ def detail_text(p: ProcSample, procs: Sequence[ProcSample]) -> str:
         1 for q in procs if q.role == ROLE_WORKER and q.ppid == p.pid and q.node == p.node
     )
     kids = f" · {workers} workers" if workers else ""
-    return f"pid {p.pid} ({p.user or '?'}) {p.cmdline or p.name} · {io}{kids}{denied}"
+    cpus = f" · {binding_text(p, procs)}" if p.affinity else ""
+    return f"pid {p.pid} ({p.user or '?'}) {p.cmdline or p.name} · {io}{kids}{cpus}{denied}"
+
+
+def binding_text(p: ProcSample, procs: Sequence[ProcSample]) -> str:
+    """'CPUs 0-1 (2)', and for a rank its share: 'CPUs 0 (1) of a share of 2: bound short'."""
+    cpus = cpu_list(p.affinity or "")
+    text = f"CPUs {p.affinity} ({len(cpus)})"
+    mine = next((b for b in rank_bindings(procs) if b.pid == p.pid and b.node == p.node), None)
+    if mine is None:
+        return text
+    return f"{text} of a share of {mine.share:g}" + (": bound short" if mine.short else "")
+
+
+def short_ranks(procs: Sequence[ProcSample]) -> frozenset[tuple[str | None, int]]:
+    """(node, pid) of the ranks bound to fewer CPUs than their share."""
+    return frozenset((b.node, b.pid) for b in rank_bindings(procs) if b.short)
 
 
 def requests_text(state: ScreenState) -> str | Text:

@@ -24,6 +24,7 @@ from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.advisor.rules import Rule
+from tuneadvisor.metrics.affinity import affinity_facts
 from tuneadvisor.metrics.host import HostSampler
 from tuneadvisor.metrics.model import Stats
 from tuneadvisor.metrics.nvml import NvmlSampler
@@ -136,6 +137,7 @@ class Sampler:
 
 def live_facts(window: Sequence[Snapshot], job: Mapping[str, object]) -> dict[str, object]:
     facts: dict[str, object] = dict(to_series(window).facts())
+    facts.update(affinity_facts(window))  # the ranks' CPUs: from processes, not the series
     facts.update(job)
     facts.update(allocation_facts(facts)[0])  # the watched run is the measured one
     return {k: v for k, v in facts.items() if k in FACTS}

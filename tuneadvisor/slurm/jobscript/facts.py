@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from tuneadvisor.slurm.jobscript.cpu_binding import binding_facts
 from tuneadvisor.slurm.jobscript.launch_mistakes import launch_mistake_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.jobscript.plugins import plugin_option
@@ -67,6 +68,7 @@ def job_facts(
             launcher.name in _TASK_LAUNCHERS for launcher in launch.launchers
         )
         ranks = _ranks_per_task(launch, req.node_gpus or 0)
+        facts.update(binding_facts(job, launch))  # srun's cores, OMP_NUM_THREADS
     if ranks is not None:
         facts["job.ranks_per_task"] = ranks
     # launched in the background, an array past its list, srun's tasks per node
