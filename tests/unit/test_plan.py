@@ -54,6 +54,31 @@ def test_memory_capped_by_the_node() -> None:
     assert plan.sbatch["mem"].value == "250G"  # 256000 MiB
 
 
+def test_a_request_over_the_sites_node_is_lowered_to_it() -> None:
+    """The script asks more than a node has (sbatch refuses it): no finding asked for a
+    memory change, and the plan writes the node's, saying why."""
+    facts = {"job.mem_mib": 524288.0, "node.mem_mib": 262144.0}
+    plan = make_plan([finding("x", {"cpus-per-task": 24})], facts)
+    assert plan.sbatch["mem"].value == "256G"
+    assert any("lowered to the node's 256G" in n for n in plan.notes)
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        ({"node.assumed": True}, None),  # the default ceiling: the node's size is not known
+        ({"usage.mem_peak_mib": 300000.0}, "check the site file"),  # it ran on more
+    ],
+)
+def test_over_the_node_left_where_the_node_is_not_known(
+    extra: dict[str, object], why: str | None
+) -> None:
+    facts = {"job.mem_mib": 524288.0, "node.mem_mib": 262144.0, **extra}
+    plan = make_plan([finding("x", {"cpus-per-task": 24})], facts)
+    assert "mem" not in plan.sbatch
+    assert why is None or any(why in n for n in plan.notes)
+
+
 def test_larger_memory_wins_between_findings() -> None:
     plan = make_plan([finding("down", {"mem": "2G"}), finding("oom", {"mem": "24G"})], {})
     assert plan.sbatch["mem"].value == "24G"

@@ -28,6 +28,7 @@ MEM_HEADROOM = 1.2
 WORKER_ALLOWANCE_MIB = 512
 # The reason of a --mem raised because the script asks for less than the measured peak.
 PEAK_REASON = "measured peak"
+NODE_REASON = "the node's memory"
 
 
 @dataclass(frozen=True)
@@ -326,6 +327,30 @@ def _under_the_peak(facts: Facts) -> Change | None:
     return Change(mem_text(math.ceil(node)), (PEAK_REASON,))
 
 
+def _over_the_node(facts: Facts, notes: list[str]) -> Change | None:
+    """A --mem the script asks for now over what the site's node has: no node can hold it
+    and sbatch refuses the job, so it is lowered to the node. Not against an assumed node
+    (the size is not known), and not under a peak measured over it (then the site file is
+    what is wrong, and the note says so)."""
+    now, node = facts.get("job.mem_mib"), facts.get("node.mem_mib")
+    if facts.get("node.assumed") is True:
+        return None
+    if not isinstance(now, int | float) or not isinstance(node, int | float) or now <= node:
+        return None
+    peak = facts.get("usage.mem_peak_mib")
+    if isinstance(peak, int | float) and _node_peak(facts, float(peak)) > node:
+        notes.append(
+            f"--mem {mem_text(now)} kept: the run used more than the {mem_text(node)} the "
+            "site file gives a node; check the site file"
+        )
+        return None
+    notes.append(
+        f"--mem {mem_text(now)} lowered to the node's {mem_text(node)}: no node holds more, "
+        "and sbatch refuses a job no node can run"
+    )
+    return Change(mem_text(node), (NODE_REASON,))
+
+
 def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
     findings = list(findings)
     sbatch = {k: _pick(k, v) for k, v in _merge(findings, "sbatch").items()}
@@ -342,7 +367,11 @@ def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
         _planned_tasks_per_node(sbatch),
     )
     cores, workers = _already_has_cores(cores, workers, facts, notes)
-    mem = _not_lower_than_now(sbatch.get("mem"), facts, notes) or _under_the_peak(facts)
+    mem = (
+        _not_lower_than_now(sbatch.get("mem"), facts, notes)
+        or _under_the_peak(facts)
+        or _over_the_node(facts, notes)
+    )
     bounded = {
         "cpus-per-task": cores,
         "mem": _bound_memory(mem, facts, notes, workers),
