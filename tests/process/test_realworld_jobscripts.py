@@ -226,10 +226,6 @@ ROWS = [
     Reading(  # python without srun: one process, though 4 tasks are asked for
         "rkenny-4960a-suger-submit.beluga.sh", 1, 4, 1, 1, 32 * G, None, (), "train.py",
     ),
-    Reading(  # CRLF line ends: sbatch refuses the file; 23000 MiB a core, one core
-        "chhajedvaibhav-aimos-codes-pyramidnet-schedular.sh", 1, 1, 1, 4, 23000, H, (),
-        "train.py", refused=True,
-    ),
     Reading(  # -n 4 on one node (no --nodes), --gpus=1 for the job, 4000 MiB a core
         "android-xd-deep-learning-with-curiosity-and-perseverance-scripts-job.sh", 1, 4, 1, 1,
         16000, 10 * H, (), "train.py",
