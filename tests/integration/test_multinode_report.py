@@ -48,9 +48,16 @@ def test_text_says_requests_and_use_per_node(mn: MultiCluster, ddp_job: Finished
     assert "asked: 3 nodes x 2 tasks, 1 core per task (2 per node), 4000 MiB per node" in text
     assert "seff: 3 nodes, 2 cores per node" in text
     assert "the job ran with --nodes 3 where its script says 1" in text
-    used = re.search(r"memory peak (\d+) MiB, (\d+) MiB per node of 4000 MiB per node", text)
+    used = re.search(
+        r"memory peak (\d+) MiB, (?:(\d+) MiB per node \(the mean\)|about (\d+) MiB on the "
+        r"busiest node) of 4000 MiB per node",
+        text,
+    )
     assert used is not None, text
-    assert abs(int(used[1]) / 3 - int(used[2])) <= 1
+    if used[2] is not None:  # the job's peak spread evenly
+        assert abs(int(used[1]) / 3 - int(used[2])) <= 1
+    else:  # sacct's largest task x its 2 tasks a node: more than the mean, at most the total
+        assert int(used[1]) / 3 - 1 <= int(used[3]) <= int(used[1])
 
 
 def test_per_rank_profiles_from_three_nodes_merge(mn: MultiCluster, ddp_job: FinishedJob) -> None:

@@ -384,3 +384,24 @@ def test_suggested_memory_is_per_node(case: tuple[str, dict[str, float]], tmp_pa
         assert mib <= max(bound, math.ceil(req_node))
         if not read["single"] and read["peak"] * 2 > bound:
             assert mib < read["peak"] * 2  # never the job's total x 2 on each node
+
+
+@pytest.mark.parametrize(
+    ("node_peak", "said"),
+    [
+        (None, "memory peak 2000 MiB, 1000 MiB per node (the mean) of 4000 MiB per node"),
+        (1000.0, "memory peak 2000 MiB, 1000 MiB per node (the mean) of 4000 MiB per node"),
+        (2000.0, "memory peak 2000 MiB, about 2000 MiB on the busiest node of 4000 MiB per node"),
+    ],
+)
+def test_the_report_says_which_per_node_peak_it_gives(node_peak: float | None, said: str) -> None:
+    """One task's peak on 2 nodes ran on one of them: the report's per-node figure is that
+    node's, not the mean that would look like half the need."""
+    from tuneadvisor.present.requests_use import job_request_lines
+
+    facts: dict[str, object] = {
+        "job.nodes": 2, "job.mem_mib": 4000.0, "seff.nodes": 2, "usage.mem_peak_mib": 2000.0,
+    }  # fmt: skip
+    if node_peak is not None:
+        facts["usage.mem_peak_node_mib"] = node_peak
+    assert said in "\n".join(job_request_lines(facts))

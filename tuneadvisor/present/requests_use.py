@@ -57,8 +57,9 @@ def _count(value: float, one: str) -> str:
 def job_request_lines(facts: Mapping[str, object]) -> list[str]:
     """A finished job as it ran, for the report: what it asked for per node, and what seff and
     sacct say it used. Accounting's memory and core figures are the job's, over all its
-    nodes; a multi-node job's are also given per node (their mean: sacct keeps no per-node
-    peak), so that they compare with --mem, which is per node."""
+    nodes; a multi-node job's are also given per node (the busiest node's estimate where one
+    task's peak or the tasks per node say more than the mean), so that they compare with
+    --mem, which is per node."""
     nodes = (
         _num(facts, "job.nodes") or _num(facts, "sacct.alloc_nodes") or _num(facts, "seff.nodes")
     )
@@ -85,7 +86,15 @@ def job_request_lines(facts: Mapping[str, object]) -> list[str]:
     if peak is not None:
         estimated = facts.get("sacct.mem_peak_estimated") or facts.get("seff.mem_used_estimated")
         how = " (estimated: the largest task's peak x tasks)" if estimated else ""
-        per_node = f", {peak / nodes:.0f} MiB per node" if nodes > 1 else ""
+        # the busiest node's estimate (advisor/allocation.py), else the mean; said as which
+        node_peak = _num(facts, "usage.mem_peak_node_mib")
+        per_node = (
+            f", about {node_peak:.0f} MiB on the busiest node"
+            if node_peak is not None and nodes > 1 and node_peak > peak / nodes + 0.5
+            else f", {peak / nodes:.0f} MiB per node (the mean)"
+            if nodes > 1
+            else ""
+        )
         of = f" of {mem:.0f} MiB per node" if mem is not None and nodes > 1 else ""
         of = of or (f" of {mem:.0f} MiB" if mem is not None else "")
         used.append(f"memory peak {peak:.0f} MiB{per_node}{of}{how}")
