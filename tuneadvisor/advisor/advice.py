@@ -12,6 +12,7 @@ from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import Gathered
 from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
 from tuneadvisor.advisor.plan import Change, Plan, make_plan
+from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.advisor.rules import Rule
 
 
@@ -25,6 +26,10 @@ class Advice:
     notes: tuple[str, ...]
     script_path: str | None  # the training script read (None without one)
     launch_chain: str | None = None  # `srun -> torchrun -> train.py`; None without a launch line
+    # what the plan's change is expected to buy (issue 21's step-time model); None with
+    # ``no_prediction`` saying which evidence would support one
+    prediction: Prediction | None = None
+    no_prediction: str | None = None
 
 
 def _coupled(findings: Iterable[Finding], plan: Plan) -> tuple[Finding, ...]:

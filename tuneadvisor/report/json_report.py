@@ -99,6 +99,9 @@ def _advice(advice: Advice, tuned: TunedFiles) -> dict[str, Any]:
             "env": changes(plan.env),
             "notes": list(plan.notes),
         },
+        # what the change is expected to buy (advisor/prediction.py), or why none is given
+        "prediction": advice.prediction.as_json() if advice.prediction is not None else None,
+        "no_prediction": advice.no_prediction,
         "job_diff": tuned.job_diff,
         "script_patch": tuned.script_patch,
         "notes": [*advice.notes, *tuned.notes],
