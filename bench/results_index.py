@@ -69,6 +69,11 @@ PARTS = (
         "`report` start-up vs line_profiler, S1-S2 (issue 19)",
         ".venv/bin/python bench/startup_bench.py --before f058d82",
     ),
+    Part(
+        "joblog-bench",
+        "`report --log` on a large job log (issue 20)",
+        ".venv/bin/python bench/joblog_bench.py --mb 100 --runs 3",
+    ),
 )
 
 RECORDED_RE = re.compile(r"Recorded (\d{4}-\d\d-\d\d \d\d:\d\d) UTC by `([^`]+)`")
