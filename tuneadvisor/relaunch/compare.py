@@ -10,8 +10,8 @@ from typing import Any
 
 from rich.table import Table
 
-from tuneadvisor.errors import InputError
 from tuneadvisor.advisor.prediction import Span
+from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.predicted import Check, Measure, check
 from tuneadvisor.relaunch.records import RECORD_NAME, RunRecord, read_record
 from tuneadvisor.relaunch.scaling import ScalePoint, scaling

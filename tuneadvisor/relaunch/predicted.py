@@ -141,13 +141,15 @@ def _span_ms(span: Span) -> str:
     return f"{1000 * span.low:.1f}-{1000 * span.high:.1f} ms"
 
 
-def check(record: RunRecord, usage: Mapping[str, float] | None = None) -> Check | None:
-    """The run against the prediction it recorded (None without one). ``usage``: what
-    ``watch`` sampled beside it (default: what the record kept)."""
+def check(
+    record: RunRecord, usage: Mapping[str, float] | None = None, warmup: int = WARMUP_STEPS
+) -> Check | None:
+    """The run against the prediction it recorded (None without one), over the steps after
+    ``warmup``. ``usage``: what ``watch`` sampled beside it (default: what the record kept)."""
     prediction = record_prediction(record)
     if prediction is None:
         return None
-    steady = steady_steps(record.steps)
+    steady = steady_steps(record.steps, warmup)
     step_s = measure([float(s.step_time_s) for s in steady if s.step_time_s])
     rate = measure([float(s.samples_per_s) for s in steady if s.samples_per_s])
     result = Check(prediction, step_s, rate, ())
