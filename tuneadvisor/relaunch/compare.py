@@ -100,16 +100,14 @@ def throughput_table(items: Sequence[Item]) -> Table:
     return table
 
 
-def _span(span: Span | None, scale: float, spec: str) -> str:
-    return (
-        "-"
-        if span is None
-        else f"{format(scale * span.low, spec)}-{format(scale * span.high, spec)}"
-    )
+def _span(span: Span | None, scale: float, spec: str, unit: str = "") -> str:
+    if span is None:
+        return "-"
+    return f"{format(scale * span.low, spec)}-{format(scale * span.high, spec)}{unit}"
 
 
-def _measured(m: Measure | None, scale: float, spec: str) -> str:
-    return "-" if m is None else f"{format(scale * m.median, spec)} +-{100 * m.spread:.0f} %"
+def _measured(m: Measure | None, scale: float, spec: str, unit: str = "") -> str:
+    return "-" if m is None else f"{format(scale * m.median, spec)}{unit} +-{100 * m.spread:.0f} %"
 
 
 def prediction_table(items: Sequence[Item]) -> Table | None:
@@ -132,8 +130,8 @@ def prediction_table(items: Sequence[Item]) -> Table | None:
         table.add_row(
             item.label,
             ", ".join(f"{k} {v}" for k, v in sorted(p.setting.items())) or "-",
-            _span(p.step_s, 1000, ".1f") + " ms",
-            _measured(c.step_s, 1000, ".1f") + (" ms" if c.step_s else ""),
+            _span(p.step_s, 1000, ".1f", " ms"),
+            _measured(c.step_s, 1000, ".1f", " ms"),
             _span(p.samples_per_s, 1, ",.1f"),
             _measured(c.samples_per_s, 1, ",.1f"),
             c.verdict(),
