@@ -53,7 +53,7 @@ def _record(
         "settings": Settings(cpus_per_task=4, knobs={"num_workers": 3}).to_json(),
         "allocation": {"job_id": "1", "hostname": "h", "cores": [list(range(cores))],
                        "env": {}, "notes": []},
-        "steps": _steps(times), "summary": {"samples_per_s_median": BATCH / sorted(times)[len(times) // 2]},
+        "steps": _steps(times), "summary": {"step_time_s_median": sorted(times)[len(times) // 2]},
         "resources": {"sampled": sampled or {}},
         "prediction": PREDICTION.as_json() if prediction is None else prediction,
         "paths": {"profiles": [], "metrics": []},
