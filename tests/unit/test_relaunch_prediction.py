@@ -78,7 +78,9 @@ def test_a_run_records_its_prediction_and_reads_it_back(tmp_path: Path) -> None:
 def test_an_older_record_without_a_prediction_still_loads(
     tmp_path: Path, value: str | None
 ) -> None:
-    data = {"kind": "tuneadvisor-run", "id": "old", "status": "completed", "steps": _steps(STEADY)}
+    data: dict[str, Any] = {
+        "kind": "tuneadvisor-run", "id": "old", "status": "completed", "steps": _steps(STEADY)
+    }
     if value is None:
         data["prediction"] = None
     record = RunRecord.from_json(data)
