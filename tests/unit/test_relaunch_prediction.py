@@ -79,7 +79,10 @@ def test_an_older_record_without_a_prediction_still_loads(
     tmp_path: Path, value: str | None
 ) -> None:
     data: dict[str, Any] = {
-        "kind": "tuneadvisor-run", "id": "old", "status": "completed", "steps": _steps(STEADY)
+        "kind": "tuneadvisor-run",
+        "id": "old",
+        "status": "completed",
+        "steps": _steps(STEADY),
     }
     if value is None:
         data["prediction"] = None
