@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from tuneadvisor.errors import InputError
-    from tuneadvisor.relaunch.compare import load_item, scale_points, tables, to_json
+    from tuneadvisor.relaunch.compare import findings, load_item, scale_points, tables, to_json
+    from tuneadvisor.relaunch.predicted import FINDING_ID
     from tuneadvisor.relaunch.records import list_runs, runs_dir
 
     paths: list[str] = list(args.items)
@@ -61,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=120)
     for table in tables(items):
         console.print(table)
+    for line in findings(items):
+        console.print(f"[bold]{FINDING_ID}[/]: {line}", highlight=False, soft_wrap=True)
     if not args.no_plots:
         from tuneadvisor.relaunch.plots import terminal_plots
 

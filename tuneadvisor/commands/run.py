@@ -160,8 +160,29 @@ def print_record(console: Console, record: RunRecord) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    _print_prediction(console, record)
     for note in record.notes:
         console.print(f"  note: {note}", highlight=False, soft_wrap=True)
+
+
+def _print_prediction(console: Console, record: RunRecord) -> None:
+    """The report's prediction against this run's steady steps, and why it missed."""
+    from tuneadvisor.relaunch.predicted import FINDING_ID, check
+
+    result = check(record)
+    if result is None or result.step_s is None:
+        return
+    span, measured = result.prediction.step_s, result.step_s
+    console.print(
+        f"  predicted {1000 * span.low:.1f}-{1000 * span.high:.1f} ms a step; measured "
+        f"{1000 * measured.median:.1f} ms +-{100 * measured.spread:.0f} % "
+        f"({result.verdict()})",
+        highlight=False,
+        soft_wrap=True,
+    )
+    finding = result.finding()
+    if finding is not None:
+        console.print(f"  {FINDING_ID}: {finding}", highlight=False, soft_wrap=True)
 
 
 def run_request(args: argparse.Namespace) -> RelaunchRequest:

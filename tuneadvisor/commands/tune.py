@@ -28,10 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     tune.add_argument("--steps", type=int, default=10, metavar="N", help="measured steps per trial")
     tune.add_argument("--warmup", type=int, default=3, metavar="N", help="warm-up steps per trial")
-    tune.add_argument("--repeats", type=int, default=1, metavar="N", help="repeats per trial")
+    tune.add_argument(
+        "--repeats", type=int, default=1, metavar="N",
+        help="repeats per trial (default 1: the spread of its steps after the warm-up)",
+    )  # fmt: skip
     tune.add_argument(
         "--min-gain", type=float, default=5.0, metavar="PCT",
-        help="a change is kept only if it gains this much (default: 5 %%)",
+        help="a change is kept only if it gains this much and more than the measured spread "
+        "(default: 5 %%)",
     )  # fmt: skip
     tune.add_argument(
         "--stages",
@@ -108,11 +112,19 @@ def _trials(req: RunRequest, options: TuneOptions) -> TuneResult:
     err = Console(stderr=True)
 
     def show(trial: Trial) -> None:
-        rate = f"{trial.rate:,.1f} samples/s" if trial.rate else "failed"
+        rate = (
+            f"{trial.rate:,.1f} samples/s +-{100 * trial.spread:.1f} %" if trial.rate else "failed"
+        )
         err.print(f"  {trial.stage:8} {trial.settings.describe():45} {rate}", highlight=False)
 
     err.print(f"tuning {req.spec.name} for at most {options.budget_s:g} s:", highlight=False)
-    return Tuner(req, options, on_trial=show).run(advice_to_judge(req.settings))
+    if req.prediction is not None:
+        err.print(
+            "starting from the report's prediction: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(req.prediction.setting.items())),
+            highlight=False,
+        )
+    return Tuner(req, options, on_trial=show).run(advice_to_judge(req.settings), req.prediction)
 
 
 def _print_result(console: Console, name: str, result: TuneResult) -> None:
@@ -122,8 +134,8 @@ def _print_result(console: Console, name: str, result: TuneResult) -> None:
     from tuneadvisor.relaunch.tune import summary_lines
 
     table = Table(title=f"Trials of {name}", title_justify="left")
-    for col in ("stage", "settings", "samples/s", "against base"):
-        table.add_column(col, justify="right" if col in ("samples/s", "against base") else "left")
+    for col in ("stage", "settings", "samples/s", "spread", "against base"):
+        table.add_column(col, justify="left" if col in ("stage", "settings") else "right")
     base_rate = result.base.rate if result.base else None
     for trial in result.trials:
         mark = " *" if trial is result.best else ""
@@ -131,6 +143,7 @@ def _print_result(console: Console, name: str, result: TuneResult) -> None:
             trial.stage,
             trial.settings.describe() + mark,
             f"{trial.rate:,.1f}" if trial.rate else "failed",
+            f"+-{100 * trial.spread:.1f} %" if trial.rate else "-",
             f"{100 * (trial.rate / base_rate - 1):+.1f} %" if trial.rate and base_rate else "-",
         )
     console.print(table)

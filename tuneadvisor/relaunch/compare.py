@@ -10,7 +10,9 @@ from typing import Any
 
 from rich.table import Table
 
+from tuneadvisor.advisor.prediction import Span
 from tuneadvisor.errors import InputError
+from tuneadvisor.relaunch.predicted import Check, Measure, check
 from tuneadvisor.relaunch.records import RECORD_NAME, RunRecord, read_record
 from tuneadvisor.relaunch.scaling import ScalePoint, scaling
 from tuneadvisor.relaunch.usage import read_usage
@@ -27,6 +29,7 @@ class Item:
     run: RunRecord | None = None
     kinds: dict[str, float] = field(default_factory=dict)  # line kind -> percent of train()
     metrics: dict[str, float] = field(default_factory=dict)  # launch/usage.py: watch's samples
+    predicted: Check | None = None  # the run against the prediction it recorded
 
     @property
     def samples_per_s(self) -> float | None:
@@ -56,7 +59,7 @@ def load_item(path_text: str) -> Item:
         # else what the run recorded from them
         recordings = [p for p in run.metrics_paths() if p.is_file()]
         metrics = read_usage(recordings) if recordings else dict(run.sampled)
-        return Item(run.display_label, str(path), run, kinds, metrics)
+        return Item(run.display_label, str(path), run, kinds, metrics, check(run, metrics))
     if path.suffix == ".lprof" or path.suffix == ".txt":
         return Item(path.stem, str(path), kinds=_kinds_of([path]))
     if path.is_file():
@@ -95,6 +98,56 @@ def throughput_table(items: Sequence[Item]) -> Table:
             run.status if run else "-",
         )
     return table
+
+
+def _span(span: Span | None, scale: float, spec: str, unit: str = "") -> str:
+    if span is None:
+        return "-"
+    return f"{format(scale * span.low, spec)}-{format(scale * span.high, spec)}{unit}"
+
+
+def _measured(m: Measure | None, scale: float, spec: str, unit: str = "") -> str:
+    return "-" if m is None else f"{format(scale * m.median, spec)}{unit} +-{100 * m.spread:.0f} %"
+
+
+def prediction_table(items: Sequence[Item]) -> Table | None:
+    """Each run that recorded a prediction: the predicted range against the steady-state
+    median (after the warm-up) and its spread."""
+    checked = [(i, i.predicted) for i in items if i.predicted is not None]
+    if not checked:
+        return None
+    table = Table(
+        title="Predicted against measured",
+        title_justify="left",
+        caption="measured: median of the steps after the warm-up, +- half the interquartile range",
+        caption_justify="left",
+    )
+    for name in ("run", "setting", "step time predicted", "measured", "samples/s predicted",
+                 "measured", "verdict"):  # fmt: skip
+        table.add_column(name, justify="left" if name in ("run", "setting") else "right")
+    for item, c in checked:
+        p = c.prediction
+        table.add_row(
+            item.label,
+            ", ".join(f"{k} {v}" for k, v in sorted(p.setting.items())) or "-",
+            _span(p.step_s, 1000, ".1f", " ms"),
+            _measured(c.step_s, 1000, ".1f", " ms"),
+            _span(p.samples_per_s, 1, ",.1f"),
+            _measured(c.samples_per_s, 1, ",.1f"),
+            c.verdict(),
+        )
+    return table
+
+
+def findings(items: Sequence[Item]) -> list[str]:
+    """The compare-level findings, one line each: ``prediction-missed`` for each run outside
+    its predicted range, with what differed."""
+    out = []
+    for item in items:
+        text = item.predicted.finding() if item.predicted is not None else None
+        if text is not None:
+            out.append(f"{item.label}: {text}")
+    return out
 
 
 def scale_points(items: Sequence[Item]) -> list[ScalePoint]:
@@ -208,7 +261,8 @@ def epochs_table(items: Sequence[Item]) -> Table | None:
 
 def tables(items: Sequence[Item]) -> list[Table]:
     out = [throughput_table(items), resources_table(items)]
-    for extra in (scaling_table(items), kinds_table(items), epochs_table(items)):
+    more = (prediction_table(items), scaling_table(items), kinds_table(items), epochs_table(items))
+    for extra in more:
         if extra is not None:
             out.append(extra)
     return out
@@ -230,6 +284,7 @@ def to_json(items: Sequence[Item]) -> list[dict[str, Any]]:
                 "resources": _resources_json(item.run) if item.run else None,
                 "kinds": item.kinds,
                 "metrics": item.metrics,
+                "prediction": item.predicted.as_json() if item.predicted else None,
             }
         )
     return out

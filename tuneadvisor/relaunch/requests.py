@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tuneadvisor.advisor.prediction import Prediction
     from tuneadvisor.relaunch.bundled import Bundled
     from tuneadvisor.relaunch.runner import RunRequest
     from tuneadvisor.relaunch.settings import Settings
@@ -102,21 +103,38 @@ def settings_from_workspace(base: Settings, workspace: Workspace, source: str) -
     return settings_from_advice(base, directives, advice.plan, source)
 
 
-def advised_settings(request: RelaunchRequest) -> tuple[Settings | None, str | None]:
-    """The advice's settings and where they came from: a saved report (``--from``), else
-    the advice on the inputs given; (None, None) without either."""
+@dataclass(frozen=True)
+class Advised:
+    """What the advice gives a relaunch: its settings, where they came from, and what it
+    predicts for them (None: no advice, or none predicted)."""
+
+    settings: Settings | None = None
+    source: str | None = None
+    prediction: Prediction | None = None
+
+
+def advised_settings(request: RelaunchRequest) -> Advised:
+    """The advice's settings, their source and prediction: a saved report (``--from``; a
+    malformed prediction in it is one InputError naming it), else the advice on the inputs
+    given; all None without either."""
+    from tuneadvisor.relaunch.predicted import report_prediction
     from tuneadvisor.relaunch.settings import Settings, load_report, settings_from_report
 
     if request.from_report:
-        report = load_report(request.from_report)
-        return settings_from_report(Settings(), report, request.from_report), request.from_report
+        source = request.from_report
+        report = load_report(source)
+        settings = settings_from_report(Settings(), report, source)
+        return Advised(settings, source, report_prediction(report, source))
     inputs = request.inputs
     if inputs is not None:
         from tuneadvisor.session.workspace import load_workspace
 
         source = "the report of " + (", ".join(inputs.profiles) or inputs.job or "the inputs")
-        return settings_from_workspace(Settings(), load_workspace(inputs), source), source
-    return None, None
+        workspace = load_workspace(inputs)
+        advice = workspace.advice
+        prediction = advice.prediction if advice is not None else None
+        return Advised(settings_from_workspace(Settings(), workspace, source), source, prediction)
+    return Advised()
 
 
 def _check_nodes(spec: Bundled, settings: Settings, *, submit: bool) -> None:
@@ -151,8 +169,9 @@ def resolve_run(request: RelaunchRequest) -> RunRequest:
     from tuneadvisor.relaunch.runner import RunRequest
 
     spec = bundled(request.name)
-    advised, source = advised_settings(request)
-    settings = settings_with(request.overrides, advised)
+    advised = advised_settings(request)
+    source = advised.source
+    settings = settings_with(request.overrides, advised.settings)
     _check_nodes(spec, settings, submit=request.submit)
     python = torch_python(request.python)
     root = runs_dir(request.runs).resolve()
@@ -167,6 +186,7 @@ def resolve_run(request: RelaunchRequest) -> RunRequest:
         watch=request.watch,
         source={"report": source} if source else {},
         max_restarts=request.max_restarts,
+        prediction=advised.prediction,
     )
 
 

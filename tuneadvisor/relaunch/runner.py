@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tuneadvisor import __version__
+from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.relaunch.allocation import Allocation, clean_environ, emulate, pin
 from tuneadvisor.relaunch.bundled import Bundled, script_path
 from tuneadvisor.relaunch.measurements import Measured, Measurements, parse_event
@@ -54,6 +55,8 @@ class RunRequest:
     source: Mapping[str, Any] = field(default_factory=dict)  # where the settings came from
     max_restarts: int = 0  # torchrun only
     cores: Sequence[int] | None = None  # default: this process's affinity
+    # what the report (or tune) predicted for this run: recorded beside its measurement
+    prediction: Prediction | None = None
 
 
 @dataclass(frozen=True)
@@ -366,6 +369,7 @@ def _local_record(
         launcher=spec.launcher,
         settings=settings,
         source=dict(req.source),
+        prediction=req.prediction.as_json() if req.prediction is not None else None,
         commands=tuple(tuple(t.argv) for t in tasks),
         allocation=alloc,
         host=_host(alloc),

@@ -101,6 +101,7 @@ def submitted_record(
         launcher=req.spec.launcher,
         settings=req.settings,
         source=dict(req.source),
+        prediction=req.prediction.as_json() if req.prediction is not None else None,
         commands=(tuple(launch_line(req)),),
         versions={"tuneadvisor": __version__, "python": sys.version.split()[0]},
         started=datetime.now(UTC).isoformat(timespec="seconds"),

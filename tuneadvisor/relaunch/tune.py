@@ -3,8 +3,13 @@ samples/s after a warm-up, repeated, stopping at the knee within a time budget.
 
 Stages, each starting from the best so far: workers with cores (``--cpus-per-task`` and
 ``--num-workers`` together), then batch size, then mixed precision, then pinned memory (GPUs
-only). A change is kept only when it beats the best so far by ``min_gain`` (5 %): advice that
-does not pay off on the measured hardware is dropped, with the numbers that show it.
+only). A change is kept only when it beats the best so far by ``min_gain`` (5 %) and by
+more than the measured spread of both (relaunch/gain.py): advice that does not pay off on
+the measured hardware, or whose gain is within the noise, is dropped, with the numbers.
+
+Given a prediction (the report's, ``--from REPORT``), the workers stage starts at its
+setting and tries one step either side of it instead of walking up from the start; that
+trial's record keeps the prediction beside its measurement.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.files import write_atomic
 from tuneadvisor.relaunch.allocation import available_cores
+from tuneadvisor.relaunch.gain import Rate, Verdict, judge
+from tuneadvisor.relaunch.predicted import check, measure
 from tuneadvisor.relaunch.records import RunRecord
 from tuneadvisor.relaunch.requests import RelaunchRequest
 from tuneadvisor.relaunch.runner import RunRequest, run_local
@@ -59,10 +67,16 @@ class Trial:
     rates: tuple[float, ...]  # samples/s of each repeat (median of its measured steps)
     runs: tuple[str, ...]  # run ids
     ok: bool
+    spread: float = 0.0  # relative: of the steady steps and of the repeats (trial_spread)
 
     @property
     def rate(self) -> float | None:
         return statistics.median(self.rates) if self.rates else None
+
+    @property
+    def measured(self) -> Rate | None:
+        rate = self.rate
+        return Rate(rate, self.spread) if rate else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +86,7 @@ class Trial:
             "knobs": dict(self.settings.knobs),
             "samples_per_s": self.rate,
             "repeats": list(self.rates),
+            "spread": self.spread,
             "runs": list(self.runs),
             "ok": self.ok,
         }
@@ -84,9 +99,13 @@ class TuneResult:
     trials: list[Trial] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)  # kept / dropped, with numbers
     stopped: str | None = None  # why it stopped early, if it did
+    prediction: Prediction | None = None  # what the trials started from, if anything
+    predicted: dict[str, Any] | None = None  # that setting's trial against it (predicted.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "prediction": self.prediction.as_json() if self.prediction else None,
+            "predicted_check": self.predicted,
             "base": self.base.to_json() if self.base else None,
             "best": self.best.to_json() if self.best else None,
             "gain": (self.best.rate / self.base.rate - 1.0)
@@ -98,12 +117,49 @@ class TuneResult:
         }
 
 
-def measured_rate(record: RunRecord, warmup_steps: int) -> float | None:
-    """Median samples/s of the steps after the warm-up."""
+def steady_rates(record: RunRecord, warmup_steps: int) -> list[float]:
+    """Samples/s of each step after the warm-up (the steady-state window)."""
     steps = record.steps
     measured = [s for s in steps if s.step > warmup_steps] or steps[1:]
-    rates = [float(s.samples_per_s) for s in measured if s.samples_per_s]
+    return [float(s.samples_per_s) for s in measured if s.samples_per_s]
+
+
+def measured_rate(record: RunRecord, warmup_steps: int) -> float | None:
+    """Median samples/s of the steps after the warm-up."""
+    rates = steady_rates(record, warmup_steps)
     return statistics.median(rates) if rates else None
+
+
+def trial_spread(windows: Sequence[Sequence[float]]) -> float:
+    """A trial's relative spread: the larger of its steps' (pooled over the repeats) and
+    its repeats' (the half-range of their medians): a setting measured once is as noisy as
+    its steps, one measured several times as noisy as its repeats disagree."""
+    pooled = measure([r for w in windows for r in w])
+    if pooled is None:
+        return 0.0
+    medians = [statistics.median(w) for w in windows if w]
+    between = (max(medians) - min(medians)) / 2 / pooled.median if len(medians) > 1 else 0.0
+    return max(pooled.spread, between)
+
+
+def setting_pair(settings: Settings) -> tuple[int, int]:
+    return settings.cpus_per_task, base_workers(settings)
+
+
+def predicted_candidates(
+    base: Settings, setting: Mapping[str, int], cores: int
+) -> list[tuple[int, int]]:
+    """(cpus-per-task, workers) pairs around the prediction's setting: the setting itself
+    first, then one step either side (a worker more or fewer on its cores; a core more or
+    fewer with a worker alongside), within the cores there are."""
+    c = min(max(1, setting.get("cpus_per_task", base.cpus_per_task)), max(1, cores))
+    w = max(0, setting.get("num_workers", base_workers(base)))
+    around = [(c, w), (c, w - 1), (c, w + 1), (c - 1, w - 1), (c + 1, w + 1)]
+    pairs: list[tuple[int, int]] = []
+    for cpus, workers in around:
+        if 1 <= cpus <= cores and 0 <= workers <= cpus and (cpus, workers) not in pairs:
+            pairs.append((cpus, workers))
+    return [p for p in pairs if p != setting_pair(base)]
 
 
 def _why_cores(start: Trial, best: Trial, tried: Sequence[Trial]) -> str:
@@ -125,6 +181,18 @@ def _why_cores(start: Trial, best: Trial, tried: Sequence[Trial]) -> str:
         else ""
     )
     return f" with the same {workers} workers: the cores run PyTorch's compute threads{said}"
+
+
+def _spread(trial: Trial) -> str:
+    return f" +-{100 * trial.spread:.1f} %" if trial.spread else ""
+
+
+def _aims_at_workers(prediction: Prediction | None) -> dict[str, int] | None:
+    """The prediction's workers and cores, when it sets either."""
+    if prediction is None:
+        return None
+    aimed = {k: v for k, v in prediction.setting.items() if k in ("cpus_per_task", "num_workers")}
+    return aimed or None
 
 
 def _pct(new: float | None, old: float | None) -> str:
@@ -180,7 +248,9 @@ class Tuner:
         elapsed = self.clock() - self._started
         return elapsed + self._last_trial_s <= self.options.budget_s
 
-    def trial(self, stage: str, settings: Settings) -> Trial | None:
+    def trial(
+        self, stage: str, settings: Settings, prediction: Prediction | None = None
+    ) -> Trial | None:
         if not self._time_left():
             self.result.stopped = (
                 f"time budget of {self.options.budget_s:g} s reached before the {stage} stage "
@@ -188,6 +258,7 @@ class Tuner:
             )
             return None
         rates: list[float] = []
+        windows: list[list[float]] = []
         runs: list[str] = []
         ok = True
         t0 = self.clock()
@@ -196,27 +267,40 @@ class Tuner:
             req = replace(
                 self.request, settings=self._trial_settings(settings), profile=False,
                 watch=False, label=f"tune {stage}: {settings.describe()}",
+                prediction=prediction,
             )  # fmt: skip
             record = run_local(req)
             runs.append(record.id)
-            rate = measured_rate(record, self.options.warmup_steps) if record.ok else None
-            if rate is None:
+            window = steady_rates(record, self.options.warmup_steps) if record.ok else []
+            if not window:
                 ok = False
                 break
-            rates.append(rate)
+            windows.append(window)
+            rates.append(statistics.median(window))
+            if prediction is not None and self.result.predicted is None:
+                found = check(record, warmup=self.options.warmup_steps)
+                self.result.predicted = found.as_json() if found is not None else None
         self._last_trial_s = (self.clock() - t0) / max(1, len(runs))
-        trial = Trial(stage, settings, tuple(rates), tuple(runs), ok)
+        trial = Trial(stage, settings, tuple(rates), tuple(runs), ok, trial_spread(windows))
         self.result.trials.append(trial)
         if self.on_trial is not None:
             self.on_trial(trial)
         return trial
 
-    def _better(self, trial: Trial | None, best: Trial) -> bool:
-        if trial is None or not trial.ok or trial.rate is None or best.rate is None:
-            return False
-        return trial.rate >= best.rate * (1.0 + self.options.min_gain)
+    def _verdict(self, trial: Trial | None, best: Trial) -> Verdict | None:
+        new = trial.measured if trial is not None and trial.ok else None
+        old = best.measured
+        return judge(old, new, self.options.min_gain) if new and old else None
 
-    def run(self, advice: Mapping[str, object] | None = None) -> TuneResult:
+    def _better(self, trial: Trial | None, best: Trial) -> bool:
+        verdict = self._verdict(trial, best)
+        return verdict is not None and verdict.kept
+
+    def run(
+        self, advice: Mapping[str, object] | None = None, prediction: Prediction | None = None
+    ) -> TuneResult:
+        """The stages; with ``prediction`` (a report's), workers start at its setting."""
+        self.result.prediction = prediction
         base_settings = self.request.settings
         base = self.trial("base", base_settings)
         if base is None or not base.ok:
@@ -226,7 +310,7 @@ class Tuner:
         best = base
         stages = self.options.stages
         if "workers" in stages:
-            best = self._workers(best)
+            best = self._workers(best, prediction)
         if "batch" in stages and self._time_left():
             best = self._one_change(best, "batch", self._batch_change(best.settings))
         if "amp" in stages and self._time_left():
@@ -243,34 +327,46 @@ class Tuner:
         self._judge_advice(advice or {}, base, best)
         return self.result
 
-    def _workers(self, best: Trial) -> Trial:
+    def _workers(self, best: Trial, prediction: Prediction | None = None) -> Trial:
         cores = self.options.max_cores or len(available_cores())
         start = best
         misses = 0
         tried: list[Trial] = []
-        for cpus, workers in worker_candidates(best.settings, cores):
+        aimed = _aims_at_workers(prediction)
+        if aimed is not None:
+            pairs = predicted_candidates(best.settings, aimed, cores)
+            self.result.decisions.append(
+                "workers and cores: started from the prediction's setting "
+                + ", ".join(f"{k} {v}" for k, v in sorted(aimed.items()))
+                + " and tried one step either side"
+            )
+        else:
+            pairs = worker_candidates(best.settings, cores)
+        for cpus, workers in pairs:
             settings = replace(start.settings, cpus_per_task=cpus).with_knobs(num_workers=workers)
-            trial = self.trial("workers", settings)
+            # the prediction's own setting records it beside its measurement
+            predicted = aimed is not None and (cpus, workers) == pairs[0]
+            trial = self.trial("workers", settings, prediction if predicted else None)
             if trial is None:
                 break
             tried.append(trial)
             if self._better(trial, best):
                 best, misses = trial, 0
-            else:
+            elif aimed is None:
                 misses += 1
                 if misses >= 2 and best is not start:  # past the knee
                     break
         if best is start:
             top = max((t for t in tried if t.rate), key=lambda t: t.rate or 0.0, default=None)
+            verdict = self._verdict(top, start)
             self.result.decisions.append(
                 f"workers and cores: kept {start.settings.describe()} "
-                f"({start.rate:,.1f} samples/s); the best other setting, "
+                f"({start.rate:,.1f} samples/s{_spread(start)}); the best other setting, "
                 + (
-                    f"{top.settings.describe()}, gave {_pct(top.rate, start.rate)}"
-                    if top
+                    f"{top.settings.describe()}, gave " + verdict.why()
+                    if top and verdict
                     else "none ran"
                 )
-                + f", below the {100 * self.options.min_gain:.0f} % a change must gain"
             )
         else:
             self.result.decisions.append(
@@ -293,10 +389,12 @@ class Tuner:
             "amp": "mixed precision",
             "pin": "pinned memory",
         }[stage]
-        if self._better(trial, best):
+        verdict = self._verdict(trial, best)
+        if verdict is not None and verdict.kept:
             self.result.decisions.append(
                 f"{what}: kept, {trial.rate:,.1f} against {best.rate:,.1f} samples/s "
-                f"({_pct(trial.rate, best.rate)})"
+                f"({_pct(trial.rate, best.rate)}, beyond the measured spread "
+                f"+-{100 * verdict.noise:.1f} %)"
                 + (
                     " (a larger batch changes the optimization: check the accuracy)"
                     if stage == "batch"
@@ -307,9 +405,8 @@ class Tuner:
         self.result.decisions.append(
             f"{what}: dropped, "
             + (
-                f"{trial.rate:,.1f} against {best.rate:,.1f} samples/s "
-                f"({_pct(trial.rate, best.rate)})"
-                if trial.ok
+                f"{trial.rate:,.1f} against {best.rate:,.1f} samples/s ({verdict.why()})"
+                if verdict is not None
                 else "the trial failed"
             )
         )

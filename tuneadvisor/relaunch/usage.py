@@ -24,6 +24,9 @@ _FACTS = {
     "gpu.count": "gpus",
     "gpu.util.mean": "gpu_util_pct",
     "gpu.mem_used.max_mib": "gpu_mem_max_mib",
+    # CPU binding (metrics/affinity.py): a prediction's miss says when a rank had one CPU
+    "host.proc.affinity.min_cpus": "affinity_min_cpus",
+    "host.proc.affinity.short_ranks": "affinity_short_ranks",
 }
 
 

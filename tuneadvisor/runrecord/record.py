@@ -62,6 +62,9 @@ class RunRecord:
     wall_s: float | None = None  # local runs
     measured: Measured | None = None
     resources: Resources | None = None
+    # what the report (or tune) predicted for this run: ``advisor.prediction.Prediction``'s
+    # JSON, kept as written (the relaunch layer reads it; a record without one is older)
+    prediction: Mapping[str, Any] | None = None
     path: Path | None = field(default=None, compare=False)  # the run.json it was read from
 
     def to_json(self) -> dict[str, Any]:
@@ -99,6 +102,8 @@ class RunRecord:
             out.update(self.measured.to_json())
         if self.resources is not None:
             out["resources"] = self.resources.to_json()
+        if self.prediction is not None:
+            out["prediction"] = dict(self.prediction)
         out["paths"] = self.paths.to_json()
         out["notes"] = list(self.notes)
         return out
@@ -155,6 +160,7 @@ class RunRecord:
             wall_s=f.number("wall_s"),
             measured=Measured.from_json(f) if measured else None,
             resources=Resources.from_json(f.obj("resources")) if f.has("resources") else None,
+            prediction=f.mapping("prediction") if f.data.get("prediction") is not None else None,
             path=file,
         )
 

@@ -1,0 +1,213 @@
+"""A run against what was predicted for it: the report's ``advice.prediction`` read for a
+relaunch, the steady-state step time and samples/s measured with their spread, and, when the
+run lands outside the predicted range, the finding ``prediction-missed`` with what differed
+from the prediction's assumptions (cores, CPU binding, warm-up, input waits).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuneadvisor.advisor.prediction import Prediction, Span
+from tuneadvisor.errors import InputError
+from tuneadvisor.runrecord.measured import Step
+from tuneadvisor.runrecord.record import RunRecord
+
+FINDING_ID = "prediction-missed"
+WARMUP_STEPS = 3  # steps left out of the steady state (compile, worker start-up, caches)
+SLOW_WARMUP = 1.5  # the first steps this much slower than the rest: a warm-up that shows
+IDLE_CORES = 0.5  # under this share of the cores asked in use: the loop waited on something
+
+
+def report_prediction(report: Mapping[str, Any], source: str | Path) -> Prediction | None:
+    """The saved report's ``advice.prediction`` (None: the report predicts nothing); a
+    malformed one is an InputError naming the report."""
+    advice = report.get("advice")
+    raw = advice.get("prediction") if isinstance(advice, Mapping) else None
+    if raw is None:
+        return None
+    try:
+        return Prediction.from_json(raw)
+    except ValueError as exc:
+        raise InputError(source, f"advice.{exc}") from None
+
+
+def record_prediction(record: RunRecord) -> Prediction | None:
+    """The prediction a run recorded (None for runs without one, older records included)."""
+    if record.prediction is None:
+        return None
+    try:
+        return Prediction.from_json(record.prediction)
+    except ValueError as exc:
+        raise InputError(record.path, f"run record: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A steady-state figure: the median of the steps and its spread (relative half-width
+    of the interquartile range: 0.05 = the middle half of the steps within +-5 %)."""
+
+    median: float
+    spread: float
+    n: int
+
+    def as_json(self) -> dict[str, float | int]:
+        return {"median": self.median, "spread": self.spread, "n": self.n}
+
+
+def measure(values: Sequence[float]) -> Measure | None:
+    """The median and spread of ``values`` (None: nothing measured)."""
+    xs = sorted(v for v in values if v > 0)
+    if not xs:
+        return None
+    mid = statistics.median(xs)
+    if len(xs) < 4:
+        half = (xs[-1] - xs[0]) / 2
+    else:
+        q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+        half = (q3 - q1) / 2
+    return Measure(mid, half / mid, len(xs))
+
+
+def steady_steps(steps: Sequence[Step], warmup: int = WARMUP_STEPS) -> Sequence[Step]:
+    """The steps after the warm-up (all but the first when the run was too short for it)."""
+    after = [s for s in steps if s.step > warmup]
+    return after or list(steps[1:]) or list(steps)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One run against its prediction."""
+
+    prediction: Prediction
+    step_s: Measure | None
+    samples_per_s: Measure | None
+    reasons: tuple[str, ...]  # what differed, when it missed
+
+    @property
+    def missed(self) -> bool:
+        return _outside(self.prediction.step_s, self.step_s) or _outside(
+            self.prediction.samples_per_s, self.samples_per_s
+        )
+
+    def verdict(self) -> str:
+        if self.step_s is None and self.samples_per_s is None:
+            return "not measured"
+        return "missed" if self.missed else "within the range"
+
+    def finding(self) -> str | None:
+        """``prediction-missed``'s text, or None when the run landed in the range."""
+        if not self.missed:
+            return None
+        measured = self.step_s
+        said = (
+            f"step time {_ms(measured.median)} (+-{100 * measured.spread:.0f} %) against "
+            f"{_span_ms(self.prediction.step_s)} predicted"
+            if measured is not None
+            else "samples/s outside the predicted range"
+        )
+        why = "; ".join(self.reasons) if self.reasons else "none of the known causes showed"
+        return f"{said}: {why}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "predicted": self.prediction.as_json(),
+            "measured": {
+                "step_s": self.step_s.as_json() if self.step_s else None,
+                "samples_per_s": self.samples_per_s.as_json() if self.samples_per_s else None,
+            },
+            "verdict": self.verdict(),
+            "finding": (
+                {"id": FINDING_ID, "text": self.finding(), "reasons": list(self.reasons)}
+                if self.missed
+                else None
+            ),
+        }
+
+
+def _outside(span: Span | None, measured: Measure | None) -> bool:
+    return span is not None and measured is not None and not span.contains(measured.median)
+
+
+def _ms(seconds: float) -> str:
+    return f"{1000 * seconds:.1f} ms"
+
+
+def _span_ms(span: Span) -> str:
+    return f"{1000 * span.low:.1f}-{1000 * span.high:.1f} ms"
+
+
+def check(
+    record: RunRecord, usage: Mapping[str, float] | None = None, warmup: int = WARMUP_STEPS
+) -> Check | None:
+    """The run against the prediction it recorded (None without one), over the steps after
+    ``warmup``. ``usage``: what ``watch`` sampled beside it (default: what the record kept)."""
+    prediction = record_prediction(record)
+    if prediction is None:
+        return None
+    steady = steady_steps(record.steps, warmup)
+    step_s = measure([float(s.step_time_s) for s in steady if s.step_time_s])
+    rate = measure([float(s.samples_per_s) for s in steady if s.samples_per_s])
+    result = Check(prediction, step_s, rate, ())
+    if not result.missed:
+        return result
+    sampled = dict(usage if usage is not None else record.sampled)
+    return Check(prediction, step_s, rate, tuple(miss_reasons(record, prediction, sampled)))
+
+
+def miss_reasons(
+    record: RunRecord, prediction: Prediction, usage: Mapping[str, float]
+) -> list[str]:
+    """What differed between the run and the prediction's assumptions, each with its
+    numbers; empty when none of these showed."""
+    reasons = []
+    asked = prediction.setting.get("cpus_per_task")
+    got = _cores_per_task(record)
+    if asked is not None and got is not None and got < asked:
+        reasons.append(
+            f"fewer cores than the prediction assumed: {got} per task against cpus_per_task {asked}"
+        )
+    workers = prediction.setting.get("num_workers")
+    bound = usage.get("affinity_min_cpus")
+    if bound is not None and bound <= 1 and (asked or 0) > 1:
+        whose = f"a rank and its {workers} workers" if workers else "a rank"
+        reasons.append(
+            f"{whose} bound to {bound:.0f} CPU (host.proc.affinity.min_cpus) of the "
+            f"{asked} the setting has"
+        )
+    slow = _warmup_ratio(record.steps)
+    if slow is not None and slow >= SLOW_WARMUP:
+        reasons.append(
+            f"a warm-up: the first steps took {slow:.1f}x the steady ones; measure after "
+            f"step {WARMUP_STEPS} (steady-state window)"
+        )
+    used = usage.get("cores_used")
+    cores = (asked or record.settings.cpus_per_task) * max(1, record.settings.ntasks)
+    if used is not None and cores and used < IDLE_CORES * cores:
+        reasons.append(
+            f"the workers sat idle while the loop waited ({used:.2f} of {cores} cores in "
+            "use): the input comes from storage or elsewhere slower than the CPUs could "
+            "prepare it"
+        )
+    return reasons
+
+
+def _cores_per_task(record: RunRecord) -> int | None:
+    """The cores each task really had: the emulated allocation's (local runs), else the
+    settings' --cpus-per-task."""
+    if record.allocation is not None and record.allocation.cores:
+        return min(len(c) for c in record.allocation.cores)
+    return record.settings.cpus_per_task
+
+
+def _warmup_ratio(steps: Sequence[Step]) -> float | None:
+    """Median step time of the warm-up steps over that of the steady ones."""
+    first = [float(s.step_time_s) for s in steps if s.step <= WARMUP_STEPS and s.step_time_s]
+    rest = [float(s.step_time_s) for s in steps if s.step > WARMUP_STEPS and s.step_time_s]
+    if not first or not rest:
+        return None
+    return statistics.median(first) / statistics.median(rest)
