@@ -161,3 +161,29 @@ def test_q_asks_and_leave_it_running_keeps_the_program(tmux: Tmux, tmp_path: Pat
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_terminal_that_hangs_up_ends_the_watch(tmux: Tmux, tmp_path: Path) -> None:
+    """An ssh session to the login node drops: the terminal hangs up under the screen. The
+    watch ends, and its program gets the hang-up as from a terminal. (Seen once on a loaded
+    machine, not reproduced since: the watch had ended but Textual's input thread spun on the
+    dead terminal, a core at 100 % for good; run_watch_app now stops that thread itself.)"""
+    import psutil
+
+    command, _ = _watch_command(
+        tmp_path, "--interval", "0.2", "--", sys.executable, str(TRAINER), "0"
+    )
+    tmux.run("new-session", "-d", "-s", "watch", "-x", "100", "-y", "30", command)
+    screen = tmux.wait_for("the steps", lambda s: re.search(r"step \d+ loss", s) is not None)
+    program = int(re.search(r"watch: pid (\d+)", screen).group(1))  # type: ignore[union-attr]
+    watch = psutil.Process(program).parent()
+    assert watch is not None and "watch" in " ".join(watch.cmdline())
+    try:
+        tmux.run("kill-server")  # every pane's terminal hangs up
+        _, alive = psutil.wait_procs([watch], timeout=WAIT_S)
+        assert not alive, f"the watch ran on after its terminal hung up: {watch.threads()}"
+        assert not psutil.pid_exists(program) or psutil.Process(program).status() == "zombie"
+    finally:
+        for pid in (program, watch.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

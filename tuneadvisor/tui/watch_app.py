@@ -430,11 +430,22 @@ class WatchApp(App[int]):
         self.refresh_bindings()
 
 
+def _stop_input_thread(app: App[object]) -> None:
+    """Textual's driver tells its input thread to stop only after writing to the terminal
+    (``disable_input``); on a terminal that hung up (an ssh session to the login node
+    dropped) that write fails first, and the thread spun on the dead pty for good, a core at
+    100 % after the watch had ended. Tell it to stop whatever the terminal does."""
+    exit_event = getattr(getattr(app, "_driver", None), "exit_event", None)
+    if isinstance(exit_event, threading.Event):
+        exit_event.set()
+
+
 def run_watch_app(source: Source, title: str, run: LiveRun | None = None) -> int:
     app = WatchApp(source, title=title, run=run)
     try:
         app.run()
     finally:
+        _stop_input_thread(app)
         source.stop.set()
         # The caller closes the recorder and NVML next: let a round in flight finish first.
         if app.session_running.is_set():
