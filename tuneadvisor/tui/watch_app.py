@@ -31,7 +31,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -430,7 +430,7 @@ class WatchApp(App[int]):
         self.refresh_bindings()
 
 
-def _stop_input_thread(app: App[object]) -> None:
+def _stop_input_thread(app: App[Any]) -> None:
     """Textual's driver tells its input thread to stop only after writing to the terminal
     (``disable_input``); on a terminal that hung up (an ssh session to the login node
     dropped) that write fails first, and the thread spun on the dead pty for good, a core at
