@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import Gathered
 from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
 from tuneadvisor.advisor.plan import Change, Plan, make_plan
-from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.advisor.rules import Rule
+
+if TYPE_CHECKING:  # `report X.lprof` makes no prediction: it stays off that path
+    from tuneadvisor.advisor.prediction import Prediction
 
 
 @dataclass(frozen=True)
