@@ -46,6 +46,7 @@ from trainkit import (
     pick_device,
     positive_int,
     settings_record,
+    stand_in_step,
     world_from_env,
 )
 
@@ -164,18 +165,21 @@ def train(
     for batch_idx, (images, target) in enumerate(loader):
         images = images.to(device, non_blocking=True)
         target = target.to(device, non_blocking=True)
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=args.amp):
-            output = model(images)
-            loss = F.cross_entropy(output, target, label_smoothing=0.1)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
+        if args.device_time_ms is not None:  # the test mode: a sleep for the device's work
+            loss = stand_in_step(args.device_time_ms, len(images))
         else:
-            loss.backward()
-            optimizer.step()
-        scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=args.amp):
+                output = model(images)
+                loss = F.cross_entropy(output, target, label_smoothing=0.1)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+            scheduler.step()  # per step (OneCycle); the test mode steps no optimizer
         progress.step(len(images))
         if batch_idx % args.log_interval == 0 or progress.done:
             loss_value = loss.item()

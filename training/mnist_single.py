@@ -203,13 +203,15 @@ def test(
     return test_loss, accuracy, seen
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None, *, probe: bool = True) -> argparse.Namespace:
+    """The flags; ``probe``: with the probe mode (the DDP scripts have none yet)."""
     parser = argparse.ArgumentParser(description="PyTorch MNIST Example (tuneadvisor bundle)")
     add_knobs(
         parser,
         batch_size=64,
         batch_help="input batch size for training",
         data_help="folder holding MNIST/raw/ (default: ./data)",
+        probe=probe,
     )
     parser.add_argument(
         "--test-batch-size",

@@ -211,9 +211,15 @@ def positive_int(value: str) -> int:
 
 
 def add_knobs(
-    parser: argparse.ArgumentParser, *, batch_size: int, batch_help: str, data_help: str
+    parser: argparse.ArgumentParser,
+    *,
+    batch_size: int,
+    batch_help: str,
+    data_help: str,
+    probe: bool = False,
 ) -> None:
-    """The flags every bundled script takes, with the same names and defaults."""
+    """The flags every bundled script takes, with the same names and defaults (``--probe``
+    only where the script has the probe mode)."""
     parser.add_argument(
         "--batch-size",
         type=positive_int,
@@ -291,21 +297,22 @@ def add_knobs(
         "a CPU-only machine; trains nothing, and is never a substitute for the GPU "
         "acceptance run",
     )
-    parser.add_argument(
-        "--probe",
-        default=None,
-        metavar="OUT.json",
-        help="probe mode: time the step with one batch already on the device, the input "
-        "pipeline alone at 0, 1, 2, 4 ... workers, and the real loop, then write OUT.json "
-        "(for `tuneadvisor report --probe OUT.json`) and exit",
-    )
-    parser.add_argument(
-        "--probe-steps",
-        type=positive_int,
-        default=20,
-        metavar="N",
-        help="probe mode: steps (or batches) in each of its timed windows (default: 20)",
-    )
+    if probe:
+        parser.add_argument(
+            "--probe",
+            default=None,
+            metavar="OUT.json",
+            help="probe mode: time the step with one batch already on the device, the input "
+            "pipeline alone at 0, 1, 2, 4 ... workers, and the real loop, then write OUT.json "
+            "(for `tuneadvisor report --probe OUT.json`) and exit",
+        )
+        parser.add_argument(
+            "--probe-steps",
+            type=positive_int,
+            default=20,
+            metavar="N",
+            help="probe mode: steps (or batches) in each of its timed windows (default: 20)",
+        )
     parser.add_argument("--data-dir", default="data", metavar="DIR", help=data_help)
     parser.add_argument("--seed", type=int, default=1, metavar="S", help="random seed (default: 1)")
     parser.add_argument(
