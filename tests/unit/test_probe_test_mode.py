@@ -45,3 +45,19 @@ def test_the_records_own_field_wins_and_an_old_record_reads_as_none() -> None:
     own = _record(test_mode=STAND_IN, measured=_measured({}))
     assert own.to_json()["test_mode"] == STAND_IN
     assert RunRecord.from_json(_record().to_json()).stated_test_mode is None
+
+
+def test_runs_progress_line_shows_an_epoch_that_evaluated_nothing() -> None:
+    """The test mode's epoch event has accuracy null: a dash, not a crash."""
+    import io
+
+    from rich.console import Console
+
+    from tuneadvisor.commands.run import ProgressView
+
+    out = io.StringIO()
+    view = ProgressView(Console(file=out, width=200), "r1", Settings(), live=False)
+    view({"event": "epoch", "epoch": 1, "accuracy": None, "test_loss": None})
+    view({"event": "epoch", "epoch": 2, "accuracy": 0.5, "test_loss": 1.0})
+    assert out.getvalue().splitlines()[0].startswith("epoch 1: accuracy -,")
+    assert "epoch 2: accuracy 50.0 %" in out.getvalue()
