@@ -65,6 +65,16 @@ def test_no_worker_count_that_feeds_leaves_the_fact_out_and_says_so() -> None:
     assert "no worker count up to 4 feeds" in probe.note()
 
 
+def test_a_probe_without_a_worker_sweep_gives_the_loops_facts_alone() -> None:
+    """What the hook around a script of one's own writes: no pipeline per worker count."""
+    probe = parse_probe(probe_record(pipeline=[]), "p.json")
+    facts = probe.facts()
+    assert facts["probe.stall_share"] == 0.40 and facts["probe.ceiling_step_s"] == 0.0200
+    assert "probe.workers_for_95pct" not in facts
+    assert "probe.pipeline_batches_per_s.max" not in facts
+    assert "no worker counts were tried" in probe.note()
+
+
 def test_the_stand_ins_probe_says_it_was_a_test_mode() -> None:
     probe = parse_probe(probe_record(test_mode=True), "p.json")
     assert probe.facts()["probe.test_mode"] is True
@@ -129,8 +139,13 @@ def malformed(draw: st.DrawFn) -> str:
         record["pipeline"] = [row, *record["pipeline"][1:]]
     else:
         name = draw(st.sampled_from(_FIELDS))
-        # true and false are what test_mode should be: any other value is bad
-        bad = _BAD_VALUES.filter(lambda v: name != "test_mode" or not isinstance(v, bool))
+        # good values among the bad: true or false for test_mode, no sweep ([]) for pipeline
+        bad = _BAD_VALUES.filter(
+            lambda v: (
+                not (name == "test_mode" and isinstance(v, bool))
+                and not (name == "pipeline" and v == [])
+            )
+        )
         record[name] = draw(bad)
     return json.dumps(record)  # NaN and Infinity as Python's json writes them
 

@@ -53,14 +53,14 @@ class Probe:
             "probe.ceiling_step_s": self.ceiling_s,
             "probe.loop_step_s": loop,
             "probe.loop_step_spread": (max(self.loop_step_s) - min(self.loop_step_s)) / loop,
-            "probe.pipeline_batches_per_s.max": max(
-                statistics.median(rates) for _, rates in self.pipeline
-            ),
             "probe.stall_share": statistics.median(self.stall_share),
             "probe.batch_size": self.batch_size,
             "probe.cores": self.cores,
             "probe.test_mode": self.test_mode,
         }
+        if self.pipeline:  # the hook around a script of one's own sweeps no workers
+            rates = (statistics.median(rates) for _, rates in self.pipeline)
+            facts["probe.pipeline_batches_per_s.max"] = max(rates)
         workers = self.workers_for()
         if workers is not None:
             facts["probe.workers_for_95pct"] = workers
@@ -69,7 +69,9 @@ class Probe:
     def note(self) -> str:
         """What the probe says, in one line (the model's prediction is the advice's)."""
         workers = self.workers_for()
-        if workers is None:
+        if not self.pipeline:
+            fed = "no worker counts were tried: nothing says how many feed"
+        elif workers is None:
             fed = f"no worker count up to {self.cores} feeds"
         elif workers == 0:
             fed = "the main process alone (0 workers) feeds"
@@ -141,7 +143,7 @@ def _windows(value: object, name: str, bad: _Bad, upper: float | None = None) ->
 
 
 def _pipeline(value: object, bad: _Bad) -> tuple[tuple[int, tuple[float, ...]], ...]:
-    if not isinstance(value, list) or not value or len(value) > _MAX_WINDOWS:
+    if not isinstance(value, list) or len(value) > _MAX_WINDOWS:  # empty: no sweep
         raise bad("pipeline is not a list of worker counts and their rates")
     rows: dict[int, tuple[float, ...]] = {}
     for i, row in enumerate(value):
