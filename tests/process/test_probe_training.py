@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from tests.integration.test_training_mnist import PREFIX, TRAIN_SCRIPT, _make_data, _need
 from tuneadvisor.runrecord.probe import read_probe
 
+CIFAR_SCRIPT = REPO / "training" / "cifar100_wrn.py"
+MAKE_CIFAR = REPO / "scripts" / "make_cifar100_data.py"
 STAND_IN_MS = 50
 EXTRA = 20  # steps of the longer run over the one-step run (4 epochs of 8 batches hold them)
 
@@ -102,3 +105,27 @@ def test_the_probe_writes_its_timings_and_they_read_as_evidence(
     assert {"event": "probe", "path": str(out), "cores": cores, "test_mode": True} in _events(
         proc.stdout
     )
+
+
+@pytest.mark.torch
+def test_the_cifar_scripts_probe_times_its_real_step(torch_python: str, tmp_path: Path) -> None:
+    """Without the stand-in the ceiling is the model's own step, and the file says so."""
+    data = tmp_path / "data"
+    subprocess.run(
+        [torch_python, str(MAKE_CIFAR), str(data), "--train", "128", "--test", "16", "--quiet"],
+        check=True, timeout=300,
+    )  # fmt: skip
+    out = tmp_path / "probe.json"
+    proc = subprocess.run(
+        [torch_python, str(CIFAR_SCRIPT), "--data-dir", str(data), "--device", "cpu",
+         "--depth", "10", "--widen", "1", "--batch-size", "16", "--num-workers", "0",
+         "--probe", str(out), "--probe-steps", "2"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "TEST MODE" not in proc.stderr
+    written = json.loads(out.read_text())
+    assert written["script"] == "cifar100_wrn" and written["test_mode"] is False
+    facts = read_probe(str(out)).facts()
+    assert facts["probe.test_mode"] is False and facts["probe.batch_size"] == 16
+    assert facts["probe.ceiling_step_s"] > 0 and facts["probe.loop_step_s"] > 0  # type: ignore[operator]
