@@ -30,6 +30,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from probekit import run_probe
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 from torchvision import datasets, transforms
@@ -46,6 +47,8 @@ from trainkit import (
     pick_device,
     positive_int,
     settings_record,
+    stand_in_record,
+    stand_in_step,
     world_from_env,
 )
 
@@ -164,18 +167,21 @@ def train(
     for batch_idx, (images, target) in enumerate(loader):
         images = images.to(device, non_blocking=True)
         target = target.to(device, non_blocking=True)
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=args.amp):
-            output = model(images)
-            loss = F.cross_entropy(output, target, label_smoothing=0.1)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
+        if args.device_time_ms is not None:  # the test mode: a sleep for the device's work
+            loss = stand_in_step(args.device_time_ms, len(images))
         else:
-            loss.backward()
-            optimizer.step()
-        scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=args.amp):
+                output = model(images)
+                loss = F.cross_entropy(output, target, label_smoothing=0.1)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+            scheduler.step()  # per step (OneCycle); the test mode steps no optimizer
         progress.step(len(images))
         if batch_idx % args.log_interval == 0 or progress.done:
             loss_value = loss.item()
@@ -207,6 +213,55 @@ def evaluate(
     return loss_sum / max(seen, 1), correct / max(seen, 1), seen
 
 
+def probe(
+    args: argparse.Namespace,
+    train_set: torch.utils.data.Dataset[Any],
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler | None,
+    device: torch.device,
+) -> int:
+    """--probe OUT.json: the ceiling, the pipeline per worker count and the loop, timed (the
+    learning-rate schedule is left alone: the probe's steps are not the run's)."""
+    amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
+
+    def loader_for(workers: int) -> torch.utils.data.DataLoader[Any]:
+        kwargs = loader_kwargs(argparse.Namespace(**{**vars(args), "num_workers": workers}))
+        return torch.utils.data.DataLoader(
+            train_set, batch_size=args.batch_size, shuffle=True, drop_last=True, **kwargs
+        )
+
+    def step(images: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if args.device_time_ms is not None:
+            return stand_in_step(args.device_time_ms, len(images))
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=args.amp):
+            loss = F.cross_entropy(model(images), target, label_smoothing=0.1)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+        return loss
+
+    model.train()
+    record = run_probe(
+        args.probe,
+        script="cifar100_wrn",
+        loader_for=loader_for,
+        step=step,
+        device=device,
+        batch_size=args.batch_size,
+        num_workers=args.num_workers,
+        steps=args.probe_steps,
+        test_mode=stand_in_record(args),
+    )
+    emit("probe", path=args.probe, **{k: record[k] for k in ("cores", "test_mode")})
+    return 0
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="CIFAR-100 wide ResNet, DDP + AMP")
     add_knobs(
@@ -214,6 +269,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         batch_size=128,
         batch_help="GLOBAL batch size, split evenly across the ranks",
         data_help="folder holding cifar-100-python/ (default: ./data)",
+        probe=True,
     )
     parser.add_argument("--epochs", type=positive_int, default=30, metavar="N")
     parser.add_argument("--lr", type=float, default=0.1, help="peak learning rate (SGD)")
@@ -282,6 +338,12 @@ def main(argv: list[str] | None = None) -> int:
         optimizer, max_lr=args.lr, total_steps=max(2, total_steps), pct_start=0.15
     )
     scaler = torch.amp.GradScaler("cuda") if args.amp and device.type == "cuda" else None
+    if args.probe is not None:
+        if world.distributed:
+            print("error: --probe times one process; run it without srun/torchrun",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        return probe(args, train_set, model, optimizer, scaler, device)
     if world.is_main:
         emit(
             "start", script="cifar100_wrn", device=str(device), launcher=world.launcher,

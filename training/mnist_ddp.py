@@ -33,12 +33,14 @@ from torch.utils.data.distributed import DistributedSampler
 from trainkit import (
     Progress,
     World,
+    announce_test_mode,
     emit,
     finish_distributed,
     init_distributed,
     loader_kwargs,
     pick_device,
     settings_record,
+    stand_in_step,
     world_from_env,
 )
 
@@ -70,17 +72,20 @@ def train(
         sampler.set_epoch(epoch)  # a new shuffle each epoch, the same on every rank
     for batch_idx, (data, target) in enumerate(train_loader):
         data, target = data.to(device, non_blocking=True), target.to(device, non_blocking=True)
-        optimizer.zero_grad()
-        with torch.autocast(device_type=device.type, enabled=args.amp):
-            output = model(data)
-            loss = F.nll_loss(output, target)
-        if scaler is not None:  # float16 on CUDA needs loss scaling; bfloat16 does not
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
+        if args.device_time_ms is not None:  # the test mode: a sleep for the device's work
+            loss = stand_in_step(args.device_time_ms, len(data))
         else:
-            loss.backward()  # DDP all-reduces the gradients here
-            optimizer.step()
+            optimizer.zero_grad()
+            with torch.autocast(device_type=device.type, enabled=args.amp):
+                output = model(data)
+                loss = F.nll_loss(output, target)
+            if scaler is not None:  # float16 on CUDA needs loss scaling; bfloat16 does not
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()  # DDP all-reduces the gradients here
+                optimizer.step()
         progress.step(len(data))
         if batch_idx % args.log_interval == 0 or progress.done:
             loss_value = loss.item()
@@ -96,7 +101,8 @@ def train(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parse_args(argv, probe=False)
+    announce_test_mode(args)
     wall_start = time.perf_counter()
     world = world_from_env()
     device = pick_device(args, world.local_rank)

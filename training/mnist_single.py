@@ -37,18 +37,22 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
+from probekit import run_probe
 from torch.optim.lr_scheduler import StepLR
 from torchvision import datasets, transforms
 from trainkit import (
     DecodeLike,
     Progress,
     add_knobs,
+    announce_test_mode,
     check_knobs,
     emit,
     loader_kwargs,
     pick_device,
     positive_int,
     settings_record,
+    stand_in_record,
+    stand_in_step,
 )
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -105,6 +109,30 @@ def build_transforms(decode_px: int, augment: bool, train: bool) -> transforms.C
     return transforms.Compose(steps)
 
 
+def train_step(
+    args: argparse.Namespace,
+    model: nn.Module,
+    optimizer: optim.Optimizer,
+    scaler: torch.amp.GradScaler | None,
+    data: torch.Tensor,
+    target: torch.Tensor,
+) -> torch.Tensor:
+    """One optimizer step on a batch already on the device, as ``train`` does it: the probe's
+    step (``train`` keeps its own copy inline so that kernprof's lines stay in it)."""
+    optimizer.zero_grad()
+    with torch.autocast(device_type=data.device.type, enabled=args.amp):
+        output = model(data)
+        loss = F.nll_loss(output, target)
+    if scaler is not None:  # float16 on CUDA needs loss scaling; bfloat16 does not
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        loss.backward()
+        optimizer.step()
+    return loss
+
+
 @profile
 def train(
     args: argparse.Namespace,
@@ -119,17 +147,20 @@ def train(
     model.train()
     for batch_idx, (data, target) in enumerate(train_loader):
         data, target = data.to(device, non_blocking=True), target.to(device, non_blocking=True)
-        optimizer.zero_grad()
-        with torch.autocast(device_type=device.type, enabled=args.amp):
-            output = model(data)
-            loss = F.nll_loss(output, target)
-        if scaler is not None:  # float16 on CUDA needs loss scaling; bfloat16 does not
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            loss.backward()
-            optimizer.step()
+        if args.device_time_ms is not None:  # the test mode: a sleep for the device's work
+            loss = stand_in_step(args.device_time_ms, len(data))
+        else:  # inline, not train_step(): kernprof's line shares are of this function
+            optimizer.zero_grad()
+            with torch.autocast(device_type=device.type, enabled=args.amp):
+                output = model(data)
+                loss = F.nll_loss(output, target)
+            if scaler is not None:  # float16 on CUDA needs loss scaling; bfloat16 does not
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
         progress.step(len(data))
         if batch_idx % args.log_interval == 0 or progress.done:
             loss_value = loss.item()
@@ -172,13 +203,15 @@ def test(
     return test_loss, accuracy, seen
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None, *, probe: bool = True) -> argparse.Namespace:
+    """The flags; ``probe``: with the probe mode (the DDP scripts have none yet)."""
     parser = argparse.ArgumentParser(description="PyTorch MNIST Example (tuneadvisor bundle)")
     add_knobs(
         parser,
         batch_size=64,
         batch_help="input batch size for training",
         data_help="folder holding MNIST/raw/ (default: ./data)",
+        probe=probe,
     )
     parser.add_argument(
         "--test-batch-size",
@@ -248,6 +281,44 @@ def mnist_datasets(args: argparse.Namespace) -> tuple[datasets.MNIST, datasets.M
         return None
 
 
+def probe(
+    args: argparse.Namespace,
+    dataset: datasets.MNIST,
+    model: nn.Module,
+    optimizer: optim.Optimizer,
+    scaler: torch.amp.GradScaler | None,
+    device: torch.device,
+) -> int:
+    """--probe OUT.json: the ceiling, the pipeline per worker count and the loop, timed."""
+
+    def loader_for(workers: int) -> torch.utils.data.DataLoader[Any]:
+        kwargs = loader_kwargs(argparse.Namespace(**{**vars(args), "num_workers": workers}))
+        return torch.utils.data.DataLoader(
+            dataset, batch_size=args.batch_size, shuffle=True, **kwargs
+        )
+
+    def step(data: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if args.device_time_ms is not None:
+            return stand_in_step(args.device_time_ms, len(data))
+        return train_step(args, model, optimizer, scaler, data, target)
+
+    announce_test_mode(args)
+    model.train()
+    record = run_probe(
+        args.probe,
+        script="mnist_single",
+        loader_for=loader_for,
+        step=step,
+        device=device,
+        batch_size=args.batch_size,
+        num_workers=args.num_workers,
+        steps=args.probe_steps,
+        test_mode=stand_in_record(args),
+    )
+    emit("probe", path=args.probe, **{k: record[k] for k in ("cores", "test_mode")})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     wall_start = time.perf_counter()
@@ -277,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
     scaler = torch.amp.GradScaler("cuda") if args.amp and device.type == "cuda" else None
 
+    if args.probe is not None:
+        return probe(args, dataset1, model, optimizer, scaler, device)
     emit(
         "start",
         script="mnist_single",
@@ -288,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         **settings_record(args, common),
     )
     print(f"Using Device: {device}\n")
+    announce_test_mode(args)
 
     progress = Progress(args.max_steps)
     train_total = 0.0
@@ -301,18 +375,24 @@ def main(argv: list[str] | None = None) -> int:
         train(args, model, device, train_loader, optimizer, epoch, scaler, progress)
         train_time = time.perf_counter() - epoch_start
         train_total += train_time
-        test_loss, accuracy, seen = test(model, device, test_loader, args.max_eval_batches)
+        if args.device_time_ms is None:
+            test_loss, accuracy, seen = test(model, device, test_loader, args.max_eval_batches)
+            tested: dict[str, Any] = {
+                "test_loss": round(test_loss, 6), "accuracy": round(accuracy, 6),
+            }  # fmt: skip
+        else:  # the test mode trained nothing: nothing to evaluate
+            tested, seen = {"test_loss": None, "accuracy": None}, 0
         emit(
             "epoch",
             epoch=epoch,
             steps=progress.steps - steps_before,
             train_time_s=round(train_time, 3),
             samples_per_s=round((progress.samples - samples_before) / train_time, 2),
-            test_loss=round(test_loss, 6),
-            accuracy=round(accuracy, 6),
+            **tested,
             test_samples=seen,
         )
-        scheduler.step()
+        if args.device_time_ms is None:  # the test mode stepped no optimizer
+            scheduler.step()
         if progress.done:
             break
 

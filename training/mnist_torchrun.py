@@ -40,6 +40,7 @@ from torch.utils.data.distributed import DistributedSampler
 from trainkit import (
     Progress,
     World,
+    announce_test_mode,
     emit,
     finish_distributed,
     init_distributed,
@@ -47,6 +48,7 @@ from trainkit import (
     pick_device,
     positive_int,
     settings_record,
+    stand_in_step,
     world_from_env,
 )
 
@@ -132,12 +134,15 @@ class Trainer:
         for batch_idx, (data, target) in enumerate(self.train_loader):
             self._maybe_die(epoch)
             data, target = data.to(device, non_blocking=True), target.to(device, non_blocking=True)
-            self.optimizer.zero_grad()
-            with torch.autocast(device_type=device.type, enabled=args.amp):
-                output = self.model(data)
-                loss = F.nll_loss(output, target)
-            loss.backward()
-            self.optimizer.step()
+            if args.device_time_ms is not None:  # the test mode: a sleep for the device's work
+                loss = stand_in_step(args.device_time_ms, len(data))
+            else:
+                self.optimizer.zero_grad()
+                with torch.autocast(device_type=device.type, enabled=args.amp):
+                    output = self.model(data)
+                    loss = F.nll_loss(output, target)
+                loss.backward()
+                self.optimizer.step()
             progress.step(len(data))
             if batch_idx % args.log_interval == 0 or progress.done:
                 loss_value = loss.item()
@@ -200,7 +205,7 @@ def torchrun_args(argv: list[str] | None) -> argparse.Namespace:
             "EPOCHS (default: 1), --kill-rank R --kill-at-epoch E (test an elastic restart)\n"
         )
     mine, rest = extra.parse_known_args(argv)
-    args = parse_args(rest)
+    args = parse_args(rest, probe=False)
     for key, value in vars(mine).items():
         setattr(args, key, value)
     return args
@@ -208,6 +213,7 @@ def torchrun_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = torchrun_args(argv)
+    announce_test_mode(args)
     wall_start = time.perf_counter()
     world = world_from_env()
     device = pick_device(args, world.local_rank)

@@ -10,6 +10,13 @@ Knobs (same flags in every script): ``--num-workers`` (default: ``$SLURM_CPUS_PE
 ``--max-steps``, ``--data-dir`` and ``--input-cost`` (per-sample decode plus augmentation, so that
 a run can be input-bound on CPUs too).
 
+Test mode: ``--device-time-ms MS`` replaces each step's device work (forward, backward,
+optimizer) by a sleep of MS milliseconds (``MS/sample``: per sample of the batch), which uses
+no CPU, so that the input pipeline and the advice can be tested and benchmarked on a CPU-only
+machine as if a GPU of that speed did the work. The ``start`` event says
+``"test_mode": "device-time-stand-in"`` and the script prints a line saying so. It trains
+nothing (the loss reported is 0) and is never a substitute for the GPU acceptance run.
+
 Progress: one JSON object per line on stdout after ``TUNEADVISOR `` (rank 0 only in DDP):
 ``start`` (settings), ``step`` (``step_time_s``, ``samples_per_s``, ``loss``), ``epoch``
 (``test_loss``, ``accuracy``, ``samples_per_s``), ``end``; DDP scripts add ``world_size`` and
@@ -44,6 +51,56 @@ INPUT_COSTS: dict[str, tuple[int, bool]] = {
     "medium": (384, True),  # plus a 384 px JPEG decode (and a warp on MNIST): a few ms/sample
     "high": (768, True),  # a 768 px photo: ~8 ms/sample, one worker cannot feed a GPU
 }
+
+
+TEST_MODE = "device-time-stand-in"  # the name of --device-time-ms in every record
+
+
+@dataclass(frozen=True)
+class DeviceTime:
+    """--device-time-ms: a fixed wait per step, or per sample (``0.5/sample``)."""
+
+    ms: float
+    per_sample: bool = False
+
+    def seconds(self, samples: int) -> float:
+        return self.ms * (samples if self.per_sample else 1) / 1000.0
+
+    def __str__(self) -> str:
+        return f"{self.ms:g}/sample" if self.per_sample else f"{self.ms:g}"
+
+
+def parse_device_time(value: str) -> DeviceTime:
+    text, per_sample = value.strip(), False
+    if text.endswith("/sample"):
+        text, per_sample = text[: -len("/sample")], True
+    try:
+        ms = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected milliseconds (50) or milliseconds per sample (0.5/sample), got {value!r}"
+        ) from None
+    if not 0 <= ms <= 600_000:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"must be 0..600000 ms, got {value!r}")
+    return DeviceTime(ms, per_sample)
+
+
+def stand_in_step(stand_in: DeviceTime, samples: int) -> torch.Tensor:
+    """The test mode's step: a sleep for the device's work, which uses no CPU (the batch still
+    came through the real input pipeline and onto the device). The loss is 0: nothing trains."""
+    time.sleep(stand_in.seconds(samples))
+    return torch.zeros(())
+
+
+def announce_test_mode(args: argparse.Namespace) -> None:
+    """The script's own log line: a run in the test mode says so where a person reads it."""
+    if getattr(args, "device_time_ms", None) is not None:
+        print(
+            f"TEST MODE {TEST_MODE}: each step's device work is a {args.device_time_ms} ms "
+            "sleep; this run trains nothing and is no GPU acceptance run",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def emit(event: str, **fields: Any) -> None:
@@ -154,9 +211,15 @@ def positive_int(value: str) -> int:
 
 
 def add_knobs(
-    parser: argparse.ArgumentParser, *, batch_size: int, batch_help: str, data_help: str
+    parser: argparse.ArgumentParser,
+    *,
+    batch_size: int,
+    batch_help: str,
+    data_help: str,
+    probe: bool = False,
 ) -> None:
-    """The flags every bundled script takes, with the same names and defaults."""
+    """The flags every bundled script takes, with the same names and defaults (``--probe``
+    only where the script has the probe mode)."""
     parser.add_argument(
         "--batch-size",
         type=positive_int,
@@ -224,6 +287,32 @@ def add_knobs(
         "medium or high (JPEG decode of a 384/768 px photo, augmentation), "
         "or a decode size in pixels (default: none)",
     )
+    parser.add_argument(
+        "--device-time-ms",
+        type=parse_device_time,
+        default=None,
+        metavar="MS",
+        help="TEST MODE: replace each step's device work by a sleep of MS milliseconds "
+        "(MS/sample: per sample), using no CPU, to test the input pipeline and the advice on "
+        "a CPU-only machine; trains nothing, and is never a substitute for the GPU "
+        "acceptance run",
+    )
+    if probe:
+        parser.add_argument(
+            "--probe",
+            default=None,
+            metavar="OUT.json",
+            help="probe mode: time the step with one batch already on the device, the input "
+            "pipeline alone at 0, 1, 2, 4 ... workers, and the real loop, then write OUT.json "
+            "(for `tuneadvisor report --probe OUT.json`) and exit",
+        )
+        parser.add_argument(
+            "--probe-steps",
+            type=positive_int,
+            default=20,
+            metavar="N",
+            help="probe mode: steps (or batches) in each of its timed windows (default: 20)",
+        )
     parser.add_argument("--data-dir", default="data", metavar="DIR", help=data_help)
     parser.add_argument("--seed", type=int, default=1, metavar="S", help="random seed (default: 1)")
     parser.add_argument(
@@ -305,7 +394,16 @@ def settings_record(args: argparse.Namespace, common: dict[str, Any]) -> dict[st
         "slurm_job_id": os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID"),
         "pid": os.getpid(),
         "cores": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        **stand_in_record(args),
     }
+
+
+def stand_in_record(args: argparse.Namespace) -> dict[str, Any]:
+    """``test_mode`` and the stand-in's wait, in every record of a run in the test mode."""
+    stand_in = getattr(args, "device_time_ms", None)
+    if stand_in is None:
+        return {}
+    return {"test_mode": TEST_MODE, "device_time_ms": str(stand_in)}
 
 
 # --------------------------------------------------------------------------- distributed

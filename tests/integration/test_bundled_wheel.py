@@ -23,6 +23,8 @@ SKIP = shutil.ignore_patterns(
 SHIPPED = [
     "tuneadvisor/bundled/training/mnist_single.py",
     "tuneadvisor/bundled/training/trainkit.py",
+    "tuneadvisor/bundled/training/probekit.py",
+    "tuneadvisor/bundled/training/probe_hook/sitecustomize.py",
     "tuneadvisor/bundled/training/mnist_torchrun.py",
     "tuneadvisor/bundled/slurm/mnist_ddp.sbatch",
     "tuneadvisor/bundled/make_mnist_data.py",

@@ -206,7 +206,7 @@ def test_open_a_recording_with_a_job_joins_the_metrics_and_leaves_the_arguments_
     [
         ([RECORDING, "--speed", "0"], "--speed 0: must be a positive number"),
         ([RECORDING, RECORDING], "open: one watch recording at a time to replay it"),
-        ([], "open: give at least one profile (.lprof), --job, --log or --jobid"),
+        ([], "open: give at least one profile (.lprof), --job, --log, --probe or --jobid"),
     ],
 )
 def test_open_bad_values_are_one_line(

@@ -243,6 +243,21 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("log.no_kernel_image.capability", "str", "", "the GPU's compute capability (sm_XX)"),
     ("log.no_kernel_image.supported", "str", "", "the capabilities the PyTorch build has"),
     ("node.assumed", "bool", "", "node.cores/mem_mib are the default ceiling (size unknown)"),
+    # the bundled scripts' probe (--probe FILE: runrecord/probe.py), medians of its windows
+    ("probe.ceiling_step_s", "float", "s", "step time with one batch already on the device"),
+    ("probe.loop_step_s", "float", "s", "step time of the real loop at the measured setting"),
+    ("probe.loop_step_spread", "float", "fraction", "the loop's (max - min) / median step"),
+    ("probe.pipeline_batches_per_s.max", "float", "batches/s", "the input pipeline's best"),
+    (
+        "probe.workers_for_95pct",
+        "int",
+        "workers",
+        "fewest workers whose pipeline reaches 95 % of the ceiling's rate (absent: none)",
+    ),
+    ("probe.stall_share", "float", "fraction", "the loop's time waiting for the next batch"),
+    ("probe.batch_size", "int", "samples", "the probed batch size (per rank)"),
+    ("probe.cores", "int", "cores", "cores the probe could use (its affinity)"),
+    ("probe.test_mode", "bool", "", "the step was the device-time stand-in (--device-time-ms)"),
     # training script, from its AST: the scanner declares what it emits
     *SCRIPT_FACT_ROWS,
 )

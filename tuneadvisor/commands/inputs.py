@@ -23,7 +23,7 @@ def add_rules_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_inputs(parser: argparse.ArgumentParser) -> None:
-    """PROFILE..., --job, --script, --metrics, --log, --seff, --sacct, --jobid, --site,
+    """PROFILE..., --job, --script, --metrics, --log, --probe, --seff, --sacct, --jobid, --site,
     --rules, --source-root: what `report`, `open`, `apply` and `run` read."""
     parser.add_argument(
         "profiles",
@@ -61,6 +61,12 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
         help="the job's output log (slurm-JOBID.out; repeatable: stdout and stderr), read "
         "for why it died; with --jobid, the StdOut and StdErr Slurm reports are read too",
     )
+    parser.add_argument(
+        "--probe",
+        metavar="FILE",
+        help="the JSON a bundled training script's --probe FILE wrote: the step with one "
+        "batch on the device, the input pipeline per worker count and the real loop, timed",
+    )
     parser.add_argument("--seff", metavar="FILE", help="saved `seff JOBID` output")
     parser.add_argument("--sacct", metavar="FILE", help="saved `sacct -j JOBID --json` output")
     parser.add_argument(
@@ -87,7 +93,10 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
 
 
 def has_inputs(args: argparse.Namespace) -> bool:
-    return bool(args.profiles or args.job or args.jobid or args.seff or args.sacct or args.logs)
+    return bool(
+        args.profiles or args.job or args.jobid or args.seff or args.sacct or args.logs
+        or args.probe
+    )  # fmt: skip
 
 
 def inputs_of(args: argparse.Namespace) -> Inputs:
@@ -110,10 +119,12 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
         rules=tuple(args.rules),
         cluster=getattr(args, "submit", False),
         logs=tuple(args.logs),
+        probe=args.probe,
     )
     if inputs.is_empty():
         raise InputError(
-            None, f"{args.command}: give at least one profile (.lprof), --job, --log or --jobid"
+            None,
+            f"{args.command}: give at least one profile (.lprof), --job, --log, --probe or --jobid",
         )
     if inputs.metrics_columns is not None and not inputs.metrics_columns.strip(" ,"):
         raise InputError(None, "--metrics-columns: give the --query-gpu list, e.g. "

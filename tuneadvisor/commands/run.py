@@ -112,9 +112,10 @@ class ProgressView:
                 loss=f"{event.get('loss', 0):.4f}",
             )
         elif kind == "epoch":
-            accuracy = 100 * float(event.get("accuracy", 0))
+            said = event.get("accuracy")  # null where nothing was evaluated (the test mode)
+            accuracy = f"{100 * float(said):.1f} %" if isinstance(said, int | float) else "-"
             line = (
-                f"epoch {event.get('epoch')}: accuracy {accuracy:.1f} %"
+                f"epoch {event.get('epoch')}: accuracy {accuracy}"
                 f", test loss {event.get('test_loss')}, {event.get('samples_per_s')} samples/s"
             )
             if self.live:

@@ -65,6 +65,9 @@ class RunRecord:
     # what the report (or tune) predicted for this run: ``advisor.prediction.Prediction``'s
     # JSON, kept as written (the relaunch layer reads it; a record without one is older)
     prediction: Mapping[str, Any] | None = None
+    # "device-time-stand-in": the training's device work was a sleep (--device-time-ms); by
+    # default what the script's start event says, so that every record of such a run says it
+    test_mode: str | None = None
     path: Path | None = field(default=None, compare=False)  # the run.json it was read from
 
     def to_json(self) -> dict[str, Any]:
@@ -77,6 +80,8 @@ class RunRecord:
         if self.task_pids is not None:
             out["task_pids"] = list(self.task_pids)
         out["where"] = self.where
+        if self.stated_test_mode is not None:
+            out["test_mode"] = self.stated_test_mode
         if self.slurm_job_id is not None:
             out["slurm_job_id"] = self.slurm_job_id
             if self.ended is not None:  # written when the job's end was recorded
@@ -161,6 +166,7 @@ class RunRecord:
             measured=Measured.from_json(f) if measured else None,
             resources=Resources.from_json(f.obj("resources")) if f.has("resources") else None,
             prediction=f.mapping("prediction") if f.data.get("prediction") is not None else None,
+            test_mode=f.opt_text("test_mode"),
             path=file,
         )
 
@@ -168,6 +174,14 @@ class RunRecord:
     @property
     def display_label(self) -> str:
         return self.label or self.id
+
+    @property
+    def stated_test_mode(self) -> str | None:
+        """The test mode of the run: its own field, else its training's start event's."""
+        if self.test_mode is not None:
+            return self.test_mode
+        said = self.measured.start.get("test_mode") if self.measured is not None else None
+        return said if isinstance(said, str) else None
 
     @property
     def summary(self) -> Summary:

@@ -33,7 +33,8 @@ def _file_digest(path: str) -> bytes:
 
 
 def evidence_stamp(inputs: Inputs) -> EvidenceStamp | None:
-    """The stamp of the measured evidence (profiles, seff, sacct, metrics, a live job id);
+    """The stamp of the measured evidence (profiles, seff, sacct, metrics, a probe, a live job
+    id);
     None without any (the job script alone is no evidence of a run) or when a file cannot be
     read again (it was read once already: a file that vanished since gets no stamp)."""
     kinds = (
@@ -41,6 +42,7 @@ def evidence_stamp(inputs: Inputs) -> EvidenceStamp | None:
         ("seff", (inputs.seff,) if inputs.seff else ()),
         ("sacct", (inputs.sacct,) if inputs.sacct else ()),
         ("metrics", inputs.metrics),
+        ("probe", (inputs.probe,) if inputs.probe else ()),
     )
     digest = hashlib.sha256()
     parts = []

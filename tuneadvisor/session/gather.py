@@ -92,6 +92,7 @@ def gather(
     _job_log(found, inputs, live)
     usage_facts(found.facts, found.notes)
     metrics, measured = _gpu_metrics(found, inputs, gpu_read)
+    _probe(found, inputs)
     stamp = _stamp(inputs, read.job)
     _allocation(found, inputs.profiles, measured, stamp)
     _site(found, inputs, env, client)
@@ -299,6 +300,17 @@ def _gpu_metrics(
     if metrics is None and "gpu.util.mean" not in found.facts:
         found.sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)")
     return metrics, measured
+
+
+def _probe(found: _Found, inputs: Inputs) -> None:
+    """probe.*: the bundled scripts' probe file, timed step, pipeline and loop."""
+    if inputs.probe is None:
+        return
+    from tuneadvisor.runrecord.probe import read_probe
+
+    probe = read_probe(inputs.probe)
+    found.facts.update(probe.facts())
+    found.notes.append(f"{inputs.probe}: {probe.note()}")
 
 
 def _stamp(inputs: Inputs, job: JobScript | None) -> EvidenceStamp | None:

@@ -21,10 +21,11 @@ class Inputs:
     rules: tuple[str, ...] = ()
     cluster: bool = False  # node shapes from the cluster (sinfo) when there is no site file
     logs: tuple[str, ...] = ()  # the job's output logs (--log), read for why it died
+    probe: str | None = None  # a bundled script's --probe file: probe.* facts
 
     def is_empty(self) -> bool:
         return not (self.profiles or self.job or self.script or self.metrics or self.seff
-                    or self.sacct or self.jobid or self.logs)  # fmt: skip
+                    or self.sacct or self.jobid or self.logs or self.probe)  # fmt: skip
 
     @property
     def live(self) -> bool:
