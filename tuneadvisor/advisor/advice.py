@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import Gathered
-from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
+from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.plan import Change, Plan, make_plan
 from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.advisor.rules import Rule

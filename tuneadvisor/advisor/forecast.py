@@ -71,9 +71,7 @@ def _span(expected: float, spread: float) -> Span:
     return Span(expected * max(1 - spread, 0.0), expected, expected * (1 + spread))
 
 
-def predict(
-    facts: Mapping[str, object], plan: Plan
-) -> tuple[Prediction | None, str | None]:
+def predict(facts: Mapping[str, object], plan: Plan) -> tuple[Prediction | None, str | None]:
     budget = step_budget(facts)
     if budget is None:
         return None, NO_EVIDENCE
