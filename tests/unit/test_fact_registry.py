@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import REPO
 from tuneadvisor.advisor.facts import FACTS, type_matches
 from tuneadvisor.advisor.site import NodeShape, parse_site
+from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.advisor.slurm_release import release_facts
 from tuneadvisor.metrics.affinity import affinity_facts
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
@@ -272,7 +273,10 @@ def gather_outputs(tmp: Path) -> Iterator[tuple[str, Mapping[str, object]]]:
     mnist = analyze(ProfileSet.of([profile]), SourceFinder(profile_dirs=(table.parent,)))
     yield "gather (other_program)", gather(other, mnist, env={}).facts
     same = Inputs(job=str(REPO / "examples" / "mnist" / "mnist.sbatch"))
-    yield "gather (the profiled program)", gather(same, mnist, env={}).facts
+    profiled = gather(same, mnist, env={}).facts
+    yield "gather (the profiled program)", profiled
+    # the step-time model's sizing, derived by advise() from the gathered facts
+    yield "model_facts (the profiled program)", model_facts(profiled)
     ddp = parse_script("import torch\nm = torch.nn.DataParallel(torch.nn.Linear(2, 2).cuda())\n")
     yield "program_facts (DataParallel)", program_facts([ddp], None)
 
