@@ -212,12 +212,8 @@ def _from_recording(facts: Mapping[str, object], workers: int) -> StepBudget | N
 
 
 def measured_workers(facts: Mapping[str, object]) -> int | None:
-    """The measured run's workers: the allocation's, else the number the launch line passes
-    to the script's option (``--num-workers 1``)."""
-    workers = _int(facts, "alloc.workers")
-    if workers is None and facts.get("script.num_workers.passed_source") == "literal":
-        workers = _int(facts, "script.num_workers")
-    return workers
+    """The measured run's workers (``alloc.workers``: what it was given or seen with)."""
+    return _int(facts, "alloc.workers")
 
 
 def step_budget(facts: Mapping[str, object]) -> StepBudget | None:
