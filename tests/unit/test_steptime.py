@@ -11,12 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import REPO
+from tuneadvisor.advisor.allocation import allocation_facts
+from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.forecast import STORAGE, predict
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.advisor.sizing import MARGIN, model_facts, size
 from tuneadvisor.advisor.steptime import step_budget
 from tuneadvisor.cli import main
 from tuneadvisor.session.read_measured import read_metrics
+from tuneadvisor.session.rule_files import default_rules_dir, load_rules
 
 EXAMPLE = ["examples/mnist/24752610.lprof", "--job", "examples/mnist/mnist.sbatch"]
 
@@ -111,6 +114,24 @@ def test_each_cap_binds_and_says_its_ceiling(caps: dict[str, object], by: str) -
     prediction, _ = predict(facts, plan)
     assert prediction is not None and prediction.ceiling is not None
     assert by in prediction.ceiling and "persistent_workers" in prediction.ceiling
+
+
+def test_a_recording_of_sleeping_workers_is_storage_bound() -> None:
+    """A real watch recording (tests/fixtures/watch/make_replay_recording.py): four workers
+    that mostly sleep, as workers waiting for files do, the main process idle, the GPUs half
+    idle. The model keeps the setting, and the live finding says why."""
+    recorded = read_metrics([str(REPO / "tests/fixtures/watch/storage-a100.jsonl")])
+    assert recorded is not None
+    facts: dict[str, object] = dict(recorded.facts())
+    facts.update(allocation_facts(facts)[0])  # as watch's live facts derive them
+    budget = step_budget(facts)
+    assert budget is not None and budget.source == "recording" and budget.workers == 4
+    assert budget.storage_bound
+    sized = model_facts(facts)
+    assert sized["model.storage_bound"] is True and sized["model.workers"] == 4
+    rules = load_rules([default_rules_dir()])
+    found = {f.id for f in evaluate(rules, {**facts, **sized}).findings}
+    assert "input-waits-on-storage" in found
 
 
 def test_storage_bound_keeps_the_setting_and_says_why() -> None:
