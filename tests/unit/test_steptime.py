@@ -198,3 +198,24 @@ def test_prediction_of_the_sizing(
     assert prediction.speedup.expected >= 1
     assert prediction.step_s.expected <= 0.1 + 1e-12
     assert (prediction, _) == predict(facts, plan)  # the same evidence, the same prediction
+
+
+def test_workers_sharing_few_cores_count_as_the_cores_they_had() -> None:
+    """Four workers and the main process on two cores, the loop waiting half the step: the
+    workers were 1.5 cores' worth, so a worker on its own core takes 1.5 steps a batch, and
+    1.5 x 1.2 / 0.5 = 3.6: four workers (not the ten that four whole workers would ask)."""
+    facts = _facts(0.5, 4, 2)
+    budget = step_budget(facts)
+    assert budget is not None and budget.worker_steps == pytest.approx(1.5)
+    sizing = size(budget, facts)
+    assert (sizing.workers, sizing.cores_per_task) == (4, 5)
+
+
+def test_a_plan_that_adds_no_workers_or_cores_predicts_nothing_and_says_nothing() -> None:
+    facts = _facts(0.5, 1, 2)
+    assert predict(facts, Plan()) == (None, None)
+    assert predict(facts, Plan(sbatch={"mem": Change("8G", ("x",))})) == (None, None)
+    # a change without a budget says which evidence would give one
+    plan = Plan(sbatch={"cpus-per-task": Change(4, ("x",))})
+    prediction, why = predict({"alloc.cpus_per_task": 2}, plan)
+    assert prediction is None and why is not None and "profile" in why

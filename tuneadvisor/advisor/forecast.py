@@ -18,7 +18,10 @@ NO_STEP_TIME = (
     "no prediction: the evidence gives shares but no step time; a profile of more steps "
     "(kernprof over the training loop) or a probe would give one"
 )
-NO_CHANGE = "no prediction: the plan changes neither the DataLoader workers nor the cores"
+NO_CHANGE = (
+    "no prediction: the measured run's DataLoader workers or cores are not known (a script "
+    "that sets num_workers, or a recording of the run, would say)"
+)
 STORAGE = (
     "no prediction: the workers were mostly idle while the loop waited: the pipeline waits "
     "on storage, and more workers will not help; stage the data to node-local disk "
@@ -72,12 +75,17 @@ def _span(expected: float, spread: float) -> Span:
 
 
 def predict(facts: Mapping[str, object], plan: Plan) -> tuple[Prediction | None, str | None]:
+    """The plan's setting predicted; or None and the line saying which evidence would give
+    one (None and None where the plan changes neither workers nor cores: nothing to
+    predict, nothing to say)."""
     budget = step_budget(facts)
+    planned = _planned(plan, facts)
+    if budget is not None and budget.storage_bound:
+        return None, STORAGE
+    if "num_workers" not in plan.script and "cpus-per-task" not in plan.sbatch:
+        return None, None
     if budget is None:
         return None, NO_EVIDENCE
-    if budget.storage_bound:
-        return None, STORAGE
-    planned = _planned(plan, facts)
     if planned is None:
         return None, NO_CHANGE
     if budget.step_s is None:

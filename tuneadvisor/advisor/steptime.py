@@ -78,8 +78,17 @@ def _s(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def _worker_steps(workers: int, wait: float) -> float:
-    return float(workers) if workers >= 1 else wait
+def _worker_steps(workers: int, wait: float, facts: Mapping[str, object]) -> float:
+    """One worker's time per batch on a core of its own, in measured steps: W workers that
+    kept the loop waiting made a batch a step between them, on the cores they had (4
+    workers sharing 2 cores with the main process are 1.5 cores' worth, not 4)."""
+    if workers < 1:
+        return wait
+    cores = _num(facts, "alloc.cpus_per_task")
+    ranks = _num(facts, "job.ranks_per_task") or 1.0
+    if cores is None:
+        return float(workers)
+    return min(float(workers), max(1.0, cores / ranks - (1.0 - wait)))
 
 
 def _worker_note(workers: int, worker_steps: float, how: str) -> str:
@@ -117,7 +126,7 @@ def _from_probe(facts: Mapping[str, object], workers: int) -> StepBudget | None:
     wait = min(1.0, max(0.0, stall if stall is not None else 1.0 - ceiling / loop))
     compute = min(ceiling / loop, 1.0 - wait)
     spread = _num(facts, "probe.loop_step_spread") or PROFILE_SPREAD
-    worker_steps = _worker_steps(workers, wait)
+    worker_steps = _worker_steps(workers, wait, facts)
     enough = _int(facts, "probe.workers_for_95pct")
     basis = [
         f"step time {_s(loop)} (spread {spread:.0%}): measured, the probe's loop",
@@ -158,7 +167,7 @@ def _from_profile(facts: Mapping[str, object], workers: int) -> StepBudget | Non
     other = max(0.0, 1.0 - wait - transfer - compute - sync)
     step_s = _num(facts, "profile.step_s")
     steps = _int(facts, "profile.steps")
-    worker_steps = _worker_steps(workers, wait)
+    worker_steps = _worker_steps(workers, wait, facts)
     basis = [
         f"waiting for data {wait:.0%}, copies {transfer:.0%}, compute {compute:.0%}, "
         f"syncs {sync:.0%}, other {other:.0%} of the step: measured, the profile's line kinds",
@@ -190,7 +199,7 @@ def _from_recording(facts: Mapping[str, object], workers: int) -> StepBudget | N
         return None
     busy = min(1.0, max(0.0, util / 100.0))
     wait = 1.0 - busy
-    worker_steps = _worker_steps(workers, wait)
+    worker_steps = _worker_steps(workers, wait, facts)
     return StepBudget(
         source="recording",
         wait=wait,
