@@ -4,6 +4,7 @@ prediction (forecast.py), from recorded files and at each cap."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,9 +16,11 @@ from tuneadvisor.advisor.allocation import allocation_facts
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.forecast import STORAGE, predict
 from tuneadvisor.advisor.plan import Change, Plan
+from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.advisor.sizing import MARGIN, model_facts, size
 from tuneadvisor.advisor.steptime import step_budget
 from tuneadvisor.cli import main
+from tuneadvisor.present.prediction_text import headline
 from tuneadvisor.session.read_measured import read_metrics
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules
 
@@ -219,3 +222,18 @@ def test_a_plan_that_adds_no_workers_or_cores_predicts_nothing_and_says_nothing(
     plan = Plan(sbatch={"cpus-per-task": Change(4, ("x",))})
     prediction, why = predict({"alloc.cpus_per_task": 2}, plan)
     assert prediction is None and why is not None and "profile" in why
+
+
+def test_the_headline_reads_as_the_issue_asks() -> None:
+    prediction = Prediction(
+        setting={"num_workers": 15, "cpus_per_task": 16},
+        step_s=Span(0.019, 0.021, 0.022),
+        speedup=Span(13.2, 14.1, 15.4),
+        samples_per_s=Span(2903.0, 3100.0, 3377.0),
+    )
+    assert headline(prediction) == (
+        "expected 2,903-3,377 samples/s, 13.2-15.4x (step 19-22 ms) "
+        "with num_workers=15, --cpus-per-task=16"
+    )
+    without_batch = replace(prediction, samples_per_s=None, step_s=Span(1.5, 2.0, 2.5))
+    assert headline(without_batch).startswith("expected 13.2-15.4x (step 1.50-2.50 s)")
