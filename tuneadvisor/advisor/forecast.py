@@ -65,8 +65,8 @@ def _ceiling(
     limits = caps(facts)
     cores = limits[0].cores if limits else sizing.cores_per_task
     return (
-        f"capped by {by} ({cores} cores per task): {want} workers would keep up, "
-        f"{usable:g} can run; predicted ceiling {speed:.1f}x; to move it: {MOVERS}"
+        f"capped by {by} ({cores} cores per task): {want} workers would keep up, the cores "
+        f"run {usable:.1f} workers' worth; predicted ceiling {speed:.1f}x; to move it: {MOVERS}"
     )
 
 
