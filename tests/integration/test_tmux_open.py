@@ -75,7 +75,7 @@ def test_open_shows_the_profile_answers_keys_and_quits(tmux: Tmux, tmp_path: Pat
     tmux.keys("2")
     findings = tmux.wait_for("the findings", lambda s: "warning · dataloader-bound" in s)
     assert "Findings (1)" in findings, findings
-    assert "--cpus-per-task=4" in findings, findings
+    assert "--cpus-per-task=8" in findings, findings  # sized by the step-time model
 
     tmux.keys("q")
     deadline = time.monotonic() + WAIT_S
@@ -87,7 +87,7 @@ def test_open_shows_the_profile_answers_keys_and_quits(tmux: Tmux, tmp_path: Pat
 
 @pytest.mark.parametrize(("width", "height"), [(100, 30), (220, 60)])
 def test_the_launch_line_change_is_on_screen(tmux: Tmux, width: int, height: int) -> None:
-    """The job-script tab: the advice changes `--num-workers 1` to 4 on a launch line longer
+    """The job-script tab: the advice changes `--num-workers 1` to 7 on a launch line longer
     than the pane; both lines show whole (wrapped), with no sideways scrolling, once the diff
     pane is scrolled to its end."""
     command = f"{shlex.quote(str(BINARY))} open {PROFILE} --job {JOB}"
@@ -97,15 +97,14 @@ def test_the_launch_line_change_is_on_screen(tmux: Tmux, width: int, height: int
     )  # fmt: skip
     tmux.wait_for("the advice", lambda s: "Findings (1)" in s)
     tmux.keys("3")
-    tmux.wait_for("the diff", lambda s: "+#SBATCH --cpus-per-task=4" in s)
+    tmux.wait_for("the diff", lambda s: "+#SBATCH --cpus-per-task=8" in s)
     # as a user on a small terminal: to the diff pane, and to its end (the launch line is
     # the diff's last change, below the tuned-from line at 100x30)
     tmux.keys("Tab")
     tmux.keys("End")
     screen = tmux.wait_for(
-        "both launch lines", lambda s: "--num-workers 1" in s and "--num-workers 4" in s
+        "both launch lines", lambda s: "--num-workers 1" in s and "--num-workers 7" in s
     )
     assert "-kernprof" in screen and "+kernprof" in screen
-    assert "+#SBATCH --cpus-per-task=4" in screen
     for line in screen.splitlines():
         assert len(line) <= width

@@ -71,7 +71,8 @@ async def test_findings_of_the_example_with_evidence_and_suggestions(tmp_path: P
         assert text.startswith("Training waits for the DataLoader\n")
         assert "\nDataLoader share of the training function (%): 80.1\n" in text
         assert "\ncores per task of the measured run: 1 cores\n" in text
-        assert "\nsuggest  --cpus-per-task=4  num_workers=4\n" in text
+        # sized in one step by the step-time model
+        assert "\nsuggest  --cpus-per-task=8  num_workers=7\n" in text
         # The rationale is one paragraph for the widget to wrap, not the rule file's lines.
         assert "the GPU waits while the DataLoader decodes" in text
         assert "see https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html" in text
@@ -80,8 +81,15 @@ async def test_findings_of_the_example_with_evidence_and_suggestions(tmp_path: P
         assert groups == ["input-pipeline"]
         assert static_text(screen.query_one("#findings-view", Static)) == "1 finding: 1 warning"
         plan = static_text(screen.query_one("#plan", Static))
-        assert "#SBATCH --cpus-per-task=4  because dataloader-bound" in plan
-        assert "num_workers = 4" in plan
+        assert "#SBATCH --cpus-per-task=8  because dataloader-bound" in plan
+        assert "num_workers = 7" in plan
+        # and what the plan is expected to buy, with where each figure came from
+        prediction = screen.query_one("#prediction", Static)
+        assert prediction.border_title == "Prediction"
+        shown = static_text(prediction)
+        assert shown.startswith("expected ") and "samples/s" in shown
+        assert "num_workers=7, --cpus-per-task=8" in shown
+        assert "measured, the profile" in shown and "estimated" in shown
         # The launch line passes --num-workers, so the change goes there: no manual note.
         assert not screen.query("#advice-notes")
         sharpen = screen.query_one("#sharpen", Static)
@@ -263,7 +271,7 @@ async def test_apply_asks_first_and_n_writes_nothing(tmp_path: Path) -> None:
         question = static_text(dialog.query_one("#apply-question", Static))
         assert question == f"Write tuned job script to {tuned}? (y/n)"
         writes = static_text(dialog.query_one("#apply-writes", Static))
-        assert f"{tuned}: the tuned job script: --cpus-per-task=4" in writes
+        assert f"{tuned}: the tuned job script: --cpus-per-task=8" in writes
         await pilot.press("n")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
@@ -297,7 +305,7 @@ async def test_apply_y_writes_the_tuned_job_beside_the_job(tmp_path: Path) -> No
         assert note.title == "Written" and note.severity == "information"
         assert note.message == f"wrote {tuned}"
     assert tuned.exists()
-    assert "#SBATCH --cpus-per-task=4 " in tuned.read_text()
+    assert "#SBATCH --cpus-per-task=8 " in tuned.read_text()
     assert job.read_bytes() == original  # never in place
 
 

@@ -144,7 +144,7 @@ async def test_quick_stage_of_the_example_never_says_source_not_found(tmp_path: 
             await wait_for(pilot, lambda: not screen.workspace.partial)
             await pilot.pause()
             assert screen.check_action("apply", ()) is True
-            assert "+#SBATCH --cpus-per-task=4" in static_text(
+            assert "+#SBATCH --cpus-per-task=8" in static_text(
                 screen.query_one("#job-diff", Static)
             )
             assert "dataloader-bound" in static_text(screen.query_one("#advice-bar", Static))

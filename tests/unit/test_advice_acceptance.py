@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, line_of, without_tuned_from
+from tuneadvisor.advisor.sizing import MARGIN
 from tuneadvisor.cli import main
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.trainscript.scan import scan_script
@@ -186,13 +187,18 @@ def test_tutorial_report_lists_the_four_findings_with_values(
     job = JobScript.parse((case / "job.sbatch").read_bytes())
     cores = int(job.directives()["cpus-per-task"])
     seff = seff_numbers((case / "seff.txt").read_text())
-    want_cores = max(MIN_CORES, 2 * cores)
-    # The peak was measured with the script's one worker; every core becomes a worker
-    # (84.5 % on the DataLoader), each counted with the plan's allowance.
-    added = want_cores - 1
+    # Sized by the step-time model in one step: the script's one worker kept the loop
+    # waiting 84.5 % of the step, so it takes about a step per batch; the fewest workers
+    # that cover the loop's other 15.5 % with the margin, a core each and one for the main.
+    share = doc["advice"]["facts"]["profile.loader_share"]
+    want_workers = math.ceil(1 * (1 + MARGIN) / (1 - share))
+    want_cores = want_workers + 1
+    assert cores == 1 and want_workers == 8  # 1.2 / 0.155 = 7.7
+    # The peak was measured with the script's one worker; each added one is counted with
+    # the plan's allowance.
+    added = want_workers - 1
     need = (seff["peak_mib"] + added * WORKER_ALLOWANCE_MIB) * MEM_HEADROOM
     want_mem = f"{math.ceil(need / 1024)}G"
-    assert (want_cores, want_mem) == (4, "4G")
 
     found = findings(doc)
     assert set(found) == {
@@ -203,8 +209,7 @@ def test_tutorial_report_lists_the_four_findings_with_values(
     }
     loader = found["dataloader-bound"]
     assert loader["suggest"]["sbatch"] == {"cpus-per-task": want_cores}
-    # 84.5 % on the DataLoader: the main process mostly waits, so every core gets a worker.
-    assert loader["suggest"]["script"] == {"num_workers": want_cores}
+    assert loader["suggest"]["script"] == {"num_workers": want_workers}
     assert loader["evidence"]["DataLoader share of the training function (%)"] == 84.5
     assert loader["evidence_units"]["DataLoader share of the training function (%)"] == "%"
     cores_f = found["under-requested-cores"]
@@ -226,7 +231,7 @@ def test_tutorial_report_lists_the_four_findings_with_values(
         "under-requested-cores",
     }
     assert plan["sbatch"]["mem"]["value"] == want_mem
-    assert plan["script"]["num_workers"]["value"] == want_cores
+    assert plan["script"]["num_workers"]["value"] == want_workers
 
     # The profile part: the DataLoader line as line_profiler prints it.
     (func,) = doc["profile"]["functions"]
@@ -272,13 +277,15 @@ def test_tutorial_apply_writes_tuned_job_and_patch(
     tuned_bytes = (case / "job.tuned.sbatch").read_bytes()
     tuned = JobScript.parse(tuned_bytes)
     original = JobScript.parse(before["job.sbatch"])
-    assert tuned.directives()["cpus-per-task"] == "4"
-    assert tuned.directives()["mem"] == "4G"  # 1.31 GB + 3 more workers, x 1.2
+    # 8 workers sized by the step-time model and one core for the main process (the
+    # report's test above derives them); 1.31 GB + 7 more workers of 512 MiB, x 1.2
+    assert tuned.directives()["cpus-per-task"] == "9"
+    assert tuned.directives()["mem"] == "6G"
     rest = {k: v for k, v in original.directives().items() if k not in ("cpus-per-task", "mem")}
     assert {k: v for k, v in tuned.directives().items() if k in rest} == rest
     assert set(tuned.directives()) == set(original.directives())
     assert not tuned.problems
-    other_lines_identical(before["job.sbatch"], tuned_bytes, {"cpus-per-task": "4", "mem": "4G"})
+    other_lines_identical(before["job.sbatch"], tuned_bytes, {"cpus-per-task": "9", "mem": "6G"})
 
     # The patch makes the script read SLURM_CPUS_PER_TASK, and nothing else changes.
     script = before["train_tutorial.py"].decode()

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tuneadvisor.advisor.allocation import allocation_facts
 from tuneadvisor.advisor.facts import FACTS, type_matches
 from tuneadvisor.advisor.site import NodeShape, parse_site
+from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.advisor.slurm_release import release_facts
 from tuneadvisor.metrics.affinity import affinity_facts
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
@@ -30,6 +32,7 @@ from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.profile.text_table import parse_table
 from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.read_measured import read_metrics
 from tuneadvisor.session.rule_files import default_rules_dir, load_rules
 from tuneadvisor.slurm.joblog.scan import scan_logs
 from tuneadvisor.slurm.jobscript.facts import job_facts
@@ -272,7 +275,16 @@ def gather_outputs(tmp: Path) -> Iterator[tuple[str, Mapping[str, object]]]:
     mnist = analyze(ProfileSet.of([profile]), SourceFinder(profile_dirs=(table.parent,)))
     yield "gather (other_program)", gather(other, mnist, env={}).facts
     same = Inputs(job=str(REPO / "examples" / "mnist" / "mnist.sbatch"))
-    yield "gather (the profiled program)", gather(same, mnist, env={}).facts
+    profiled = gather(same, mnist, env={}).facts
+    yield "gather (the profiled program)", profiled
+    # the step-time model's sizing, derived by advise() from the gathered facts
+    yield "model_facts (the profiled program)", model_facts(profiled)
+    # a real watch recording of workers that mostly sleep: the model's storage-bound case
+    recorded = read_metrics([str(FIXTURES / "watch" / "storage-a100.jsonl")])
+    assert recorded is not None
+    storage: dict[str, object] = dict(recorded.facts())
+    storage.update(allocation_facts(storage)[0])
+    yield "model_facts (storage-a100 recording)", model_facts(storage)
     ddp = parse_script("import torch\nm = torch.nn.DataParallel(torch.nn.Linear(2, 2).cuda())\n")
     yield "program_facts (DataParallel)", program_facts([ddp], None)
 

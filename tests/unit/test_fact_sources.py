@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import REPO
 from tuneadvisor.advisor.allocation import ran_differently
+from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.relaunch.records import write_record
 from tuneadvisor.runrecord.parts import Paths
@@ -75,7 +76,9 @@ def test_the_example_gathers_the_facts_of_its_golden_report(
     env = {"XDG_CONFIG_HOME": str(REPO / "tests" / "no-such-config")}
     got = gather(inputs, analyze_profiles(inputs, REPO), env=env)
     golden = json.loads((REPO / "tests" / "golden" / "example-report.json").read_text())
-    assert json.loads(json.dumps(dict(sorted(got.facts.items())))) == golden["advice"]["facts"]
+    # and the step-time model's sizing, which advise() derives from them
+    facts = {**got.facts, **model_facts(got.facts)}
+    assert json.loads(json.dumps(dict(sorted(facts.items())))) == golden["advice"]["facts"]
     assert list(got.sharpen) == golden["advice"]["sharpen"]
 
 

@@ -38,11 +38,12 @@ def test_knobs_become_the_training_scripts_flags() -> None:
     assert Settings(knobs={"amp": False}).script_args() == []
 
 
-def test_the_tutorial_report_advises_four_cores_and_four_workers() -> None:
+def test_the_tutorial_report_advises_the_models_cores_and_workers() -> None:
     settings = settings_from_report(Settings(), GOLDEN, "example-report.json")
-    # the job had 1 core and a GPU; the plan raises the cores and the workers
-    assert settings.cpus_per_task == 4 and settings.gpus == 1 and settings.mem == "8G"
-    assert settings.knobs["num_workers"] == 4  # 80 % on the loader: no core kept back
+    # the job had 1 core, 1 worker and a GPU; the step-time model sizes 7 workers (80 % on
+    # the loader) and a core each plus one for the main process
+    assert settings.cpus_per_task == 8 and settings.gpus == 1 and settings.mem == "8G"
+    assert settings.knobs["num_workers"] == 7
     assert settings.because["num_workers"] == ("dataloader-bound",)
     assert settings.because["sbatch.cpus-per-task"] == ("dataloader-bound",)
 
@@ -72,7 +73,7 @@ def test_the_advice_of_the_inputs_gives_what_the_saved_report_gives(
     inputs = Inputs(profiles=("examples/mnist/24752610.lprof",), job="examples/mnist/mnist.sbatch")
     direct = settings_from_workspace(Settings(), load_workspace(inputs), "the inputs")
     assert direct == settings_from_report(Settings(), GOLDEN, "example-report.json")
-    assert direct.cpus_per_task == 4 and direct.knobs["num_workers"] == 4
+    assert direct.cpus_per_task == 8 and direct.knobs["num_workers"] == 7
 
 
 def test_advice_that_is_no_knob_becomes_a_note() -> None:

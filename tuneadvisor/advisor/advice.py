@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import Gathered
 from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
+from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.plan import Change, Plan, make_plan
 from tuneadvisor.advisor.rules import Rule
+from tuneadvisor.advisor.sizing import model_facts
 
 if TYPE_CHECKING:  # `report X.lprof` makes no prediction: it stays off that path
     from tuneadvisor.advisor.prediction import Prediction
@@ -79,16 +81,20 @@ def _not_from_another_program(
 
 def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     rules = tuple(rules)
-    evaluation = evaluate(rules, gathered.facts)
-    plan = make_plan(evaluation.findings, gathered.facts)
-    plan = _not_from_another_program(plan, rules, gathered.facts)
+    facts = {**gathered.facts, **model_facts(gathered.facts)}  # the model's sizing for the rules
+    evaluation = evaluate(rules, facts)
+    plan = make_plan(evaluation.findings, facts)
+    plan = _not_from_another_program(plan, rules, facts)
+    prediction, no_prediction = predict(facts, plan)
     return Advice(
         findings=_coupled(evaluation.findings, plan),
         skipped=evaluation.skipped,
         plan=plan,
-        facts=gathered.facts,
+        facts=facts,
         sharpen=gathered.sharpen,
         notes=(*gathered.notes, *plan.notes),
         script_path=gathered.script_path,
         launch_chain=gathered.launch.chain if gathered.launch is not None else None,
+        prediction=prediction,
+        no_prediction=no_prediction,
     )

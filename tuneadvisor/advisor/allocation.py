@@ -109,10 +109,12 @@ def from_accounting(facts: Mapping[str, object]) -> list[Measured]:
 
 def _workers_now(facts: Mapping[str, object], cores: int | None) -> int | None:
     """The workers the training script starts with ``cores`` cores per task, as the scan
-    reads it: a number written down, or SLURM_CPUS_PER_TASK (less one when it says so)."""
+    reads it: a number written down (in the script, or passed to its option on the launch
+    line: ``--num-workers 1``), or SLURM_CPUS_PER_TASK (less one when it says so)."""
     source = facts.get("script.num_workers.source")
     value = facts.get("script.num_workers")
-    if source == "literal" and isinstance(value, int):
+    literal = source == "literal" or facts.get("script.num_workers.passed_source") == "literal"
+    if literal and isinstance(value, int):  # in the script, or passed on the launch line
         return value
     if cores is None:
         return None

@@ -39,6 +39,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("profile.optimizer_share", "float", "fraction", "optimizer share"),
     ("profile.sync_share", "float", "fraction", "host-sync lines' share"),
     ("profile.compute_share", "float", "fraction", "forward+loss+backward+optimizer share"),
+    ("profile.steps", "int", "", "training steps the profile timed (hits of the step's lines)"),
+    ("profile.step_s", "float", "s", "time of the training function per step"),
     ("profile.loader_line", "int", "", "line number of the heaviest DataLoader line"),
     ("profile.ranks", "int", "", "profile files merged (one per rank)"),
     ("profile.skew.measure", "str", "", "DataLoader or step: where the slowest rank is slowest"),
@@ -113,6 +115,10 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("alloc.cpus_per_task", "int", "cores", "cores per task of the measured run"),
     ("alloc.mem_mib", "float", "MiB", "memory per node of the measured run"),
     ("alloc.workers", "int", "workers", "DataLoader workers of the measured run"),
+    # the step-time model's sizing (advisor/sizing.py), derived from the facts above
+    ("model.workers", "int", "workers", "DataLoader workers per rank the model sizes"),
+    ("model.cores_per_task", "int", "cores", "cores per task for them: ranks x (workers + 1)"),
+    ("model.storage_bound", "bool", "", "the loop waits while its workers idle: storage"),
     # seff
     ("seff.state", "str", "", "job state"),
     ("seff.cores", "int", "cores", "allocated cores"),

@@ -15,6 +15,7 @@ from tuneadvisor.present.findings import (
     suggestion_items,
 )
 from tuneadvisor.present.plan_rows import plan_rows
+from tuneadvisor.present.prediction_text import prediction_lines
 
 if TYPE_CHECKING:
     from tuneadvisor.session.tuned_files import TunedFiles
@@ -42,6 +43,10 @@ def render_advice(advice: Advice, tuned: TunedFiles) -> list[str]:
     if not plan.is_empty():
         out += ["", "Plan:"]
         out += [f"  {change}   ({because})" for _, change, because in plan_rows(plan)]
+    head, details = prediction_lines(advice)
+    if head is not None or details:
+        out += ["", f"Prediction: {head}" if head else "Prediction: none"]
+        out += [f"  - {line}" for line in details]
     if tuned.job_diff:
         out += ["", "Job script changes (tuneadvisor apply writes them):", ""]
         out += tuned.job_diff.rstrip("\n").splitlines()

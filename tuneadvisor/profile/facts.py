@@ -25,6 +25,17 @@ def training_function(analysis: ProfileAnalysis) -> AnnotatedFunction | None:
     return analysis.functions[0] if analysis.functions else None
 
 
+def training_steps(func: AnnotatedFunction) -> int | None:
+    """The steps the profile timed: the hits of the loop's compute lines (each runs once a
+    step; the `for ... in loader` line is hit once more at each epoch's end), else the
+    DataLoader line's. Several ranks' files merged count each rank's steps."""
+    compute = [ln.hits for ln in func.lines if ln.kind in _COMPUTE and ln.hits > 0]
+    if compute:
+        return max(compute)
+    loader = [ln.hits for ln in func.lines if ln.kind is LineKind.DATALOADER and ln.hits > 0]
+    return max(loader) if loader else None
+
+
 def profiled_files(analysis: ProfileAnalysis) -> tuple[str, ...]:
     """The source files of the functions that took time, as the profile names them (not
     ``<string>`` and such, which name no file)."""
@@ -53,6 +64,10 @@ def profile_facts(analysis: ProfileAnalysis) -> dict[str, object]:
     loader_lines = [ln for ln in func.lines if ln.kind is LineKind.DATALOADER]
     if loader_lines:
         facts["profile.loader_line"] = max(loader_lines, key=lambda ln: ln.time_s).lineno
+    steps = training_steps(func)
+    if steps:
+        facts["profile.steps"] = steps
+        facts["profile.step_s"] = func.total_s / steps
     skews = rank_skews(analysis.parts)
     if skews and skews[0].ratio != float("inf"):  # the larger excess of the two measures
         skew = skews[0]

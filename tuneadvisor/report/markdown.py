@@ -8,6 +8,7 @@ from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.present.findings import rationale_line, suggestion_items
 from tuneadvisor.present.metrics_read import metrics_lines
 from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
+from tuneadvisor.present.prediction_text import prediction_lines
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import Workspace
@@ -74,6 +75,10 @@ def _advice(advice: Advice, tuned: TunedFiles) -> list[str]:
                 for section, change in suggestion_items(finding.suggest)]  # fmt: skip
         out += ["", rationale_line(finding.rationale)]
         out += [f"- <{ref}>" for ref in finding.references]
+    head, details = prediction_lines(advice)
+    if head is not None or details:
+        out += ["", "## Prediction", "", f"**{head}**" if head else "None."]
+        out += ([""] if head else []) + [f"- {line}" for line in details]
     if tuned.job_diff:
         out += ["", "## Job script changes", "", "```diff", tuned.job_diff.rstrip("\n"), "```"]
     if tuned.script_patch:

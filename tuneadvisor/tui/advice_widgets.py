@@ -26,6 +26,7 @@ from tuneadvisor.present.findings import (
     top_finding,
 )
 from tuneadvisor.present.plan_rows import plan_rows
+from tuneadvisor.present.prediction_text import prediction_lines
 from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.tui.view import EVALUATING, NO_FINDINGS, READING, diff_line_kind
 from tuneadvisor.tui.word_diff import changed_words, paired_lines
@@ -175,6 +176,14 @@ class FindingsPanel(VerticalScroll):
                 yield FindingCard(finding)
         if not advice.plan.is_empty():
             yield PlanView(advice.plan, id="plan")
+        head, details = prediction_lines(advice)
+        if head is not None or details:
+            text = Text(head or "", style="bold")
+            if details:
+                text.append(("\n" if head else "") + "\n".join(f"• {d}" for d in details))
+            prediction = Static(text, id="prediction", classes="advice-section")
+            prediction.border_title = "Prediction"
+            yield prediction
         if self.notes:
             notes = Static(_bullets(self.notes), id="advice-notes", classes="advice-section")
             notes.border_title = "Advice notes"

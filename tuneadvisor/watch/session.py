@@ -24,6 +24,7 @@ from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.advisor.rules import Rule
+from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.metrics.affinity import affinity_facts
 from tuneadvisor.metrics.host import HostSampler
 from tuneadvisor.metrics.model import Stats
@@ -140,6 +141,7 @@ def live_facts(window: Sequence[Snapshot], job: Mapping[str, object]) -> dict[st
     facts.update(affinity_facts(window))  # the ranks' CPUs: from processes, not the series
     facts.update(job)
     facts.update(allocation_facts(facts)[0])  # the watched run is the measured one
+    facts.update(model_facts(facts))  # the step-time model's sizing, as report's
     return {k: v for k, v in facts.items() if k in FACTS}
 
 

@@ -1,0 +1,239 @@
+"""The step-time model (advisor/steptime.py), its sizing (sizing.py) and the plan's
+prediction (forecast.py), from recorded files and at each cap."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.conftest import REPO
+from tuneadvisor.advisor.allocation import allocation_facts
+from tuneadvisor.advisor.engine import evaluate
+from tuneadvisor.advisor.forecast import STORAGE, predict
+from tuneadvisor.advisor.plan import Change, Plan
+from tuneadvisor.advisor.prediction import Prediction, Span
+from tuneadvisor.advisor.sizing import MARGIN, model_facts, size
+from tuneadvisor.advisor.steptime import step_budget
+from tuneadvisor.cli import main
+from tuneadvisor.present.prediction_text import headline
+from tuneadvisor.session.read_measured import read_metrics
+from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+
+EXAMPLE = ["examples/mnist/24752610.lprof", "--job", "examples/mnist/mnist.sbatch"]
+
+
+@pytest.fixture
+def example(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(REPO / "tests" / "no-such-config"))
+    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
+    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
+    assert main(["report", *EXAMPLE, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_profile_gives_steps_and_a_sized_plan(example: Any) -> None:
+    """The example's profile: 120 steps (--max-steps 120), one worker kept the loop
+    waiting most of the step: enough workers to cover the rest with the margin, a core each
+    and one for the main process, and a prediction of the plan's setting."""
+    facts = example["advice"]["facts"]
+    assert facts["profile.steps"] == 120
+    assert facts["profile.step_s"] == pytest.approx(facts["profile.total_s"] / 120)
+    budget = step_budget(facts)
+    assert budget is not None and budget.source == "profile" and budget.workers == 1
+    busy = 1 - facts["profile.loader_share"]
+    workers = facts["model.workers"]
+
+    assert (workers - 1) < (1 + MARGIN) / busy <= workers  # and is the smallest that does
+    assert facts["model.cores_per_task"] == workers + 1
+    prediction = example["advice"]["prediction"]
+    assert prediction["setting"] == {"num_workers": workers, "cpus_per_task": workers + 1}
+    assert prediction["speedup"]["expected"] > 1
+    step = prediction["step_s"]
+    assert step["low"] <= step["expected"] <= step["high"] < facts["profile.step_s"]
+    rate = prediction["samples_per_s"]["expected"]
+    assert rate == pytest.approx(facts["script.batch_size"] / step["expected"])
+    assert any("measured, the profile" in b for b in prediction["basis"])
+    assert any("estimated" in b for b in prediction["basis"])
+
+
+def test_recording_gives_a_budget_but_no_step_time() -> None:
+    """A watch recording (2 workers, GPU busy about half the time): the shares are
+    estimates from the GPU's busy share; without a step time no prediction, and the line
+    says which evidence would give one."""
+    facts: dict[str, object] = dict(
+        read_metrics([str(REPO / "tests/fixtures/watch/replay-a100.jsonl")]).facts()  # type: ignore[union-attr]
+    )
+    facts.update({"alloc.workers": 2, "alloc.cpus_per_task": 4, "job.ranks_per_task": 1})
+    budget = step_budget(facts)
+    assert budget is not None and budget.source == "recording" and budget.step_s is None
+    assert budget.wait == pytest.approx(1 - float(facts["gpu.util.mean"]) / 100)  # type: ignore[arg-type]
+    assert all("estimated" in b or "assumed" in b for b in budget.basis)
+    sized = model_facts(facts)
+    assert sized["model.workers"] > 2  # type: ignore[operator]
+    plan = Plan(script={"num_workers": Change(sized["model.workers"], ("x",))})
+    prediction, why = predict(facts, plan)
+    assert prediction is None and why is not None and "profile" in why
+
+
+def _facts(share: float, workers: int, cores: int, **more: object) -> dict[str, object]:
+    return {
+        "profile.loader_share": share,
+        "profile.compute_share": 1 - share,
+        "profile.step_s": 0.1,
+        "profile.steps": 100,
+        "alloc.workers": workers,
+        "alloc.cpus_per_task": cores,
+        "job.ranks_per_task": 1,
+        **more,
+    }
+
+
+@pytest.mark.parametrize(
+    ("caps", "by"),
+    [
+        ({"node.cores": 6}, "the node's cores"),
+        ({"node.cores": 64, "node.max_cores_per_gpu": 4, "job.gpus": 1}, "cores per GPU"),
+        ({"node.cores": 32, "node.gpus": 8, "job.gpus": 1}, "fair share"),
+    ],
+)
+def test_each_cap_binds_and_says_its_ceiling(caps: dict[str, object], by: str) -> None:
+    facts = _facts(0.9, 1, 1, **caps)  # wants ceil(1.2 / 0.1) = 12 workers, 13 cores
+    budget = step_budget(facts)
+    assert budget is not None
+    sizing = size(budget, facts)
+    assert sizing.wanted_workers == 12 and sizing.cap is not None and by in sizing.cap.by
+    assert sizing.cores_per_task == sizing.cap.cores < 13
+    assert sizing.workers <= sizing.cores_per_task  # never more workers than cores
+    plan = Plan(
+        sbatch={"cpus-per-task": Change(sizing.cores_per_task, ("x",))},
+        script={"num_workers": Change(sizing.workers, ("x",))},
+    )
+    prediction, _ = predict(facts, plan)
+    assert prediction is not None and prediction.ceiling is not None
+    assert by in prediction.ceiling and "persistent_workers" in prediction.ceiling
+
+
+def test_a_recording_of_sleeping_workers_is_storage_bound() -> None:
+    """A real watch recording (tests/fixtures/watch/make_replay_recording.py): four workers
+    that mostly sleep, as workers waiting for files do, the main process idle, the GPUs half
+    idle. The model keeps the setting, and the live finding says why."""
+    recorded = read_metrics([str(REPO / "tests/fixtures/watch/storage-a100.jsonl")])
+    assert recorded is not None
+    facts: dict[str, object] = dict(recorded.facts())
+    facts.update(allocation_facts(facts)[0])  # as watch's live facts derive them
+    budget = step_budget(facts)
+    assert budget is not None and budget.source == "recording" and budget.workers == 4
+    assert budget.storage_bound
+    sized = model_facts(facts)
+    assert sized["model.storage_bound"] is True and sized["model.workers"] == 4
+    rules = load_rules([default_rules_dir()])
+    found = {f.id for f in evaluate(rules, {**facts, **sized}).findings}
+    assert "input-waits-on-storage" in found
+
+
+def test_storage_bound_keeps_the_setting_and_says_why() -> None:
+    """Four workers, nearly idle, while the GPU and the main process wait: storage."""
+    facts = _facts(
+        0.6, 4, 5,
+        **{"gpu.util.mean": 20.0, "host.proc.main_cpu_pct.mean": 30.0,
+           "host.proc.cpu_cores.mean": 0.7, "host.proc.workers.max": 4},
+    )  # fmt: skip
+    sized = model_facts(facts)
+    assert sized == {"model.storage_bound": True, "model.workers": 4, "model.cores_per_task": 5}
+    prediction, why = predict(facts, Plan(script={"num_workers": Change(8, ("x",))}))
+    assert prediction is None and why == STORAGE and "node-local" in why
+    busy = dict(facts, **{"host.proc.cpu_cores.mean": 4.2})  # the same, workers busy: CPU
+    assert model_facts(busy)["model.storage_bound"] is False
+
+
+def test_probe_count_replaces_the_estimate() -> None:
+    facts = _facts(0.5, 1, 2)
+    facts.update({"probe.loop_step_s": 0.2, "probe.ceiling_step_s": 0.05,
+                  "probe.loop_step_spread": 0.04, "probe.workers_for_95pct": 3,
+                  "probe.batch_size": 128, "probe.test_mode": True})  # fmt: skip
+    budget = step_budget(facts)
+    assert budget is not None and budget.source == "probe" and budget.spread == 0.04
+    assert model_facts(facts)["model.workers"] == 3
+    assert any("stand-in" in b for b in budget.basis)
+
+
+def test_without_the_measured_workers_the_doubling_stays() -> None:
+    facts = {"profile.loader_share": 0.845, "alloc.cpus_per_task": 1, "job.ranks_per_task": 1}
+    assert step_budget(facts) is None
+    assert model_facts(facts) == {
+        "model.storage_bound": False, "model.workers": 4, "model.cores_per_task": 4,
+    }  # fmt: skip
+
+
+@given(
+    share=st.floats(0.1, 0.99),
+    workers=st.integers(0, 16),
+    cores=st.integers(1, 32),
+    node=st.integers(1, 128),
+    ranks=st.integers(1, 4),
+)
+def test_prediction_of_the_sizing(
+    share: float, workers: int, cores: int, node: int, ranks: int
+) -> None:
+    """For any loader-bound profile: the range holds its expected value, the speedup of
+    adding workers is at least 1, and the sizing never gives a rank more workers than its
+    cores (or than the node's, unless the run already had more)."""
+    facts = _facts(share, workers, cores, **{"node.cores": node, "job.ranks_per_task": ranks})
+    budget = step_budget(facts)
+    assert budget is not None
+    sizing = size(budget, facts)
+    assert sizing.cores_per_task <= max(node, cores)
+    assert sizing.workers <= max(1, sizing.cores_per_task // ranks)
+    plan = Plan(
+        sbatch={"cpus-per-task": Change(sizing.cores_per_task, ("x",))},
+        script={"num_workers": Change(sizing.workers, ("x",))},
+    )
+    prediction, _ = predict(facts, plan)
+    assert prediction is not None
+    for span in (prediction.step_s, prediction.speedup):
+        assert span.low <= span.expected <= span.high
+    assert prediction.speedup.expected >= 1
+    assert prediction.step_s.expected <= 0.1 + 1e-12
+    assert (prediction, _) == predict(facts, plan)  # the same evidence, the same prediction
+
+
+def test_workers_sharing_few_cores_count_as_the_cores_they_had() -> None:
+    """Four workers and the main process on two cores, the loop waiting half the step: the
+    workers were 1.5 cores' worth, so a worker on its own core takes 1.5 steps a batch, and
+    1.5 x 1.2 / 0.5 = 3.6: four workers (not the ten that four whole workers would ask)."""
+    facts = _facts(0.5, 4, 2)
+    budget = step_budget(facts)
+    assert budget is not None and budget.worker_steps == pytest.approx(1.5)
+    sizing = size(budget, facts)
+    assert (sizing.workers, sizing.cores_per_task) == (4, 5)
+
+
+def test_a_plan_that_adds_no_workers_or_cores_predicts_nothing_and_says_nothing() -> None:
+    facts = _facts(0.5, 1, 2)
+    assert predict(facts, Plan()) == (None, None)
+    assert predict(facts, Plan(sbatch={"mem": Change("8G", ("x",))})) == (None, None)
+    # a change without a budget says which evidence would give one
+    plan = Plan(sbatch={"cpus-per-task": Change(4, ("x",))})
+    prediction, why = predict({"alloc.cpus_per_task": 2}, plan)
+    assert prediction is None and why is not None and "profile" in why
+
+
+def test_the_headline_reads_as_the_issue_asks() -> None:
+    prediction = Prediction(
+        setting={"num_workers": 15, "cpus_per_task": 16},
+        step_s=Span(0.019, 0.021, 0.022),
+        speedup=Span(13.2, 14.1, 15.4),
+        samples_per_s=Span(2903.0, 3100.0, 3377.0),
+    )
+    assert headline(prediction) == (
+        "expected 2,903-3,377 samples/s, 13.2-15.4x (step 19-22 ms) "
+        "with num_workers=15, --cpus-per-task=16"
+    )
+    without_batch = replace(prediction, samples_per_s=None, step_s=Span(1.5, 2.0, 2.5))
+    assert headline(without_batch).startswith("expected 13.2-15.4x (step 1.50-2.50 s)")

@@ -1,0 +1,119 @@
+"""What the plan's setting is expected to buy, from the step-time model: a ``Prediction``
+for the plan's workers and cores, or a line saying which evidence would support one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tuneadvisor.advisor.plan import Plan
+from tuneadvisor.advisor.prediction import Prediction, Span
+from tuneadvisor.advisor.sizing import caps, ranks_per_task, size, wanted_workers
+from tuneadvisor.advisor.steptime import StepBudget, measured_workers, step_budget
+
+NO_EVIDENCE = (
+    "no prediction: a line_profiler profile of the run (kernprof), or a probe's result, "
+    "would give its step time and what waits for data"
+)
+NO_STEP_TIME = (
+    "no prediction: the evidence gives shares but no step time; a profile of more steps "
+    "(kernprof over the training loop) or a probe would give one"
+)
+NO_CHANGE = (
+    "no prediction: the measured run's DataLoader workers or cores are not known (a script "
+    "that sets num_workers, or a recording of the run, would say)"
+)
+STORAGE = (
+    "no prediction: the workers were mostly idle while the loop waited: the pipeline waits "
+    "on storage, and more workers will not help; stage the data to node-local disk "
+    "($TMPDIR, /scratch) or a faster file system first"
+)
+MOVERS = (
+    "cache decoded data, lighter transforms, transforms on the GPU (DALI), a larger batch "
+    "per worker, persistent_workers=True, a larger prefetch_factor"
+)
+
+
+def _planned(plan: Plan, facts: Mapping[str, object]) -> tuple[int, int] | None:
+    """The workers and cores per task of the run with the plan; None when it changes
+    neither or either is not known."""
+    workers_change, cores_change = plan.script.get("num_workers"), plan.sbatch.get("cpus-per-task")
+    if workers_change is None and cores_change is None:
+        return None
+    workers = workers_change.value if workers_change else measured_workers(facts)
+    cores = cores_change.value if cores_change else facts.get("alloc.cpus_per_task")
+    if isinstance(workers, int) and isinstance(cores, int) and not isinstance(workers, bool):
+        return workers, cores
+    return None
+
+
+def usable_workers(budget: StepBudget, workers: int, cores: int, ranks: int) -> float:
+    """Workers' worth of CPU: no more than the rank's cores less what the main process
+    keeps busy."""
+    if workers <= 0:
+        return 0.0
+    return min(float(workers), max(1.0, cores / ranks - budget.busy))
+
+
+def _ceiling(
+    budget: StepBudget, facts: Mapping[str, object], usable: float, speed: float
+) -> str | None:
+    want = wanted_workers(budget)
+    if usable >= want:
+        return None
+    sizing = size(budget, facts)
+    by = sizing.cap.by if sizing.cap else "the cores asked for"
+    limits = caps(facts)
+    cores = limits[0].cores if limits else sizing.cores_per_task
+    return (
+        f"capped by {by} ({cores} cores per task): {want} workers would keep up, the cores "
+        f"run {usable:.1f} workers' worth; predicted ceiling {speed:.1f}x; to move it: {MOVERS}"
+    )
+
+
+def _span(expected: float, spread: float) -> Span:
+    return Span(expected * max(1 - spread, 0.0), expected, expected * (1 + spread))
+
+
+def predict(facts: Mapping[str, object], plan: Plan) -> tuple[Prediction | None, str | None]:
+    """The plan's setting predicted; or None and the line saying which evidence would give
+    one (None and None where the plan changes neither workers nor cores: nothing to
+    predict, nothing to say)."""
+    budget = step_budget(facts)
+    planned = _planned(plan, facts)
+    if budget is not None and budget.storage_bound:
+        return None, STORAGE
+    if "num_workers" not in plan.script and "cpus-per-task" not in plan.sbatch:
+        return None, None
+    if budget is None:
+        return None, NO_EVIDENCE
+    if planned is None:
+        return None, NO_CHANGE
+    if budget.step_s is None:
+        return None, NO_STEP_TIME
+    workers, cores = planned
+    ranks = ranks_per_task(facts)
+    usable = usable_workers(budget, workers, cores, ranks)
+    # the plan adds workers or cores, never takes them away: never slower than measured
+    relative = min(budget.step_with(usable), 1.0)
+    spread = budget.spread
+    speed = 1.0 / relative
+    step = budget.step_s * relative
+    samples = None
+    if budget.batch_size:
+        rate = budget.batch_size / step
+        samples = Span(rate / (1 + spread), rate, rate / max(1 - spread, 0.05))
+    return (
+        Prediction(
+            setting={"num_workers": workers, "cpus_per_task": cores},
+            step_s=_span(step, spread),
+            speedup=Span(max(min(1.0, speed), speed / (1 + spread)), speed, speed * (1 + spread)),
+            samples_per_s=samples,
+            basis=(
+                *budget.basis,
+                f"the pipeline then makes {usable / budget.worker_steps:.2f} batches a "
+                f"measured step, the loop needs {1 / budget.busy:.2f}: estimated, the model",
+            ),
+            ceiling=_ceiling(budget, facts, usable, speed),
+        ),
+        None,
+    )

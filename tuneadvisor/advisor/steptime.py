@@ -1,0 +1,240 @@
+"""The step-time model (issue 21): one training step's time budget from whatever evidence
+was given, and the rate the input pipeline produces batches at.
+
+Everything is in units of the measured step (1.0 = one step of the run that was measured),
+with the step's length in seconds beside it where the evidence gives one: the shares are what
+a profile or a recording measures; the per-worker time per batch is derived from them:
+
+- with W >= 1 workers and the loop waiting, the pipeline makes about one batch per step, so
+  one worker takes about W step times per batch;
+- with W = 0 the loop loads each batch itself: that time is the DataLoader line's (the wait).
+
+Sources, most direct first: a probe's result (it measured the ceiling and the loop), a
+line_profiler profile (line kinds' shares, steps from the hits), a watch recording (GPU busy
+share, the main process's and the workers' CPU). Each figure says where it came from and
+whether it is measured or estimated (``basis``). Pure: facts in, a budget out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+# How far a figure is trusted when the evidence gives no spread of its own: a profile's
+# shares come from one run (its noise unmeasured); a recording's GPU busy share is a coarser
+# stand-in for the compute time.
+PROFILE_SPREAD = 0.15
+RECORDING_SPREAD = 0.25
+# A worker using less than this share of a core while the loop waits is waiting itself: on
+# storage, not on CPU.
+WORKER_BUSY_MIN = 0.5
+
+
+@dataclass(frozen=True)
+class StepBudget:
+    """One step of the measured run. Shares are of the step (they sum to 1)."""
+
+    source: str  # "profile", "probe", "recording"
+    wait: float  # waiting for the next batch (the DataLoader line)
+    transfer: float  # host-to-device copies
+    compute: float  # forward, loss, backward, optimizer: what the host waits on the device for
+    sync: float  # host syncs (.item(), .cpu())
+    other: float  # the rest of the loop (logging, communication when not timed apart)
+    workers: int  # DataLoader workers of the measured run
+    worker_steps: float  # one worker's time per batch, in measured step times
+    spread: float  # relative spread of the step time (measured or assumed)
+    step_s: float | None = None  # seconds per measured step; None when not known
+    batch_size: int | None = None
+    storage_bound: bool = False  # the loop waits while the workers are not busy
+    workers_measured: int | None = None  # the probe's count reaching 95 % of the ceiling
+    basis: tuple[str, ...] = ()
+
+    @property
+    def busy(self) -> float:
+        """What the loop does besides waiting, in step times: the floor of the step that
+        more workers cannot lower."""
+        return max(1.0 - self.wait, 1e-6)
+
+    def step_with(self, workers: float) -> float:
+        """Predicted step time (measured steps) with ``workers`` workers' worth of CPU."""
+        if workers <= 0:
+            return 1.0 if self.workers == 0 else self.busy + self.worker_steps
+        return max(self.busy, self.worker_steps / workers)
+
+
+def _num(facts: Mapping[str, object], name: str) -> float | None:
+    value = facts.get(name)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _int(facts: Mapping[str, object], name: str) -> int | None:
+    value = facts.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _worker_steps(workers: int, wait: float, facts: Mapping[str, object]) -> float:
+    """One worker's time per batch on a core of its own, in measured steps: W workers that
+    kept the loop waiting made a batch a step between them, on the cores they had (4
+    workers sharing 2 cores with the main process are 1.5 cores' worth, not 4)."""
+    if workers < 1:
+        return wait
+    cores = _num(facts, "alloc.cpus_per_task")
+    ranks = _num(facts, "job.ranks_per_task") or 1.0
+    if cores is None:
+        return float(workers)
+    return min(float(workers), max(1.0, cores / ranks - (1.0 - wait)))
+
+
+def _worker_note(workers: int, worker_steps: float, how: str) -> str:
+    if workers >= 1:
+        return (
+            f"one worker's time per batch ~{worker_steps:.2f} step times: estimated, "
+            f"{workers} worker(s) kept the loop waiting ({how})"
+        )
+    return (
+        f"one batch's loading ~{worker_steps:.2f} step times: measured, done in the loop "
+        f"with no workers ({how})"
+    )
+
+
+def storage_bound(facts: Mapping[str, object]) -> bool:
+    """A recording where the workers were there but mostly idle while the loop waited: the
+    pipeline waits on storage; more workers will not help."""
+    workers = _int(facts, "host.proc.workers.max")
+    cores = _num(facts, "host.proc.cpu_cores.mean")
+    main = _num(facts, "host.proc.main_cpu_pct.mean")
+    util = _num(facts, "gpu.util.mean")
+    if not workers or cores is None or main is None or util is None:
+        return False
+    waiting = util < 50.0 and main < 85.0  # neither the GPU nor the main process is busy
+    per_worker = max(0.0, cores - main / 100.0) / workers
+    return waiting and per_worker < WORKER_BUSY_MIN
+
+
+def _from_probe(facts: Mapping[str, object], workers: int) -> StepBudget | None:
+    loop = _num(facts, "probe.loop_step_s")
+    ceiling = _num(facts, "probe.ceiling_step_s")
+    if not loop or ceiling is None or loop <= 0:
+        return None
+    stall = _num(facts, "probe.stall_share")
+    wait = min(1.0, max(0.0, stall if stall is not None else 1.0 - ceiling / loop))
+    compute = min(ceiling / loop, 1.0 - wait)
+    spread = _num(facts, "probe.loop_step_spread") or PROFILE_SPREAD
+    worker_steps = _worker_steps(workers, wait, facts)
+    enough = _int(facts, "probe.workers_for_95pct")
+    basis = [
+        f"step time {_s(loop)} (spread {spread:.0%}): measured, the probe's loop",
+        f"ceiling {_s(ceiling)} a step (one batch on the device, repeated): measured, the probe",
+        f"waiting for data {wait:.0%} of the step: measured, the probe",
+    ]
+    if enough:  # the probe timed the pipeline alone: its count replaces the estimate
+        worker_steps = enough * (1.0 - wait) / 0.95
+        basis.append(f"{enough} workers reach 95 % of the ceiling: measured, the probe")
+    else:
+        basis.append(_worker_note(workers, worker_steps, "the probe"))
+    if facts.get("probe.test_mode") is True:
+        basis.append("the probe ran with the device-time stand-in (a test mode, not the GPU)")
+    return StepBudget(
+        source="probe",
+        wait=wait,
+        transfer=0.0,
+        compute=compute,
+        sync=0.0,
+        other=max(0.0, 1.0 - wait - compute),
+        workers=workers,
+        worker_steps=worker_steps,
+        spread=spread,
+        step_s=loop,
+        batch_size=_int(facts, "probe.batch_size"),
+        workers_measured=enough,
+        basis=tuple(basis),
+    )
+
+
+def _from_profile(facts: Mapping[str, object], workers: int) -> StepBudget | None:
+    wait = _num(facts, "profile.loader_share")
+    if wait is None:
+        return None
+    transfer = _num(facts, "profile.transfer_share") or 0.0
+    compute = _num(facts, "profile.compute_share") or 0.0
+    sync = _num(facts, "profile.sync_share") or 0.0
+    other = max(0.0, 1.0 - wait - transfer - compute - sync)
+    step_s = _num(facts, "profile.step_s")
+    steps = _int(facts, "profile.steps")
+    worker_steps = _worker_steps(workers, wait, facts)
+    basis = [
+        f"waiting for data {wait:.0%}, copies {transfer:.0%}, compute {compute:.0%}, "
+        f"syncs {sync:.0%}, other {other:.0%} of the step: measured, the profile's line kinds",
+        _worker_note(workers, worker_steps, "the profile"),
+        f"spread {PROFILE_SPREAD:.0%}: assumed, one profiled run measures no spread",
+    ]
+    if step_s is not None and steps:
+        basis.insert(1, f"step time {_s(step_s)}: measured, the profile ({steps} steps)")
+    return StepBudget(
+        source="profile",
+        wait=wait,
+        transfer=transfer,
+        compute=compute,
+        sync=sync,
+        other=other,
+        workers=workers,
+        worker_steps=worker_steps,
+        spread=PROFILE_SPREAD,
+        step_s=step_s,
+        storage_bound=storage_bound(facts),
+        basis=tuple(basis),
+    )
+
+
+def _from_recording(facts: Mapping[str, object], workers: int) -> StepBudget | None:
+    util = _num(facts, "gpu.util.mean")
+    main = _num(facts, "host.proc.main_cpu_pct.mean")
+    if util is None or main is None:
+        return None
+    busy = min(1.0, max(0.0, util / 100.0))
+    wait = 1.0 - busy
+    worker_steps = _worker_steps(workers, wait, facts)
+    return StepBudget(
+        source="recording",
+        wait=wait,
+        transfer=0.0,
+        compute=busy,
+        sync=0.0,
+        other=0.0,
+        workers=workers,
+        worker_steps=worker_steps,
+        spread=RECORDING_SPREAD,
+        storage_bound=storage_bound(facts),
+        basis=(
+            f"compute {busy:.0%} of the step: estimated, the GPU's mean busy share (recording)",
+            f"waiting for data {wait:.0%}: estimated, the GPU's idle share (recording)",
+            _worker_note(workers, worker_steps, "the recording"),
+            f"spread {RECORDING_SPREAD:.0%}: assumed, a sampled busy share is coarse",
+        ),
+    )
+
+
+def measured_workers(facts: Mapping[str, object]) -> int | None:
+    """The measured run's workers (``alloc.workers``: what it was given or seen with)."""
+    return _int(facts, "alloc.workers")
+
+
+def step_budget(facts: Mapping[str, object]) -> StepBudget | None:
+    """The budget from the most direct evidence given; None when none can make one (no
+    profile, recording or probe, or the measured run's workers are unknown)."""
+    workers = measured_workers(facts)
+    if workers is None:
+        return None
+    for make in (_from_probe, _from_profile, _from_recording):
+        budget = make(facts, workers)
+        if budget is not None:
+            if budget.batch_size is None:  # the script's, where the probe did not say
+                return replace(budget, batch_size=_int(facts, "script.batch_size"))
+            return budget
+    return None

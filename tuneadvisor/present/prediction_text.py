@@ -1,0 +1,47 @@
+"""How a prediction reads, the same in the text and markdown reports and the TUI: one
+headline ("expected 480-650 samples/s, 4.4-5.8x"), then where each figure came from and the
+ceiling where a cap binds."""
+
+from __future__ import annotations
+
+from tuneadvisor.advisor.advice import Advice
+from tuneadvisor.advisor.prediction import Prediction, Span
+
+
+def _range(span: Span, fmt: str, unit: str = "") -> str:
+    low, high = format(span.low, fmt), format(span.high, fmt)
+    return f"{low}{unit}" if low == high else f"{low}-{high}{unit}"
+
+
+def _step(span: Span) -> str:
+    if span.high < 1:
+        return _range(Span(span.low * 1000, span.expected * 1000, span.high * 1000), ",.0f", " ms")
+    return _range(span, ",.2f", " s")
+
+
+def _setting(prediction: Prediction) -> str:
+    names = {"num_workers": "num_workers={}", "cpus_per_task": "--cpus-per-task={}"}
+    return ", ".join(names.get(k, k + "={}").format(v) for k, v in prediction.setting.items())
+
+
+def headline(prediction: Prediction) -> str:
+    """``expected 480-650 samples/s, 4.4-5.8x (step 98-133 ms) with num_workers=7, ...``"""
+    parts = []
+    if prediction.samples_per_s is not None:
+        parts.append(_range(prediction.samples_per_s, ",.0f", " samples/s"))
+    parts.append(_range(prediction.speedup, ".1f", "x"))
+    return (
+        f"expected {', '.join(parts)} (step {_step(prediction.step_s)}) with {_setting(prediction)}"
+    )
+
+
+def prediction_lines(advice: Advice) -> tuple[str | None, list[str]]:
+    """The headline (None without a prediction: the line saying why instead) and the
+    lines below it: the basis, the ceiling and notes."""
+    prediction = advice.prediction
+    if prediction is None:
+        return None, [advice.no_prediction] if advice.no_prediction else []
+    details = list(prediction.basis)
+    if prediction.ceiling:
+        details.append(prediction.ceiling)
+    return headline(prediction), details + list(prediction.notes)
