@@ -147,6 +147,12 @@ LEAN_REPORT = {
     "tuneadvisor.advisor.findings",
     "tuneadvisor.advisor.plan",
     "tuneadvisor.advisor.rules",
+    # the step-time model sizes dataloader-bound's workers and says what they buy (issue 21):
+    # part of the advice of a profile alone, about 5 ms of imports together
+    "tuneadvisor.advisor.forecast",
+    "tuneadvisor.advisor.prediction",
+    "tuneadvisor.advisor.sizing",
+    "tuneadvisor.advisor.steptime",
     "tuneadvisor.profile",
     "tuneadvisor.profile.alignment",
     "tuneadvisor.profile.analysis",
@@ -175,6 +181,7 @@ LEAN_REPORT = {
     "tuneadvisor.present.metrics_read",
     "tuneadvisor.present.numbers",
     "tuneadvisor.present.plan_rows",
+    "tuneadvisor.present.prediction_text",
     "tuneadvisor.present.requests_use",
 }
 # ... and what it never needs: the TOML parser (the pack is cached), OpenSSL's hashes, a

@@ -17,7 +17,7 @@ from tuneadvisor.advisor.plan import Change, Plan, make_plan
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.advisor.sizing import model_facts
 
-if TYPE_CHECKING:  # `report X.lprof` makes no prediction: it stays off that path
+if TYPE_CHECKING:  # the annotation only: forecast.py makes them
     from tuneadvisor.advisor.prediction import Prediction
 
 
