@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
-from probekit import run_probe
+from probekit import probe_and_report
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 from torchvision import datasets, transforms
@@ -247,19 +247,10 @@ def probe(
         return loss
 
     model.train()
-    record = run_probe(
-        args.probe,
-        script="cifar100_wrn",
-        loader_for=loader_for,
-        step=step,
-        device=device,
-        batch_size=args.batch_size,
-        num_workers=args.num_workers,
-        steps=args.probe_steps,
-        test_mode=stand_in_record(args),
-    )
-    emit("probe", path=args.probe, **{k: record[k] for k in ("cores", "test_mode")})
-    return 0
+    return probe_and_report(
+        args, script="cifar100_wrn", loader_for=loader_for, step=step, device=device,
+        test_mode=stand_in_record(args), emit=emit,
+    )  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -37,7 +37,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
-from probekit import run_probe
+from probekit import probe_and_report
 from torch.optim.lr_scheduler import StepLR
 from torchvision import datasets, transforms
 from trainkit import (
@@ -304,19 +304,10 @@ def probe(
 
     announce_test_mode(args)
     model.train()
-    record = run_probe(
-        args.probe,
-        script="mnist_single",
-        loader_for=loader_for,
-        step=step,
-        device=device,
-        batch_size=args.batch_size,
-        num_workers=args.num_workers,
-        steps=args.probe_steps,
-        test_mode=stand_in_record(args),
-    )
-    emit("probe", path=args.probe, **{k: record[k] for k in ("cores", "test_mode")})
-    return 0
+    return probe_and_report(
+        args, script="mnist_single", loader_for=loader_for, step=step, device=device,
+        test_mode=stand_in_record(args), emit=emit,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -168,3 +168,29 @@ def run_probe(
     tmp.write_text(json.dumps(record, indent=2) + "\n")
     tmp.replace(path)  # a reader never sees half a file
     return record
+
+
+def probe_and_report(
+    args: Any,
+    *,
+    script: str,
+    loader_for: Callable[[int], Any],
+    step: Step,
+    device: torch.device,
+    test_mode: dict[str, Any],
+    emit: Callable[..., None],
+) -> int:
+    """``--probe OUT``: ``run_probe`` with the script's own settings, and its event."""
+    record = run_probe(
+        args.probe,
+        script=script,
+        loader_for=loader_for,
+        step=step,
+        device=device,
+        batch_size=args.batch_size,
+        num_workers=args.num_workers,
+        steps=args.probe_steps,
+        test_mode=test_mode,
+    )
+    emit("probe", path=args.probe, **{k: record[k] for k in ("cores", "test_mode")})
+    return 0
