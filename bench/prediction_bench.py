@@ -138,14 +138,24 @@ def _fmt(x: float) -> str:
     return f"{x:,.1f}"
 
 
-def _runs_wall(runs_dir: Path, ids: Sequence[str]) -> float:
-    """Seconds the runs took (their records' wall_s)."""
-    total = 0.0
+def _records(runs_dir: Path, ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The run records of ``ids`` under ``runs_dir`` (those found)."""
+    found = []
     for run_id in ids:
-        found = list(runs_dir.glob(f"**/{run_id}/run.json"))
-        if found:
-            total += float(json.loads(found[0].read_text()).get("wall_s") or 0.0)
-    return total
+        paths = list(runs_dir.glob(f"**/{run_id}/run.json"))
+        if paths:
+            found.append(json.loads(paths[0].read_text()))
+    return found
+
+
+def _wall(records: Sequence[Mapping[str, Any]]) -> float:
+    """Seconds the runs took (their records' wall_s)."""
+    return sum(float(r.get("wall_s") or 0.0) for r in records)
+
+
+def _best(rates: Mapping[tuple[int, int], float]) -> tuple[tuple[int, int], float]:
+    key = max(rates, key=lambda k: rates[k])
+    return key, rates[key]
 
 
 def main() -> None:
@@ -217,6 +227,7 @@ def main() -> None:
     relaunch_setting: dict[str, tuple[int, int]] = {}
     baseline: dict[str, list[float]] = {c: [] for c in costs}
     sweep: dict[tuple[int, int], list[float]] = {p: [] for p in points}
+    sweep_window: dict[tuple[int, int], list[float]] = {p: [] for p in points}
     sweep_ids: list[str] = []
     for round_no in range(args.repeats):
         print(f"round {round_no + 1}: baselines, relaunches --from, sweep", flush=True)
@@ -241,12 +252,16 @@ def main() -> None:
                str(cpus), "--num-workers", str(workers), "--no-watch")  # fmt: skip
             run = last_run(runs)
             sweep[(cpus, workers)].append(rate(run, args.warmup))
+            sweep_window[(cpus, workers)].append(window_rate(run["steps"], args.warmup) or 0.0)
             sweep_ids.append(run["id"])
     baseline[args.sweep_cost] = sweep.get((1, 1), [])
+    # two measures of each point: the window's samples over its seconds (the throughput) and
+    # the median of the per-step rates (what `run` prints and `tune` decides on)
+    sweep_win = {k: statistics.median(v) for k, v in sweep_window.items()}
     sweep_med = {k: statistics.median(v) for k, v in sweep.items()}
-    best_key = max(sweep_med, key=lambda k: sweep_med[k])
-    best = sweep_med[best_key]
-    sweep_s = _runs_wall(runs, sweep_ids)
+    best_key, best = _best(sweep_win)
+    best_med_key, best_med = _best(sweep_med)
+    sweep_s = _wall(_records(runs, sweep_ids))
 
     # P3: tune from the one-worker run, starting from the report's prediction
     print("P3: tune --from the report, from the one-worker run", flush=True)
@@ -260,11 +275,19 @@ def main() -> None:
     tune_wall = time.perf_counter() - tune_t0
     summary_path = max(runs.glob("*tune-mnist_single*/tune.json"), key=lambda p: p.stat().st_mtime)
     tune = json.loads(summary_path.read_text())
-    trial_times = [
-        (t["samples_per_s"], _runs_wall(summary_path.parent, t["runs"])) for t in tune["trials"]
-    ]
-    tune_s = sum(s for _, s in trial_times)
-    reached = time_to_reach(trial_times, TUNE_REACH * best)
+    trial_records = [_records(summary_path.parent, t["runs"]) for t in tune["trials"]]
+    trial_window = [
+        statistics.median(window_rate(r["steps"], args.warmup) or 0.0 for r in recs)
+        if recs else None
+        for recs in trial_records
+    ]  # fmt: skip
+    trial_s = [_wall(recs) for recs in trial_records]
+    tune_s = sum(trial_s)
+    reached = time_to_reach(list(zip(trial_window, trial_s, strict=True)), TUNE_REACH * best)
+    reached_med = time_to_reach(
+        [(t["samples_per_s"], s) for t, s in zip(tune["trials"], trial_s, strict=True)],
+        TUNE_REACH * best_med,
+    )
     noisy, noisy_why = kept_within_noise(tune)
     elapsed = time.perf_counter() - t0
     load1 = os.getloadavg()
@@ -298,9 +321,19 @@ def main() -> None:
             f"({verdict(within(p.expected, whole))}) |"
         )
     adv = relaunch_setting[args.sweep_cost]
-    adv_point = sweep_med.get(adv)
-    adv_relaunch = statistics.median(relaunch[args.sweep_cost])
+    adv_point = sweep_win.get(adv)
+    adv_point_med = sweep_med.get(adv)
+    adv_relaunch = statistics.median(relaunch_window[args.sweep_cost])
     reach_point = adv_point / best if adv_point else None
+
+    def reach_line(at: float | None) -> str:
+        if at is None or not sweep_s:
+            return "no trial reached it: MISS"
+        return (
+            f"{at:.0f} s, {100 * at / sweep_s:.0f} % of the sweep's {sweep_s:.0f} s: "
+            f"{verdict(at <= TUNE_SHARE * sweep_s)}"
+        )
+
     cmd = (
         f".venv/bin/python bench/prediction_bench.py --steps {args.steps} --warmup {args.warmup} "
         f"--repeats {args.repeats}"
@@ -340,8 +373,11 @@ def main() -> None:
         f"{args.batch_size} / the predicted step time.",
         "",
         "Window samples/s: the samples over the seconds of the steps after the warm-up "
-        "(median of the runs), beside the median of the per-step rates the goal names: with "
-        "several workers the batches arrive in bursts and the per-step rates swing.",
+        "(median of the runs), beside the median of the per-step rates the goal names. With "
+        "several workers the batches arrive in bursts (W workers finish about together, then "
+        "the loop waits again), so most steps are served at the device's pace and a few wait "
+        "for the next burst: the per-step median then follows the fast steps and overstates "
+        "the throughput; the window does not.",
         "",
         "What `run --from` printed for each:",
         "",
@@ -359,25 +395,32 @@ def main() -> None:
         "",
         f"### P2: one apply against the sweep (`--input-cost {args.sweep_cost}`), goal >= 90 %",
         "",
-        f"- sweep best: cpus {best_key[0]}, workers {best_key[1]}: {_fmt(best)} samples/s; the "
-        f"sweep ran {len(sweep_ids)} runs, {sweep_s:.0f} s of run time",
+        "Throughput here is the window's samples over its seconds (see P1); the per-step "
+        "median, which the bursts of several workers inflate, is beside it.",
+        "",
+        f"- sweep best: cpus {best_key[0]}, workers {best_key[1]}: {_fmt(best)} samples/s "
+        f"(by the per-step median: cpus {best_med_key[0]}, workers {best_med_key[1]}, "
+        f"{_fmt(best_med)}); the sweep ran {len(sweep_ids)} runs, {sweep_s:.0f} s of run time",
         f"- `apply` wrote cpus-per-task {applied[args.sweep_cost][0]}, workers "
         f"{applied[args.sweep_cost][1]}; `run --from` the report ran cpus {adv[0]}, workers "
         f"{adv[1]}",
         (
             f"- the advised setting's sweep point: {_fmt(adv_point)} samples/s, "
-            f"**{100 * reach_point:.0f} %** of the best: "
-            f"{verdict(reach_point >= REACH)}"
+            f"**{100 * reach_point:.0f} %** of the best: {verdict(reach_point >= REACH)} "
+            f"(by the per-step median: {100 * (adv_point_med or 0.0) / best_med:.0f} %)"
             if adv_point and reach_point is not None
             else f"- the advised setting {adv} is not in the sweep"
         ),
-        f"- the relaunch itself (with its sampler): {_fmt(adv_relaunch)} samples/s, "
-        f"{100 * adv_relaunch / best:.0f} % of the best",
+        f"- the relaunch `--from` the report (with its sampler): {_fmt(adv_relaunch)} "
+        f"samples/s, {100 * adv_relaunch / best:.0f} % of the best",
         "",
-        "| --cpus-per-task | --num-workers | samples/s (median) | runs |",
-        "|---|---|---|---|",
+        "| --cpus-per-task | --num-workers | window samples/s (median) | runs | per-step "
+        "median (median) | runs |",
+        "|---|---|---|---|---|---|",
         *(
-            f"| {c} | {w} | {_fmt(sweep_med[(c, w)])} | {', '.join(_fmt(x) for x in rs)} |"
+            f"| {c} | {w} | {_fmt(sweep_win[(c, w)])} | "
+            f"{', '.join(_fmt(x) for x in sweep_window[(c, w)])} | {_fmt(sweep_med[(c, w)])} | "
+            f"{', '.join(_fmt(x) for x in rs)} |"
             for (c, w), rs in sorted(sweep.items())
         ),
         "",
@@ -385,13 +428,9 @@ def main() -> None:
         "best in <= 1/3 of its time",
         "",
         f"- trials' run time until one reached {100 * TUNE_REACH:.0f} % of the sweep's best "
-        f"({_fmt(TUNE_REACH * best)} samples/s): "
-        + (
-            f"{reached:.0f} s, {100 * reached / sweep_s:.0f} % of the sweep's {sweep_s:.0f} s: "
-            f"{verdict(reached <= TUNE_SHARE * sweep_s)}"
-            if reached is not None and sweep_s
-            else "no trial reached it: MISS"
-        ),
+        f"({_fmt(TUNE_REACH * best)} window samples/s): {reach_line(reached)}",
+        f"- the same by the per-step median (tune's own measure; {_fmt(TUNE_REACH * best_med)} "
+        f"samples/s): {reach_line(reached_med)}",
         f"- all of tune's trials: {tune_s:.0f} s of run time ({tune_wall:.0f} s wall for the "
         "command); the trials run as many repeats and steps as the sweep's points",
         f"- kept a change inside the noise? {'yes' if noisy else 'no'} ({noisy_why}): "
@@ -400,11 +439,12 @@ def main() -> None:
         *(
             f"- trial {t['stage']}: {t['settings']}: "
             + (
-                f"{_fmt(t['samples_per_s'])} samples/s +-{100 * t['spread']:.1f} %"
+                f"{_fmt(t['samples_per_s'])} samples/s +-{100 * t['spread']:.1f} % (tune's "
+                f"measure), window {_fmt(w or 0.0)} samples/s"
                 if t["samples_per_s"]
                 else "failed"
             )
-            for t in tune["trials"]
+            for t, w in zip(tune["trials"], trial_window, strict=True)
         ),
         *(f"- decision: {d}" for d in tune["decisions"]),
         (
