@@ -74,6 +74,11 @@ PARTS = (
         "`report --log` on a large job log (issue 20)",
         ".venv/bin/python bench/joblog_bench.py --mb 100 --runs 3",
     ),
+    Part(
+        "prediction-bench",
+        "step-time model's prediction, one apply and `tune` vs a sweep, P1-P3 (issue 21)",
+        ".venv/bin/python bench/prediction_bench.py --steps 30 --warmup 8 --repeats 2",
+    ),
 )
 
 RECORDED_RE = re.compile(r"Recorded (\d{4}-\d\d-\d\d \d\d:\d\d) UTC by `([^`]+)`")

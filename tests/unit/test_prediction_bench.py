@@ -1,0 +1,96 @@
+"""The judgements bench/prediction_bench.py records (issue 21's numbers): the +-25 % test, the
+samples/s derived from a predicted step time, the setting `apply` wrote, the time `tune` took
+to reach a target and whether it kept a change inside the noise. No timing here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.prediction_bench import (
+    applied_setting,
+    kept_within_noise,
+    predicted_rate,
+    time_to_reach,
+    window_rate,
+    within,
+)
+
+positive = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False)
+
+
+def test_within_is_the_issues_plus_minus_25_percent() -> None:
+    assert within(100.0, 125.0) and within(100.0, 75.0)
+    assert not within(100.0, 126.0) and not within(100.0, 74.0)
+    assert not within(0.0, 0.0)  # nothing predicted: no pass
+
+
+@given(positive, st.floats(min_value=0.8, max_value=1.2))
+def test_within_holds_inside_the_band(expected: float, factor: float) -> None:
+    assert within(expected, expected * factor)
+
+
+def test_predicted_rate_prefers_the_reports_samples_per_s() -> None:
+    pred = {
+        "samples_per_s": {"low": 90.0, "expected": 100.0, "high": 110.0},
+        "step_s": {"low": 1.0, "expected": 2.0, "high": 4.0},
+    }
+    got = predicted_rate(pred, 32)
+    assert (got.low, got.expected, got.high, got.derived) == (90.0, 100.0, 110.0, False)
+
+
+@given(positive, positive, positive, st.integers(min_value=1, max_value=4096))
+def test_derived_rate_keeps_its_order(a: float, b: float, c: float, batch: int) -> None:
+    low, expected, high = sorted((a, b, c))
+    got = predicted_rate(
+        {"samples_per_s": None, "step_s": {"low": low, "expected": expected, "high": high}}, batch
+    )
+    # the longest step is the fewest samples
+    assert got.derived and got.low <= got.expected <= got.high
+    assert got.expected * expected == pytest.approx(batch)
+
+
+def test_applied_setting_reads_the_sbatch_line_and_the_workers() -> None:
+    follows = (
+        "#SBATCH --cpus-per-task=4   # cores\npython t.py --num-workers ${SLURM_CPUS_PER_TASK:-1}\n"
+    )
+    assert applied_setting(follows) == (4, 4)
+    fixed = "#SBATCH --cpus-per-task 3\npython t.py --num-workers 2 --epochs 1\n"
+    assert applied_setting(fixed) == (3, 2)
+    assert applied_setting("python t.py\n") == (None, None)
+
+
+def test_time_to_reach_counts_up_to_the_first_trial_that_reaches() -> None:
+    trials = [(100.0, 10.0), (None, 5.0), (180.0, 8.0), (200.0, 7.0)]
+    assert time_to_reach(trials, 150.0) == 23.0
+    assert time_to_reach(trials, 100.0) == 10.0
+    assert time_to_reach(trials, 201.0) is None
+
+
+def _trial(settings: str, rate: float, spread: float) -> dict[str, Any]:
+    return {"settings": settings, "samples_per_s": rate, "spread": spread}
+
+
+def test_kept_within_noise_compares_the_gain_to_both_spreads() -> None:
+    base = _trial("1 cpu, workers 1", 100.0, 0.05)
+    noisy = {"base": base, "best": _trial("2 cpu, workers 2", 108.0, 0.05)}
+    clear = {"base": base, "best": _trial("2 cpu, workers 2", 130.0, 0.05)}
+    kept = {"base": base, "best": base}
+    assert kept_within_noise(noisy)[0]
+    assert not kept_within_noise(clear)[0]
+    assert not kept_within_noise(kept)[0]
+    assert not kept_within_noise({"base": None, "best": None})[0]
+
+
+def test_window_rate_is_samples_over_seconds_after_the_warmup() -> None:
+    # bursts: a fast step and a slow one, 32 samples each; the warm-up step is left out
+    steps = [
+        {"step": 1, "step_time_s": 5.0, "samples_per_s": 6.4},
+        {"step": 2, "step_time_s": 0.01, "samples_per_s": 3200.0},
+        {"step": 3, "step_time_s": 0.31, "samples_per_s": 32 / 0.31},
+    ]
+    assert window_rate(steps, 1) == pytest.approx(64 / 0.32)
+    assert window_rate(steps, 3) is None
