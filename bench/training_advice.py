@@ -240,17 +240,13 @@ def main() -> None:
         END,
     ]
     text = args.out.read_text(encoding="utf-8") if args.out.exists() else "# Benchmarks\n"
-    section = "\n".join(line for line in lines if line is not None) + "\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from results_index import refresh as refresh_index
+    section = "\n".join(line for line in lines if line is not None)
+    if str(ROOT) not in sys.path:  # run as a script: bench/ is on the path, the root is not
+        sys.path.insert(0, str(ROOT))
+    from bench.results_index import refresh as refresh_index
+    from bench.results_index import with_section
 
-    args.out.write_text(refresh_index(text), encoding="utf-8")
+    args.out.write_text(refresh_index(with_section(text, section, BEGIN, END)), encoding="utf-8")
     for row in rows:
         print(" | ".join(row))
     print(f"wrote {args.out} ({elapsed:.0f} s); work in {work}")

@@ -13,7 +13,7 @@ from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.compare import findings, load_item, prediction_table, tables
-from tuneadvisor.relaunch.predicted import FINDING_ID, check, measure, report_prediction
+from tuneadvisor.relaunch.predicted import FINDING_ID, check, report_prediction
 from tuneadvisor.relaunch.records import RunRecord, read_record, write_record
 from tuneadvisor.relaunch.requests import RelaunchRequest, advised_settings
 from tuneadvisor.relaunch.settings import Settings
@@ -159,7 +159,7 @@ def test_run_from_a_report_with_a_malformed_prediction_is_one_line_and_exit_2(
 def test_a_run_inside_its_range_is_no_finding(tmp_path: Path) -> None:
     result = check(read_record(_record(tmp_path, [0.09, 0.05, 0.03, *STEADY])))
     assert result is not None and not result.missed and result.finding() is None
-    assert result.step_s is not None and PREDICTION.step_s.contains(result.step_s.median)
+    assert result.step_s is not None and PREDICTION.step_s.contains(result.step_s.value)
     assert result.verdict() == "within the range"
 
 
@@ -207,12 +207,6 @@ def test_a_faster_run_than_predicted_is_a_miss_too(tmp_path: Path) -> None:
     assert result is not None and result.missed
 
 
-def test_measure_gives_the_median_and_the_half_interquartile_spread() -> None:
-    m = measure([1.0, 2.0, 3.0, 4.0, 5.0])
-    assert m is not None and (m.median, m.spread, m.n) == (3.0, 0.5 / 1.5 * 1.0, 5)
-    assert measure([]) is None
-
-
 def test_compare_shows_predicted_against_measured_and_the_finding(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -231,7 +225,10 @@ def test_compare_shows_predicted_against_measured_and_the_finding(
     assert main(["compare", str(good), str(bad), "--format", "json"]) == 0
     good_json, bad_json = json.loads(capsys.readouterr().out)["items"]
     assert good_json["prediction"]["finding"] is None
-    assert good_json["prediction"]["measured"]["step_s"]["median"] == pytest.approx(0.022)
+    # the steady window's seconds over its steps: the mean step time, not the median
+    assert good_json["prediction"]["measured"]["step_s"]["value"] == pytest.approx(
+        sum(STEADY) / len(STEADY)
+    )
     assert bad_json["prediction"]["finding"]["id"] == FINDING_ID
     assert bad_json["prediction"]["predicted"] == PREDICTION.as_json()
 

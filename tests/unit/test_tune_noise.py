@@ -26,6 +26,8 @@ from tuneadvisor.relaunch.tune import (
     trial_spread,
     write_tune_summary,
 )
+from tuneadvisor.relaunch.window import Window, window
+from tuneadvisor.runrecord.measured import Step
 
 Key = tuple[int, int, bool]  # cpus-per-task, workers, amp
 WARMUP = 3
@@ -60,6 +62,17 @@ class FakeSeries:
         return RunRecord.from_json(data)
 
 
+def _window(rates: Sequence[float]) -> Window:
+    """A series' steady window as the tuner reads it (64 samples a step, 64/r s each)."""
+    found = window([Step(i, r, 64 / r, {}) for i, r in enumerate(rates, 1)])
+    assert found is not None
+    return found
+
+
+def _harmonic(rates: Sequence[float]) -> float:  # samples over seconds of equal batches
+    return len(rates) / sum(1 / r for r in rates)
+
+
 def _key(req: RunRequest) -> Key:
     s = req.settings
     return s.cpus_per_task, int(str(s.knobs.get("num_workers"))), bool(s.knobs.get("amp"))
@@ -87,10 +100,14 @@ def test_a_six_percent_gain_inside_an_eight_percent_spread_is_noise(
     result = _run_amp(monkeypatch, tmp_path, [r * 1.066 for r in NOISY])
     assert result.best is result.base
     (said,) = result.decisions
-    assert said.startswith("mixed precision: dropped, 106.6 against 100.0 samples/s (+6.6 %")
+    base = _harmonic(NOISY)  # samples over seconds: 99.6, not the median's 100
+    assert said.startswith(
+        f"mixed precision: dropped, {1.066 * base:.1f} against {base:.1f} samples/s (+6.6 %"
+    )
     assert "within the measured spread" in said and "noise" in said
-    # quartiles 95.5 and 104.5 around a median of 100; the change as noisy: +-9 % together
-    assert result.base.spread == pytest.approx(0.045)
+    # four blocks of two steps: 99.0, 97.4, 96.7 and 104.8 samples/s, +-4 % around 99.6
+    blocks = [_harmonic(NOISY[i : i + 2]) for i in range(0, 8, 2)]
+    assert result.base.spread == pytest.approx((max(blocks) - min(blocks)) / 2 / base)
 
 
 def test_a_gain_beyond_the_spread_is_kept_and_says_by_how_much(
@@ -99,7 +116,11 @@ def test_a_gain_beyond_the_spread_is_kept_and_says_by_how_much(
     result = _run_amp(monkeypatch, tmp_path, [r * 1.3 for r in NOISY])
     assert result.best is not result.base and result.best.settings.knobs["amp"] is True
     (said,) = result.decisions
-    assert "kept, 130.0 against 100.0 samples/s (+30.0 %, beyond the measured spread" in said
+    base = _harmonic(NOISY)
+    assert (
+        f"kept, {1.3 * base:.1f} against {base:.1f} samples/s (+30.0 %, beyond the measured spread"
+        in said
+    )
 
 
 def test_a_quiet_machine_keeps_the_five_percent_threshold(
@@ -114,10 +135,10 @@ def test_a_quiet_machine_keeps_the_five_percent_threshold(
 
 
 def test_repeats_that_disagree_widen_the_spread() -> None:
-    steady = [100.0, 100.0, 100.0, 100.0]
+    steady = _window([100.0, 100.0, 100.0, 100.0])
     assert trial_spread([steady]) == 0.0
     # two repeats, each steady, one 10 % above the other: +-5 % around 105
-    assert trial_spread([steady, [110.0] * 4]) == pytest.approx(5.0 / 105.0)
+    assert trial_spread([steady, _window([110.0] * 4)]) == pytest.approx(5.0 / 105.0)
     assert trial_spread([]) == 0.0
 
 
@@ -150,7 +171,7 @@ def test_tune_never_keeps_a_change_inside_the_measured_spread(
 ) -> None:
     """End to end through the trials: the changed setting's steps are the base's shifted
     by a gain inside the spread the base and its own steps show."""
-    spread = trial_spread([base])
+    spread = trial_spread([_window(base)])
     changed = [r * (1 + share * spread) for r in base]
     with pytest.MonkeyPatch.context() as mp:
         fake = FakeSeries({(1, 0, False): [base], (1, 0, True): [changed]})
@@ -206,7 +227,8 @@ def test_tune_starts_from_the_prediction_and_records_it_on_that_trial(
     assert result.predicted is not None and result.predicted["verdict"] == "within the range"
     summary = json.loads(write_tune_summary(tmp_path, result, {}).read_text())
     assert summary["prediction"] == PREDICTED.as_json()
-    assert summary["predicted_check"]["measured"]["samples_per_s"]["median"] == 190.0
+    measured = summary["predicted_check"]["measured"]["samples_per_s"]["value"]
+    assert measured == pytest.approx(_harmonic(_flat(190.0)[0]))
 
 
 def _key_of(settings: Settings) -> tuple[int, int]:

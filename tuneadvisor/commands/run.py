@@ -176,7 +176,7 @@ def _print_prediction(console: Console, record: RunRecord) -> None:
     span, measured = result.prediction.step_s, result.step_s
     console.print(
         f"  predicted {1000 * span.low:.1f}-{1000 * span.high:.1f} ms a step; measured "
-        f"{1000 * measured.median:.1f} ms +-{100 * measured.spread:.0f} % "
+        f"{1000 * measured.value:.1f} ms +-{100 * measured.spread:.0f} % "
         f"({result.verdict()})",
         highlight=False,
         soft_wrap=True,

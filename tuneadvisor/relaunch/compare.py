@@ -107,7 +107,7 @@ def _span(span: Span | None, scale: float, spec: str, unit: str = "") -> str:
 
 
 def _measured(m: Measure | None, scale: float, spec: str, unit: str = "") -> str:
-    return "-" if m is None else f"{format(scale * m.median, spec)}{unit} +-{100 * m.spread:.0f} %"
+    return "-" if m is None else f"{format(scale * m.value, spec)}{unit} +-{100 * m.spread:.0f} %"
 
 
 def prediction_table(items: Sequence[Item]) -> Table | None:

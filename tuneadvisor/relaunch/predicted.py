@@ -14,6 +14,7 @@ from typing import Any
 
 from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.errors import InputError
+from tuneadvisor.relaunch.window import window
 from tuneadvisor.runrecord.measured import Step
 from tuneadvisor.runrecord.record import RunRecord
 
@@ -48,29 +49,15 @@ def record_prediction(record: RunRecord) -> Prediction | None:
 
 @dataclass(frozen=True)
 class Measure:
-    """A steady-state figure: the median of the steps and its spread (relative half-width
-    of the interquartile range: 0.05 = the middle half of the steps within +-5 %)."""
+    """A steady-state figure: over the steady window (samples over seconds, seconds over
+    steps: relaunch/window.py) and its spread (relative half-width: 0.05 = within +-5 %)."""
 
-    median: float
+    value: float
     spread: float
     n: int
 
     def as_json(self) -> dict[str, float | int]:
-        return {"median": self.median, "spread": self.spread, "n": self.n}
-
-
-def measure(values: Sequence[float]) -> Measure | None:
-    """The median and spread of ``values`` (None: nothing measured)."""
-    xs = sorted(v for v in values if v > 0)
-    if not xs:
-        return None
-    mid = statistics.median(xs)
-    if len(xs) < 4:
-        half = (xs[-1] - xs[0]) / 2
-    else:
-        q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
-        half = (q3 - q1) / 2
-    return Measure(mid, half / mid, len(xs))
+        return {"value": self.value, "spread": self.spread, "n": self.n}
 
 
 def steady_steps(steps: Sequence[Step], warmup: int = WARMUP_STEPS) -> Sequence[Step]:
@@ -105,7 +92,7 @@ class Check:
             return None
         measured = self.step_s
         said = (
-            f"step time {_ms(measured.median)} (+-{100 * measured.spread:.0f} %) against "
+            f"step time {_ms(measured.value)} (+-{100 * measured.spread:.0f} %) against "
             f"{_span_ms(self.prediction.step_s)} predicted"
             if measured is not None
             else "samples/s outside the predicted range"
@@ -130,7 +117,7 @@ class Check:
 
 
 def _outside(span: Span | None, measured: Measure | None) -> bool:
-    return span is not None and measured is not None and not span.contains(measured.median)
+    return span is not None and measured is not None and not span.contains(measured.value)
 
 
 def _ms(seconds: float) -> str:
@@ -149,9 +136,12 @@ def check(
     prediction = record_prediction(record)
     if prediction is None:
         return None
-    steady = steady_steps(record.steps, warmup)
-    step_s = measure([float(s.step_time_s) for s in steady if s.step_time_s])
-    rate = measure([float(s.samples_per_s) for s in steady if s.samples_per_s])
+    # samples over seconds of the steady window, not the median of per-step rates (window.py)
+    steady = window(steady_steps(record.steps, warmup))
+    step_s = (
+        Measure(steady.step_s, steady.spread, steady.steps) if steady and steady.step_s else None
+    )
+    rate = Measure(steady.samples_per_s, steady.spread, steady.steps) if steady else None
     result = Check(prediction, step_s, rate, ())
     if not result.missed:
         return result

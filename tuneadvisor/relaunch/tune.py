@@ -25,13 +25,14 @@ from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.files import write_atomic
 from tuneadvisor.relaunch.allocation import available_cores
 from tuneadvisor.relaunch.gain import Rate, Verdict, judge
-from tuneadvisor.relaunch.predicted import check, measure
+from tuneadvisor.relaunch.predicted import check
 from tuneadvisor.relaunch.records import RunRecord
 from tuneadvisor.relaunch.requests import RelaunchRequest
 from tuneadvisor.relaunch.runner import RunRequest, run_local
 from tuneadvisor.relaunch.settings import Settings, render_job_script
 from tuneadvisor.relaunch.submit import launch_line
 from tuneadvisor.relaunch.watcher import tuneadvisor_command
+from tuneadvisor.relaunch.window import Window, window
 
 # knobs that only shape a trial; the winning job script leaves them out
 TRIAL_ONLY = ("max_steps", "log_interval", "max_eval_batches", "epochs")
@@ -64,7 +65,7 @@ class TuneRequest:
 class Trial:
     stage: str
     settings: Settings
-    rates: tuple[float, ...]  # samples/s of each repeat (median of its measured steps)
+    rates: tuple[float, ...]  # samples/s of each repeat (over its steady window)
     runs: tuple[str, ...]  # run ids
     ok: bool
     spread: float = 0.0  # relative: of the steady steps and of the repeats (trial_spread)
@@ -117,29 +118,31 @@ class TuneResult:
         }
 
 
-def steady_rates(record: RunRecord, warmup_steps: int) -> list[float]:
-    """Samples/s of each step after the warm-up (the steady-state window)."""
+def steady_window(record: RunRecord, warmup_steps: int) -> Window | None:
+    """Samples over seconds of the steps after the warm-up (the steady-state window), with
+    the spread of its blocks (relaunch/window.py: not the median of per-step rates, which
+    follows the fast steps of bursty workers)."""
     steps = record.steps
     measured = [s for s in steps if s.step > warmup_steps] or steps[1:]
-    return [float(s.samples_per_s) for s in measured if s.samples_per_s]
+    return window(measured)
 
 
 def measured_rate(record: RunRecord, warmup_steps: int) -> float | None:
-    """Median samples/s of the steps after the warm-up."""
-    rates = steady_rates(record, warmup_steps)
-    return statistics.median(rates) if rates else None
+    """Samples/s over the steps after the warm-up."""
+    found = steady_window(record, warmup_steps)
+    return found.samples_per_s if found is not None else None
 
 
-def trial_spread(windows: Sequence[Sequence[float]]) -> float:
-    """A trial's relative spread: the larger of its steps' (pooled over the repeats) and
-    its repeats' (the half-range of their medians): a setting measured once is as noisy as
-    its steps, one measured several times as noisy as its repeats disagree."""
-    pooled = measure([r for w in windows for r in w])
-    if pooled is None:
+def trial_spread(windows: Sequence[Window]) -> float:
+    """A trial's relative spread: the larger of its repeats' own (their blocks') and of how
+    far the repeats disagree (the half-range of their rates): a setting measured once is as
+    noisy as its window, one measured several times as noisy as its repeats disagree."""
+    if not windows:
         return 0.0
-    medians = [statistics.median(w) for w in windows if w]
-    between = (max(medians) - min(medians)) / 2 / pooled.median if len(medians) > 1 else 0.0
-    return max(pooled.spread, between)
+    rates = [w.samples_per_s for w in windows]
+    middle = statistics.median(rates)
+    between = (max(rates) - min(rates)) / 2 / middle if len(rates) > 1 else 0.0
+    return max(max(w.spread for w in windows), between)
 
 
 def setting_pair(settings: Settings) -> tuple[int, int]:
@@ -258,7 +261,7 @@ class Tuner:
             )
             return None
         rates: list[float] = []
-        windows: list[list[float]] = []
+        windows: list[Window] = []
         runs: list[str] = []
         ok = True
         t0 = self.clock()
@@ -271,12 +274,12 @@ class Tuner:
             )  # fmt: skip
             record = run_local(req)
             runs.append(record.id)
-            window = steady_rates(record, self.options.warmup_steps) if record.ok else []
-            if not window:
+            steady = steady_window(record, self.options.warmup_steps) if record.ok else None
+            if steady is None:
                 ok = False
                 break
-            windows.append(window)
-            rates.append(statistics.median(window))
+            windows.append(steady)
+            rates.append(steady.samples_per_s)
             if prediction is not None and self.result.predicted is None:
                 found = check(record, warmup=self.options.warmup_steps)
                 self.result.predicted = found.as_json() if found is not None else None
