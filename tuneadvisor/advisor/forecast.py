@@ -70,10 +70,6 @@ def _ceiling(
     )
 
 
-def _span(expected: float, spread: float) -> Span:
-    return Span(expected * max(1 - spread, 0.0), expected, expected * (1 + spread))
-
-
 def predict(facts: Mapping[str, object], plan: Plan) -> tuple[Prediction | None, str | None]:
     """The plan's setting predicted; or None and the line saying which evidence would give
     one (None and None where the plan changes neither workers nor cores: nothing to
@@ -98,15 +94,17 @@ def predict(facts: Mapping[str, object], plan: Plan) -> tuple[Prediction | None,
     spread = budget.spread
     speed = 1.0 / relative
     step = budget.step_s * relative
+    faster = 1.0 / (1.0 - budget.overhead)  # the fast side: the run without the profiler
     samples = None
     if budget.batch_size:
         rate = budget.batch_size / step
-        samples = Span(rate / (1 + spread), rate, rate / max(1 - spread, 0.05))
+        samples = Span(rate / (1 + spread), rate, rate / max(1 - spread, 0.05) * faster)
+    fastest = speed * (1 + spread) * faster
     return (
         Prediction(
             setting={"num_workers": workers, "cpus_per_task": cores},
-            step_s=_span(step, spread),
-            speedup=Span(max(min(1.0, speed), speed / (1 + spread)), speed, speed * (1 + spread)),
+            step_s=Span(step * max(1 - spread, 0.0) / faster, step, step * (1 + spread)),
+            speedup=Span(max(min(1.0, speed), speed / (1 + spread)), speed, fastest),
             samples_per_s=samples,
             basis=(
                 *budget.basis,
