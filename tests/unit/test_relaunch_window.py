@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuneadvisor.relaunch.window import window
 from tuneadvisor.runrecord.measured import Step
+from tuneadvisor.runrecord.window import window
 
 
 def steps(times: list[float], batch: int = 64, every: int = 1) -> list[Step]:

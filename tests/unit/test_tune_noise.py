@@ -26,8 +26,8 @@ from tuneadvisor.relaunch.tune import (
     trial_spread,
     write_tune_summary,
 )
-from tuneadvisor.relaunch.window import Window, window
 from tuneadvisor.runrecord.measured import Step
+from tuneadvisor.runrecord.window import Window, window
 
 Key = tuple[int, int, bool]  # cpus-per-task, workers, amp
 WARMUP = 3

@@ -262,6 +262,9 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ),
     ("probe.stall_share", "float", "fraction", "the loop's time waiting for the next batch"),
     ("probe.batch_size", "int", "samples", "the probed batch size (per rank)"),
+    # the run record beside a profile (`tuneadvisor run` wrote both): the profiled run
+    ("run.batch_size", "int", "", "the profiled run's batch size (its run record)"),
+    ("run.samples_per_s", "float", "samples/s", "the profiled run's steady samples/s"),
     ("probe.cores", "int", "cores", "cores the probe could use (its affinity)"),
     ("probe.test_mode", "bool", "", "the step was the device-time stand-in (--device-time-ms)"),
     # training script, from its AST: the scanner declares what it emits

@@ -244,7 +244,18 @@ def step_budget(facts: Mapping[str, object]) -> StepBudget | None:
     for make in (_from_probe, _from_profile, _from_recording):
         budget = make(facts, workers)
         if budget is not None:
-            if budget.batch_size is None:  # the script's, where the probe did not say
-                return replace(budget, batch_size=_int(facts, "script.batch_size"))
+            if budget.batch_size is None:  # the script's, else its run record's
+                batch = _int(facts, "script.batch_size") or _int(facts, "run.batch_size")
+                budget = replace(budget, batch_size=batch)
+            rate = _num(facts, "run.samples_per_s")
+            if rate is not None:
+                budget = replace(
+                    budget,
+                    basis=(
+                        *budget.basis,
+                        f"{rate:,.1f} samples/s: measured, the run record "
+                        "beside the profile (steps after the warm-up)",
+                    ),
+                )
             return budget
     return None

@@ -14,12 +14,11 @@ from typing import Any
 
 from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.errors import InputError
-from tuneadvisor.relaunch.window import window
 from tuneadvisor.runrecord.measured import Step
 from tuneadvisor.runrecord.record import RunRecord
+from tuneadvisor.runrecord.window import WARMUP_STEPS, window
 
 FINDING_ID = "prediction-missed"
-WARMUP_STEPS = 3  # steps left out of the steady state (compile, worker start-up, caches)
 SLOW_WARMUP = 1.5  # the first steps this much slower than the rest: a warm-up that shows
 IDLE_CORES = 0.5  # under this share of the cores asked in use: the loop waited on something
 

@@ -32,7 +32,7 @@ from tuneadvisor.relaunch.runner import RunRequest, run_local
 from tuneadvisor.relaunch.settings import Settings, render_job_script
 from tuneadvisor.relaunch.submit import launch_line
 from tuneadvisor.relaunch.watcher import tuneadvisor_command
-from tuneadvisor.relaunch.window import Window, window
+from tuneadvisor.runrecord.window import Window, window
 
 # knobs that only shape a trial; the winning job script leaves them out
 TRIAL_ONLY = ("max_steps", "log_interval", "max_eval_batches", "epochs")

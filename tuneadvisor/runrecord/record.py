@@ -27,6 +27,7 @@ from tuneadvisor.runrecord.json_fields import (
 from tuneadvisor.runrecord.measured import Epoch, Measured, Step, Summary
 from tuneadvisor.runrecord.parts import Host, Paths, Resources
 from tuneadvisor.runrecord.settings import Settings
+from tuneadvisor.runrecord.window import WARMUP_STEPS, window
 
 KIND = "tuneadvisor-run"
 SCHEMA = 1
@@ -199,6 +200,20 @@ class RunRecord:
     def sampled(self) -> Mapping[str, float]:
         """What ``watch`` sampled beside the run (empty when nothing)."""
         return (self.resources.sampled if self.resources is not None else None) or {}
+
+    def facts(self) -> dict[str, object]:
+        """``run.*``: what the run record beside a profile says of the profiled run, for the
+        step-time model (its batch size: the script may set it where a scan cannot see)."""
+        out: dict[str, object] = {}
+        start = self.measured.start if self.measured is not None else {}
+        for batch in (self.settings.knobs.get("batch_size"), start.get("batch_size")):
+            if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
+                out["run.batch_size"] = batch
+                break
+        steady = window([s for s in self.steps if s.step > WARMUP_STEPS] or self.steps[1:])
+        if steady is not None:
+            out["run.samples_per_s"] = round(steady.samples_per_s, 3)
+        return out
 
     @property
     def samples_per_s(self) -> float | None:

@@ -87,6 +87,22 @@ def run_record_measured(profile: str) -> Measured | None:
     )
 
 
+def run_record_facts(profile: str) -> dict[str, object]:
+    """``run.*`` of the ``tuneadvisor run`` that wrote this profile (empty for a profile of
+    anything else, or a record that cannot be read)."""
+    from tuneadvisor.runrecord import RECORD_NAME
+
+    path = Path(profile).parent / RECORD_NAME
+    if not is_regular_file(path):
+        return {}
+    from tuneadvisor.runrecord.record import read_record
+
+    try:
+        return read_record(path).facts()
+    except InputError:
+        return {}
+
+
 _HOW_TO_LOG = (
     "log with nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used --format=csv -l 1"
 )

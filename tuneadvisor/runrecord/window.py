@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from tuneadvisor.runrecord.measured import Step
 
 BLOCKS = 4  # contiguous parts of the window whose rates give its spread
+WARMUP_STEPS = 3  # steps left out at the start: start-up, first batches, workers starting
 
 
 @dataclass(frozen=True)
