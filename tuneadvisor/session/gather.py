@@ -23,11 +23,7 @@ from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.session.gpu_source import accounting_gpu_of, choose_gpu_source, seff_gpu_note
 from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.read_files import read_job, read_training_script, script_parse
-from tuneadvisor.session.read_measured import (
-    read_metrics,
-    run_record_facts,
-    run_record_measured,
-)
+from tuneadvisor.session.read_measured import read_metrics, run_record_beside
 from tuneadvisor.session.site_file import load_site, site_path
 
 # Each input's parser is imported where that input is read: `report PROFILE` alone stays as
@@ -333,9 +329,10 @@ def _allocation(
     """alloc.*: what the measured run was given (recordings, then run records, then
     accounting, then what the script says this same evidence had), derived by the advisor
     from every input before."""
-    measured = measured + [m for m in map(run_record_measured, profiles) if m is not None]
-    for profile in profiles[:1]:  # the profiled run's batch size and rate (the model's)
-        found.facts.update(run_record_facts(profile))
+    records = [run_record_beside(p) for p in profiles]
+    measured = measured + [m for m, _ in records if m is not None]
+    if records:  # the first profiled run's batch size and rate (the step-time model's)
+        found.facts.update(records[0][1])
     recorded = recorded_allocation(found.facts, stamp.digest if stamp else None)
     alloc, notes = allocation_facts(found.facts, measured, [recorded] if recorded else [])
     found.facts.update(alloc)

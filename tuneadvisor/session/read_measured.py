@@ -61,46 +61,31 @@ def _from_header(job: Mapping[str, object]) -> Measured:
     )
 
 
-def run_record_measured(profile: str) -> Measured | None:
-    """The settings of the ``tuneadvisor run`` that wrote this profile (its run.json is
-    beside it); None for a profile of anything else. Read as every input is (bounded, a
-    regular file only: a FIFO there would block): what is not a readable run record is no
-    run record."""
+def run_record_beside(profile: str) -> tuple[Measured | None, dict[str, object]]:
+    """What the ``tuneadvisor run`` that wrote this profile (its run.json is beside it) was
+    given (cores, workers) and its ``run.*`` facts (batch size, steady rate), from one read;
+    (None, {}) for a profile of anything else. Read as every input is (bounded, a regular
+    file only: a FIFO there would block): what is not a readable run record is no record."""
     from tuneadvisor.runrecord import RECORD_NAME
 
     path = Path(profile).parent / RECORD_NAME
     if not is_regular_file(path):
-        return None
+        return None, {}
     from tuneadvisor.runrecord.record import read_record
 
     try:
-        settings = read_record(path).settings
+        record = read_record(path)
     except InputError:
-        return None
-    cpus = settings.cpus_per_task
-    workers = settings.knobs.get("num_workers")
-    return Measured(
+        return None, {}
+    cpus = record.settings.cpus_per_task
+    workers = record.settings.knobs.get("num_workers")
+    measured = Measured(
         "this profile",
         cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None,
         None,
         workers if isinstance(workers, int) and not isinstance(workers, bool) else None,
     )
-
-
-def run_record_facts(profile: str) -> dict[str, object]:
-    """``run.*`` of the ``tuneadvisor run`` that wrote this profile (empty for a profile of
-    anything else, or a record that cannot be read)."""
-    from tuneadvisor.runrecord import RECORD_NAME
-
-    path = Path(profile).parent / RECORD_NAME
-    if not is_regular_file(path):
-        return {}
-    from tuneadvisor.runrecord.record import read_record
-
-    try:
-        return read_record(path).facts()
-    except InputError:
-        return {}
+    return measured, record.facts()
 
 
 _HOW_TO_LOG = (

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.commands import Found, analyse
-from tuneadvisor.slurm.launch_line.lexing import OPERATORS, REDIRECT, lex, logical_lines, unquote
+from tuneadvisor.slurm.launch_line.lexing import delimited_commands, lex, logical_lines
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 __all__ = ["unwaited_launches"]
@@ -39,19 +39,8 @@ def _commands(job: JobScript) -> Iterator[_Command]:
         return
     body = [(line.number, line.text) for line in job.lines[job.first_command_line - 1 :]]
     for logical in logical_lines(body):
-        words: list[str] = []
-        target = False  # the next word is a redirection's file
-        for token in [*lex(logical.text), "\n"]:
-            if token in OPERATORS:
-                if words:
-                    yield _Command(logical.first, tuple(words), token == "&")
-                words, target = [], False
-            elif REDIRECT.fullmatch(token):
-                target = True
-            elif target:
-                target = False
-            else:
-                words.append(unquote(token))
+        for _, words, after in delimited_commands(lex(logical.text)):
+            yield _Command(logical.first, tuple(words), after == "&")
 
 
 def _program(words: Sequence[str]) -> str:

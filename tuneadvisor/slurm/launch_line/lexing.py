@@ -258,13 +258,22 @@ def commands_after(
 ) -> Iterator[tuple[str | None, list[str]]]:
     """Like :func:`commands`, each with the operator before it (None at the line's start):
     after ``&&`` or ``|`` a command may not run, or runs in a subshell."""
+    for before, words, _ in delimited_commands(tokens, expand):
+        yield before, words
+
+
+def delimited_commands(
+    tokens: list[str], expand: Callable[[str], list[str] | None] | None = None
+) -> Iterator[tuple[str | None, list[str], str | None]]:
+    """Like :func:`commands_after`, each also with the operator that ends it (None at the
+    end of the tokens): ``&`` sends it to the background."""
     words: list[str] = []
     before: str | None = None
     target = False  # the next word is a redirection's file
     for token in tokens:
         if token in OPERATORS:
             if words:
-                yield before, words
+                yield before, words, token
                 before = token
             elif token != "\n":
                 before = token  # `( cd x )`: the subshell's opening
@@ -277,4 +286,4 @@ def commands_after(
             expanded = expand(token) if expand is not None else None
             words.extend([unquote(token)] if expanded is None else expanded)
     if words:
-        yield before, words
+        yield before, words, None
