@@ -53,6 +53,8 @@ class Plan:
     # from the cores and workers they suggest): how a script edit should derive num_workers
     # from SLURM_CPUS_PER_TASK.
     reserve_main_core: bool = True
+    # the options a node's or partition's size bound (its notes say by how much)
+    capped: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("sbatch", "script", "env"):
@@ -147,6 +149,7 @@ def _bound_cores(
     facts: Facts,
     notes: list[str],
     tasks_per_node: int | None = None,
+    bound: list[str] | None = None,
 ) -> tuple[Change | None, Change | None]:
     """--cpus-per-task within the node, and num_workers with it: the rules' workers, less
     as many as the cap took cores away (they keep the rules' choice of a main core)."""
@@ -155,6 +158,8 @@ def _bound_cores(
     if cores_change is None or cores is None or limit is None or cores <= limit:
         return cores_change, workers
     notes.append(f"--cpus-per-task {cores} capped at {limit}: the node allows no more per task")
+    if bound is not None:
+        bound.append("--cpus-per-task")
     capped = Change(limit, cores_change.because)
     asked = _as_int(workers.value) if workers else None
     if workers is None or asked is None:
@@ -211,7 +216,11 @@ def _peak_nodes(facts: Facts) -> int:
 
 
 def _bound_memory(
-    change: Change | None, facts: Facts, notes: list[str], workers: Change | None = None
+    change: Change | None,
+    facts: Facts,
+    notes: list[str],
+    workers: Change | None = None,
+    bound: list[str] | None = None,
 ) -> Change | None:
     if change is None:
         return None
@@ -243,6 +252,8 @@ def _bound_memory(
     node_mem = facts.get("node.mem_mib")
     if isinstance(node_mem, int | float) and mib is not None and mib > node_mem:
         notes.append(f"--mem capped at the node's {mem_text(node_mem)}")
+        if bound is not None:
+            bound.append("--mem")
         change = Change(mem_text(node_mem), change.because)
     return change
 
@@ -357,6 +368,7 @@ def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
     script = {k: _pick(k, v) for k, v in _merge(findings, "script").items()}
     env = {k: _pick(k, v) for k, v in _merge(findings, "env").items()}
     notes: list[str] = []
+    capped: list[str] = []
     # as the rules chose it, before a cap (one core left has no main core to spare)
     reserve = _reserves_main_core(sbatch.get("cpus-per-task"), script.get("num_workers"))
     cores, workers = _bound_cores(
@@ -365,6 +377,7 @@ def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
         facts,
         notes,
         _planned_tasks_per_node(sbatch),
+        capped,
     )
     cores, workers = _already_has_cores(cores, workers, facts, notes)
     mem = (
@@ -374,7 +387,7 @@ def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
     )
     bounded = {
         "cpus-per-task": cores,
-        "mem": _bound_memory(mem, facts, notes, workers),
+        "mem": _bound_memory(mem, facts, notes, workers, capped),
         "time": _bound_time(sbatch.get("time"), facts, notes),
     }
     if bounded["mem"] is not None:
@@ -384,7 +397,7 @@ def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
         del sbatch["mem"]
     if workers is not None:
         script["num_workers"] = workers
-    return Plan(sbatch, script, env, tuple(notes), reserve)
+    return Plan(sbatch, script, env, tuple(notes), reserve, tuple(capped))
 
 
 def _same_memory(value: object, now: object) -> bool:

@@ -188,13 +188,9 @@ def ceiling_notes(plan: Plan, facts: Mapping[str, object]) -> list[str]:
     change = plan.sbatch.get("mem")
     if change is not None and parse_memory_mib(str(change.value)) == mem:
         reached.append("--mem")
-    # the plan's own cap notes ("--cpus-per-task 128 capped at 64: the node allows no more")
-    # where the script has the ceiling already and nothing changes
-    for option in ("--cpus-per-task", "--mem"):
-        if option not in reached and any(
-            n.startswith(f"{option} ") and "capped" in n for n in plan.notes
-        ):
-            reached.append(option)
+    # what the plan capped at the node, also where the script has the ceiling already and
+    # nothing changes
+    reached += [option for option in plan.capped if option not in reached]
     if not reached:
         return []
     return [
