@@ -433,7 +433,8 @@ def main() -> None:
         "",
         f"- trials' run time until one reached {100 * TUNE_REACH:.0f} % of the sweep's best "
         f"({_fmt(TUNE_REACH * best)} window samples/s): {reach_line(reached)}",
-        f"- the same by the per-step median (tune's own measure; {_fmt(TUNE_REACH * best_med)} "
+        f"- the same by the per-step median (the goal's; tune now measures the window; "
+        f"{_fmt(TUNE_REACH * best_med)} "
         f"samples/s): {reach_line(reached_med)}",
         f"- all of tune's trials: {tune_s:.0f} s of run time ({tune_wall:.0f} s wall for the "
         "command); the trials run as many repeats and steps as the sweep's points",
