@@ -86,48 +86,54 @@ def _load(kind: str, seconds: float, ready: Any) -> None:
             torch.cuda.synchronize()
 
 
-def _metric_ids(pynvml: Any) -> list[int]:
-    return sorted(
+# The metrics the rules read, in one call. Asking for ids the driver does not know (a newer
+# nvidia-ml-py lists ~300) fails the whole call with InvalidArgument: then each id alone.
+CORE_METRICS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 20, 21, 60, 61)
+
+
+def _metrics_get(pynvml: Any, ids: tuple[int, ...], s1: Any, s2: Any) -> list[dict[str, Any]]:
+    req = pynvml.c_nvmlGpmMetricsGet_t()
+    req.version = pynvml.NVML_GPM_METRICS_GET_VERSION
+    req.numMetrics = len(ids)
+    req.sample1 = s1
+    req.sample2 = s2
+    for i, mid in enumerate(ids):
+        req.metrics[i].metricId = mid
+    pynvml.nvmlGpmMetricsGet(req)
+    return [
         {
-            getattr(pynvml, n)
-            for n in dir(pynvml)
-            if n.startswith("NVML_GPM_METRIC_")
-            and n != "NVML_GPM_METRIC_MAX"
-            and isinstance(getattr(pynvml, n), int)
+            "metricId": int(req.metrics[i].metricId),
+            "nvmlReturn": int(req.metrics[i].nvmlReturn),
+            "value": float(req.metrics[i].value),
         }
-    )
+        for i in range(len(ids))
+    ]
 
 
-def _gpm_round(pynvml: Any, handle: Any, ids: list[int], s1: Any, s2: Any) -> dict[str, Any]:
-    """One interval: a sample already in s1, take s2, ask every metric (at most 98 a call)."""
+def _gpm_round(pynvml: Any, handle: Any, s1: Any, s2: Any) -> dict[str, Any]:
+    """One interval: a sample already in s1, take s2, ask the metrics."""
     t0 = time.perf_counter()
     pynvml.nvmlGpmSampleGet(handle, s2)
     get_ms = (time.perf_counter() - t0) * 1e3
-    out: list[dict[str, Any]] = []
-    metrics_ms = 0.0
-    max_per_call = len(pynvml.c_nvmlGpmMetricsGet_t().metrics)
-    for start in range(0, len(ids), max_per_call):
-        chunk = ids[start : start + max_per_call]
-        req = pynvml.c_nvmlGpmMetricsGet_t()
-        req.version = pynvml.NVML_GPM_METRICS_GET_VERSION
-        req.numMetrics = len(chunk)
-        req.sample1 = s1
-        req.sample2 = s2
-        for i, mid in enumerate(chunk):
-            req.metrics[i].metricId = mid
-        t0 = time.perf_counter()
-        pynvml.nvmlGpmMetricsGet(req)
-        metrics_ms += (time.perf_counter() - t0) * 1e3
-        for i in range(len(chunk)):
-            m = req.metrics[i]
-            out.append(
-                {
-                    "metricId": int(m.metricId),
-                    "nvmlReturn": int(m.nvmlReturn),
-                    "value": float(m.value),
-                }
-            )
-    return {"metrics": out, "sample_get_ms": get_ms, "metrics_get_ms": metrics_ms}
+    t0 = time.perf_counter()
+    batch_error = None
+    try:
+        out = _metrics_get(pynvml, CORE_METRICS, s1, s2)
+    except pynvml.NVMLError as exc:
+        batch_error = repr(exc)
+        out = []
+        for mid in CORE_METRICS:
+            try:
+                out.extend(_metrics_get(pynvml, (mid,), s1, s2))
+            except pynvml.NVMLError as one:
+                out.append({"metricId": mid, "callError": int(one.value), "value": None})
+    metrics_ms = (time.perf_counter() - t0) * 1e3
+    return {
+        "metrics": out,
+        "sample_get_ms": get_ms,
+        "metrics_get_ms": metrics_ms,
+        "batch_error": batch_error,
+    }
 
 
 def capture_gpm(out: Path, seconds: float) -> None:
@@ -167,8 +173,7 @@ def capture_gpm(out: Path, seconds: float) -> None:
         result["device"]["mig_mode"] = list(mode)
     except Exception as exc:
         result["device"]["mig_mode"] = repr(exc)
-    ids = _metric_ids(pynvml)
-    result["metric_ids"] = ids
+    result["metric_ids"] = list(CORE_METRICS)
     ctx = mp.get_context("spawn")
     for kind in ("idle", "bf16_matmul", "tiny_kernels", "copy_bound", "pcie_htod"):
         ready = ctx.Event()
@@ -183,7 +188,7 @@ def capture_gpm(out: Path, seconds: float) -> None:
             pynvml.nvmlGpmSampleGet(handle, s1)
             for _ in range(int(seconds)):
                 time.sleep(1.0)
-                entry["rounds"].append(_gpm_round(pynvml, handle, ids, s1, s2))
+                entry["rounds"].append(_gpm_round(pynvml, handle, s1, s2))
                 s1, s2 = s2, s1
             util = pynvml.nvmlDeviceGetUtilizationRates(handle)
             entry["utilization"] = {"gpu": int(util.gpu), "memory": int(util.memory)}
@@ -317,6 +322,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--skip-gpm", action="store_true")
+    ap.add_argument("--skip-traces", action="store_true")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -329,7 +335,8 @@ def main() -> int:
         log(f"no torch: {exc}")
     if not args.skip_gpm:
         capture_gpm(args.out, args.seconds)
-    capture_traces(args.out)
+    if not args.skip_traces:
+        capture_traces(args.out)
     log(f"done in {time.monotonic() - t0:.1f} s")
     (args.out / "capture.log").write_text("\n".join(LOG) + "\n")
     return 0
