@@ -68,6 +68,23 @@ def _load(kind: str, seconds: float, ready: Any) -> None:
             for _ in range(2000):
                 x.add_(1)
             torch.cuda.synchronize()
+    elif kind == "tiny_graph":
+        # Back-to-back one-element kernels replayed from a CUDA graph: no launch gaps, so
+        # "utilization" reads near 100 % while almost every SM is idle.
+        x = torch.zeros(1, device=dev)
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            x.add_(1)  # warm up on a side stream, as graph capture wants
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(1000):
+                x.add_(1)
+        ready.set()
+        while time.monotonic() < end:
+            for _ in range(20):
+                graph.replay()
+            torch.cuda.synchronize()
     elif kind == "copy_bound":
         a = torch.empty(1 << 30, device=dev, dtype=torch.uint8)  # 1 GiB, device to device
         b = torch.empty_like(a)
@@ -136,7 +153,10 @@ def _gpm_round(pynvml: Any, handle: Any, s1: Any, s2: Any) -> dict[str, Any]:
     }
 
 
-def capture_gpm(out: Path, seconds: float) -> None:
+LOADS = ("idle", "bf16_matmul", "tiny_kernels", "tiny_graph", "copy_bound", "pcie_htod")
+
+
+def capture_gpm(out: Path, seconds: float, loads: tuple[str, ...] = LOADS) -> None:
     try:
         import pynvml
     except ImportError as exc:
@@ -175,7 +195,7 @@ def capture_gpm(out: Path, seconds: float) -> None:
         result["device"]["mig_mode"] = repr(exc)
     result["metric_ids"] = list(CORE_METRICS)
     ctx = mp.get_context("spawn")
-    for kind in ("idle", "bf16_matmul", "tiny_kernels", "copy_bound", "pcie_htod"):
+    for kind in loads:
         ready = ctx.Event()
         proc = ctx.Process(target=_load, args=(kind, seconds + 3.0, ready))
         proc.start()
@@ -323,6 +343,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--skip-gpm", action="store_true")
     ap.add_argument("--skip-traces", action="store_true")
+    ap.add_argument("--loads", default=",".join(LOADS), help="comma-separated")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -334,7 +355,7 @@ def main() -> int:
     except ImportError as exc:
         log(f"no torch: {exc}")
     if not args.skip_gpm:
-        capture_gpm(args.out, args.seconds)
+        capture_gpm(args.out, args.seconds, tuple(args.loads.split(",")))
     if not args.skip_traces:
         capture_traces(args.out)
     log(f"done in {time.monotonic() - t0:.1f} s")
