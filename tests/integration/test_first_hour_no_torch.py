@@ -52,17 +52,13 @@ def _said_no_torch(proc: subprocess.CompletedProcess[str], python: Path) -> None
     assert "pip install -e '.[train]'" in line and "TUNEADVISOR_TORCH_PYTHON" in line
 
 
-def test_run_without_torch_is_one_line_and_no_record(
-    no_torch_python: Path, tmp_path: Path
-) -> None:
+def test_run_without_torch_is_one_line_and_no_record(no_torch_python: Path, tmp_path: Path) -> None:
     proc = _cli(tmp_path, "run", "mnist_single", "--synthetic", "64", python=no_torch_python)
     _said_no_torch(proc, no_torch_python)
     assert not (tmp_path / "runs").exists()  # no record, and no synthetic data made either
 
 
-def test_run_names_the_interpreter_given_with_python(
-    no_torch_python: Path, tmp_path: Path
-) -> None:
+def test_run_names_the_interpreter_given_with_python(no_torch_python: Path, tmp_path: Path) -> None:
     proc = _cli(tmp_path, "run", "mnist_single", "--synthetic", "64", "--python",
                 str(no_torch_python))  # fmt: skip
     _said_no_torch(proc, no_torch_python)
@@ -92,8 +88,7 @@ def test_a_missing_interpreter_is_one_line(tmp_path: Path) -> None:
     proc = _cli(tmp_path, "run", "mnist_single", "--synthetic", "64", "--python", str(missing))
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        f"tuneadvisor: {missing}: cannot start the training interpreter: "
-        "No such file or directory"
+        f"tuneadvisor: {missing}: cannot start the training interpreter: No such file or directory"
     ]
     assert not (tmp_path / "runs").exists()
 

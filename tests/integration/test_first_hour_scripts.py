@@ -36,8 +36,8 @@ def _fake_checkout(tmp_path: Path, open_status: int) -> Path:
 def test_the_demo_ends_saying_where_the_command_is(tmp_path: Path) -> None:
     root = _fake_checkout(tmp_path, 0)
     env = {k: v for k, v in os.environ.items() if k != "TUNEADVISOR_NO_TRAIN"}
-    done = subprocess.run(["bash", str(root / "scripts" / "demo"), "--extra-flag"],
-                          capture_output=True, text=True, timeout=60, env=env, check=False)  # fmt: skip
+    demo = ["bash", str(root / "scripts" / "demo"), "--extra-flag"]
+    done = subprocess.run(demo, capture_output=True, text=True, timeout=60, env=env, check=False)
     assert done.returncode == 0, done.stderr
     args = (root / "open.args").read_text().split()
     assert args == ["open", "examples/mnist/24752610.lprof", "--job",
@@ -63,8 +63,8 @@ def test_the_demo_keeps_the_status_of_open(tmp_path: Path) -> None:
 def _contracts(*args: str, columns: str = "40") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LINT_IMPORTS": str(LINT_IMPORTS), "PYTHONPATH": str(REPO),
            "COLUMNS": columns}  # fmt: skip
-    return subprocess.run(["bash", str(REPO / "scripts" / "contracts"), *args],
-                          capture_output=True, text=True, timeout=300, env=env, check=False)  # fmt: skip
+    script = ["bash", str(REPO / "scripts" / "contracts"), *args]
+    return subprocess.run(script, capture_output=True, text=True, timeout=300, env=env, check=False)
 
 
 def test_the_import_contracts_are_one_line_in_a_narrow_terminal() -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "slurm-multinode.sh"
-ALL = ("munge slurmctld slurmd slurm-client iproute2 util-linux slurmdbd mariadb-server "
-       "libslurm-perl libslurmdb-perl").split()  # fmt: skip
+ALL = ["munge", "slurmctld", "slurmd", "slurm-client", "iproute2", "util-linux",
+       "slurmdbd", "mariadb-server", "libslurm-perl", "libslurmdb-perl"]  # fmt: skip
 
 pytestmark = pytest.mark.skipif(
     shutil.which("dpkg-query") is None, reason="needs dpkg-query (Debian's package database)"

@@ -64,7 +64,7 @@ def _run_ids(summary: Path) -> list[str]:
         runs = trial.get("runs") if isinstance(trial, dict) else None
         for run_id in runs if isinstance(runs, list) else []:
             # an id is a folder name under trials/, never a path elsewhere
-            if isinstance(run_id, str) and run_id not in ("", ".", ".."):
-                if Path(run_id).name == run_id:
-                    ids.append(run_id)
+            named = isinstance(run_id, str) and run_id not in ("", ".", "..")
+            if named and Path(run_id).name == run_id:
+                ids.append(run_id)
     return ids

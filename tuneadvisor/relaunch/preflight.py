@@ -86,9 +86,11 @@ def _imports_torch(script: Path) -> bool:
         return False  # the program itself will say what is wrong with it
     for node in tree.body:  # the module's own statements: an import inside `try` is optional
         if isinstance(node, ast.Import):
-            if any(alias.name.split(".")[0] == "torch" for alias in node.names):
-                return True
+            names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module.split(".")[0] == "torch":
-                return True
+            names = [node.module]
+        else:
+            continue
+        if any(name.split(".")[0] == "torch" for name in names):
+            return True
     return False
