@@ -46,6 +46,8 @@
 #   ACCT_USERS="alice bob"         non-root users to register in accounting (account "ci")
 #   SEFF_FROM=/tmp/tuneadvisor-slurm/bin/seff   copy seff from there if present (else fetched)
 #
+# Which packages a start would install (asks dpkg, changes nothing):
+#   slurm-multinode.sh packages                          prints "missing: PKG ..." or "missing: none"
 # Run commands on a node (root only: it enters namespaces):
 #   slurm-multinode.sh exec login -- sbatch job.sh      (or  $SLURM_ROOT/bin/ta-login sbatch job.sh)
 #   slurm-multinode.sh exec node2 -- scontrol listpids  (or  $SLURM_ROOT/bin/ta-on node2 scontrol listpids)
@@ -99,6 +101,24 @@ SEFF_FROM=${SEFF_FROM:-/tmp/tuneadvisor-slurm/bin/seff}
 DB_PORT=3306                          # inside tamn-ctl only: its own lo, no clash with any other MariaDB
 DB_PASS=${DB_PASS:-slurmpw}
 [[ $NODES =~ ^[1-9]$ ]] || { echo "NODES must be 1..9" >&2; exit 2; }
+PKGS="munge slurmctld slurmd slurm-client iproute2 util-linux"
+[ "$WITH_DBD" = 1 ] && PKGS="$PKGS slurmdbd mariadb-server libslurm-perl libslurmdb-perl"
+# missing_packages PKG... : those dpkg has not installed, each asked on its own, as
+# slurm-local.sh does: `dpkg-query -W` exits 1 for any package it does not know, and asked
+# for all at once inside an assignment, pipefail ended this script there, silently.
+missing_packages() {
+  local p status out=""
+  for p in "$@"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) || status=""
+    [[ $status == *"ok installed"* ]] || out="$out $p"
+  done
+  printf '%s' "$out"
+}
+# `slurm-multinode.sh packages`: which packages a start would install (nothing changes)
+if [ "${1:-}" = packages ]; then
+  # shellcheck disable=SC2086
+  m=$(missing_packages $PKGS); echo "missing:${m:- none}"; exit 0
+fi
 CTL_IP=$NET.10 LOGIN_IP=$NET.5
 node_ip() { echo "$NET.$((10 + $1))"; }
 NODELIST="node[1-$NODES]"; [ "$NODES" = 1 ] && NODELIST=node1
@@ -146,11 +166,8 @@ kill_ns() {
 }
 
 # ---------------------------------------------------------------- 1. packages
-PKGS="munge slurmctld slurmd slurm-client iproute2 util-linux"
-[ "$WITH_DBD" = 1 ] && PKGS="$PKGS slurmdbd mariadb-server libslurm-perl libslurmdb-perl"
 # shellcheck disable=SC2086
-missing=$(dpkg-query -W -f='${Package} ${Status}\n' $PKGS 2>/dev/null | awk '$NF=="installed"{ok[$1]=1}
-          END{n=split(p,a," "); for(i=1;i<=n;i++) if(!ok[a[i]]) printf " %s", a[i]}' p="$PKGS")
+missing=$(missing_packages $PKGS)
 if [ -n "$missing" ]; then
   ts "installing:$missing"
   made_policy=0

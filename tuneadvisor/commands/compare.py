@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         if not found:
             raise InputError(runs_dir(args.runs), "no runs to compare (tuneadvisor run first)")
         paths = [str(r.path.parent) for r in found if r.path is not None]
-    items = [load_item(p) for p in paths]
+    items = [load_item(p) for p in _tune_folders_as_runs(paths)]
     plot_path = None
     if args.plot:
         from tuneadvisor.relaunch.plots import write_plot_file
@@ -73,3 +73,10 @@ def run(args: argparse.Namespace) -> int:
     if plot_path:
         console.print(f"plots written to {plot_path}", highlight=False)
     return 0
+
+
+def _tune_folders_as_runs(paths: list[str]) -> list[str]:
+    """A tune folder stands for its trials' runs (``compare runs/*-NAME-*`` after a tune)."""
+    from tuneadvisor.relaunch.compare_tune import expand_tune_folders
+
+    return expand_tune_folders(paths)

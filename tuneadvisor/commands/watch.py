@@ -128,6 +128,12 @@ def run(args: argparse.Namespace) -> int:
     from tuneadvisor.watch.start import run_watch
 
     request = watch_request(args)
+    if request.command:
+        from tuneadvisor.relaunch.preflight import require_torch, torch_script_python
+
+        python = torch_script_python(request.command)
+        if python is not None:  # a training script that cannot start: say so before the screen
+            require_torch(python)
     return run_watch(request, render_summary, show=None if request.headless else show_screen)
 
 

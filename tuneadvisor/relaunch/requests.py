@@ -174,6 +174,10 @@ def resolve_run(request: RelaunchRequest) -> RunRequest:
     settings = settings_with(request.overrides, advised.settings)
     _check_nodes(spec, settings, submit=request.submit)
     python = torch_python(request.python)
+    if not request.submit:  # a job runs where its own modules and environment are loaded
+        from tuneadvisor.relaunch.preflight import require_torch
+
+        require_torch(python)  # before the data is made or any run folder written
     root = runs_dir(request.runs).resolve()
     return RunRequest(
         spec=spec,

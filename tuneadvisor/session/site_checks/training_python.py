@@ -52,6 +52,26 @@ else:
 print("\n" + json.dumps(out))
 """
 
+# A cheaper question for the commands that start training (relaunch/preflight.py): is torch
+# installed there at all? Found, not imported (an import takes seconds): its version from the
+# package metadata. Its answer reads as the probe's does.
+TORCH_PRESENT = r"""
+import importlib.metadata, importlib.util, json, sys
+out = {"python": sys.version.split()[0], "executable": sys.executable}
+try:
+    found = importlib.util.find_spec("torch") is not None
+except BaseException as exc:
+    found, out["torch_error"] = False, f"{type(exc).__name__}: {exc}"
+if found:
+    try:
+        out["torch"] = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        out["torch"] = "?"
+elif "torch_error" not in out:
+    out["torch_missing"] = True
+print("\n" + json.dumps(out))
+"""
+
 SET_PYTHON = "--python PY or export TUNEADVISOR_TORCH_PYTHON=PY"
 
 
@@ -66,7 +86,13 @@ class InterpreterProbe:
     """The probe started in the training interpreter; ``result`` waits at most until
     ``timeout_s`` after the start."""
 
-    def __init__(self, python: str, timeout_s: float, env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        python: str,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        program: str = PROBE,
+    ):
         self.python = python
         self._deadline = time.monotonic() + timeout_s
         self._timeout_s = timeout_s
@@ -74,7 +100,7 @@ class InterpreterProbe:
         self._problem: str | None = None
         try:
             self._proc = subprocess.Popen(
-                [python, "-c", PROBE],
+                [python, "-c", program],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -130,13 +156,13 @@ def python_checks(
             for name in ("python.torch", "python.cuda", "python.line_profiler")
         ]
     checks = [Check("python.interpreter", "ok", f"{where}: Python {answer.get('python', '?')}")]
-    checks.append(_torch(answer))
+    checks.append(torch_check(answer))
     checks.append(_cuda(answer, inv, cuda_visible_ok))
     checks.append(_line_profiler(answer, probe.python))
     return checks
 
 
-def _torch(answer: Mapping[str, Any]) -> Check:
+def torch_check(answer: Mapping[str, Any]) -> Check:
     if "torch" in answer:
         return Check("python.torch", "ok", f"torch {answer['torch']}")
     if answer.get("torch_missing"):
