@@ -58,11 +58,16 @@ def _rank(rank: int, slow: bool) -> RankTrace:
         steps=_steps(by_kind),
         has_device=True,
         devices=(DeviceInfo("NVIDIA A100-SXM4-40GB", 8, 42_505_273_344),),
-        top_kernels=(
-            NamedTime(KERNELS[0], 477, 118_000.0 * scale, 1_250.0),
-            NamedTime(KERNELS[1], 483, 90_000.0 if not slow else 24_000.0, 4_100.0),
-            NamedTime(KERNELS[2], 159, 31_000.0 * scale, 410.0),
-            NamedTime(KERNELS[3], 2_190, 9_800.0, 38.0),
+        top_kernels=tuple(
+            sorted(
+                (
+                    NamedTime(KERNELS[0], 477, 118_000.0 * scale, 1_250.0),
+                    NamedTime(KERNELS[1], 483, 90_000.0 if not slow else 24_000.0, 4_100.0),
+                    NamedTime(KERNELS[2], 159, 31_000.0 * scale, 410.0),
+                    NamedTime(KERNELS[3], 2_190, 9_800.0, 38.0),
+                ),
+                key=lambda n: -n.total_us,
+            )
         ),
         top_ops=(
             NamedTime(OPS[0], 159, 64_000.0, 900.0),

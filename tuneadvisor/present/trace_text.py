@@ -71,6 +71,14 @@ def rank_label(trace: RankTrace) -> str:
     return f"rank {trace.rank}" if trace.rank is not None else Path(trace.path).name
 
 
+def short_label(trace: RankTrace, limit: int = 16) -> str:
+    """A bar's label: 'rank 2', or the file's worker name (before its first dot)."""
+    if trace.rank is not None:
+        return f"rank {trace.rank}"
+    worker = Path(trace.path).name.split(".", 1)[0] or Path(trace.path).name
+    return worker if len(worker) <= limit else worker[: limit - 1] + "…"
+
+
 @dataclass(frozen=True)
 class RankBreakdown:
     """One rank's steps summed: the mean step and each kind's share of all its step time."""
@@ -257,7 +265,7 @@ def detail_ranks(traces: TraceSet) -> list[RankTrace]:
 
 def step_rows(traces: TraceSet, limit: int = 60) -> list[tuple[str, StepTime]]:
     """'rank 2 #14' and its step, rank by rank, at most ``limit`` rows."""
-    rows = [(f"{rank_label(t)} #{s.step}", s) for t in traces.ranks for s in t.steps]
+    rows = [(f"{short_label(t)} #{s.step}", s) for t in traces.ranks for s in t.steps]
     return rows[:limit]
 
 
