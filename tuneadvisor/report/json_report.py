@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuneadvisor import __version__
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.advisor.plan import Change
-from tuneadvisor.present.trace_text import (
-    SHOWN_KINDS,
-    breakdown,
-    cannot_show,
-    dataloader_per_call_us,
-    straggler,
-    tiny_kernel_share,
-)
 from tuneadvisor.profile.analysis import (
     AnnotatedFunction,
     AnnotatedLine,
     KindShare,
     ProfileAnalysis,
 )
-from tuneadvisor.profile.trace.model import NamedTime, RankTrace, TraceSet
 from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tuneadvisor.profile.trace.model import NamedTime, RankTrace, TraceSet
 
 SCHEMA_VERSION = 1
 
@@ -85,6 +79,13 @@ def _named(named: tuple[NamedTime, ...]) -> list[dict[str, Any]]:
 
 def _rank_trace(trace: RankTrace) -> dict[str, Any]:
     """One rank: microseconds (``*_us``) and shares as fractions (``*_share``, ``shares``)."""
+    from tuneadvisor.present.trace_text import (
+        SHOWN_KINDS,
+        breakdown,
+        dataloader_per_call_us,
+        tiny_kernel_share,
+    )
+
     b = breakdown(trace)
     c = trace.copies
     return {
@@ -161,6 +162,9 @@ def _rank_trace(trace: RankTrace) -> dict[str, Any]:
 
 
 def _traces(traces: TraceSet) -> dict[str, Any]:
+    # imported here (and in _rank_trace): a report without traces keeps its lean import set
+    from tuneadvisor.present.trace_text import cannot_show, straggler
+
     lag = straggler(traces)
     return {
         "ordered_by": traces.ordered_by,

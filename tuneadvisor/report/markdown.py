@@ -3,30 +3,19 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.present.findings import rationale_line, suggestion_items
 from tuneadvisor.present.metrics_read import metrics_lines
 from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
 from tuneadvisor.present.prediction_text import prediction_lines
-from tuneadvisor.present.trace_text import (
-    KIND_LABELS,
-    SHOWN_KINDS,
-    breakdown,
-    cannot_show,
-    detail_ranks,
-    duration,
-    gap_between,
-    observations,
-    rank_label,
-    share_percent,
-    short_name,
-    straggler,
-)
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
-from tuneadvisor.profile.trace.model import TraceSet
 from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tuneadvisor.profile.trace.model import TraceSet
 
 
 def _cell(text: str) -> str:
@@ -80,6 +69,22 @@ def _analysis(analysis: ProfileAnalysis) -> list[str]:
 
 def _steps(traces: TraceSet, top: int = 5) -> list[str]:
     """The "Steps" section: the breakdown per rank as a table, then what each rank proves."""
+    # imported here: a report without traces keeps its lean import set
+    from tuneadvisor.present.trace_text import (
+        KIND_LABELS,
+        SHOWN_KINDS,
+        breakdown,
+        cannot_show,
+        detail_ranks,
+        duration,
+        gap_between,
+        observations,
+        rank_label,
+        share_percent,
+        short_name,
+        straggler,
+    )
+
     kinds = " | ".join(KIND_LABELS[k] for k in SHOWN_KINDS)
     out = [
         "## Steps",

@@ -8,7 +8,6 @@ from tuneadvisor.present.advice_text import render_advice
 from tuneadvisor.present.metrics_read import metrics_lines
 from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
 from tuneadvisor.present.requests_use import job_request_lines
-from tuneadvisor.present.trace_text import section_lines
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.profile.skew import rank_skews, skew_text
 from tuneadvisor.session.workspace import Workspace
@@ -103,6 +102,9 @@ def render_text(workspace: Workspace) -> str:
     if workspace.analysis is not None:
         out += render_analysis(workspace.analysis)
     if workspace.traces is not None:
+        # only with traces: a report of a profile keeps its lean import set
+        from tuneadvisor.present.trace_text import section_lines
+
         heading = "Steps (torch.profiler trace, per rank):"
         out += [*([""] if out else []), heading, *section_lines(workspace.traces)]
     if workspace.job is not None:
