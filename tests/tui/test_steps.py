@@ -11,7 +11,15 @@ import pytest
 from textual.widgets import Static, TabbedContent
 
 from tests.trace_sets import cpu_only, ddp_resnet
-from tests.tui.helpers import async_test, make_app, mnist_workspace, static_text, wait_loaded
+from tests.tui.helpers import (
+    app_with,
+    async_test,
+    make_app,
+    mnist_workspace,
+    static_text,
+    wait_for,
+    wait_loaded,
+)
 from tuneadvisor.present.trace_text import (
     CPU_ONLY_NOTE,
     KIND_LABELS,
@@ -155,3 +163,14 @@ async def test_a_profile_and_a_trace_together_keep_profile_first(tmp_path: Path)
         await pilot.press("4")
         assert tabs.active == "steps"
         assert screen.query_one(StepsPane).has_focus
+
+
+@async_test
+async def test_a_trace_read_after_the_quick_stage_brings_its_steps_tab_forward() -> None:
+    quick = Workspace(analysis=None, job=None, partial=True)  # the quick stage reads no trace
+    app = app_with(load=lambda: _traced(ddp_resnet()), quick=lambda: quick)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await wait_loaded(pilot)
+        await wait_for(pilot, lambda: bool(screen.query(StepsPane)))
+        await pilot.pause()
+        assert screen.query_one(TabbedContent).active == "steps"

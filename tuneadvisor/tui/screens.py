@@ -219,7 +219,9 @@ class MainScreen(Screen[None]):
                 workspace.advice, workspace.partial, workspace.notes
             )
             self._populate(keep_line=True)
-        else:  # another layout (a profile or job script appeared): build the screen again
+        else:  # another layout (a profile, job script or trace appeared): build it again
+            if tab == "profile" and self.analysis is None and workspace.traces is not None:
+                tab = "steps"  # a trace alone: not the empty profile tab
             self.initial_tab = tab
             await self.recompose()
             self._populate()
