@@ -49,6 +49,7 @@ from trainkit import (
     settings_record,
     stand_in_record,
     stand_in_step,
+    start_trace,
     world_from_env,
 )
 
@@ -343,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             epochs=args.epochs, train_samples=len(train_set), test_samples=len(test_set),
             **{**settings_record(args, common), "batch_size": per_rank},
         )  # fmt: skip
-    progress = Progress(args.max_steps, scale=world.world_size, enabled=world.is_main)
+    trace = start_trace(args.torch_profile, world.rank)
+    progress = Progress(args.max_steps, world.world_size, world.is_main, trace)
     train_total = 0.0
     for epoch in range(1, args.epochs + 1):
         start, steps_before, samples_before = time.perf_counter(), progress.steps, progress.samples
@@ -370,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             dist.broadcast(stop, src=0)  # every rank stops together
         if progress.done or stop.item() > 0:
             break
+    progress.close()
     finish_distributed(world)
     if world.is_main:
         emit(

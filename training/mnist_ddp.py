@@ -41,6 +41,7 @@ from trainkit import (
     pick_device,
     settings_record,
     stand_in_step,
+    start_trace,
     world_from_env,
 )
 
@@ -148,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             test_samples=len(dataset2),
             **settings_record(args, common),
         )
-    progress = Progress(args.max_steps, scale=world.world_size, enabled=world.is_main)
+    trace = start_trace(args.torch_profile, world.rank)
+    progress = Progress(args.max_steps, world.world_size, world.is_main, trace)
     train_total = 0.0
     for epoch in range(1, args.epochs + 1):
         epoch_start, steps_before, samples_before = (
@@ -175,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         scheduler.step()
         if progress.done:
             break
+    progress.close()
 
     finish_distributed(world)
     if world.is_main:

@@ -53,6 +53,7 @@ from trainkit import (
     settings_record,
     stand_in_record,
     stand_in_step,
+    start_trace,
 )
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -354,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Using Device: {device}\n")
     announce_test_mode(args)
 
-    progress = Progress(args.max_steps)
+    progress = Progress(args.max_steps, trace=start_trace(args.torch_profile, 0))
     train_total = 0.0
     for epoch in range(1, args.epochs + 1):
         epoch_start, steps_before, samples_before = (
@@ -386,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
             scheduler.step()
         if progress.done:
             break
+    progress.close()
 
     if args.save_model:
         torch.save(model.state_dict(), "mnist_cnn.pt")

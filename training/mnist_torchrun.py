@@ -49,6 +49,7 @@ from trainkit import (
     positive_int,
     settings_record,
     stand_in_step,
+    start_trace,
     world_from_env,
 )
 
@@ -154,7 +155,8 @@ class Trainer:
 
     def fit(self, test_loader: torch.utils.data.DataLoader[Any]) -> tuple[Progress, float]:
         args, world = self.args, self.world
-        progress = Progress(args.max_steps, scale=world.world_size, enabled=world.is_main)
+        trace = start_trace(args.torch_profile, world.rank)
+        progress = Progress(args.max_steps, world.world_size, world.is_main, trace)
         progress.steps = self.steps_run
         train_total = 0.0
         for epoch in range(self.epochs_run + 1, args.epochs + 1):
@@ -188,6 +190,7 @@ class Trainer:
                     accuracy=round(accuracy, 6),
                     test_samples=seen,
                 )
+        progress.close()
         return progress, train_total
 
 

@@ -17,6 +17,12 @@ machine as if a GPU of that speed did the work. The ``start`` event says
 ``"test_mode": "device-time-stand-in"`` and the script prints a line saying so. It trains
 nothing (the loss reported is 0) and is never a substitute for the GPU acceptance run.
 
+Trace: ``--torch-profile DIR`` captures a few training steps with torch.profiler (wait 1, warmup
+1, active 3: the schedule ``TRACE_SCHEDULE``) and writes one gzipped Chrome trace per rank,
+``DIR/rank{R}.{time_ns}.pt.trace.json.gz`` (``tensorboard_trace_handler``); ``Progress.step``
+steps the profiler, ``Progress.close`` ends it (a run shorter than the schedule keeps what
+it recorded). ``tuneadvisor run --profile torch`` passes the run's folder.
+
 Progress: one JSON object per line on stdout after ``TUNEADVISOR `` (rank 0 only in DDP):
 ``start`` (settings), ``step`` (``step_time_s``, ``samples_per_s``, ``loss``), ``epoch``
 (``test_loss``, ``accuracy``, ``samples_per_s``), ``end``; DDP scripts add ``world_size`` and
@@ -108,17 +114,48 @@ def emit(event: str, **fields: Any) -> None:
     print(PROGRESS_PREFIX + json.dumps({"event": event, **fields}), flush=True)
 
 
+# torch.profiler's schedule for --torch-profile: skip the first step (workers starting), one
+# warm-up step, then three recorded steps; once only, so the trace stays a few MB.
+TRACE_SCHEDULE: dict[str, int] = {"wait": 1, "warmup": 1, "active": 3, "repeat": 1}
+
+
+def start_trace(trace_dir: str | None, rank: int) -> Any:
+    """A started torch.profiler writing ``rank{rank}.*.pt.trace.json.gz`` into ``trace_dir``
+    (CPU, and CUDA where there is one), or None without a folder."""
+    if not trace_dir:
+        return None
+    from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+    os.makedirs(trace_dir, exist_ok=True)
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    prof = profile(
+        activities=activities,
+        schedule=schedule(**TRACE_SCHEDULE),
+        on_trace_ready=tensorboard_trace_handler(
+            trace_dir, worker_name=f"rank{rank}", use_gzip=True
+        ),
+    )
+    prof.start()
+    return prof
+
+
 class Progress:
     """Counts optimizer steps across epochs and reports throughput since the last report.
 
     ``scale`` multiplies this process's samples: the world size in DDP, where every rank
-    trains on its own share and rank 0 reports for all of them.
+    trains on its own share and rank 0 reports for all of them. ``trace``: a started
+    torch.profiler (``start_trace``), stepped with each optimizer step.
     """
 
-    def __init__(self, max_steps: int | None, scale: int = 1, enabled: bool = True) -> None:
+    def __init__(
+        self, max_steps: int | None, scale: int = 1, enabled: bool = True, trace: Any = None
+    ) -> None:
         self.max_steps = max_steps
         self.scale = scale
         self.enabled = enabled
+        self.trace = trace
         self.steps = 0
         self.samples = 0
         self._last_steps = 0
@@ -132,6 +169,14 @@ class Progress:
     def step(self, samples: int) -> None:
         self.steps += 1
         self.samples += samples * self.scale
+        if self.trace is not None:
+            self.trace.step()
+
+    def close(self) -> None:
+        """End the trace (written now if its active steps had begun)."""
+        if self.trace is not None:
+            trace, self.trace = self.trace, None
+            trace.stop()
 
     def restart_clock(self) -> None:
         """Measure from now: time spent testing is not a training step."""
@@ -313,6 +358,13 @@ def add_knobs(
             metavar="N",
             help="probe mode: steps (or batches) in each of its timed windows (default: 20)",
         )
+    parser.add_argument(
+        "--torch-profile",
+        default=None,
+        metavar="DIR",
+        help="trace a few steps with torch.profiler (wait 1, warmup 1, active 3) into "
+        "DIR/rank{R}.*.pt.trace.json.gz, one file per rank",
+    )
     parser.add_argument("--data-dir", default="data", metavar="DIR", help=data_help)
     parser.add_argument("--seed", type=int, default=1, metavar="S", help="random seed (default: 1)")
     parser.add_argument(

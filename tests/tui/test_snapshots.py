@@ -98,3 +98,10 @@ def test_quick_stage(snap_compare: SnapCompare, tmp_path: Path, release: threadi
 
     app = app_with(slow_full, quick=lambda: quick_of(full, tmp_path))
     assert snap_compare(app, terminal_size=SIZE, run_before=loaded)
+
+
+def test_steps_tab_at_100_columns(snap_compare: SnapCompare) -> None:
+    from tests.trace_sets import ddp_resnet
+
+    app = make_app(Workspace(analysis=None, job=None, traces=ddp_resnet()))
+    assert snap_compare(app, terminal_size=(100, 30), run_before=loaded)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from tuneadvisor.relaunch.settings import Settings
 
 EXIT_RUN_FAILED = 1
+PROFILERS = ("line", "torch")
 BUNDLED_NAMES = "mnist_single, mnist_ddp, mnist_torchrun, cifar100_wrn"
 HELP = "relaunch a bundled training script (here, or with --submit through sbatch)"
 DESCRIPTION = (
@@ -38,8 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--label", help="a name for this run in comparisons")
     parser.add_argument(
         "--profile",
-        action="store_true",
-        help="run under kernprof -l (one .lprof per rank; all are recorded)",
+        nargs="?",
+        const="line",
+        choices=PROFILERS,
+        metavar="line|torch",
+        help="line (the default): run under kernprof -l, one .lprof per rank; torch: "
+        "torch.profiler traces of a few steps (wait 1, warmup 1, active 3), one .pt.trace.json.gz "
+        "per rank; either is recorded with the run (one profiler at a time: each would time "
+        "the other)",
     )
     parser.add_argument(
         "--no-watch",
@@ -161,6 +168,13 @@ def print_record(console: Console, record: RunRecord) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    traces = [str(p) for p in record.trace_paths() if p.is_file()]
+    if traces:
+        console.print(
+            f"  torch.profiler traces: tuneadvisor report {' '.join(traces)}",
+            highlight=False,
+            soft_wrap=True,
+        )
     _print_prediction(console, record)
     for note in record.notes:
         console.print(f"  note: {note}", highlight=False, soft_wrap=True)
@@ -196,7 +210,8 @@ def run_request(args: argparse.Namespace) -> RelaunchRequest:
         relaunch_request(args),
         inputs=inputs,
         label=args.label,
-        profile=args.profile,
+        profile=args.profile == "line",
+        torch_profile=args.profile == "torch",
         watch=args.watch,
         submit=args.submit,
         max_restarts=args.max_restarts,

@@ -47,7 +47,8 @@ class RelaunchRequest:
     data_dir: str | None = None  # None: ./data
     synthetic: int | None = None  # make and use a synthetic data set of N images
     label: str | None = None
-    profile: bool = False
+    profile: bool = False  # kernprof: one .lprof per rank
+    torch_profile: bool = False  # torch.profiler: one trace per rank
     watch: bool = True
     submit: bool = False
     max_restarts: int = 0
@@ -187,6 +188,7 @@ def resolve_run(request: RelaunchRequest) -> RunRequest:
         data_dir=_data_dir(request, spec, root, python).resolve(),
         label=request.label,
         profile=request.profile,
+        torch_profile=request.torch_profile,
         watch=request.watch,
         source={"report": source} if source else {},
         max_restarts=request.max_restarts,

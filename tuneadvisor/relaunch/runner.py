@@ -40,6 +40,9 @@ from tuneadvisor.relaunch.watcher import Watcher
 EventSink = Callable[[Mapping[str, Any]], None]
 LOG_NAME = "output.log"  # rank 0's output, in the run's folder
 EVENTS_NAME = "events.jsonl"  # its progress events
+# What the bundled scripts' --torch-profile writes (tensorboard_trace_handler, gzipped):
+# rank{R}.{time_ns}.pt.trace.json.gz in the folder given.
+TRACE_GLOB = "rank*.pt.trace.json.gz"
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class RunRequest:
     data_dir: Path
     label: str | None = None
     profile: bool = False  # run under kernprof -l
+    torch_profile: bool = False  # the script's torch.profiler capture: one trace per rank
     watch: bool = True  # sample the training with `tuneadvisor watch` into metrics.jsonl
     source: Mapping[str, Any] = field(default_factory=dict)  # where the settings came from
     max_restarts: int = 0  # torchrun only
@@ -80,26 +84,42 @@ def new_run_dir(root: Path, name: str) -> tuple[str, Path]:
     return run_id, folder
 
 
+def trace_args(req: RunRequest, trace_dir: str) -> list[str]:
+    """The script's own torch.profiler capture into ``trace_dir``, when asked."""
+    return ["--torch-profile", trace_dir] if req.torch_profile else []
+
+
+def traces_in(run_dir: Path) -> tuple[str, ...]:
+    """The traces the ranks wrote into the run folder, by name."""
+    return tuple(sorted(p.name for p in run_dir.glob(TRACE_GLOB)))
+
+
 def script_command(
     req: RunRequest, run_dir: Path, rank: int | None
 ) -> tuple[list[str], Path | None]:
     """``python SCRIPT ARGS`` (under kernprof when profiling) and where its profile goes."""
     script = script_path(req.spec)
-    args = ["--data-dir", str(req.data_dir), *req.settings.script_args()]
+    args = [
+        "--data-dir", str(req.data_dir), *req.settings.script_args(),
+        *trace_args(req, str(run_dir.resolve())),
+    ]  # fmt: skip
     if not req.profile:
         return [req.python, str(script), *args], None
     out = run_dir / ("profile.lprof" if rank is None else f"profile-rank{rank}.lprof")
     return [req.python, "-m", "kernprof", "-l", "-q", "-o", str(out), str(script), *args], out
 
 
-def torchrun_command(req: RunRequest, profile_name: str | None) -> list[str]:
+def torchrun_command(req: RunRequest, profile_name: str | None, trace_dir: str = ".") -> list[str]:
     """``torchrun`` (as ``python -m torch.distributed.run``) on this node and the script,
     with the knobs as its arguments. Profiled, every rank runs kernprof itself: torchrun
     starts ``sh`` per rank (``--no-python``), which names the profile after the rank's
     ``$RANK`` (each rank its own file; kernprof around torchrun would only see the agent)."""
     py = req.python
     script = str(script_path(req.spec))
-    args = ["--data-dir", str(req.data_dir.resolve()), *req.settings.script_args()]
+    args = [
+        "--data-dir", str(req.data_dir.resolve()), *req.settings.script_args(),
+        *trace_args(req, trace_dir),
+    ]  # fmt: skip
     head = [
         py, "-m", "torch.distributed.run", "--standalone",
         "--nproc-per-node", str(req.settings.ntasks), "--max-restarts", str(req.max_restarts),
@@ -122,7 +142,7 @@ def plan_tasks(req: RunRequest, alloc: Allocation, run_dir: Path) -> tuple[list[
     profiles: list[Path] = []
     if req.spec.launcher == "torchrun":  # one agent; it starts the ranks and restarts them
         name = rank_profile_name(run_dir) if req.profile else None
-        argv = torchrun_command(req, name)
+        argv = torchrun_command(req, name, str(run_dir.resolve()))
         if req.profile:
             profiles = [run_dir / f"profile-rank{r}.lprof" for r in range(settings.ntasks)]
         return [Task(argv, base, alloc.all_cores())], profiles
@@ -290,8 +310,21 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
     if req.profile and spec.launcher == "torchrun" and req.max_restarts:
         notes.append("profiles: a restarted rank rewrites its profile (the last attempt's)")
     ran = _run_tasks(req, tasks, run_dir, notes, on_event)
+    if req.torch_profile:
+        notes += trace_notes(traces_in(run_dir), settings.ntasks)
     record = _local_record(req, run_id, run_dir, alloc, tasks, profiles, ran, notes)
     return write_record(run_dir, record)
+
+
+def trace_notes(traces: Sequence[str], ranks: int) -> list[str]:
+    """Why a profiled run has fewer traces than ranks: the capture writes a rank's trace
+    only once its schedule reached the active steps."""
+    if len(traces) >= ranks:
+        return []
+    return [
+        f"torch.profiler wrote {len(traces)} traces for {ranks} ranks: a rank that stopped "
+        "within its first two steps (wait 1, warmup 1) records none"
+    ]
 
 
 def _run_tasks(
@@ -400,6 +433,7 @@ def _local_record(
             events=EVENTS_NAME,
             profiles=tuple(p.name for p in profiles if p.exists()),
             metrics=ran.metrics,
+            traces=traces_in(run_dir) if req.torch_profile else (),
         ),
         notes=tuple(notes),
     )

@@ -21,7 +21,13 @@ from tuneadvisor.relaunch.records import (
     RunRecord,
     write_record,
 )
-from tuneadvisor.relaunch.runner import RunRequest, new_run_dir, torchrun_command
+from tuneadvisor.relaunch.runner import (
+    RunRequest,
+    new_run_dir,
+    torchrun_command,
+    trace_args,
+    traces_in,
+)
 from tuneadvisor.relaunch.settings import Expands, render_job_script
 from tuneadvisor.relaunch.usage import recorded_usage
 from tuneadvisor.relaunch.watcher import tuneadvisor_command
@@ -42,7 +48,11 @@ def launch_line(req: RunRequest) -> list[str]:
         name = '"${SLURM_JOB_ID}_${RANK}.lprof"' if req.profile else None
         return torchrun_command(req, name)
     script = str(script_path(req.spec))
-    args = ["--data-dir", str(req.data_dir.resolve()), *req.settings.script_args()]
+    # the job runs in its run folder: the traces land there
+    args = [
+        "--data-dir", str(req.data_dir.resolve()), *req.settings.script_args(),
+        *trace_args(req, "."),
+    ]  # fmt: skip
     command = [req.python, script, *args]
     if req.profile and _per_rank(req):
         inner = (
@@ -138,8 +148,12 @@ def complete_from_output(record: RunRecord, state: str | None) -> RunRecord:
     sampled = recorded_usage(record.metrics_paths())
     if sampled:
         resources = replace(resources or Resources(), sampled=sampled)
+    paths = record.paths
+    if "--torch-profile" in (record.commands[0] if record.commands else ()):
+        paths = replace(paths, traces=traces_in(run_dir))
     done = replace(
         record,
+        paths=paths,
         status="completed" if state == "COMPLETED" else (state or "unknown").lower(),
         slurm_state=state,
         measured=Measured.of(measurements),

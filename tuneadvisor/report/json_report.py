@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuneadvisor import __version__
 from tuneadvisor.advisor.advice import Advice
@@ -17,6 +17,9 @@ from tuneadvisor.profile.analysis import (
 )
 from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tuneadvisor.profile.trace.model import NamedTime, RankTrace, TraceSet
 
 SCHEMA_VERSION = 1
 
@@ -64,6 +67,118 @@ def _profile(analysis: ProfileAnalysis) -> dict[str, Any]:
         ],
         "missing_sources": list(analysis.missing_sources),
         "notes": list(analysis.notes),
+    }
+
+
+def _named(named: tuple[NamedTime, ...]) -> list[dict[str, Any]]:
+    return [
+        {"name": n.name, "calls": n.calls, "total_us": n.total_us, "max_us": n.max_us}
+        for n in named
+    ]
+
+
+def _rank_trace(trace: RankTrace) -> dict[str, Any]:
+    """One rank: microseconds (``*_us``) and shares as fractions (``*_share``, ``shares``)."""
+    from tuneadvisor.present.trace_text import (
+        SHOWN_KINDS,
+        breakdown,
+        dataloader_per_call_us,
+        tiny_kernel_share,
+    )
+
+    b = breakdown(trace)
+    c = trace.copies
+    return {
+        "path": trace.path,
+        "rank": trace.rank,
+        "world_size": trace.world_size,
+        "has_device": trace.has_device,
+        "devices": [
+            {
+                "name": d.name,
+                "compute_major": d.compute_major,
+                "total_memory_bytes": d.total_memory_bytes,
+            }
+            for d in trace.devices
+        ],
+        "steps": len(trace.steps),
+        "mean_step_us": None if b is None else b.mean_step_us,
+        "shares": None if b is None else {k: b.shares[k] for k in SHOWN_KINDS},
+        "exposed_communication_share": None if b is None else b.exposed_communication_share,
+        "gpu_busy_share": None if b is None else b.gpu_busy_share,
+        "per_step": [
+            {
+                "step": s.step,
+                "start_us": s.start_us,
+                "duration_us": s.duration_us,
+                "by_kind_us": {k: s.by_kind.get(k, 0.0) for k in SHOWN_KINDS},
+                "communication_exposed_us": s.communication_exposed_us,
+                "gpu_busy_us": s.gpu_busy_us,
+            }
+            for s in trace.steps
+        ],
+        "top_kernels": _named(trace.top_kernels),
+        "top_ops": _named(trace.top_ops),
+        "host_gaps": [
+            {
+                "step": g.step,
+                "start_us": g.start_us,
+                "duration_us": g.duration_us,
+                "before": g.before,
+                "after": g.after,
+            }
+            for g in trace.host_gaps
+        ],
+        "copies": {
+            "htod_pageable": {
+                "count": c.htod_pageable_count,
+                "bytes": c.htod_pageable_bytes,
+                "total_us": c.htod_pageable_us,
+            },
+            "htod_pinned": {
+                "count": c.htod_pinned_count,
+                "bytes": c.htod_pinned_bytes,
+                "total_us": c.htod_pinned_us,
+            },
+            "dtoh": {"count": c.dtoh_count, "total_us": c.dtoh_us},
+        },
+        "syncs": [
+            {"name": s.name, "caused_by": s.caused_by, "calls": s.calls, "total_us": s.total_us}
+            for s in trace.syncs
+        ],
+        "dataloader": {
+            "calls": trace.dataloader_calls,
+            "total_us": trace.dataloader_us,
+            "per_call_us": dataloader_per_call_us(trace),
+        },
+        "kernels": trace.kernels,
+        "tiny_kernels": trace.tiny_kernels,
+        "tiny_kernel_share": tiny_kernel_share(trace),
+        "tensor_core_kernels": trace.tensor_core_kernels,
+        "peak_device_memory_bytes": trace.peak_device_memory_bytes,
+        "events": trace.events,
+        "notes": list(trace.notes),
+    }
+
+
+def _traces(traces: TraceSet) -> dict[str, Any]:
+    # imported here (and in _rank_trace): a report without traces keeps its lean import set
+    from tuneadvisor.present.trace_text import cannot_show, straggler
+
+    lag = straggler(traces)
+    return {
+        "ordered_by": traces.ordered_by,
+        "ranks": [_rank_trace(t) for t in traces.ranks],
+        "straggler": None
+        if lag is None
+        else {
+            "rank": lag.rank,
+            "label": lag.label,
+            "work_us": lag.work_us,
+            "others_median_us": lag.others_us,
+            "excess": lag.excess,
+        },
+        "notes": cannot_show(traces),
     }
 
 
@@ -128,10 +243,13 @@ def _job(workspace: Workspace) -> dict[str, Any] | None:
 
 def to_json(workspace: Workspace) -> dict[str, Any]:
     advice = workspace.advice
-    return {
+    out: dict[str, Any] = {
         "tool": {"name": "tuneadvisor", "version": __version__, "schema": SCHEMA_VERSION},
         "profile": None if workspace.analysis is None else _profile(workspace.analysis),
-        "job": _job(workspace),
-        "findings": [] if advice is None else [_finding(f) for f in advice.findings],
-        "advice": None if advice is None else _advice(advice, workspace.tuned),
     }
+    if workspace.traces is not None:  # only with traces: reports without keep their shape
+        out["traces"] = _traces(workspace.traces)
+    out["job"] = _job(workspace)
+    out["findings"] = [] if advice is None else [_finding(f) for f in advice.findings]
+    out["advice"] = None if advice is None else _advice(advice, workspace.tuned)
+    return out

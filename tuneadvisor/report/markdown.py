@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.present.findings import rationale_line, suggestion_items
@@ -12,6 +13,9 @@ from tuneadvisor.present.prediction_text import prediction_lines
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tuneadvisor.profile.trace.model import TraceSet
 
 
 def _cell(text: str) -> str:
@@ -63,6 +67,73 @@ def _analysis(analysis: ProfileAnalysis) -> list[str]:
     return out
 
 
+def _steps(traces: TraceSet, top: int = 5) -> list[str]:
+    """The "Steps" section: the breakdown per rank as a table, then what each rank proves."""
+    # imported here: a report without traces keeps its lean import set
+    from tuneadvisor.present.trace_text import (
+        KIND_LABELS,
+        SHOWN_KINDS,
+        breakdown,
+        cannot_show,
+        detail_ranks,
+        duration,
+        gap_between,
+        observations,
+        rank_label,
+        share_percent,
+        short_name,
+        straggler,
+    )
+
+    kinds = " | ".join(KIND_LABELS[k] for k in SHOWN_KINDS)
+    out = [
+        "## Steps",
+        "",
+        "From the torch.profiler trace, per rank: each step's time by the first kind busy "
+        "(the TensorBoard plugin's priority), as a share of the rank's step time.",
+        "",
+        f"| Rank | Steps | Mean step | {kinds} | Exposed communication |",
+        "|:---|---:|---:|" + "---:|" * len(SHOWN_KINDS) + "---:|",
+    ]
+    for trace in traces.ranks:
+        b = breakdown(trace)
+        if b is None:
+            continue
+        shares = " | ".join(share_percent(b.shares[k]) for k in SHOWN_KINDS)
+        out.append(
+            f"| {_cell(b.label)} | {b.steps} | {duration(b.mean_step_us)} | {shares} | "
+            f"{share_percent(b.exposed_communication_share)} |"
+        )
+    lag = straggler(traces)
+    if lag is not None:
+        out += ["", f"**{lag.sentence()[0].upper()}{lag.sentence()[1:]}.**"]
+    shown = detail_ranks(traces)
+    for trace in shown:
+        label = _cell(rank_label(trace))
+        said = observations(trace)
+        if said:
+            out += ["", f"### {label}", ""] + [f"- {line}" for line in said]
+        for title, named in (("Top kernels", trace.top_kernels), ("Top ops", trace.top_ops)):
+            if named:
+                out += ["", f"{title} ({label}):", "", "| Time | Calls | Name |"]
+                out.append("|---:|---:|:---|")
+                out += [f"| {duration(n.total_us)} | {n.calls} | `{_cell(short_name(n.name))}` |"
+                        for n in named[:top]]  # fmt: skip
+        if trace.host_gaps:
+            out += ["", f"Longest host gaps ({label}):", "", "| Gap | Step | Where |",
+                    "|---:|---:|:---|"]  # fmt: skip
+            out += [f"| {duration(g.duration_us)} | {g.step} | "
+                    f"{_cell(gap_between(g.before, g.after))} |"
+                    for g in trace.host_gaps[:top]]  # fmt: skip
+    if len(shown) < len(traces.ranks):
+        more = len(traces.ranks) - len(shown)
+        out += ["", f"{more} more ranks: `--format json` has each."]
+    notes = cannot_show(traces)
+    if notes:
+        out += ["", "**What these traces cannot show**", ""] + [f"- {n}" for n in notes]
+    return out
+
+
 def _advice(advice: Advice, tuned: TunedFiles) -> list[str]:
     out = ["", "## Findings", ""]
     if not advice.findings:
@@ -97,6 +168,8 @@ def render_markdown(workspace: Workspace) -> str:
     out = ["# tuneadvisor report"]
     if workspace.analysis is not None:
         out += ["", *_analysis(workspace.analysis)]
+    if workspace.traces is not None:
+        out += ["", *_steps(workspace.traces)]
     if workspace.job is not None:
         out += ["", "## Job script", "", f"`{workspace.job.path}`"]
     if workspace.metrics is not None:

@@ -101,6 +101,12 @@ def render_text(workspace: Workspace) -> str:
     out: list[str] = []
     if workspace.analysis is not None:
         out += render_analysis(workspace.analysis)
+    if workspace.traces is not None:
+        # only with traces: a report of a profile keeps its lean import set
+        from tuneadvisor.present.trace_text import section_lines
+
+        heading = "Steps (torch.profiler trace, per rank):"
+        out += [*([""] if out else []), heading, *section_lines(workspace.traces)]
     if workspace.job is not None:
         out += ["", f"Job script: {workspace.job.path}"]
     if workspace.advice is not None and (line := _training_script(workspace)) is not None:

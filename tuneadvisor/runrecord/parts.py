@@ -91,6 +91,9 @@ class Paths:
     metrics: tuple[str, ...] = ()  # ``watch --record`` files (a submitted job writes its own)
     events: str | None = None  # a local run's progress events
     job: str | None = None  # a submitted run's job script
+    # torch.profiler traces (``run --profile torch``), one per rank; records before them
+    # have no such key
+    traces: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"dir": self.dir}
@@ -101,6 +104,8 @@ class Paths:
             out["events"] = self.events
         out["profiles"] = list(self.profiles)
         out["metrics"] = list(self.metrics)
+        if self.traces:
+            out["traces"] = list(self.traces)
         return out
 
     @classmethod
@@ -112,4 +117,5 @@ class Paths:
             metrics=f.texts("metrics"),
             events=f.opt_text("events"),
             job=f.opt_text("job"),
+            traces=f.texts("traces"),
         )

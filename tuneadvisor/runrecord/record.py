@@ -228,6 +228,10 @@ class RunRecord:
     def profile_paths(self) -> list[Path]:
         return self._paths(self.paths.profiles)
 
+    def trace_paths(self) -> list[Path]:
+        """The torch.profiler traces of ``run --profile torch``, one per rank."""
+        return self._paths(self.paths.traces)
+
     def metrics_paths(self) -> list[Path]:
         """The ``watch --record`` files sampled beside the run (they may not exist yet:
         a submitted job writes its own)."""

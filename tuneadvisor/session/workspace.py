@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from tuneadvisor.advisor.findings import Finding
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.profile.analysis import ProfileAnalysis
+    from tuneadvisor.profile.trace.model import TraceSet
     from tuneadvisor.slurm.jobscript.model import JobScript
 
 
@@ -44,6 +45,7 @@ class Workspace:
     inputs: Inputs = field(default_factory=Inputs)  # what it was loaded from (apply protects them)
     metrics: MetricsSeries | None = None  # what --metrics held, as read
     tuned: TunedFiles = field(default_factory=TunedFiles)  # the plan, written
+    traces: TraceSet | None = None  # the torch.profiler traces given, as read
 
     @property
     def notes(self) -> tuple[str, ...]:

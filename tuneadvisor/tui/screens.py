@@ -34,6 +34,7 @@ from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.advice_widgets import AdviceBar, DiffPanel, FindingsPanel
 from tuneadvisor.tui.dialogs import ApplyScreen
 from tuneadvisor.tui.highlight import Highlighter
+from tuneadvisor.tui.steps import StepsPane
 from tuneadvisor.tui.view import (
     FUNCTION_SORTS,
     LINE_SORTS,
@@ -93,6 +94,8 @@ class MainScreen(Screen[None]):
         Binding("1", "show_tab('profile')", "Profile", show=False),
         Binding("2", "show_tab('findings')", "Findings", show=False),
         Binding("3", "show_tab('job')", "Job script", show=False),
+        Binding("4", "show_tab('steps')", "Steps", show=False),
+        Binding("r", "next_rank", "Next rank"),
     ]
 
     def __init__(self, workspace: Workspace, on_shown: Callable[[], object] | None = None) -> None:
@@ -124,6 +127,8 @@ class MainScreen(Screen[None]):
         initial = "profile" if self.analysis is not None else "job"
         if self.analysis is None and self.workspace.job is None:
             initial = "profile"
+        if self.analysis is None and self.workspace.traces is not None:
+            initial = "steps"  # a trace alone: its breakdown first
         initial = self.initial_tab or initial
         workspace = self.workspace
         yield Header()
@@ -152,6 +157,9 @@ class MainScreen(Screen[None]):
                 with VerticalScroll(id="job-pane"):
                     yield JobScriptView(id="job-view")
                 yield DiffPanel(id="diff-pane")
+            if workspace.traces is not None:
+                with TabPane("Steps", id="steps"):
+                    yield StepsPane(workspace.traces, id="steps-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -178,6 +186,8 @@ class MainScreen(Screen[None]):
         tuned = self.workspace.tuned if advice is not None else None
         self.query_one(DiffPanel).show(tuned, self.partial, apply_hint=self._can_apply())
         self.query_one(AdviceBar).show(advice, self.partial)
+        if self.workspace.traces is not None:
+            self.query_one(StepsPane).show(self.workspace.traces)
         if self.analysis is None:
             return
         self.query_one("#side").border_title = "Time by kind"
@@ -189,9 +199,11 @@ class MainScreen(Screen[None]):
         """Swap in another workspace (the full one after the quick one), keeping the chosen
         function (by name), the tab, the sorts and searches."""
         key = None if self.current_function is None else self.current_function.key
-        same_shape = (workspace.analysis is None) == (self.analysis is None) and (
-            workspace.job is None
-        ) == (self.workspace.job is None)
+        same_shape = (
+            (workspace.analysis is None) == (self.analysis is None)
+            and (workspace.job is None) == (self.workspace.job is None)
+            and (workspace.traces is None) == (self.workspace.traces is None)
+        )
         tab = self.query_one(TabbedContent).active
         self.workspace = workspace
         self.analysis = workspace.analysis
@@ -207,7 +219,9 @@ class MainScreen(Screen[None]):
                 workspace.advice, workspace.partial, workspace.notes
             )
             self._populate(keep_line=True)
-        else:  # another layout (a profile or job script appeared): build the screen again
+        else:  # another layout (a profile, job script or trace appeared): build it again
+            if tab == "profile" and self.analysis is None and workspace.traces is not None:
+                tab = "steps"  # a trace alone: not the empty profile tab
             self.initial_tab = tab
             await self.recompose()
             self._populate()
@@ -377,6 +391,12 @@ class MainScreen(Screen[None]):
             return self._on_profile_tab()
         if action == "kind_filter":  # no line kinds before the source is read
             return self._on_profile_tab() and not self.partial
+        if action == "next_rank":
+            traces = self.workspace.traces
+            on_steps = self.query_one(TabbedContent).active == "steps"
+            return on_steps and traces is not None and len(traces.ranks) > 1
+        if action == "show_tab" and parameters == ("steps",):
+            return self.workspace.traces is not None
         if action == "apply":
             return self._can_apply() and self.query_one(TabbedContent).active == "job"
         return True
@@ -439,6 +459,8 @@ class MainScreen(Screen[None]):
         self._refresh_lines()
 
     def action_show_tab(self, tab: str) -> None:
+        if tab == "steps" and self.workspace.traces is None:
+            return  # no trace given: no Steps tab
         self.query_one(TabbedContent).active = tab
         # Move focus into the shown pane (a focused widget in a hidden pane would switch
         # the tabs back).
@@ -449,9 +471,16 @@ class MainScreen(Screen[None]):
             return
         if tab == "profile" and self.analysis is not None:
             target = "#lines" if self.last_table == "lines" else "#functions"
+        elif tab == "steps":
+            target = "#steps-pane"
         else:
             target = "#job-pane" if tab == "job" else "#tabs"
         self.query_one(target).focus()
+
+    def action_next_rank(self) -> None:
+        """On Steps: the next rank's top kernels, ops and host gaps."""
+        if self.workspace.traces is not None:
+            self.query_one(StepsPane).next_rank()
 
     def action_apply(self) -> None:
         """Ask, then write the tuned job script beside the job (never over it)."""
