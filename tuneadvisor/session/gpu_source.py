@@ -34,9 +34,12 @@ def choose_gpu_source(
     notes: list[str],
 ) -> None:
     """gpu.* from the metrics when they have GPUs (samples), else from the accounting; the
-    report says which."""
+    report says which, and which kind of figure they are (utilization, SM activity)."""
+    from tuneadvisor.metrics.figures import UTILIZATION, figures_note
+
     if metrics is not None and metrics.gpus:
         facts["gpu.source"] = metrics.source or "metrics"
+        notes.append(figures_note(metrics, f"{metrics.source or 'metrics'} samples"))
         if accounting is not None and "gpu.count" in accounting.facts:
             notes.append(
                 f"GPU: from the {metrics.source or 'metrics'} samples; {accounting.label}"
@@ -47,7 +50,10 @@ def choose_gpu_source(
         return
     if "gpu.source" in accounting.facts:
         facts.update({k: v for k, v in accounting.facts.items() if k.startswith("gpu.")})
-        notes.append(f"GPU: from {accounting.label}: {accounting.summary}")
+        notes.append(
+            f"GPU: from {accounting.label}: {accounting.summary} ({UTILIZATION}, no SM "
+            "activity: the SM-level rules are not judged)"
+        )
     else:  # a CPU job's jobstats summary: its cores and memory
         notes.append(f"CPU and memory: from {accounting.label}: {accounting.summary}")
 
