@@ -38,6 +38,8 @@ def why_not(why: str | None) -> str:
         return NOT_THIS_GPU
     if why == "Function Not Found":
         return "the driver has no GPM (R520 or newer has it)"
+    if why == "Invalid Argument":
+        return "the driver refused the GPM metrics asked (Invalid Argument)"
     if why == "Insufficient Permissions":
         return "GPM refused to this user (Insufficient Permissions)"
     return f"GPM did not answer ({why})"

@@ -269,7 +269,8 @@ class NvmlSampler:
             if got is not None:
                 state.swap()
                 return gpm.read_metrics(got)
-        if why == _LOST or why in _STICKY:
+        # "Invalid Argument": a driver that does not know a metric id refuses the whole batch
+        if why == _LOST or why in _STICKY or why == "Invalid Argument":
             self._gpm_off(device, why)  # said once by activity_reason, not every round
             if why == _LOST:
                 problems.append(f"{device.key}: GPM: {why}")
