@@ -184,7 +184,7 @@ def test_a_driver_refusing_the_metrics_turns_gpm_off_once(fake: ModuleType) -> N
 def test_a_gpu_lost_while_sampling_gpm(fake: ModuleType) -> None:
     fixture = h200_under("idle")
     fixture["devices"][0]["nvmlGpmSampleGet"] = {"seq": [None, None, {"error": "GPU_IS_LOST"}]}
-    sampler, readings = sampled(fake, fixture, 3)
+    _, readings = sampled(fake, fixture, 3)
     assert readings[0].gpus[0].sm_active_pct == 0.0
     assert readings[1].gpus[0].util_pct is None  # lost in that round: nothing of it counts
     assert any("GPM: GPU is lost" in p for p in readings[1].problems)
