@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from tuneadvisor.metrics.model import GpuSample
 from tuneadvisor.metrics.recording import RecordingHeader, RecordingWriter, parse_recording
 from tuneadvisor.metrics.snapshot import Snapshot
+from tuneadvisor.session.gather import gather
+from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.session.read_measured import read_metrics
 
 U0 = "GPU-fbeb7f21-0738-07b7-fe70-90ad97879162"
@@ -73,6 +75,11 @@ def test_an_older_recording_reads_as_before(tmp_path: Path) -> None:
     facts = series.facts()
     assert facts["gpu.util.mean"] == 98.0
     assert not any(k.startswith(("gpu.sm_active", "gpu.tensor", "gpu.activity")) for k in facts)
+    # the report says what its GPU figures are, and that SM-level questions are not judged
+    notes = gather(Inputs(metrics=(str(path),)), None, env={}).notes
+    said = [n for n in notes if n.startswith("GPU figures from the recording samples")]
+    assert said and "utilization (share of time any kernel ran) only" in said[0]
+    assert "busy-but-underused, tensor-cores-idle, memory-bandwidth-bound" in said[0]
 
 
 def test_a_field_a_reader_does_not_know_is_skipped(tmp_path: Path) -> None:

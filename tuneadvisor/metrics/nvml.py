@@ -495,6 +495,10 @@ class DeviceInfo:
     processes: int | None  # processes nvmlDeviceGetComputeRunningProcesses listed
     processes_error: str | None  # why it did not answer
     process_util_error: str | None  # why nvmlDeviceGetProcessUtilization did not answer
+    # NVML GPM (SM activity): True it answers, False not (``activity_error`` says why),
+    # None not asked (a GPU in MIG mode: its instances are asked)
+    activity: bool | None = None
+    activity_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -579,4 +583,6 @@ def _describe(sampler: NvmlSampler, nvml: Any, device: _Device) -> DeviceInfo:
         processes=None if procs is None else len(procs),
         processes_error=procs_error,
         process_util_error=util_error,
+        activity=True if device.gpm is not None else (False if device.gpm_why else None),
+        activity_error=device.gpm_why,
     )
