@@ -30,6 +30,8 @@ EXPECTED = {
     "copy_bound": {"memory-bandwidth-bound"},
 }
 SM_LEVEL = {"busy-but-underused", "tensor-cores-idle", "memory-bandwidth-bound"}
+FIELDS = ("util_pct", "sm_active_pct", "sm_occupancy_pct", "tensor_active_pct",
+          "dram_active_pct", "pcie_rx_mib_s", "pcie_tx_mib_s")  # fmt: skip
 
 
 def _load(kind: str, seconds: float, ready: Any) -> None:
@@ -93,21 +95,7 @@ def check(kind: str, seconds: float) -> dict[str, Any]:
         "activity_reason": activity_reason,
         "problems": problems,
         "round_ms": costs,
-        "rounds": [
-            {
-                k: getattr(s, k)
-                for k in (
-                    "util_pct",
-                    "sm_active_pct",
-                    "sm_occupancy_pct",
-                    "tensor_active_pct",
-                    "dram_active_pct",
-                    "pcie_rx_mib_s",
-                    "pcie_tx_mib_s",
-                )
-            }
-            for s in samples
-        ],  # fmt: skip
+        "rounds": [{k: getattr(s, k) for k in FIELDS} for s in samples],
         "facts": {k: v for k, v in facts.items() if k.startswith("gpu.")},
         "sm_level_findings": sorted(found & SM_LEVEL),
         "expected": sorted(EXPECTED[kind]),
