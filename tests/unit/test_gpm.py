@@ -252,3 +252,10 @@ def test_the_request_fits_the_real_nvml_structures() -> None:
     assert got["sm_active_pct"] == 2.0 and got["dram_active_pct"] == 10.0
     assert "sm_occupancy_pct" not in got and "tensor_active_pct" not in got
     assert ctypes.sizeof(request) > 0
+
+
+def test_the_note_names_the_sm_level_rules_of_the_pack() -> None:
+    from tuneadvisor.session.gpu_source import SM_LEVEL_RULES
+
+    assert set(SM_LEVEL_RULES.split(", ")) == SM_LEVEL
+    assert SM_LEVEL <= {rule.id for rule in load_rules([default_rules_dir()])}

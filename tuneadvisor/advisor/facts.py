@@ -175,7 +175,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("jobstats.mem_peak_node_mib", "float", "MiB", "the largest node's memory peak"),
     ("jobstats.mem_efficiency_pct", "float", "%", "that peak over the job's memory"),
     # GPU: metrics (nvidia-smi logs, watch recordings), else accounting (jobstats, Slurm TRES)
-    ("gpu.source", "str", "", "nvidia-smi, recording, jobstats or slurm-tres"),
+    (
+        "gpu.source",
+        "str",
+        "",
+        "nvidia-smi, recording, dcgmi-dmon, dcgm-exporter, jobstats or slurm-tres",
+    ),
     ("gpu.count", "int", "GPUs", "GPUs sampled"),
     ("gpu.samples", "int", "", "samples per GPU (jobstats: run time over its 30 s period)"),
     ("gpu.duration_s", "float", "s", "time the samples span"),

@@ -35,7 +35,7 @@ def choose_gpu_source(
 ) -> None:
     """gpu.* from the metrics when they have GPUs (samples), else from the accounting; the
     report says which, and which kind of figure they are (utilization, SM activity)."""
-    from tuneadvisor.metrics.figures import UTILIZATION, figures_note
+    from tuneadvisor.metrics.figures import UTILIZATION
 
     if metrics is not None and metrics.gpus:
         facts["gpu.source"] = metrics.source or "metrics"
@@ -71,4 +71,24 @@ def seff_gpu_note(seff: SeffReport) -> str:
         f"this site's seff prints {' and '.join(said)}; seff does not say how it was sampled, "
         "so the GPU rules do not rest on it (give --metrics, or the job's accounting with "
         "jobstats)"
+    )
+
+
+# The SM-level rules: they read SM, tensor or DRAM activity, never utilization alone.
+SM_LEVEL_RULES = "busy-but-underused, tensor-cores-idle, memory-bandwidth-bound"
+
+
+def figures_note(series: MetricsSeries, source: str) -> str:
+    """The report's note on which kind of GPU figure the metrics hold, and what follows."""
+    from tuneadvisor.metrics.figures import SM_ACTIVITY, UTILIZATION, has_activity
+
+    if has_activity(series):
+        return (
+            f"GPU figures from the {source}: {UTILIZATION} and {SM_ACTIVITY} with tensor-pipe "
+            "and DRAM activity; the SM-level rules read the second"
+        )
+    return (
+        f"GPU figures from the {source}: {UTILIZATION} only, no SM activity: the SM-level "
+        f"rules ({SM_LEVEL_RULES}) are not judged (record with `tuneadvisor watch` on a "
+        "Hopper or newer GPU, or give a dcgmi dmon log or dcgm-exporter scrape)"
     )
