@@ -164,16 +164,19 @@ def test_dmon_and_exporter_read_the_same_rounds_alike(
     dmon = ["#Entity   SMACT   TENSO", "ID"]
     prom = []
     for one in rounds:
-        for gpu, (sm, tensor) in enumerate(one):
-            dmon.append(f"GPU {gpu}     {sm:.3f}   {tensor:.3f}")
-            prom.append(f'DCGM_FI_PROF_SM_ACTIVE{{gpu="{gpu}"}} {sm}')
-            prom.append(f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{gpu="{gpu}"}} {tensor}')
+        for index, (sm, tensor) in enumerate(one):
+            dmon.append(f"GPU {index}     {sm:.3f}   {tensor:.3f}")
+            prom.append(f'DCGM_FI_PROF_SM_ACTIVE{{gpu="{index}"}} {sm}')
+            prom.append(f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{gpu="{index}"}} {tensor}')
     a = parse_dcgmi_dmon("\n".join(dmon) + "\n")
     b = parse_dcgm_exporter("\n".join(prom) + "\n")
-    for gpu in ("gpu0", "gpu1"):
-        got_a, got_b = a.gpu(gpu), b.gpu(gpu)
+    for index in (0, 1):
+        got_a, got_b = a.gpu(f"gpu{index}"), b.gpu(f"gpu{index}")
         assert got_a is not None and got_b is not None
-        want = [(100 * r[int(gpu[-1])][0], 100 * r[int(gpu[-1])][1]) for r in rounds]
+        want = [(100 * r[index][0], 100 * r[index][1]) for r in rounds]
         for series in (got_a, got_b):
-            seen = [(s.sm_active_pct, s.tensor_active_pct) for s in series.samples]
-            assert seen == [(pytest.approx(x), pytest.approx(y)) for x, y in want]
+            assert len(series.samples) == len(want)
+            for sample, (wx, wy) in zip(series.samples, want, strict=True):
+                x, y = sample.sm_active_pct, sample.tensor_active_pct
+                assert x is not None and y is not None  # 0 is a value, never no data
+                assert x == pytest.approx(wx) and y == pytest.approx(wy)

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -263,7 +264,7 @@ def test_process_utilization_not_offered_outside_mig(fake: ModuleType, tmp_path:
 
 
 def _with_gpm(path: Path, answer: object) -> dict[str, object]:
-    fixture = json.loads(path.read_text())
+    fixture: dict[str, Any] = json.loads(path.read_text())
     for device in fixture["devices"]:
         device["nvmlGpmQueryDeviceSupport"] = answer
     return fixture

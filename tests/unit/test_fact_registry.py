@@ -193,7 +193,7 @@ def metrics_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
         for name in ("NVIDIA H200", "Tesla P100-PCIE-16GB"):
             samples = [
                 GpuSample(t=float(t), index=0, name=name, util_pct=util,
-                          **gpm.read_metrics(_answer(r["metrics"])))
+                          **gpm.read_metrics(_answer(r["metrics"])))  # type: ignore[arg-type]
                 for t, r in enumerate(recorded["rounds"])
             ]  # fmt: skip
             yield f"GPM {load} on {name}", MetricsSeries.from_samples(samples).facts()
