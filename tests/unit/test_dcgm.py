@@ -180,3 +180,30 @@ def test_dmon_and_exporter_read_the_same_rounds_alike(
                 x, y = sample.sm_active_pct, sample.tensor_active_pct
                 assert x is not None and y is not None  # 0 is a value, never no data
                 assert x == pytest.approx(wx) and y == pytest.approx(wy)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    body=st.lists(
+        st.one_of(
+            st.sampled_from(["ID", "GPU 0  0.5  N/A", "GPU 1 1e309 -3", "GI 2 0.1 0.2", ""]),
+            st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
+        ),
+        max_size=8,
+    )
+)
+def test_hostile_text_is_the_format_error_or_a_series(body: list[str]) -> None:
+    """Whatever follows a header, the readers answer with their own error (one line for the
+    user) or a series, never another exception."""
+    for head, parse, error in (
+        ("#Entity   SMACT   TENSO", parse_dcgmi_dmon, DcgmDmonError),
+        ('DCGM_FI_PROF_SM_ACTIVE{gpu="0"} 0.5', parse_dcgm_exporter, DcgmExporterError),
+    ):
+        text = "\n".join([head, *body])
+        try:
+            series = parse(text)
+        except error:
+            continue
+        for sample in series.gpu_samples:
+            for value in (sample.sm_active_pct, sample.tensor_active_pct):
+                assert value is None or value == value  # never NaN
