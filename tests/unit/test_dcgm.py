@@ -207,3 +207,14 @@ def test_hostile_text_is_the_format_error_or_a_series(body: list[str]) -> None:
         for sample in series.gpu_samples:
             for value in (sample.sm_active_pct, sample.tensor_active_pct):
                 assert value is None or value == value  # never NaN
+
+
+def test_metrics_read_names_each_kind_of_figure() -> None:
+    from tuneadvisor.present.metrics_read import metrics_lines
+
+    lines = metrics_lines(parse_dcgmi_dmon(DMON))
+    assert lines[0].startswith("dcgmi dmon log: 2 GPUs")
+    assert lines[1].startswith("figures: utilisation = share of time any kernel ran")
+    gpu0 = next(line for line in lines if line.startswith("gpu0"))
+    assert "utilisation mean 100 %" in gpu0 and "SM activity mean 12 %" in gpu0
+    assert "tensor pipes mean 0.0 %" in gpu0 and "DRAM bandwidth mean 3.1 %" in gpu0

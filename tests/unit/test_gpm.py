@@ -260,3 +260,14 @@ def test_the_note_names_the_sm_level_rules_of_the_pack() -> None:
 
     assert set(SM_LEVEL_RULES.split(", ")) == SM_LEVEL
     assert {rule.id for rule in load_rules([default_rules_dir()])} >= SM_LEVEL
+
+
+def test_the_summary_names_each_figure(fake: ModuleType) -> None:
+    """watch's summary: utilization said as what it is, SM activity beside it."""
+    from tuneadvisor.present.watch_summary import _gpu_lines
+
+    _, readings = sampled(fake, h200_under("tiny_graph"), 4)
+    series = MetricsSeries.from_samples([g for r in readings for g in r.gpus])
+    (line,) = _gpu_lines(series, ())
+    assert "util (time any kernel ran) mean 100 %" in line
+    assert "SM activity mean 0.3 %" in line and "tensor pipes mean 0.0 %" in line
