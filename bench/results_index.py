@@ -43,6 +43,11 @@ PARTS = (
         "tmux",
     ),
     Part(
+        "gpm-bench",
+        "GPM in a `watch` round, G1-G3 (issue 25)",
+        ".venv/bin/python bench/gpm_bench.py --rounds 2000",
+    ),
+    Part(
         "slurm-bench",
         "local Slurm cluster, S1-S3 (issue 4)",
         ".venv/bin/python bench/slurm_bench.py --rounds 2",

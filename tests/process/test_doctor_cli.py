@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 FAKE_NVML = REPO / "tests" / "fixtures" / "nvml" / "fake"
 H200 = REPO / "tests" / "fixtures" / "nvml" / "h200-1gpu.json"
 GPU_LINES = ("nvml.driver", "gpu.devices", "gpu.visible", "gpu.mig", "gpu.processes",
-             "gpu.process_util", "python.cuda")  # fmt: skip
+             "gpu.process_util", "gpu.activity", "python.cuda")  # fmt: skip
 
 
 def doctor(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

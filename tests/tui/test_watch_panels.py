@@ -105,6 +105,31 @@ async def test_gpu_panel_draws_each_gpu_over_the_window_and_marks_the_selected_o
 
 
 @async_test
+async def test_gpu_panel_shows_sm_activity_beside_utilization_where_the_gpu_gives_it() -> None:
+    """The H200's recorded CUDA graph of tiny kernels: utilization 100 %, SM activity 0.3 %;
+    the SM chart appears with the first round that has it, and the subtitle says which is
+    which. A GPU without GPM keeps its two charts."""
+    from dataclasses import replace
+
+    busy = replace(gpu(0, 100.0, 0.0), name="NVIDIA H200", sm_active_pct=0.31,
+                   tensor_active_pct=0.0, dram_active_pct=0.0)  # fmt: skip
+    rounds = [Snapshot(t=0.0, gpus=(gpu(0, 100.0, 0.0), gpu(1, 50.0, 0.0)))]
+    rounds += [Snapshot(t=float(i), gpus=(busy, gpu(1, 50.0, 0.0))) for i in (1, 2, 3)]
+    panel = GpuPanel(id="gpus")
+    async with OnePanel(panel).run_test(size=(100, 12)) as pilot:
+        await shown(pilot, panel, state_of(rounds[:1]))
+        assert len(panel.query(LevelChart)) == 4 and panel.border_subtitle == ""
+        await shown(pilot, panel, state_of(rounds))
+        util0, sm0, mem0, util1, mem1 = (c.render().plain for c in panel.query(LevelChart))
+        assert util0.startswith("util ") and util0.endswith(" 100%")
+        assert sm0.startswith("SM ") and sm0.endswith("   0%")  # 0.31 % of the SMs busy
+        assert mem0.startswith("mem ") and util1.startswith("util ") and mem1.startswith("mem ")
+        assert panel.border_subtitle == "util: time any kernel ran · SM: share of SMs busy"
+        label = text_of(next(iter(panel.query(".gpu-label").results(Static))))
+        assert label.endswith("tensor 0%  DRAM 0%")
+
+
+@async_test
 async def test_gpu_panel_without_gpus_says_why_and_gives_way_when_they_come() -> None:
     panel = GpuPanel(id="gpus")
     async with OnePanel(panel).run_test(size=(80, 12)) as pilot:

@@ -536,8 +536,9 @@ def _invalid_line(needle: str) -> Callable[[dict[str, Any], Path], None]:
 def _gpu_mean(fid: str, utils: list[int]) -> Callable[[dict[str, Any], Path], None]:
     def check(doc: dict[str, Any], _: Path) -> None:
         evidence = findings(doc)[fid]["evidence"]
-        label = {"low-gpu-util": "mean GPU utilization of the busy GPUs (%)"}.get(
-            fid, "mean GPU utilization (%)"
+        kind = "share of time any kernel ran (%)"
+        label = {"low-gpu-util": f"mean GPU utilization of the busy GPUs, {kind}"}.get(
+            fid, f"mean GPU utilization, {kind}"
         )
         assert evidence[label] == round(sum(utils) / len(utils), 1)
         assert evidence["samples"] == len(utils)

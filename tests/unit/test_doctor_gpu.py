@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,8 @@ from tuneadvisor.session.site_checks.gpu import gpu_checks, mig_profile, short_u
 from tuneadvisor.session.site_checks.model import Check
 
 H200 = FIXTURES / "h200-1gpu.json"
-GPU_IDS = ("gpu.devices", "gpu.visible", "gpu.mig", "gpu.processes", "gpu.process_util")
+GPU_IDS = ("gpu.devices", "gpu.visible", "gpu.mig", "gpu.processes", "gpu.process_util",
+           "gpu.activity")  # fmt: skip
 
 
 @pytest.fixture
@@ -259,3 +261,37 @@ def test_process_utilization_not_offered_outside_mig(fake: ModuleType, tmp_path:
         "per-process GPU utilisation not offered: GPU 0: Not Supported; GPU 1: Not Supported "
         "(this GPU or driver does not offer it)"
     )
+
+
+def _with_gpm(path: Path, answer: object) -> dict[str, object]:
+    fixture: dict[str, Any] = json.loads(path.read_text())
+    for device in fixture["devices"]:
+        device["nvmlGpmQueryDeviceSupport"] = answer
+    return fixture
+
+
+def test_gpm_on_the_recorded_h200(fake: ModuleType, tmp_path: Path) -> None:
+    """The H200 answered nvmlGpmQueryDeviceSupport with isSupportedDevice 1 (gpm-h200.json)."""
+    support = json.loads((FIXTURES / "gpm-h200.json").read_text())["gpm_support"]
+    check = lines(taken(fake, _with_gpm(H200, support), tmp_path))["gpu.activity"]
+    assert check.status == "ok" and check.fix is None
+    assert check.value.startswith("SM activity readable on 1 device(s) (NVML GPM)")
+    assert all(s.freed for s in fake.SAMPLES)  # doctor's look gives its GPM samples back
+
+
+def test_gpm_missing_says_where_and_what_instead(fake: ModuleType, tmp_path: Path) -> None:
+    a100 = lines(taken(fake, FIXTURES / "a100-2gpu.json", tmp_path))["gpu.activity"]
+    assert a100.status == "not-applicable"  # an A100 has no GPM: nothing to fix
+    assert "GPU 0: this GPU has no GPM (Hopper or newer has it)" in a100.value
+    assert "dcgmi dmon -e 203,1002,1003,1004,1005" in a100.value
+    old = _with_gpm(H200, {"error": "FUNCTION_NOT_FOUND"})
+    driver = lines(taken(fake, old, tmp_path))["gpu.activity"]
+    assert driver.status == "failed" and "driver has no GPM" in driver.value
+    assert driver.fix is not None and "R520" in driver.fix
+
+
+def test_gpm_of_a_mig_gpu_is_its_instances(fake: ModuleType, tmp_path: Path) -> None:
+    check = lines(taken(fake, FIXTURES / "a100-mig.json", tmp_path))["gpu.activity"]
+    # the parent is not asked; the instances are, through it (an A100: no GPM)
+    assert check.status == "not-applicable"
+    assert "MIG-1a2b3c4d: this GPU has no GPM" in check.value

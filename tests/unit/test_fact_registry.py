@@ -8,9 +8,11 @@ a shipped rule reads must be produced by some producer, or the rule could never 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,6 +22,7 @@ from tuneadvisor.advisor.facts import FACTS, type_matches
 from tuneadvisor.advisor.site import NodeShape, parse_site
 from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.advisor.slurm_release import release_facts
+from tuneadvisor.metrics import gpm
 from tuneadvisor.metrics.affinity import affinity_facts
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.nvidia_smi_csv import parse_nvidia_smi_csv
@@ -177,6 +180,23 @@ def metrics_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
     for path in _files("tests/fixtures/nvidia-smi/*.csv", "tests/fixtures/advice/*/*.csv"):
         series = parse_nvidia_smi_csv(path.read_text(), NOHEADER_COLUMNS)
         yield str(path), series.facts()
+    # DCGM's outputs (dcgmi dmon, dcgm-exporter) as --metrics reads them
+    for path in _files("tests/fixtures/realworld/dcgm/*.txt"):
+        dcgm = read_metrics([str(path)])
+        assert dcgm is not None
+        yield str(path), dcgm.facts()
+    # GPM as watch records it: the H200's recorded rounds per load (gpm-h200.json), and the
+    # same figures on a GPU without tensor cores (a P100 by name)
+    capture = json.loads((FIXTURES / "nvml" / "gpm-h200.json").read_text())
+    for load, recorded in capture["loads"].items():
+        util = float(recorded["utilization"]["gpu"])
+        for name in ("NVIDIA H200", "Tesla P100-PCIE-16GB"):
+            samples = [
+                GpuSample(t=float(t), index=0, name=name, util_pct=util,
+                          **gpm.read_metrics(_answer(r["metrics"])))  # type: ignore[arg-type]
+                for t, r in enumerate(recorded["rounds"])
+            ]  # fmt: skip
+            yield f"GPM {load} on {name}", MetricsSeries.from_samples(samples).facts()
     # Host samples, as `watch` records them (psutil), with and without a process tree.
     host = [
         HostSample(
@@ -293,6 +313,12 @@ def joblog_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
     joblogs = "tests/fixtures/realworld/joblogs/"
     for path in _files(f"{joblogs}*.log", f"{joblogs}*.err", f"{joblogs}*.out"):
         yield f"job log {path.name}", scan_logs([path]).facts()
+
+
+def _answer(metrics: list[dict[str, float]]) -> SimpleNamespace:
+    """nvmlGpmMetricsGet's answer as the sampler reads it, from the recorded list."""
+    rows = [SimpleNamespace(**m) for m in metrics]
+    return SimpleNamespace(numMetrics=len(rows), metrics=rows)
 
 
 def all_outputs(tmp: Path) -> list[tuple[str, Mapping[str, object]]]:

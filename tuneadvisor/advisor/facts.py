@@ -175,7 +175,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("jobstats.mem_peak_node_mib", "float", "MiB", "the largest node's memory peak"),
     ("jobstats.mem_efficiency_pct", "float", "%", "that peak over the job's memory"),
     # GPU: metrics (nvidia-smi logs, watch recordings), else accounting (jobstats, Slurm TRES)
-    ("gpu.source", "str", "", "nvidia-smi, recording, jobstats or slurm-tres"),
+    (
+        "gpu.source",
+        "str",
+        "",
+        "nvidia-smi, recording, dcgmi-dmon, dcgm-exporter, jobstats or slurm-tres",
+    ),
     ("gpu.count", "int", "GPUs", "GPUs sampled"),
     ("gpu.samples", "int", "", "samples per GPU (jobstats: run time over its 30 s period)"),
     ("gpu.duration_s", "float", "s", "time the samples span"),
@@ -198,6 +203,20 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("gpu.power_limit_w", "float", "W", "power limit"),
     ("gpu.temp.max_c", "float", "°C", "peak temperature"),
     ("gpu.sm_clock.mean_mhz", "float", "MHz", "mean SM clock"),
+    # GPU activity (issue 25): what the SMs did, from NVML's GPM (watch) or DCGM's profiling
+    # fields (dcgmi dmon, dcgm-exporter), beside utilization = share of time any kernel ran.
+    # Means are of the GPUs that are not idle (metrics/model.py: activity_facts).
+    ("gpu.activity.samples", "int", "", "samples per GPU with SM, tensor or DRAM activity"),
+    ("gpu.sm_active.mean", "float", "%", "mean SM activity (share of SMs with a warp)"),
+    ("gpu.sm_active.p95", "float", "%", "95th percentile SM activity"),
+    ("gpu.sm_occupancy.mean", "float", "%", "mean SM occupancy (resident warps of the maximum)"),
+    ("gpu.tensor_active.mean", "float", "%", "mean tensor-pipe activity"),
+    ("gpu.tensor_active.max", "float", "%", "highest tensor-pipe activity"),
+    ("gpu.dram_active.mean", "float", "%", "mean device-memory bandwidth used of its peak"),
+    ("gpu.dram_active.p95", "float", "%", "95th percentile of that"),
+    ("gpu.pcie.mean_mib_s", "float", "MiB/s", "mean PCIe traffic, both directions"),
+    ("gpu.nvlink.mean_mib_s", "float", "MiB/s", "mean NVLink traffic, both directions"),
+    ("gpu.tensor_cores", "bool", "", "every GPU sampled has tensor cores (by its name)"),
     # host metrics (watch recordings)
     ("host.samples", "int", "", "host samples"),
     ("host.duration_s", "float", "s", "time the host samples span"),

@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from tuneadvisor.metrics.gpu_kinds import has_tensor_cores
+
 FactValue = bool | int | float | str
 Facts = dict[str, FactValue]
 
@@ -59,6 +61,12 @@ GpuMetric = Literal[
     "mem_clock_mhz",
     "pcie_rx_mib_s",
     "pcie_tx_mib_s",
+    "sm_active_pct",
+    "sm_occupancy_pct",
+    "tensor_active_pct",
+    "dram_active_pct",
+    "nvlink_rx_mib_s",
+    "nvlink_tx_mib_s",
 ]
 
 
@@ -83,6 +91,14 @@ class GpuSample:
     pcie_rx_mib_s: float | None = None
     pcie_tx_mib_s: float | None = None
     pstate: str | None = None
+    # What the SMs did (NVML's GPM on Hopper and newer, DCGM's profiling fields), beside
+    # ``util_pct``, which is only the share of time at least one kernel ran: 0-100 %.
+    sm_active_pct: float | None = None  # share of SMs busy (a warp assigned), averaged
+    sm_occupancy_pct: float | None = None  # resident warps over the SMs' maximum
+    tensor_active_pct: float | None = None  # tensor (HMMA and other MMA) pipes busy
+    dram_active_pct: float | None = None  # device memory bandwidth used of its peak
+    nvlink_rx_mib_s: float | None = None
+    nvlink_tx_mib_s: float | None = None
 
     @property
     def gpu_key(self) -> str:
@@ -335,7 +351,79 @@ def _gpu_facts(series: MetricsSeries) -> Facts:
     _put_stat(facts, "gpu.power_limit_w", series.gpu_stats("power_limit_w"), "max")
     _put_stat(facts, "gpu.temp.max_c", series.gpu_stats("temp_c"), "max")
     _put_stat(facts, "gpu.sm_clock.mean_mhz", series.gpu_stats("sm_clock_mhz"), "mean")
+    facts.update(activity_facts(series))
     return facts
+
+
+def _counted(series: MetricsSeries) -> list[GpuSeries]:
+    """The GPUs whose activity figures count: not idle by utilization (an idle GPU of several
+    is some-gpus-idle's and would pull the means down), else with any SM activity."""
+    with_activity = [g for g in series.gpus if any(_has_activity(s) for s in g.samples)]
+    busy = []
+    for gpu in with_activity:
+        util, sm = gpu.stats("util_pct"), gpu.stats("sm_active_pct")
+        if (util.mean >= IDLE_UTIL_PCT) if util is not None else (sm is None or sm.mean >= 1.0):
+            busy.append(gpu)
+    return busy or with_activity
+
+
+def _has_activity(sample: GpuSample) -> bool:
+    return any(sample.value(m) is not None for m in ACTIVITY_METRICS)
+
+
+ACTIVITY_METRICS: tuple[GpuMetric, ...] = (
+    "sm_active_pct",
+    "sm_occupancy_pct",
+    "tensor_active_pct",
+    "dram_active_pct",
+)
+
+
+def activity_facts(series: MetricsSeries) -> Facts:
+    """``gpu.sm_active.*``, ``gpu.tensor_active.*``, ``gpu.dram_active.*`` (the busy GPUs'
+    samples pooled), ``gpu.activity.samples``, link traffic and ``gpu.tensor_cores``."""
+    facts: Facts = {}
+    counted = _counted(series)
+    if counted:
+        facts["gpu.activity.samples"] = min(
+            sum(1 for s in g.samples if _has_activity(s)) for g in counted
+        )
+        pooled = [s for g in counted for s in g.samples]
+
+        def stats(metric: GpuMetric) -> Stats | None:
+            return Stats.of(s.value(metric) for s in pooled)
+
+        sm, tensor, dram = (
+            stats("sm_active_pct"),
+            stats("tensor_active_pct"),
+            stats("dram_active_pct"),
+        )
+        _put_stat(facts, "gpu.sm_active.mean", sm, "mean")
+        _put_stat(facts, "gpu.sm_active.p95", sm, "p95")
+        _put_stat(facts, "gpu.sm_occupancy.mean", stats("sm_occupancy_pct"), "mean")
+        _put_stat(facts, "gpu.tensor_active.mean", tensor, "mean")
+        _put_stat(facts, "gpu.tensor_active.max", tensor, "max")
+        _put_stat(facts, "gpu.dram_active.mean", dram, "mean")
+        _put_stat(facts, "gpu.dram_active.p95", dram, "p95")
+    samples = series.gpu_samples
+    _put_stat(facts, "gpu.pcie.mean_mib_s", Stats.of(map(_pcie, samples)), "mean")
+    _put_stat(facts, "gpu.nvlink.mean_mib_s", Stats.of(map(_nvlink, samples)), "mean")
+    kinds = {has_tensor_cores(g.name) for g in series.gpus}
+    if kinds and None not in kinds:
+        facts["gpu.tensor_cores"] = all(kinds)
+    return facts
+
+
+def _both(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b
+
+
+def _pcie(sample: GpuSample) -> float | None:
+    return _both(sample.pcie_rx_mib_s, sample.pcie_tx_mib_s)
+
+
+def _nvlink(sample: GpuSample) -> float | None:
+    return _both(sample.nvlink_rx_mib_s, sample.nvlink_tx_mib_s)
 
 
 def _put_stat(

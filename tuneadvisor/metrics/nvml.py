@@ -17,6 +17,14 @@ leaves out the memory the driver reserves for itself, as ``nvidia-smi`` does (on
 driver 580 the first version's ``used`` was about 600 MiB higher than nvidia-smi's: see
 bench/RESULTS.md, the GPU acceptance run); older drivers answer with the first version.
 
+SM activity, SM occupancy, tensor-pipe and DRAM activity and NVLink traffic come from NVML's GPM
+interface (Hopper and newer, driver R520+; ``metrics/gpm.py`` holds its metric table): one
+``nvmlGpmSampleGet`` per device and round, the metrics computed between it and the round
+before (the first pair at ``open()``), ``nvmlGpmMigSampleGet`` on the parent GPU for a MIG
+instance. A device or driver without GPM is said once (``activity_reason``), never each round.
+Where GPM gives PCIe traffic, the older ``nvmlDeviceGetPcieThroughput`` (a 20 ms wait inside
+each call) is not asked.
+
 ``inventory()`` is `tuneadvisor doctor`'s one look: the library, driver and CUDA versions, every
 device with its MIG mode, and whether the per-process queries answer for this user.
 
@@ -31,6 +39,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from tuneadvisor.metrics import gpm
 from tuneadvisor.metrics.model import GpuSample
 from tuneadvisor.metrics.snapshot import GpuProcess
 
@@ -74,6 +83,9 @@ class _Device:
     name: str | None
     pci_bus_id: str | None
     mig_parent: str | None = None  # parent GPU's uuid for a MIG instance
+    parent_handle: object = None  # the parent GPU's handle for a MIG instance
+    gpm: gpm.GpmState | None = None  # GPM samples kept between rounds, where it answers
+    gpm_why: str | None = None  # why there is no GPM (None: it answers, or not asked)
     mig_mode: tuple[int, int] | None = None  # (current, pending); None: not asked or refused
     lost: str | None = None
     skip: dict[str, str] = field(default_factory=dict)  # call -> sticky reason
@@ -120,10 +132,12 @@ class NvmlSampler:
         visible: Sequence[str] | None = None,
         *,
         pcie: bool = True,
+        activity: bool = True,
         import_module: Callable[[str], ModuleType] | None = None,
     ) -> None:
         self._visible = None if visible is None else tuple(visible)
         self._pcie = pcie
+        self._activity = activity
         self._import = import_module or _import_pynvml
         self._nvml: Any = None
         self._devices: list[_Device] = []
@@ -156,13 +170,113 @@ class NvmlSampler:
         if not self._devices:
             self.reason = "no GPU visible" if count else "no GPU on this node"
             return self.reason
+        if self._activity:
+            for device in self._devices:
+                # A GPU in MIG mode is sampled through its instances (MIG sample calls).
+                if device.lost is None and (device.mig_mode or (0,))[0] != 1:
+                    self._gpm_open(device)
         self.reason = None
         return None
 
     def close(self) -> None:
         if self._nvml is not None:
+            for device in self._devices:
+                if device.gpm is not None:
+                    for sample in device.gpm.samples:
+                        self._call("gpm free", self._nvml.nvmlGpmSampleFree, sample)
+                    device.gpm = None
             self._call("shutdown", self._nvml.nvmlShutdown)
             self._nvml = None
+
+    @property
+    def activity_reason(self) -> str | None:
+        """Why some device has no SM activity figures (one line for all of them), or None."""
+        whys: dict[str, list[str]] = {}
+        for device in self._devices:
+            if device.gpm_why is not None:
+                label = f"GPU {device.index}" if device.mig_parent is None else device.key
+                whys.setdefault(device.gpm_why, []).append(label)
+        if not whys:
+            return None
+        parts = [f"{', '.join(labels)}: {why}" for why, labels in whys.items()]
+        return "no SM activity (NVML GPM): " + "; ".join(parts)
+
+    def _gpm_open(self, device: _Device) -> None:
+        """Ask whether the device offers GPM and take the first sample of the first pair."""
+        nvml = self._nvml
+        query = getattr(nvml, "nvmlGpmQueryDeviceSupport", None)
+        if query is None:
+            device.gpm_why = "not in this nvidia-ml-py"
+            return
+        whole = device.parent_handle if device.mig_parent is not None else device.handle
+        support, why = self._call("gpm support", query, whole)
+        if support is None:
+            device.gpm_why = gpm.why_not(why)
+            return
+        if not int(getattr(support, "isSupportedDevice", 0)):
+            device.gpm_why = gpm.NOT_THIS_GPU
+            return
+        instance = None
+        if device.mig_parent is not None:
+            instance, why = self._call(
+                "gpu instance", nvml.nvmlDeviceGetGpuInstanceId, device.handle
+            )
+            if instance is None:
+                device.gpm_why = gpm.why_not(why)
+                return
+        samples: list[object] = []
+        for _ in range(2):
+            sample, why = self._call("gpm alloc", nvml.nvmlGpmSampleAlloc)
+            if sample is None:
+                for taken in samples:
+                    self._call("gpm free", nvml.nvmlGpmSampleFree, taken)
+                device.gpm_why = gpm.why_not(why)
+                return
+            samples.append(sample)
+        device.gpm = gpm.GpmState(samples[0], samples[1], whole, instance)
+        why = self._gpm_take(device.gpm, device.gpm.previous)
+        if why is not None:
+            self._gpm_off(device, why)
+
+    def _gpm_take(self, state: gpm.GpmState, into: object) -> str | None:
+        nvml = self._nvml
+        if state.instance is None:
+            _, why = self._call("gpm sample", nvml.nvmlGpmSampleGet, state.handle, into)
+        else:
+            fn = nvml.nvmlGpmMigSampleGet
+            _, why = self._call("gpm sample", fn, state.handle, state.instance, into)
+        return why
+
+    def _gpm_off(self, device: _Device, why: str) -> None:
+        if device.gpm is not None:
+            for sample in device.gpm.samples:
+                self._call("gpm free", self._nvml.nvmlGpmSampleFree, sample)
+        device.gpm = None
+        if why == _LOST:
+            device.lost = why
+        else:
+            device.gpm_why = gpm.why_not(why)
+
+    def _activity_of(self, device: _Device, problems: list[str]) -> dict[str, float]:
+        """This round's GPM figures, keyed by GpuSample field (empty without GPM)."""
+        state = device.gpm
+        if state is None or device.lost is not None:
+            return {}
+        why = self._gpm_take(state, state.current)
+        if why is None:
+            request = gpm.metrics_request(self._nvml, state.previous, state.current)
+            got, why = self._call("gpm metrics", self._nvml.nvmlGpmMetricsGet, request)
+            if got is not None:
+                state.swap()
+                return gpm.read_metrics(got)
+        # "Invalid Argument": a driver that does not know a metric id refuses the whole batch
+        if why == _LOST or why in _STICKY or why == "Invalid Argument":
+            self._gpm_off(device, why)  # said once by activity_reason, not every round
+            if why == _LOST:
+                problems.append(f"{device.key}: GPM: {why}")
+        else:
+            problems.append(f"{device.key}: GPM: {why}")
+        return {}
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -207,6 +321,7 @@ class NvmlSampler:
                     None if mig_name is None else _text(mig_name),
                     bus,
                     mig_parent=device.uuid,
+                    parent_handle=handle,
                 )
             )
 
@@ -277,22 +392,27 @@ class NvmlSampler:
                 device, "memory clock", problems, "nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_MEM
             )
             pstate = call(device, "pstate", problems, "nvmlDeviceGetPerformanceState")
-            rx = tx = None
-            if self._pcie:
-                rx = call(
+            activity = self._activity_of(device, problems)
+            # GPM's PCIe traffic (MiB/s over the round) where it answers; else the older
+            # counter, KB/s over ~20 ms that NVML waits for inside each call.
+            rx, tx = activity.pop("pcie_rx_mib_s", None), activity.pop("pcie_tx_mib_s", None)
+            if self._pcie and (rx is None or tx is None):
+                rx_kb = call(
                     device,
                     "PCIe rx",
                     problems,
                     "nvmlDeviceGetPcieThroughput",
                     nvml.NVML_PCIE_UTIL_RX_BYTES,
                 )
-                tx = call(
+                tx_kb = call(
                     device,
                     "PCIe tx",
                     problems,
                     "nvmlDeviceGetPcieThroughput",
                     nvml.NVML_PCIE_UTIL_TX_BYTES,
                 )
+                rx = None if rx_kb is None else rx_kb / 1024.0
+                tx = None if tx_kb is None else tx_kb / 1024.0
             running = call(device, "processes", problems, "nvmlDeviceGetComputeRunningProcesses")
             if device.lost is not None:  # lost during this round: nothing of it counts
                 samples.append(self._identity(device, t))
@@ -313,9 +433,10 @@ class NvmlSampler:
                     temp_c=None if temp is None else float(temp),
                     sm_clock_mhz=None if sm is None else float(sm),
                     mem_clock_mhz=None if mem_clock is None else float(mem_clock),
-                    pcie_rx_mib_s=None if rx is None else rx / 1024.0,
-                    pcie_tx_mib_s=None if tx is None else tx / 1024.0,
+                    pcie_rx_mib_s=rx,
+                    pcie_tx_mib_s=tx,
                     pstate=None if pstate is None else f"P{int(pstate)}",
+                    **activity,
                 )
             )
             for proc in running or ():
@@ -374,6 +495,10 @@ class DeviceInfo:
     processes: int | None  # processes nvmlDeviceGetComputeRunningProcesses listed
     processes_error: str | None  # why it did not answer
     process_util_error: str | None  # why nvmlDeviceGetProcessUtilization did not answer
+    # NVML GPM (SM activity): True it answers, False not (``activity_error`` says why),
+    # None not asked (a GPU in MIG mode: its instances are asked)
+    activity: bool | None = None
+    activity_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -458,4 +583,6 @@ def _describe(sampler: NvmlSampler, nvml: Any, device: _Device) -> DeviceInfo:
         processes=None if procs is None else len(procs),
         processes_error=procs_error,
         process_util_error=util_error,
+        activity=True if device.gpm is not None else (False if device.gpm_why else None),
+        activity_error=device.gpm_why,
     )

@@ -16,6 +16,11 @@ line again) read as one, their clocks kept apart.
 A multi-node watch (``watch --job`` across nodes) records its merged rounds: each process and
 GPU process carries its ``node``, and GPU ids are prefixed with it (``node1:GPU-...``).
 Files without nodes read as before, and older readers skip the field.
+
+A GPU's SM activity, SM occupancy, tensor-pipe and DRAM activity and NVLink traffic (NVML's GPM,
+issue 25) are more optional fields of its sample; older recordings have none and read as
+before, older readers skip them (a reader keeps the fields it knows). Why a GPU has none is
+said once, in the header's ``activity_no_data``.
 """
 
 from __future__ import annotations
@@ -96,6 +101,8 @@ class RecordingHeader:
     window_s: float | None = None
     target: str | None = None
     gpu_no_data: str | None = None  # why there are no GPU samples, when there are none
+    # why some GPU has no SM activity figures (no NVML GPM there); written only when so
+    activity_no_data: str | None = None
     job: Mapping[str, object] | None = None  # the job's requests (job.* facts)
     nodes: tuple[str, ...] | None = None  # a merged multi-node watch
     driver: str | None = None  # a one-machine watch (written only when ``nodes`` is None)
@@ -114,6 +121,8 @@ class RecordingHeader:
         if self.nodes is not None:
             out["nodes"] = list(self.nodes)
         out["gpu_no_data"] = self.gpu_no_data
+        if self.activity_no_data is not None:
+            out["activity_no_data"] = self.activity_no_data
         if self.nodes is None:
             out["driver"] = self.driver
         out["job"] = None if self.job is None else dict(self.job)
@@ -143,6 +152,7 @@ class RecordingHeader:
             window_s=get("window_s", (int, float), "a number"),
             target=get("target", str, "a string"),
             gpu_no_data=get("gpu_no_data", str, "a string"),
+            activity_no_data=get("activity_no_data", str, "a string"),
             job=get("job", dict, "an object"),
             nodes=None if nodes is None else tuple(nodes),
             driver=get("driver", str, "a string"),

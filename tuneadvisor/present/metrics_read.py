@@ -8,10 +8,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from tuneadvisor.metrics.figures import has_activity
+from tuneadvisor.present.gpu_figures import KINDS_LINE, activity_parts
+
 # The metrics model (and statistics, decimal, fractions with it) loads only when a report
 # has metrics: `report PROFILE` stays as quick to start as line_profiler's own viewer.
 if TYPE_CHECKING:
     from tuneadvisor.metrics.model import GpuSeries, MetricsSeries
+
+
+_UTIL_ONLY = "figures: utilisation = share of time any kernel ran (one busy SM reads 100 %)"
+
+
+def source_label(source: str) -> str:
+    """What kind of file the metrics came from, in a report's words."""
+    return {
+        "nvidia-smi": "nvidia-smi log",
+        "recording": "watch recording",
+        "dcgmi-dmon": "dcgmi dmon log",
+        "dcgm-exporter": "dcgm-exporter scrape",
+    }.get(source, source or "metrics")
 
 
 def _number(value: float) -> str:
@@ -33,6 +49,7 @@ def _gpu_line(gpu: GpuSeries) -> str:
     parts.append(
         "utilisation no data" if util is None else f"utilisation mean {_number(util.mean)} %"
     )
+    parts += activity_parts(gpu)
     used = gpu.stats("mem_used_mib")
     total = gpu.stats("mem_total_mib")
     if used is not None:
@@ -50,15 +67,14 @@ def _interval(gpus: Sequence[GpuSeries]) -> str | None:
 
 def metrics_lines(series: MetricsSeries) -> list[str]:
     """The lines of a report's "Metrics read" section (without the heading)."""
-    kind = {"nvidia-smi": "nvidia-smi log", "recording": "watch recording"}.get(
-        series.source, series.source or "metrics"
-    )
+    kind = source_label(series.source)
     head = f"{kind}: {len(series.gpus)} GPU{'s' if len(series.gpus) != 1 else ''}"
     interval = _interval(series.gpus)
     spans = [s for s in (series.gpu_duration_s, series.host_duration_s) if s is not None]
     head += f", sampled {interval}" if interval else ""
     head += f" over {_span(max(spans))}" if spans else ""
-    out = [head, *(_gpu_line(gpu) for gpu in series.gpus)]
+    out = [head, KINDS_LINE if has_activity(series) else _UTIL_ONLY]
+    out += [_gpu_line(gpu) for gpu in series.gpus]
     if series.host:
         out.append(_host_line(series))
     out += [f"note: {note}" for note in series.notes]

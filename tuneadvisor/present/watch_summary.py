@@ -9,6 +9,7 @@ from tuneadvisor.metrics.affinity import rank_bindings
 from tuneadvisor.metrics.model import MetricsSeries, Stats
 from tuneadvisor.metrics.ring import to_series
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, ROLE_WORKER, Snapshot
+from tuneadvisor.present.gpu_figures import activity_parts
 from tuneadvisor.present.live_findings import findings_heading, no_findings, summary_lines
 from tuneadvisor.present.requests_use import (
     cores_use,
@@ -43,9 +44,11 @@ def _gpu_lines(series: MetricsSeries, no_data: Sequence[str]) -> list[str]:
         limit = gpu.stats("power_limit_w")
         temp = gpu.stats("temp_c")
         label = f"GPU {gpu.index}" if gpu.index is not None else gpu.key
+        activity = "".join(f", {part}" for part in activity_parts(gpu))
         out.append(
             f"{label} {gpu.name or ''} ({gpu.key}): "
-            f"util mean {_f(_get(util, 'mean'), '.0f', ' %')} p95 {_f(_get(util, 'p95'))} %, "
+            f"util (time any kernel ran) mean {_f(_get(util, 'mean'), '.0f', ' %')} "
+            f"p95 {_f(_get(util, 'p95'))} %{activity}, "
             f"memory peak {_f(_get(mem, 'max'))} of {_f(_get(total, 'max'))} MiB, "
             f"power mean {_f(_get(power, 'mean'))} of {_f(_get(limit, 'max'))} W, "
             f"temperature max {_f(_get(temp, 'max'))} °C"
@@ -76,6 +79,9 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
         f"every {state.interval_s:g} s ({session.ended_because or 'ended'})"
     ]
     out += _gpu_lines(series, latest.no_data if latest else ())
+    why = getattr(session.sampler, "activity_reason", None)  # said once, not per round
+    if why and series.gpus:
+        out.append(f"GPUs: {why}")
     hosts = [s.host for s in snaps if s.host is not None]
     if hosts:
         busy = Stats.of(h.busy_cores for h in hosts)

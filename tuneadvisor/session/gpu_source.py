@@ -34,9 +34,12 @@ def choose_gpu_source(
     notes: list[str],
 ) -> None:
     """gpu.* from the metrics when they have GPUs (samples), else from the accounting; the
-    report says which."""
+    report says which, and which kind of figure they are (utilization, SM activity)."""
+    from tuneadvisor.metrics.figures import UTILIZATION
+
     if metrics is not None and metrics.gpus:
         facts["gpu.source"] = metrics.source or "metrics"
+        notes.append(figures_note(metrics, f"{metrics.source or 'metrics'} samples"))
         if accounting is not None and "gpu.count" in accounting.facts:
             notes.append(
                 f"GPU: from the {metrics.source or 'metrics'} samples; {accounting.label}"
@@ -47,7 +50,10 @@ def choose_gpu_source(
         return
     if "gpu.source" in accounting.facts:
         facts.update({k: v for k, v in accounting.facts.items() if k.startswith("gpu.")})
-        notes.append(f"GPU: from {accounting.label}: {accounting.summary}")
+        notes.append(
+            f"GPU: from {accounting.label}: {accounting.summary} ({UTILIZATION}, no SM "
+            "activity: the SM-level rules are not judged)"
+        )
     else:  # a CPU job's jobstats summary: its cores and memory
         notes.append(f"CPU and memory: from {accounting.label}: {accounting.summary}")
 
@@ -65,4 +71,24 @@ def seff_gpu_note(seff: SeffReport) -> str:
         f"this site's seff prints {' and '.join(said)}; seff does not say how it was sampled, "
         "so the GPU rules do not rest on it (give --metrics, or the job's accounting with "
         "jobstats)"
+    )
+
+
+# The SM-level rules: they read SM, tensor or DRAM activity, never utilization alone.
+SM_LEVEL_RULES = "busy-but-underused, tensor-cores-idle, memory-bandwidth-bound"
+
+
+def figures_note(series: MetricsSeries, source: str) -> str:
+    """The report's note on which kind of GPU figure the metrics hold, and what follows."""
+    from tuneadvisor.metrics.figures import SM_ACTIVITY, UTILIZATION, has_activity
+
+    if has_activity(series):
+        return (
+            f"GPU figures from the {source}: {UTILIZATION} and {SM_ACTIVITY} with tensor-pipe "
+            "and DRAM activity; the SM-level rules read the second"
+        )
+    return (
+        f"GPU figures from the {source}: {UTILIZATION} only, no SM activity: the SM-level "
+        f"rules ({SM_LEVEL_RULES}) are not judged (record with `tuneadvisor watch` on a "
+        "Hopper or newer GPU, or give a dcgmi dmon log or dcgm-exporter scrape)"
     )

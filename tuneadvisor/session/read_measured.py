@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 def read_metrics(
     inputs: Sequence[str], columns: str | None = None, measured: list[Measured] | None = None
 ) -> MetricsSeries | None:
-    """Each file a watch recording or an nvidia-smi CSV log; ``columns``: the --query-gpu
+    """Each file a watch recording, an nvidia-smi CSV log, ``dcgmi dmon`` output or a
+    dcgm-exporter scrape (told apart by their first lines); ``columns``: the --query-gpu
     list for logs written without a header. ``measured`` gets what each recording's header
     says the watched job was given."""
     if not inputs:
@@ -42,6 +43,10 @@ def read_metrics(
             if measured is not None and header is not None and header.job:
                 measured.append(_from_header(header.job))
             continue
+        dcgm = _read_dcgm(path, text)
+        if dcgm is not None:
+            series.append(dcgm)
+            continue
         _refuse_other_formats(path, text)
         try:
             series.append(parse_nvidia_smi_csv(text, columns))
@@ -50,6 +55,23 @@ def read_metrics(
     if not series:
         return None
     return series[0] if len(series) == 1 else merge_series(series)
+
+
+def _read_dcgm(path: str, text: str) -> MetricsSeries | None:
+    """DCGM's own outputs as metrics (SM activity beside utilization), None for others."""
+    from tuneadvisor.metrics import dcgm_dmon, dcgm_exporter
+
+    if dcgm_dmon.sniff(text):
+        try:
+            return dcgm_dmon.parse_dcgmi_dmon(text)
+        except dcgm_dmon.DcgmDmonError as exc:
+            raise InputError(path, f"broken dcgmi dmon output: {exc}") from None
+    if dcgm_exporter.sniff(text):
+        try:
+            return dcgm_exporter.parse_dcgm_exporter(text)
+        except dcgm_exporter.DcgmExporterError as exc:
+            raise InputError(path, f"broken dcgm-exporter text: {exc}") from None
+    return None
 
 
 def _from_header(job: Mapping[str, object]) -> Measured:
@@ -98,7 +120,8 @@ def _refuse_other_formats(path: str, text: str) -> None:
     head = text.lstrip("\ufeff \t\r\n")[:64]
     if head.startswith(("{", "[")):
         raise InputError(
-            path, f"is JSON, not an nvidia-smi CSV log or a watch recording: {_HOW_TO_LOG}"
+            path,
+            f"is JSON, not an nvidia-smi CSV log, a DCGM log or a watch recording: {_HOW_TO_LOG}",
         )
     if head.startswith("<"):
         raise InputError(

@@ -23,11 +23,13 @@ from textual.widgets import DataTable, Static
 from tuneadvisor.metrics.snapshot import ProcSample
 from tuneadvisor.tui.level_chart import LevelChart
 from tuneadvisor.tui.watch_state import (
+    FIGURES,
     ScreenState,
     detail_text,
     findings_text,
     fmt,
     gpu_line,
+    has_activity,
     marks_text,
     mem_pct,
     pct_text,
@@ -46,17 +48,18 @@ PROC_COLUMNS = ("PID", "Role", "CPU %", "RSS MiB", "State", "Thr", "GPU MiB", "C
 
 class GpuPanel(Vertical):
     """Each GPU of the window's newest round: a line of values, then utilisation and memory
-    charts over the window; or why there is no GPU data."""
+    charts over the window, with SM activity between them where the GPU gives it (the
+    subtitle says which is which); or why there is no GPU data."""
 
     state: var[ScreenState | None] = var(None, init=False)
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         # None before the first draw, so that no GPUs from the first round on gets its note.
-        self._keys: tuple[str, ...] | None = None
+        self._keys: tuple[tuple[str, bool], ...] | None = None
         self._note: Static | None = None
         self._why = ""
-        self._rows: list[tuple[Static, LevelChart, LevelChart]] = []
+        self._rows: list[tuple[Static, LevelChart, LevelChart | None, LevelChart]] = []
 
     def on_mount(self) -> None:
         self.border_title = "GPUs"
@@ -66,7 +69,9 @@ class GpuPanel(Vertical):
             return
         latest = state.newest
         gpus = latest.gpus if latest else ()
-        keys = tuple(g.gpu_key for g in gpus)
+        # A GPU with SM activity in the window (NVML GPM, DCGM) gets an SM chart beside util.
+        active = {g.gpu_key for s in state.span.rounds for g in s.gpus if has_activity(g)}
+        keys = tuple((g.gpu_key, g.gpu_key in active) for g in gpus)
         if keys != self._keys:
             self._keys = keys
             self._remount(keys)
@@ -77,14 +82,17 @@ class GpuPanel(Vertical):
                 text = why if why.startswith("no GPU data") else f"no GPU data: {why}".rstrip(": ")
                 self._note.update(Text(text))
         for i, gpu in enumerate(gpus):
-            label, util, mem = self._rows[i]
+            label, util, sm, mem = self._rows[i]
             label.update(gpu_line(gpu, selected=i == state.gpu_index))
             label.set_class(i == state.gpu_index, "selected")
             mine = [g for s in state.span.rounds for g in s.gpus if g.gpu_key == gpu.gpu_key]
             util.show([g.util_pct or 0.0 for g in mine], pct_text(gpu.util_pct))
+            if sm is not None:
+                sm.show([g.sm_active_pct or 0.0 for g in mine], pct_text(gpu.sm_active_pct))
             mem.show([mem_pct(g) or 0.0 for g in mine], pct_text(mem_pct(gpu)))
+        self.border_subtitle = FIGURES if active else ""
 
-    def _remount(self, keys: tuple[str, ...]) -> None:
+    def _remount(self, keys: tuple[tuple[str, bool], ...]) -> None:
         # Widgets are kept by reference, not id: a removal completes after this call returns,
         # and a new widget with the old id would clash with the one still leaving.
         for child in list(self.children):
@@ -94,14 +102,16 @@ class GpuPanel(Vertical):
             self._note, self._why = Static("no GPU data", classes="gpu-none"), ""
             self.mount(self._note)
         self._rows = []
-        for _key in keys:
+        for _key, active in keys:
             row = (
                 Static("", classes="gpu-label"),
                 LevelChart("util", label_width=4, value_width=4),
+                LevelChart("SM", label_width=2, value_width=4) if active else None,
                 LevelChart("mem", label_width=3, value_width=4),
             )
             self._rows.append(row)
-            self.mount(row[0], Horizontal(*row[1:], classes="gpu-charts"))
+            charts = [chart for chart in row[1:] if chart is not None]
+            self.mount(row[0], Horizontal(*charts, classes="gpu-charts"))
 
 
 class CorePanel(Vertical):

@@ -54,16 +54,31 @@ def fmt(value: float | None, spec: str = ".0f") -> str:
     return "–" if value is None else format(value, spec)
 
 
+# The GPU panel's subtitle where SM activity is shown: which chart is which figure.
+FIGURES = "util: time any kernel ran · SM: share of SMs busy"
+
+
+def has_activity(gpu: GpuSample) -> bool:
+    """Whether the sample has SM activity (NVML GPM, DCGM): its chart beside utilisation."""
+    return gpu.sm_active_pct is not None
+
+
 def gpu_line(gpu: GpuSample, selected: bool) -> str:
-    """The GPU's name and the values without a chart (utilisation and memory have one)."""
+    """The GPU's name and the values without a chart (utilisation, SM activity and memory
+    have one); tensor-pipe and DRAM activity where the GPU gives them."""
     name = gpu.name or gpu.gpu_key
     mem = f"{fmt(gpu.mem_used_mib)}/{fmt(gpu.mem_total_mib)} MiB"
     power = f"{fmt(gpu.power_w)}/{fmt(gpu.power_limit_w)} W"
     mark = "▶ " if selected else "  "
     label = f"GPU {gpu.index}" if gpu.index is not None else gpu.gpu_key
-    return (
+    line = (
         f"{mark}{label} {name}  {mem}  {power}  {fmt(gpu.temp_c)}°C  SM {fmt(gpu.sm_clock_mhz)} MHz"
     )
+    if gpu.tensor_active_pct is not None:
+        line += f"  tensor {pct_text(gpu.tensor_active_pct)}"
+    if gpu.dram_active_pct is not None:
+        line += f"  DRAM {pct_text(gpu.dram_active_pct)}"
+    return line
 
 
 def mem_pct(gpu: GpuSample) -> float | None:

@@ -101,6 +101,8 @@ class Sampler:
         self._clock = clock
         self._last_cpu: tuple[float, float] | None = None  # (wall, thread CPU)
         self.gpu_reason: str | None = None if gpu is None else gpu.open()
+        # why some GPU has no SM activity (no GPM): said once, in the header and the summary
+        self.activity_reason: str | None = None if gpu is None else gpu.activity_reason
         self.roots_alive = True
 
     def sample(self) -> Snapshot:

@@ -185,6 +185,7 @@ def build_session(
         window_s=request.window_s,
         target=target.label,
         gpu_no_data=sampler.gpu_reason,
+        activity_no_data=None if sampler.gpu_reason else sampler.activity_reason,
         driver=gpu.driver,
         job=job,  # what a replay compares use with
     )

@@ -6,6 +6,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from tuneadvisor.metrics.gpm import NOT_THIS_GPU
 from tuneadvisor.metrics.nvml import DeviceInfo, NvmlInventory, token_matches, visible_filter
 from tuneadvisor.session.site_checks.model import Check
 
@@ -41,7 +42,7 @@ def gpu_checks(inv: NvmlInventory, cuda_visible: str | None, *, root: bool) -> l
         checks.append(
             Check("gpu.visible", "not-applicable", f"CUDA_VISIBLE_DEVICES {shown}; {why}")
         )
-        for name in ("gpu.mig", "gpu.processes", "gpu.process_util"):
+        for name in ("gpu.mig", "gpu.processes", "gpu.process_util", "gpu.activity"):
             checks.append(Check(name, "not-applicable", why))
         return checks
     gpus = [d for d in inv.devices if d.mig_parent is None]
@@ -51,11 +52,12 @@ def gpu_checks(inv: NvmlInventory, cuda_visible: str | None, *, root: bool) -> l
     checks.append(_mig(inv.devices))
     asked = [d for d in (used or inv.devices) if d.unreachable is None]
     if not asked:
-        for name in ("gpu.processes", "gpu.process_util"):
+        for name in ("gpu.processes", "gpu.process_util", "gpu.activity"):
             checks.append(Check(name, "not-applicable", "not checked: no GPU open to this process"))
         return checks
     checks.append(_processes(asked, root))
     checks.append(_process_util(asked, root))
+    checks.append(_activity(asked))
     return checks
 
 
@@ -261,4 +263,34 @@ def _process_util(devices: Sequence[DeviceInfo], root: bool) -> Check:
         f"per-process GPU utilisation not readable: {where}",
         "tuneadvisor works without it (it reads each GPU's utilisation); the site's admins "
         "decide whether users may read it",
+    )
+
+
+_DCGM_INSTEAD = (
+    "watch shows utilization (share of time any kernel ran) only; for SM activity give "
+    "--metrics a `dcgmi dmon -e 203,1002,1003,1004,1005` log or a dcgm-exporter scrape"
+)
+
+
+def _activity(devices: Sequence[DeviceInfo]) -> Check:
+    """Whether watch can read SM, tensor-pipe and DRAM activity (NVML GPM) here."""
+    asked = [d for d in devices if d.activity is not None]
+    if not asked:
+        return Check("gpu.activity", "not-applicable", "not checked: GPUs in MIG mode only")
+    missing = [d for d in asked if not d.activity]
+    if not missing:
+        value = (
+            f"SM activity readable on {len(asked)} device(s) (NVML GPM): watch shows SM, "
+            "tensor-pipe and DRAM activity beside utilization"
+        )
+        return Check("gpu.activity", "ok", value)
+    where = "; ".join(f"{_device_name(d)}: {d.activity_error}" for d in missing)
+    if all(d.activity_error == NOT_THIS_GPU for d in missing):
+        return Check("gpu.activity", "not-applicable", f"no SM activity: {where}; {_DCGM_INSTEAD}")
+    return Check(
+        "gpu.activity",
+        "failed",
+        f"no SM activity: {where}",
+        "GPM needs driver R520 or newer and may be closed to users: ask the site's admins; "
+        + _DCGM_INSTEAD,
     )

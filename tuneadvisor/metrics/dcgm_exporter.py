@@ -1,0 +1,186 @@
+"""Parse dcgm-exporter's Prometheus text (``curl host:9400/metrics``), one scrape or several.
+
+A line is ``NAME{label="value",...} VALUE [TIMESTAMP_MS]``; ``# HELP`` / ``# TYPE`` and other
+``#`` lines are comments. Only ``DCGM_FI_*`` series with a ``gpu`` label are read (a GPU is
+its ``UUID`` label, else host and index; a MIG instance adds ``GPU_I_ID``); other series are
+ignored. Several scrapes appended to one file read as samples over time: a series seen again
+is the next scrape's; a series with a timestamp is placed at that time.
+
+Fields read: DEV_GPU_UTIL utilization (%), DEV_MEM_COPY_UTIL, DEV_FB_USED/FB_TOTAL/FB_FREE
+(MiB), DEV_POWER_USAGE (W), DEV_POWER_MGMT_LIMIT, DEV_GPU_TEMP, DEV_SM_CLOCK, DEV_MEM_CLOCK,
+and the profiling ratios (0-1, read as %): PROF_SM_ACTIVE, PROF_SM_OCCUPANCY,
+PROF_PIPE_TENSOR_ACTIVE, PROF_DRAM_ACTIVE; PROF_PCIE_TX/RX_BYTES and PROF_NVLINK_TX/RX_BYTES
+(bytes/s, as MiB/s). DCGM 4's ``*_RATIO`` spellings of the ratios read the same. DCGM's
+"blank" values (no data: 2^47 for doubles, ~9.22e18 for integers) and NaN are no data.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tuneadvisor.metrics.model import GpuSample, MetricsSeries
+
+MIB = 1024 * 1024
+_FP64_BLANK = 140737488355328.0  # DCGM_FP64_BLANK; larger ones are its other markers
+_INT64_BLANK = 9223372036854775792  # DCGM_INT64_BLANK and the markers above it
+
+
+class DcgmExporterError(ValueError):
+    """Not dcgm-exporter text. The message names the line."""
+
+
+def _same(value: float) -> float:
+    return value
+
+
+def _pct_of_ratio(value: float) -> float:
+    return 100.0 * value
+
+
+def _mib_of_bytes(value: float) -> float:
+    return value / MIB
+
+
+_FIELDS: dict[str, tuple[str, Callable[[float], float]]] = {
+    "DEV_GPU_UTIL": ("util_pct", _same),
+    "DEV_MEM_COPY_UTIL": ("mem_util_pct", _same),
+    "DEV_FB_USED": ("mem_used_mib", _same),
+    "DEV_FB_TOTAL": ("mem_total_mib", _same),
+    "DEV_FB_FREE": ("_fb_free", _same),
+    "DEV_POWER_USAGE": ("power_w", _same),
+    "DEV_POWER_MGMT_LIMIT": ("power_limit_w", _same),
+    "DEV_GPU_TEMP": ("temp_c", _same),
+    "DEV_SM_CLOCK": ("sm_clock_mhz", _same),
+    "DEV_MEM_CLOCK": ("mem_clock_mhz", _same),
+    "PROF_SM_ACTIVE": ("sm_active_pct", _pct_of_ratio),
+    "PROF_SM_OCCUPANCY": ("sm_occupancy_pct", _pct_of_ratio),
+    "PROF_PIPE_TENSOR_ACTIVE": ("tensor_active_pct", _pct_of_ratio),
+    "PROF_DRAM_ACTIVE": ("dram_active_pct", _pct_of_ratio),
+    "PROF_PCIE_TX_BYTES": ("pcie_tx_mib_s", _mib_of_bytes),
+    "PROF_PCIE_RX_BYTES": ("pcie_rx_mib_s", _mib_of_bytes),
+    "PROF_NVLINK_TX_BYTES": ("nvlink_tx_mib_s", _mib_of_bytes),
+    "PROF_NVLINK_RX_BYTES": ("nvlink_rx_mib_s", _mib_of_bytes),
+}
+_LINE = re.compile(
+    r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)"
+    r"(?:\{(?P<labels>(?:[^\"}]|\"(?:[^\"\\]|\\.)*\")*)\})?"
+    r"\s+(?P<value>\S+)(?:\s+(?P<ts>-?\d+))?\s*$"
+)
+_LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
+_SNIFF = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_FI_[A-Z0-9_]+[{\s]", re.MULTILINE)
+
+
+def sniff(text: str) -> bool:
+    """True when dcgm-exporter's series or their HELP/TYPE lines are near the top."""
+    return bool(_SNIFF.search(text[:4096]))
+
+
+def _labels(raw: str | None) -> dict[str, str]:
+    if not raw:
+        return {}
+    out = {}
+    for match in _LABEL.finditer(raw):
+        value = match.group(2).replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+        out[match.group(1)] = value
+    return out
+
+
+def _field(name: str) -> tuple[str, Callable[[float], float]] | None:
+    bare = name.removeprefix("DCGM_FI_")
+    return _FIELDS.get(bare) or _FIELDS.get(bare.removesuffix("_RATIO"))
+
+
+def _number(raw: str) -> float | None:
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    if not math.isfinite(value) or value >= _FP64_BLANK or value >= _INT64_BLANK:
+        return None
+    return value
+
+
+_Key = tuple[str, int]  # (device, scrape number or timestamp in ms)
+
+
+@dataclass
+class _Row:
+    """One GPU in one scrape: its labels (identity), time and the fields read."""
+
+    labels: dict[str, str]
+    t: float | None
+    values: dict[str, float] = field(default_factory=dict)
+
+
+def parse_dcgm_exporter(text: str) -> MetricsSeries:
+    seen: dict[tuple[str, str], int] = {}  # (series name, labels) -> times seen
+    rows: dict[_Key, _Row] = {}  # insertion order: first seen first
+    unlabelled = 0
+    for number, raw in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if match is None:
+            raise DcgmExporterError(f"line {number}: not a Prometheus sample: {line[:60]!r}")
+        name = match.group("name")
+        known = _field(name)
+        if known is None:
+            continue
+        labels = _labels(match.group("labels"))
+        if "gpu" not in labels:
+            unlabelled += 1
+            continue
+        device = _device_key(labels)
+        stamp = match.group("ts")
+        if stamp is not None:
+            key: _Key = (device, int(stamp))
+        else:
+            series = (name, match.group("labels") or "")
+            seen[series] = seen.get(series, 0) + 1
+            key = (device, seen[series])
+        t = None if stamp is None else int(stamp) / 1000.0
+        row = rows.setdefault(key, _Row(labels, t))
+        value = _number(match.group("value"))
+        if value is not None:
+            row.values[known[0]] = known[1](value)
+    if not rows:
+        raise DcgmExporterError(
+            "no DCGM_FI_* series with a gpu label (curl host:9400/metrics of dcgm-exporter)"
+        )
+    samples = [_sample(row) for row in rows.values()]
+    notes = []
+    if all(row.t is None for row in rows.values()):
+        notes.append("dcgm-exporter text has no timestamps: scrapes are counted, not timed")
+    if unlabelled:
+        notes.append(f"{unlabelled} DCGM series without a gpu label skipped")
+    return MetricsSeries.from_samples(samples, source="dcgm-exporter", notes=notes)
+
+
+def _device_key(labels: dict[str, str]) -> str:
+    """The GPU's identity: its UUID, else host and index; a MIG instance adds its id."""
+    host = labels.get("Hostname")
+    base = labels.get("UUID") or (f"{host}:gpu{labels['gpu']}" if host else f"gpu{labels['gpu']}")
+    instance = labels.get("GPU_I_ID")
+    return base if not instance else f"{base}/GI{instance}"
+
+
+def _sample(row: _Row) -> GpuSample:
+    values = dict(row.values)
+    free = values.pop("_fb_free", None)
+    if "mem_total_mib" not in values and free is not None and "mem_used_mib" in values:
+        values["mem_total_mib"] = values["mem_used_mib"] + free
+    labels = row.labels
+    name, profile, index = labels.get("modelName"), labels.get("GPU_I_PROFILE"), labels["gpu"]
+    key = _device_key(labels)
+    return GpuSample(
+        t=row.t,
+        index=int(index) if index.isdigit() else None,
+        uuid=None if key == f"gpu{index}" else key,
+        name=f"{name} MIG {profile}" if name and profile else name,
+        pci_bus_id=labels.get("pci_bus_id"),
+        **values,  # type: ignore[arg-type]
+    )
