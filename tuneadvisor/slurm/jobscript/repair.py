@@ -37,16 +37,25 @@ from tuneadvisor.slurm.options import (
 _LONG_NAMES = sorted({name for option in OPTIONS for name in (option.name, *option.aliases)})
 
 
+_CLOSE = 0.85  # how alike a misspelling and its option are, at least
+_APART = 0.04  # how much closer to it than to the next option
+
+
 def _closest(spelled: str) -> str | None:
     """The long option a misspelling is meant to be (a typo, a letter left out)."""
-
-    def ratio(name: str) -> float:
-        return difflib.SequenceMatcher(None, spelled, name).ratio()
-
-    ranked = sorted(_LONG_NAMES, key=ratio, reverse=True)[:2]
-    best, second = ratio(ranked[0]), ratio(ranked[1])
+    matcher = difflib.SequenceMatcher(None, spelled, "")
+    ratios: dict[str, float] = {}
+    for name in _LONG_NAMES:
+        matcher.set_seq2(name)
+        # An option whose upper bounds are below CLOSE - APART can be neither the best nor
+        # the one next to it that matters: thousands of tokens skip the exact ratio.
+        if matcher.real_quick_ratio() >= _CLOSE - _APART <= matcher.quick_ratio():
+            ratios[name] = matcher.ratio()
+    ranked = sorted(ratios, key=ratios.__getitem__, reverse=True)[:2]
+    best = ratios[ranked[0]] if ranked else 0.0
+    second = ratios[ranked[1]] if len(ranked) > 1 else 0.0
     # Close, and clearly closer than the next one (--cpus-per-tsk: task, not gpu).
-    return ranked[0] if best >= 0.85 and best - second >= 0.04 else None
+    return ranked[0] if best >= _CLOSE and best - second >= _APART else None
 
 
 def _fixed(text: str) -> tuple[str, str] | None:
