@@ -62,6 +62,8 @@ from tuneadvisor.slurm.sinfo import SinfoError, parse_sinfo  # noqa: E402
 from tuneadvisor.slurm.squeue import SqueueError, parse_squeue_json  # noqa: E402
 from tuneadvisor.trainscript.scan import scan_script  # noqa: E402
 
+from bench.fuzz_bounds import bound_targets, seeds_of  # noqa: E402
+
 RESULTS = REPO / "bench" / "RESULTS.md"
 BEGIN = "<!-- fuzz:begin -->"
 END = "<!-- fuzz:end -->"
@@ -145,6 +147,8 @@ TARGETS = (
     Target("rule expression", (), _expression, (ExpressionError,)),
     Target("report --format json", ("../tests/golden/*.json",), _report, (InputError,)),
     Target("run record", (), _record, (InputError,)),
+    # issue 23, points 1-8: inputs that grow too fast, end to end (bench/fuzz_bounds.py)
+    *bound_targets(Target),
 )  # fmt: skip
 
 EXPRESSION_SEEDS = (
@@ -185,6 +189,9 @@ def _seeds(target: Target) -> list[bytes]:
         return list(EXPRESSION_SEEDS)
     if target.name == "run record":
         return [_run_record_seed()]
+    generated = seeds_of(target.name)
+    if generated is not None:
+        return generated
     found: list[bytes] = []
     for pattern in target.seeds:
         base = FIX if not pattern.startswith("..") else FIX / ".." / ".."

@@ -11,7 +11,11 @@ from pathlib import Path, PurePosixPath
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_regular_file, read_text_input
-from tuneadvisor.trainscript.local_imports import LoaderModule, local_module_paths
+from tuneadvisor.trainscript.local_imports import (
+    MAX_MODULE_BYTES,
+    LoaderModule,
+    local_module_paths,
+)
 from tuneadvisor.trainscript.parsed import parse_script
 from tuneadvisor.trainscript.resolve_names import Elsewhere
 from tuneadvisor.trainscript.scan import ScriptScan, scan_script
@@ -73,7 +77,7 @@ def _scan_module(
     """The module if it builds the training DataLoader, else its text (to follow its own
     imports); None when it cannot be read."""
     try:
-        text = read_text_input(str(path), "module")
+        text = read_text_input(str(path), "module", MAX_MODULE_BYTES)
     except InputError:  # a helper that cannot be read is one not followed
         return None
     helper = scan_script(text, None, elsewhere)

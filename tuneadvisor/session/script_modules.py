@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_regular_file, read_text_input
-from tuneadvisor.trainscript.local_imports import local_module_paths
+from tuneadvisor.trainscript.local_imports import MAX_MODULE_BYTES, local_module_paths
 from tuneadvisor.trainscript.parsed import ParsedScript, parse_script
 from tuneadvisor.trainscript.program_facts import ProgramIndex, program_facts
 from tuneadvisor.trainscript.resolve_names import Elsewhere
@@ -55,7 +55,7 @@ def read_program(script_path: str, first: ParsedScript) -> ProgramFiles:
                 if name in names or not is_regular_file(path):
                     continue
                 try:
-                    module = parse_script(read_text_input(str(path), "module"))
+                    module = parse_script(read_text_input(str(path), "module", MAX_MODULE_BYTES))
                 except InputError:  # a helper that cannot be read is one not followed
                     continue
                 modules.append(module)

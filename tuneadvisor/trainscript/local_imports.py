@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 # Where a script's imports are looked for, at most: two paths per imported name, so the
 # first 1,000 names (a real script imports a few dozen); the rest are not followed.
 MAX_IMPORT_PATHS = 2000
+# A helper module read, at most: one written by hand is a few KiB; its analysis costs about
+# 150 times its size in memory, and up to 20 are read beside the script.
+MAX_MODULE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
