@@ -40,6 +40,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.fuzz_bounds import bound_targets, seeds_of  # noqa: E402
 from tuneadvisor.advisor.expressions import ExpressionError, compile_expression  # noqa: E402
 from tuneadvisor.advisor.facts import FACTS, sample_value  # noqa: E402
 from tuneadvisor.advisor.rules import RuleError, parse_rule  # noqa: E402
@@ -61,8 +62,6 @@ from tuneadvisor.slurm.seff import SeffError, parse_seff  # noqa: E402
 from tuneadvisor.slurm.sinfo import SinfoError, parse_sinfo  # noqa: E402
 from tuneadvisor.slurm.squeue import SqueueError, parse_squeue_json  # noqa: E402
 from tuneadvisor.trainscript.scan import scan_script  # noqa: E402
-
-from bench.fuzz_bounds import bound_targets, seeds_of  # noqa: E402
 
 RESULTS = REPO / "bench" / "RESULTS.md"
 BEGIN = "<!-- fuzz:begin -->"

@@ -45,7 +45,9 @@ from tuneadvisor.files import checked_text  # noqa: E402
 RESULTS = REPO / "bench" / "RESULTS.md"
 BEGIN = "<!-- fuzz-bounds:begin -->"
 END = "<!-- fuzz-bounds:end -->"
-REAL_SACCT = REPO / "tests/fixtures/realworld/accounting/jobstats-sacct-P-gpu-completed-60155093.txt"
+REAL_SACCT = (
+    REPO / "tests/fixtures/realworld/accounting/jobstats-sacct-P-gpu-completed-60155093.txt"
+)
 RECORDING_HEAD = (
     b'{"format":"tuneadvisor-watch","version":1,"started":"2026-01-01T00:00:00+0000",'
     b'"host":"h","interval_s":1,"target":"pid 1","gpu_no_data":null}\n'
@@ -88,7 +90,9 @@ def jobstats_seeds() -> list[bytes]:
     bombs = [
         gzip.compress(b'{"nodes": {}, "x": "') + pad * 64 + gzip.compress(b'"}'),  # 1 GiB
         gzip.compress(b"[" * (64 << 20), 9),  # 64 MiB of nesting
-        gzip.compress(json.dumps({"nodes": {f"n{i}": {"cpus": 4} for i in range(50_000)}}).encode()),
+        gzip.compress(
+            json.dumps({"nodes": {f"n{i}": {"cpus": 4} for i in range(50_000)}}).encode()
+        ),
     ]
     seeds = []
     for blob in bombs:
@@ -122,7 +126,9 @@ def slurm_output_entry(data: bytes) -> object:
 
     with tempfile.TemporaryDirectory() as folder:
         endless = data.startswith(_ENDLESS)  # a MiB per cat: the fake's forks cost little
-        (Path(folder) / "scontrol.out").write_bytes(data * (1 + (1 << 20) // len(data)) if endless else data)
+        (Path(folder) / "scontrol.out").write_bytes(
+            data * (1 + (1 << 20) // len(data)) if endless else data
+        )
         once = '/bin/cat "$0.out"'
         fake = Path(folder) / "scontrol"
         body = f"while :; do {once}; done" if endless else once
@@ -137,7 +143,9 @@ def slurm_output_entry(data: bytes) -> object:
 def recording_seeds() -> list[bytes]:
     wide = b'{"t":0,"gpus":[' + b",".join([b"{}"] * 3_000_000) + b"]}\n"
     procs = b'{"t":0,"procs":[' + b",".join(b'{"pid":%d}' % i for i in range(100_000)) + b"]}\n"
-    nodes = b'{"t":0,"gpus":[' + b",".join(b'{"uuid":"n%d:g"}' % i for i in range(100_000)) + b"]}\n"
+    nodes = (
+        b'{"t":0,"gpus":[' + b",".join(b'{"uuid":"n%d:g"}' % i for i in range(100_000)) + b"]}\n"
+    )
     return [RECORDING_HEAD + line for line in (wide, procs, nodes)]
 
 
@@ -197,8 +205,10 @@ def repair_seeds() -> list[bytes]:
     lines += ["#SBATCH " + " ".join(f"--zq{j:04d}x" for j in range(i, i + 10))
               for i in range(0, 4000, 10)]  # fmt: skip
     values = [f"#SBATCH --time=1:00:0{i % 10}x" for i in range(2000)]
-    return ["\n".join([*lines, "srun python t.py"]).encode() + b"\n",
-            "\n".join(["#!/bin/bash", *values, "srun python t.py"]).encode() + b"\n"]
+    return [
+        "\n".join([*lines, "srun python t.py"]).encode() + b"\n",
+        "\n".join(["#!/bin/bash", *values, "srun python t.py"]).encode() + b"\n",
+    ]
 
 
 def repair_entry(data: bytes) -> object:

@@ -232,7 +232,9 @@ def test_compare_reads_a_record_at_its_bound(tmp_path: Path) -> None:
 
 
 def test_wrappers_calling_each_other_hundreds_of_times_are_read_once(tmp_path: Path) -> None:
-    (tmp_path / "job.sbatch").write_text("#!/bin/bash\n#SBATCH --time=1:00\n" + "srun ./a.sh\n" * 200)
+    (tmp_path / "job.sbatch").write_text(
+        "#!/bin/bash\n#SBATCH --time=1:00\n" + "srun ./a.sh\n" * 200
+    )
     for me, other in (("a", "b"), ("b", "c"), ("c", "a")):
         body = f"./{other}.sh\n" * 200 + f"./{me}.sh\n" * 50  # and itself
         (tmp_path / f"{me}.sh").write_text("#!/bin/bash\n" + body)

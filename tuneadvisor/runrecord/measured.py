@@ -9,7 +9,6 @@ from typing import Any, Protocol
 
 from tuneadvisor.runrecord.json_fields import JsonFields
 
-
 # Progress events a run record may hold of each kind (steps, epochs, others): a run reports
 # every --log-interval batches, a few thousand times in a long run; 100,000 steps took
 # seconds in `compare`.

@@ -9,6 +9,7 @@ time with ``selectors`` and kills the command once a bound is passed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import subprocess
@@ -109,7 +110,5 @@ def _read(
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """Kill the command and reap it; a child it left holding the pipes is not waited for."""
     proc.kill()
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass

@@ -2,9 +2,10 @@
 
 Every command runs from an argument list (never a shell string), with the caller's
 environment (``env``; tests give a PATH of small fake commands), and what it prints is read
-with a file's bounds (``bounded_run``: 64 MiB of stdout at most, a deadline). What Slurm says on failure
-reaches the user verbatim, after what tuneadvisor was doing, as one line (``SlurmError`` is an
-``InputError``: exit status 2). A command missing from PATH is one clear line too.
+with a file's bounds (``bounded_run``: 64 MiB of stdout at most, a deadline). What Slurm
+says on failure reaches the user verbatim, after what tuneadvisor was doing, as one line
+(``SlurmError`` is an ``InputError``: exit status 2). A command missing from PATH is one
+clear line too.
 
 Accounting lags a job's end by seconds (the record first has no partition, no requested
 memory, or a state still RUNNING): ``poll_accounting`` reads ``sacct`` until the record is

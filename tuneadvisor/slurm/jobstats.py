@@ -34,10 +34,10 @@ __all__ = [
     "MAX_SUMMARY_BYTES",
     "SAMPLING_PERIOD_S",
     "JobstatsError",
-    "JobstatsTooLarge",
     "JobstatsGpu",
     "JobstatsNode",
     "JobstatsSummary",
+    "JobstatsTooLarge",
     "is_jobstats",
     "parse_jobstats",
 ]
