@@ -43,7 +43,7 @@ def check_local_processes(
         return
     if (settings.ntasks == 1 or tasks_given) and (workers == 0 or workers_given):
         return
-    asked = f"{settings.ntasks} task{'s' if settings.ntasks != 1 else ''}"
+    asked = f"{settings.ntasks:,} task{'s' if settings.ntasks != 1 else ''}"
     if workers:
         asked += f" x (1 + {workers:,} DataLoader workers)"
     raise InputError(
