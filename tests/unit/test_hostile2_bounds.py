@@ -25,7 +25,12 @@ from tuneadvisor.files import MAX_JOB_SCRIPT
 from tuneadvisor.metrics.recording import MAX_GPUS_PER_NODE
 from tuneadvisor.runrecord.measured import MAX_EVENTS
 from tuneadvisor.runrecord.settings import Settings
-from tuneadvisor.slurm.bounded_run import MAX_OUTPUT_BYTES
+from tuneadvisor.slurm.bounded_run import (
+    MAX_OUTPUT_BYTES,
+    MAX_STDERR_BYTES,
+    OutputTooLarge,
+    run_bounded,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 REALWORLD = REPO / "tests" / "fixtures" / "realworld"
@@ -165,6 +170,20 @@ def test_endless_sacct_output_in_the_jobs_list_is_one_line(
 ) -> None:
     done = _cli(tmp_path, "jobs", "--user", "someone", path=endless_slurm)
     _one_line(done, "printed more than")
+
+
+def test_the_bounded_reader_gives_what_subprocess_run_gave_within_its_bounds() -> None:
+    script = "printf 'a\\r\\nb\\rc\\n\\377'; head -c 200000 /dev/zero >&2; exit 3"
+    done = run_bounded(["/bin/sh", "-c", script], env={"PATH": "/usr/bin:/bin"}, timeout_s=30)
+    assert done.returncode == 3 and done.stdout == "a\nb\nc\n\ufffd"
+    assert done.stderr == "\0" * MAX_STDERR_BYTES  # the start kept, the rest read and dropped
+
+
+def test_the_bounded_reader_stops_a_command_past_its_bounds() -> None:
+    with pytest.raises(OutputTooLarge):
+        run_bounded(["/usr/bin/yes"], env={}, timeout_s=30, limit=1 << 20)
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_bounded(["/bin/sleep", "30"], env={}, timeout_s=0.2)
 
 
 def test_doctor_says_a_slurm_command_printed_too_much_and_goes_on(

@@ -44,9 +44,9 @@ def run_bounded(
     limit: int = MAX_OUTPUT_BYTES,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``args`` (no shell, stdin closed) and return its exit status, stdout and stderr
-    (decoded as UTF-8, a bad byte replaced). ``OutputTooLarge`` past ``limit`` bytes of
-    stdout, ``subprocess.TimeoutExpired`` past ``timeout_s``; either way the command is
-    killed first. ``OSError`` when it cannot be started."""
+    (decoded as UTF-8, a bad byte replaced, universal newlines). ``OutputTooLarge`` past
+    ``limit`` bytes of stdout, ``subprocess.TimeoutExpired`` past ``timeout_s``; either way
+    the command is killed first. ``OSError`` when it cannot be started."""
     proc = subprocess.Popen(
         list(args),
         stdin=subprocess.DEVNULL,
@@ -69,12 +69,13 @@ def run_bounded(
     finally:
         proc.stdout.close()
         proc.stderr.close()
-    return subprocess.CompletedProcess(
-        list(args),
-        proc.returncode,
-        out.decode("utf-8", "replace"),
-        err.decode("utf-8", "replace"),
-    )
+    return subprocess.CompletedProcess(list(args), proc.returncode, _text(out), _text(err))
+
+
+def _text(data: bytearray) -> str:
+    """As ``subprocess.run(text=True, errors="replace")`` gave it: UTF-8, a bad byte
+    replaced, universal newlines."""
+    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _read(
