@@ -40,6 +40,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.fuzz_bounds import bound_targets, seeds_of  # noqa: E402
 from tuneadvisor.advisor.expressions import ExpressionError, compile_expression  # noqa: E402
 from tuneadvisor.advisor.facts import FACTS, sample_value  # noqa: E402
 from tuneadvisor.advisor.rules import RuleError, parse_rule  # noqa: E402
@@ -145,6 +146,8 @@ TARGETS = (
     Target("rule expression", (), _expression, (ExpressionError,)),
     Target("report --format json", ("../tests/golden/*.json",), _report, (InputError,)),
     Target("run record", (), _record, (InputError,)),
+    # issue 23, points 1-8: inputs that grow too fast, end to end (bench/fuzz_bounds.py)
+    *bound_targets(Target),
 )  # fmt: skip
 
 EXPRESSION_SEEDS = (
@@ -185,6 +188,9 @@ def _seeds(target: Target) -> list[bytes]:
         return list(EXPRESSION_SEEDS)
     if target.name == "run record":
         return [_run_record_seed()]
+    generated = seeds_of(target.name)
+    if generated is not None:
+        return generated
     found: list[bytes] = []
     for pattern in target.seeds:
         base = FIX if not pattern.startswith("..") else FIX / ".." / ".."

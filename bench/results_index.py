@@ -65,6 +65,11 @@ PARTS = (
         ".venv/bin/python bench/fuzz.py --inputs 3000 --seed 13 --record",
     ),
     Part(
+        "fuzz-bounds",
+        "inputs that grow too fast, end to end (issue 23, points 1-8)",
+        ".venv/bin/python bench/fuzz_bounds.py --record",
+    ),
+    Part(
         "restructure-bench",
         "before and after the restructuring (issue 10)",
         ".venv/bin/python bench/restructure_compare.py --before ca2a38a",

@@ -31,6 +31,7 @@ import socket
 import time
 import types
 import typing
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -52,6 +53,18 @@ _GPU_PROC_FIELDS = tuple(f.name for f in fields(GpuProcess))
 
 class RecordingError(ValueError):
     """Not a watch recording, or a broken line inside one (the message names the line)."""
+
+
+# What one round may hold, per node: more than any node has (the largest hold 8 or 16 GPUs;
+# a job's processes with their DataLoader workers are hundreds), and nodes in a merged round.
+# A round of three million GPUs (9 MB) took over 600 MB and hung the readers.
+MAX_GPUS_PER_NODE = 64
+MAX_PROCS_PER_NODE = 8192
+MAX_NODES_PER_ROUND = 256
+
+
+class RoundTooLarge(ValueError):
+    """A round holds more GPUs, processes or nodes than any node or job has."""
 
 
 def sniff(text: str) -> bool:
@@ -334,6 +347,8 @@ def parse_recording(text: str) -> Recording:
         try:
             t = float(obj["t"]) + offset
             snaps.append(_snapshot(obj, t, static))
+        except RoundTooLarge as exc:  # crafted, not cut short: refused wherever it is
+            raise RecordingError(f"line {number}: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             if unterminated:
                 notes.append(f"line {number}: cut short; dropped")
@@ -362,11 +377,50 @@ class RowReader:
             return None
         try:
             return _snapshot(obj, float(obj["t"]), self._static)
+        except RoundTooLarge as exc:
+            raise RecordingError(str(exc)) from None
         except (KeyError, TypeError, ValueError) as exc:
             raise RecordingError(f"not a sample ({exc!r})") from None
 
 
+def _node_of(item: object, key: str) -> object:
+    """The node a round's entry belongs to: a process's ``node``; a merged GPU's id prefix
+    (``node1:GPU-...``); None on a single node."""
+    if not isinstance(item, Mapping):
+        return None
+    if key != "gpus":
+        return item.get("node")
+    uuid = item.get("uuid")
+    return uuid.partition(":")[0] if isinstance(uuid, str) and ":" in uuid else None
+
+
+def check_round(obj: Mapping[str, Any]) -> None:
+    """``RoundTooLarge`` when a round holds more GPUs or processes on one node than any node
+    has, or more nodes than ``MAX_NODES_PER_ROUND``: refused before anything is built."""
+    for key, most in (
+        ("gpus", MAX_GPUS_PER_NODE),
+        ("procs", MAX_PROCS_PER_NODE),
+        ("gpu_procs", MAX_PROCS_PER_NODE),
+    ):
+        items = obj.get(key)
+        if not isinstance(items, list) or len(items) <= most:
+            continue
+        per_node = Counter(_node_of(item, key) for item in items)
+        if len(per_node) > MAX_NODES_PER_ROUND:
+            raise RoundTooLarge(
+                f"{key} of {len(per_node)} nodes in one round (at most {MAX_NODES_PER_ROUND})"
+            )
+        node, count = per_node.most_common(1)[0]
+        if count > most:
+            where = f"on node {node}" if node is not None else "on one node"
+            raise RoundTooLarge(
+                f"{count} {key} {where} in one round: more than any node has "
+                f"(at most {most} per node)"
+            )
+
+
 def _snapshot(obj: Mapping[str, Any], t: float, static: _Static) -> Snapshot:
+    check_round(obj)
     gpus = tuple(_build(GpuSample, g, t=t) for g in obj.get("gpus", ()))
     host = _build(HostSample, obj["host"], t=t) if "host" in obj else None
     procs = []

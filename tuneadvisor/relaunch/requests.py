@@ -162,6 +162,19 @@ def _check_nodes(spec: Bundled, settings: Settings, *, submit: bool) -> None:
         )  # fmt: skip
 
 
+def _check_local(overrides: SettingsOverrides, settings: Settings, source: str | None) -> None:
+    from tuneadvisor.relaunch.allocation import available_cores
+    from tuneadvisor.relaunch.local_processes import check_local_processes
+
+    check_local_processes(
+        settings,
+        len(available_cores()),
+        source,
+        tasks_given=overrides.ntasks is not None or overrides.ntasks_per_node is not None,
+        workers_given="num_workers" in overrides.knobs,
+    )
+
+
 def resolve_run(request: RelaunchRequest) -> RunRequest:
     """The run asked for: the bundle, its settings (flags over advice), the interpreter, the
     runs folder and the data set (made first when synthetic)."""
@@ -174,6 +187,8 @@ def resolve_run(request: RelaunchRequest) -> RunRequest:
     source = advised.source
     settings = settings_with(request.overrides, advised.settings)
     _check_nodes(spec, settings, submit=request.submit)
+    if not request.submit:  # the processes started here: the command line's, or bounded
+        _check_local(request.overrides, settings, source)
     python = torch_python(request.python)
     if not request.submit:  # a job runs where its own modules and environment are loaded
         from tuneadvisor.relaunch.preflight import require_torch

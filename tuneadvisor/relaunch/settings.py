@@ -23,6 +23,7 @@ from tuneadvisor.runrecord.settings import KNOBS as KNOBS
 from tuneadvisor.runrecord.settings import Settings as Settings
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.safe_words import (
+    MAX_COUNT,
     checked_count,
     checked_directive,
     checked_text,
@@ -73,6 +74,19 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:40] + "..."
 
 
+def checked_cores(settings: Settings, where: str | None) -> Settings:
+    """The job's cores (tasks x cores per task) bounded as each count is (``MAX_COUNT``):
+    each alone under a million, their product would be looped over before anything runs."""
+    cores = settings.ntasks * settings.cpus_per_task
+    if cores > MAX_COUNT:
+        raise InputError(
+            where,
+            f"{settings.ntasks:,} tasks x {settings.cpus_per_task:,} cores per task is "
+            f"{cores:,} cores: more than {MAX_COUNT:,}",
+        )
+    return settings
+
+
 def checked_settings(settings: Settings, where: str | None) -> Settings:
     """Every value that reaches a job script or a command line, checked (see safe_words):
     the settings as they will be written, or InputError naming ``where``."""
@@ -81,7 +95,7 @@ def checked_settings(settings: Settings, where: str | None) -> Settings:
         for name, value in settings.knobs.items()
         if name in KNOBS
     }
-    return replace(
+    checked = replace(
         settings,
         ntasks=checked_count(settings.ntasks, "ntasks", where, minimum=1),
         nodes=checked_count(settings.nodes, "nodes", where, minimum=1),
@@ -94,6 +108,7 @@ def checked_settings(settings: Settings, where: str | None) -> Settings:
             checked_text(arg, "an --extra argument", where) for arg in settings.extra_args
         ),
     )
+    return checked_cores(checked, where)
 
 
 def _positive(value: object, what: str, source: str) -> int:
@@ -173,7 +188,9 @@ def settings_from_advice(
         because["sbatch." + key] = change.because
     for key, change in plan.env.items():
         notes.append(f"advice: export {key}={change.value} (not applied to local runs)")
-    return replace(settings, knobs=knobs, because=because, notes=tuple(notes))
+    return checked_cores(
+        replace(settings, knobs=knobs, because=because, notes=tuple(notes)), source
+    )
 
 
 def _changes(table: object, source: str) -> dict[str, Change]:

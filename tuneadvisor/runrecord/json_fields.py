@@ -65,7 +65,14 @@ class JsonFields:
     def obj(self, key: str) -> JsonFields:
         return JsonFields(self.mapping(key), self.file, f"{self.where}{key}.")
 
-    def objects(self, key: str) -> tuple[JsonFields, ...]:
+    def objects(self, key: str, most: int | None = None) -> tuple[JsonFields, ...]:
+        """A list of objects; past ``most`` of them, one InputError (checked first)."""
+        raw = self.data.get(key)
+        if most is not None and isinstance(raw, list) and len(raw) > most:
+            raise InputError(
+                self.file,
+                f"run record: {self.where}{key} holds {len(raw):,} entries (at most {most:,})",
+            )
         items = self.get(key, list_of(is_mapping), "a list of objects", [])
         return tuple(
             JsonFields(v, self.file, f"{self.where}{key}[{i}].") for i, v in enumerate(items)

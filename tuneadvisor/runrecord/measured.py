@@ -9,6 +9,11 @@ from typing import Any, Protocol
 
 from tuneadvisor.runrecord.json_fields import JsonFields
 
+# Progress events a run record may hold of each kind (steps, epochs, others): a run reports
+# every --log-interval batches, a few thousand times in a long run; 100,000 steps took
+# seconds in `compare`.
+MAX_EVENTS = 20_000
+
 
 class Gathering(Protocol):
     """The progress events gathered while a run goes (relaunch's ``Measurements``)."""
@@ -113,16 +118,18 @@ class Measured:
             },
             None,
         )
-        return cls.from_json(f)
+        return cls.from_json(f, most=None)  # a run's own events: all of them are written
 
     @classmethod
-    def from_json(cls, f: JsonFields) -> Measured:
+    def from_json(cls, f: JsonFields, most: int | None = MAX_EVENTS) -> Measured:
+        """What a record holds; past ``most`` steps, epochs or other events, one InputError
+        naming the file (a record read by ``compare`` or beside a profile is a file)."""
         return cls(
             start=f.mapping("start"),
             summary=Summary.from_json(f.obj("summary")),
-            steps=tuple(Step.from_json(s) for s in f.objects("steps")),
-            epochs=tuple(Epoch.from_json(e) for e in f.objects("epochs")),
-            events=tuple(dict(e.data) for e in f.objects("events")),
+            steps=tuple(Step.from_json(s) for s in f.objects("steps", most)),
+            epochs=tuple(Epoch.from_json(e) for e in f.objects("epochs", most)),
+            events=tuple(dict(e.data) for e in f.objects("events", most)),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -239,7 +239,7 @@ def _accounting(found: _Found, inputs: Inputs, live: LiveJob | None) -> Accounti
         accounting = live.accounting
     if inputs.seff is None and inputs.sacct is None and live is None:
         found.sharpen.append("Slurm accounting of the finished job (--seff or --sacct)")
-    gpu_read = accounting_gpu_of(accounting, found.notes)
+    gpu_read = accounting_gpu_of(accounting, found.notes, inputs.sacct)
     if gpu_read is not None:  # jobstats' per-node figures feed usage.*
         found.facts.update({k: v for k, v in gpu_read.facts.items() if not k.startswith("gpu.")})
     return gpu_read

@@ -13,16 +13,26 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.seff import SeffReport
 
 
-def accounting_gpu_of(job: SacctJob | None, notes: list[str]) -> AccountingGpu | None:
+def accounting_gpu_of(
+    job: SacctJob | None, notes: list[str], where: str | None = None
+) -> AccountingGpu | None:
     """GPU figures in an ended job's accounting (jobstats' AdminComment, Slurm's GPU TRES);
-    a running job has neither yet (its sstat figures are a note of live_job)."""
+    a running job has neither yet (its sstat figures are a note of live_job). ``where``:
+    the sacct file read, named by the one line a summary past its bound is (None: Slurm's
+    own accounting of the job)."""
     from tuneadvisor.slurm.states import UNFINISHED
 
     if job is None or job.state is None or job.state in UNFINISHED:
         return None
+    from tuneadvisor.errors import InputError
+    from tuneadvisor.slurm.jobstats import JobstatsTooLarge
     from tuneadvisor.slurm.sacct.gpu import accounting_gpu
 
-    found, problems = accounting_gpu(job)
+    try:
+        found, problems = accounting_gpu(job)
+    except JobstatsTooLarge as exc:
+        said = f"job {job.job_id}: {exc}"
+        raise InputError(where, said if where else f"the accounting of {said}") from None
     notes += problems
     return found
 

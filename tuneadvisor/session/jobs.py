@@ -14,6 +14,7 @@ from tuneadvisor.advisor.evidence import usage_facts
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.slurm.as_run import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient
+from tuneadvisor.slurm.jobstats import JobstatsError
 from tuneadvisor.slurm.sacct.gpu import accounting_gpu
 from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.squeue import QueuedJob
@@ -38,7 +39,10 @@ def job_row(job: SacctJob, queued: QueuedJob | None, rules: Iterable[Rule]) -> J
     facts: dict[str, object] = {**job.facts(), **as_run_facts(None, job)}
     gpu = None
     if job.state is not None and job.state not in UNFINISHED:
-        gpu, _ = accounting_gpu(job)  # a summary that cannot be read leaves the cell empty
+        try:  # a summary that cannot be read leaves the cell empty
+            gpu, _ = accounting_gpu(job)
+        except JobstatsError:  # one inflating past its bound: not read, the row stays
+            gpu = None
     if gpu is not None:
         facts.update(gpu.facts)
     usage_facts(facts)

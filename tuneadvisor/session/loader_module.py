@@ -10,8 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import read_text_input
-from tuneadvisor.trainscript.local_imports import LoaderModule, local_module_paths
+from tuneadvisor.files import is_regular_file, read_text_input
+from tuneadvisor.trainscript.local_imports import (
+    MAX_MODULE_BYTES,
+    LoaderModule,
+    local_module_paths,
+)
 from tuneadvisor.trainscript.parsed import parse_script
 from tuneadvisor.trainscript.resolve_names import Elsewhere
 from tuneadvisor.trainscript.scan import ScriptScan, scan_script
@@ -42,16 +46,18 @@ def follow_loader(
     if scan.parse_error is not None or scan.dataloaders:
         return Followed(None, None)
     folder = Path(script_path).parent
-    seen: list[Path] = []
+    seen: dict[Path, None] = {}  # ordered, and a set
     level = [(text, PurePosixPath())]
     for _ in range(MAX_DEPTH):
         following: list[tuple[str, PurePosixPath]] = []
         for source, package in level:
             for relative in local_module_paths(parse_script(source), package):
+                if len(seen) >= MAX_MODULES:
+                    break  # no more is read: nor looked for
                 path = folder / relative
-                if path in seen or len(seen) >= MAX_MODULES or not path.is_file():
+                if path in seen or not is_regular_file(path):
                     continue
-                seen.append(path)
+                seen[path] = None
                 name = relative.as_posix()
                 context = elsewhere(name) if elsewhere is not None else None
                 found = _scan_module(path, name, scan, context)
@@ -71,7 +77,7 @@ def _scan_module(
     """The module if it builds the training DataLoader, else its text (to follow its own
     imports); None when it cannot be read."""
     try:
-        text = read_text_input(str(path), "module")
+        text = read_text_input(str(path), "module", MAX_MODULE_BYTES)
     except InputError:  # a helper that cannot be read is one not followed
         return None
     helper = scan_script(text, None, elsewhere)

@@ -11,8 +11,8 @@ from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import read_text_input
-from tuneadvisor.trainscript.local_imports import local_module_paths
+from tuneadvisor.files import is_regular_file, read_text_input
+from tuneadvisor.trainscript.local_imports import MAX_MODULE_BYTES, local_module_paths
 from tuneadvisor.trainscript.parsed import ParsedScript, parse_script
 from tuneadvisor.trainscript.program_facts import ProgramIndex, program_facts
 from tuneadvisor.trainscript.resolve_names import Elsewhere
@@ -48,12 +48,14 @@ def read_program(script_path: str, first: ParsedScript) -> ProgramFiles:
         following: list[tuple[ParsedScript, PurePosixPath]] = []
         for source, package in level:
             for relative in local_module_paths(source, package):
+                if len(names) > MAX_MODULES:
+                    break  # no more is read: nor looked for
                 name = relative.as_posix()
                 path = folder / relative
-                if name in names or len(names) > MAX_MODULES or not path.is_file():
+                if name in names or not is_regular_file(path):
                     continue
                 try:
-                    module = parse_script(read_text_input(str(path), "module"))
+                    module = parse_script(read_text_input(str(path), "module", MAX_MODULE_BYTES))
                 except InputError:  # a helper that cannot be read is one not followed
                     continue
                 modules.append(module)

@@ -1,9 +1,11 @@
 """Run Slurm's own commands and read what they print.
 
 Every command runs from an argument list (never a shell string), with the caller's
-environment (``env``; tests give a PATH of small fake commands). What Slurm says on failure
-reaches the user verbatim, after what tuneadvisor was doing, as one line (``SlurmError`` is an
-``InputError``: exit status 2). A command missing from PATH is one clear line too.
+environment (``env``; tests give a PATH of small fake commands), and what it prints is read
+with a file's bounds (``bounded_run``: 64 MiB of stdout at most, a deadline). What Slurm
+says on failure reaches the user verbatim, after what tuneadvisor was doing, as one line
+(``SlurmError`` is an ``InputError``: exit status 2). A command missing from PATH is one
+clear line too.
 
 Accounting lags a job's end by seconds (the record first has no partition, no requested
 memory, or a state still RUNNING): ``poll_accounting`` reads ``sacct`` until the record is
@@ -23,6 +25,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import checked_text
+from tuneadvisor.slurm.bounded_run import OutputTooLarge, run_bounded
 from tuneadvisor.slurm.listpids import ListpidsError, StepPid, parse_listpids
 from tuneadvisor.slurm.placement import (
     JobArrayError,
@@ -102,22 +106,20 @@ class SlurmClient:
                 "or load the Slurm module first)",
             )
         try:
-            return subprocess.run(
-                [path, *args],
-                capture_output=True,
-                text=True,
-                errors="replace",
-                env=dict(self._environ()),
-                stdin=subprocess.DEVNULL,
-                timeout=self.timeout_s,
-                check=False,
-            )
+            done = run_bounded([path, *args], env=self._environ(), timeout_s=self.timeout_s)
         except subprocess.TimeoutExpired:
             raise SlurmError(
                 doing, f"{command} did not answer within {self.timeout_s:g} s"
             ) from None
+        except OutputTooLarge as exc:
+            raise SlurmError(doing, f"{command} {exc}") from None
         except OSError as exc:
             raise SlurmError(doing, f"cannot run {path}: {exc.strerror or exc}") from None
+        try:  # what a file of this output would pass too (numbers of thousands of digits)
+            checked_text(done.stdout, None, f"{command}'s output")
+        except InputError as exc:
+            raise SlurmError(doing, exc.problem) from None
+        return done
 
     def _output(self, doing: str, command: str, args: Sequence[str]) -> str:
         """stdout of a command that must succeed; its stderr is the error otherwise."""

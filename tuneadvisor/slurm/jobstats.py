@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
 import json
 import math
 import zlib
@@ -32,11 +31,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 __all__ = [
+    "MAX_SUMMARY_BYTES",
     "SAMPLING_PERIOD_S",
     "JobstatsError",
     "JobstatsGpu",
     "JobstatsNode",
     "JobstatsSummary",
+    "JobstatsTooLarge",
     "is_jobstats",
     "parse_jobstats",
 ]
@@ -47,10 +48,18 @@ PREFIX = "JS1:"
 # jobstats' default SAMPLING_PERIOD (config.py), the Prometheus scrape interval its docs use.
 SAMPLING_PERIOD_S = 30.0
 _MIB = 1024 * 1024
+# A summary as decompressed, at most: a real one is a few KiB (a few hundred bytes per node and
+# GPU), so 1 MiB holds thousands of nodes. A blob that inflates past it (a 1.4 MB sacct file
+# whose AdminComment inflated to 1 GiB) is refused before it is parsed.
+MAX_SUMMARY_BYTES = 1 * _MIB
 
 
 class JobstatsError(ValueError):
     """AdminComment has jobstats' marker but no summary to read; the message says why."""
+
+
+class JobstatsTooLarge(JobstatsError):
+    """The summary inflates past ``MAX_SUMMARY_BYTES``: a crafted file, not a damaged one."""
 
 
 @dataclass(frozen=True)
@@ -136,12 +145,33 @@ def parse_jobstats(text: str) -> JobstatsSummary:
         why = "the job ran too short" if payload == "Short" else "its monitoring had no data"
         raise JobstatsError(f"jobstats kept no summary of the job ({why})")
     try:
-        document = json.loads(gzip.decompress(base64.b64decode(payload, validate=True)))
+        document = json.loads(_gunzipped(base64.b64decode(payload, validate=True)))
+    except JobstatsTooLarge:
+        raise
     except (binascii.Error, OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError) as e:
         raise JobstatsError(f"the jobstats summary in AdminComment does not decode ({e})") from None
     if not isinstance(document, Mapping) or not isinstance(document.get("nodes"), Mapping):
         raise JobstatsError("the jobstats summary in AdminComment has no 'nodes'")
     return _summary(document)
+
+
+def _gunzipped(data: bytes) -> bytes:
+    """gzip's content, never more than ``MAX_SUMMARY_BYTES`` of it (a gzip bomb is refused
+    after that much, not inflated whole). Concatenated members read as one, as gzip does."""
+    out = bytearray()
+    while True:
+        inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # a gzip header and trailer
+        out += inflate.decompress(data, MAX_SUMMARY_BYTES + 1 - len(out))
+        if len(out) > MAX_SUMMARY_BYTES:
+            raise JobstatsTooLarge(
+                "the jobstats summary in AdminComment inflates to more than "
+                f"{MAX_SUMMARY_BYTES // _MIB} MiB (a real one is a few KiB): not read"
+            )
+        if not inflate.eof:
+            raise EOFError("the gzip stream is cut short")
+        data = inflate.unused_data
+        if not data.strip(b"\0"):  # only padding after the last member, as gzip allows
+            return bytes(out)
 
 
 def _summary(document: Mapping[str, Any]) -> JobstatsSummary:

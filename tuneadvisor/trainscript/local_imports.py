@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     from tuneadvisor.trainscript.scan import ScriptScan
 
 
+# Where a script's imports are looked for, at most: two paths per imported name, so the
+# first 1,000 names (a real script imports a few dozen); the rest are not followed.
+MAX_IMPORT_PATHS = 2000
+# A helper module read, at most: one written by hand is a few KiB; its analysis costs about
+# 150 times its size in memory, and up to 20 are read beside the script.
+MAX_MODULE_BYTES = 1024 * 1024
+
+
 @dataclass(frozen=True)
 class LoaderModule:
     """The local module that builds the training DataLoader."""
@@ -46,7 +54,8 @@ def local_module_paths(
     `import` counts), each once, in source order. `from pkg import mod` names both
     `pkg/mod.py` (a module) and `pkg/__init__.py` (the package that defines `mod`); relative
     imports of one level (`from .data import x`) read as siblings: in ``package``, the folder
-    of the importing module (`pkg/data.py` importing `.transforms` is `pkg/transforms.py`)."""
+    of the importing module (`pkg/data.py` importing `.transforms` is `pkg/transforms.py`).
+    At most ``MAX_IMPORT_PATHS`` paths, the first ones."""
     if parsed.tree is None:
         return []
     imports = [
@@ -68,9 +77,10 @@ def local_module_paths(
         dotted += [(prefix + alias.name, base) for alias in node.names if alias.name != "*"]
         if module:
             dotted.append((module, base))
-    paths: list[PurePosixPath] = []
+    paths: dict[PurePosixPath, None] = {}  # ordered, and a set: 10,000 imports stay linear
     for name, base in dotted:
         for path in _candidates(name):
-            if base / path not in paths:
-                paths.append(base / path)
-    return paths
+            paths.setdefault(base / path, None)
+            if len(paths) >= MAX_IMPORT_PATHS:
+                return list(paths)
+    return list(paths)

@@ -250,6 +250,31 @@ class JobScript:
             edit.span(number, start, end, new)
         return JobScript.parse(edit.render(), self.path)
 
+    def edited(
+        self,
+        *,
+        spans: Iterable[tuple[int, int, int, str]] = (),
+        tokens: Iterable[int] = (),
+        occurrences: Iterable[Directive] = (),
+        values: Iterable[tuple[Directive, str]] = (),
+    ) -> JobScript:
+        """Several edits of distinct tokens in one edit and one parse: ``spans`` replaced
+        (as ``with_text``), ``tokens`` removed (as ``without_tokens``), ``occurrences``
+        removed (as ``without_occurrence``), ``values`` set (as ``with_value_of``). A
+        repair of many directives re-parses the script once, not once per directive."""
+        edit = Edit(list(self.lines))
+        for number, start, end, new in spans:
+            edit.span(number, start, end, new)
+        for directive, value in values:
+            self._set_value(edit, directive, value)
+        removed = list(occurrences)
+        if removed:
+            self._remove(edit, removed)
+        self._delete_tokens(edit, set(tokens))
+        if not edit.replace and not edit.delete:
+            return self
+        return JobScript.parse(edit.render(), self.path)
+
     # -- editing helpers
 
     def _others(self, name: str, current: Directive) -> list[Directive]:
@@ -390,9 +415,13 @@ class JobScript:
         by_line: dict[int, list[int]] = {}
         for index in indices:
             by_line.setdefault(self.tokens[index].line, []).append(index)
+        if not by_line:
+            return
+        on_lines: dict[int, set[int]] = {}  # once, not per line: thousands of tokens
+        for i, t in enumerate(self.tokens):
+            on_lines.setdefault(t.line, set()).add(i)
         for number, deleted in by_line.items():
-            on_line = [i for i, t in enumerate(self.tokens) if t.line == number]
-            if set(on_line) <= set(deleted):
+            if on_lines.get(number, set()) <= set(deleted):
                 edit.delete.add(number)
                 continue
             text = self._line(number).text

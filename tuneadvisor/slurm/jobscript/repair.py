@@ -19,11 +19,12 @@ would still refuse the script."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 
 from tuneadvisor.slurm.jobscript.editing import render_value
 from tuneadvisor.slurm.jobscript.misspelt import misspelt_magic
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.jobscript.syntax import IGNORED_DIRECTIVE
+from tuneadvisor.slurm.jobscript.syntax import IGNORED_DIRECTIVE, Directive
 from tuneadvisor.slurm.options import (
     OPTIONS,
     RESOURCE_OPTIONS,
@@ -36,16 +37,25 @@ from tuneadvisor.slurm.options import (
 _LONG_NAMES = sorted({name for option in OPTIONS for name in (option.name, *option.aliases)})
 
 
+_CLOSE = 0.85  # how alike a misspelling and its option are, at least
+_APART = 0.04  # how much closer to it than to the next option
+
+
 def _closest(spelled: str) -> str | None:
     """The long option a misspelling is meant to be (a typo, a letter left out)."""
-
-    def ratio(name: str) -> float:
-        return difflib.SequenceMatcher(None, spelled, name).ratio()
-
-    ranked = sorted(_LONG_NAMES, key=ratio, reverse=True)[:2]
-    best, second = ratio(ranked[0]), ratio(ranked[1])
+    matcher = difflib.SequenceMatcher(None, spelled, "")
+    ratios: dict[str, float] = {}
+    for name in _LONG_NAMES:
+        matcher.set_seq2(name)
+        # An option whose upper bounds are below CLOSE - APART can be neither the best nor
+        # the one next to it that matters: thousands of tokens skip the exact ratio.
+        if matcher.real_quick_ratio() >= _CLOSE - _APART <= matcher.quick_ratio():
+            ratios[name] = matcher.ratio()
+    ranked = sorted(ratios, key=ratios.__getitem__, reverse=True)[:2]
+    best = ratios[ranked[0]] if ranked else 0.0
+    second = ratios[ranked[1]] if len(ranked) > 1 else 0.0
     # Close, and clearly closer than the next one (--cpus-per-tsk: task, not gpu).
-    return ranked[0] if best >= 0.85 and best - second >= 0.04 else None
+    return ranked[0] if best >= _CLOSE and best - second >= _APART else None
 
 
 def _fixed(text: str) -> tuple[str, str] | None:
@@ -68,13 +78,18 @@ def _fixed(text: str) -> tuple[str, str] | None:
     return option.name, written or f"--{option.name}"
 
 
-def _why_not(job: JobScript, name: str, keep: frozenset[str]) -> str | None:
-    """Why a directive sbatch never read may not be revived as ``--name``; None: it may."""
+def _why_not(
+    job: JobScript, name: str, keep: frozenset[str], revived: Mapping[str, int] | None = None
+) -> str | None:
+    """Why a directive sbatch never read may not be revived as ``--name``; None: it may.
+    ``revived``: options this repair revives already (name -> line), set as much as the
+    script's own."""
     for other in sorted({name} | conflicting_with(name)):
         current = job.directive(other)
-        if current is not None:
+        line = current.line if current is not None else (revived or {}).get(other)
+        if line is not None:
             what = "is set already" if other == name else "conflicts with it"
-            return f"--{other} (line {current.line}) {what}"
+            return f"--{other} (line {line}) {what}"
     if name in RESOURCE_OPTIONS and name not in keep:
         return (
             f"--{name} asks for resources the advice did not size (sbatch never ran this "
@@ -87,24 +102,32 @@ def repair_directives(job: JobScript, keep: frozenset[str], notes: list[str]) ->
     """``job`` without the directive arguments sbatch refuses; ``keep``: options the plan
     sets anyway (an invalid value of one is replaced by the plan, not removed)."""
     job = _magic_repaired(job, keep, notes)
-    for index in reversed(job.unread_tokens()):  # from the end: earlier offsets stay right
+    # Decided token by token, from the end as before, then written in one edit and one
+    # parse: thousands of refused tokens would otherwise re-parse the script thousands of
+    # times.
+    revived: dict[str, int] = {}
+    spans: list[tuple[int, int, int, str]] = []
+    removed: list[int] = []
+    for index in reversed(job.unread_tokens()):
         token = job.tokens[index]
         fixed = _fixed(token.value)
-        why = _why_not(job, fixed[0], keep) if fixed is not None else None
+        why = _why_not(job, fixed[0], keep, revived) if fixed is not None else None
         if fixed is not None and why is None:
-            job = job.with_text([(token.line, token.start, token.end, fixed[1])])
+            spans.append((token.line, token.start, token.end, fixed[1]))
+            revived[fixed[0]] = token.line
             notes.append(
                 f"line {token.line}: {token.value} is no sbatch option: written as {fixed[1]}"
             )
         elif fixed is not None:
-            job = job.without_tokens([index])
+            removed.append(index)
             notes.append(
                 f"line {token.line}: {token.value} removed (sbatch refuses it); not "
                 f"written as {fixed[1]}: {why}"
             )
         else:
-            job = job.without_tokens([index])
+            removed.append(index)
             notes.append(f"line {token.line}: {token.value} removed: sbatch refuses it")
+    job = job.edited(spans=spans, tokens=removed)
     return _values_repaired(job, keep, notes)
 
 
@@ -113,14 +136,16 @@ def _values_repaired(job: JobScript, keep: frozenset[str], notes: list[str]) -> 
     written as the one valid value a letter away (``01:00:00x`` -> ``01:00:00``; not a
     resource's, which the advice did not size), else kept as they are: removing one would
     let sbatch's default apply where the script asked for something."""
-    for directive in reversed(job.occurrences):
+    gone: list[Directive] = []
+    values: list[tuple[Directive, str]] = []
+    for directive in reversed(job.occurrences):  # decided here, written in one edit below
         error = validate(directive.name, directive.value)
         if directive.component != 0 or not error:
             continue
         where = f"line {directive.line}: {directive.spelling} {directive.value}"
         effective = job.directive(directive.name)
         if effective is None or effective.token != directive.token:
-            job = job.without_occurrence(directive)  # a later one sets it: nothing is lost
+            gone.append(directive)  # a later one sets it: nothing is lost
             notes.append(f"{where} removed ({error}); a later {directive.spelling} sets it")
             continue
         if directive.name in keep:
@@ -129,14 +154,14 @@ def _values_repaired(job: JobScript, keep: frozenset[str], notes: list[str]) -> 
         unsized = directive.name in RESOURCE_OPTIONS
         value = None if unsized else _closest_value(directive.name, directive.value)
         if value is not None:
-            job = job.with_value_of(directive, value)
+            values.append((directive, value))
             notes.append(f"{where} written as {value} ({error})")
         else:
             notes.append(
                 f"{where} kept: sbatch refuses it ({error}); write the value you meant "
                 "(removed, sbatch's default would apply instead)"
             )
-    return job
+    return job.edited(occurrences=gone, values=values)
 
 
 def _closest_value(name: str, value: str) -> str | None:

@@ -41,11 +41,38 @@ from tuneadvisor.slurm.launch_line.lexing import (
     logical_lines,
 )
 from tuneadvisor.slurm.launch_line.model import Launcher, LaunchLine
-from tuneadvisor.slurm.launch_line.variables import expand_word
+from tuneadvisor.slurm.launch_line.variables import MAX_VALUE_CHARS, expand_word, references
 
 __all__ = ["Unfollowed", "find_launches", "unfollowed_launch"]
 
 _SUBMIT_DIR = re.compile(r'"?\$\{?SLURM_SUBMIT_DIR\}?"?')
+
+
+# Scripts that run scripts: followed this deep at most, and no more of them per job than
+# MAX_WRAPPER_READS in all (a wrapper that calls another 200 times would otherwise be read
+# 200 times per call above it: calls^depth). Each is read and parsed once per job.
+_MAX_WRAPPERS = 3
+MAX_WRAPPER_READS = 32
+
+
+@dataclass
+class _Wrappers:
+    """The job's own shell scripts as one job's reading finds them: each parsed once (by
+    its resolved path), and how many times one was followed, all of them counted."""
+
+    parsed: dict[Path, JobScript | None] = field(default_factory=dict)
+    followed: int = 0
+
+    def script(self, path: Path) -> JobScript | None:
+        key = path.resolve()
+        if key not in self.parsed:
+            try:  # bounded as the job script itself is
+                text = read_bytes_input(path, "wrapper script", MAX_JOB_SCRIPT)
+            except InputError:  # unreadable here: a hand-off that cannot be followed
+                self.parsed[key] = None
+            else:
+                self.parsed[key] = JobScript.parse(text, path)
+        return self.parsed[key]
 
 
 @dataclass
@@ -59,7 +86,9 @@ class _Context:
     depth: int = 0  # inside if/for/while/case or a function: assignments may not run
     maybe: bool = False  # the command being tracked runs only perhaps (after && || |)
     arguments: tuple[str, ...] | None = None  # "$@" of a script the job runs; None: the job's
-    wrappers: int = 0  # scripts followed to get here
+    wrappers: tuple[Path, ...] = ()  # the scripts followed to get here, resolved
+    reads: _Wrappers = field(default_factory=_Wrappers)  # shared by the whole job
+    too_long: set[str] = field(default_factory=set)  # variables forgotten for their size
 
     def expand(self, raw: str) -> list[str] | None:
         return expand_word(raw, self.variables)
@@ -108,7 +137,10 @@ def _track(words: list[str], context: _Context) -> None:
         for word in words[1:]:
             assignment = ASSIGNMENT.fullmatch(word)
             if assignment:
-                context.exported[assignment.group(1)] = assignment.group(2)
+                if len(assignment.group(2)) <= MAX_VALUE_CHARS:
+                    context.exported[assignment.group(1)] = assignment.group(2)
+                else:  # too long to be followed: what it holds is unknown here
+                    context.exported.pop(assignment.group(1), None)
                 _remember(assignment.group(1), assignment.group(2), context)
     elif all(ASSIGNMENT.fullmatch(word) for word in words):  # `SCRIPT=train.py`
         for word in words:
@@ -119,8 +151,13 @@ def _track(words: list[str], context: _Context) -> None:
 def _remember(name: str, value: str, context: _Context) -> None:
     """A variable set by the script, its value expanded already: what is known read, what
     only running would tell (``$(hostname -i)``, ``$SLURM_NNODES``) as written. Set in a
-    block or after ``&&``, it may or may not be: unknown from here on."""
-    if context.depth or context.maybe:
+    block or after ``&&``, it may or may not be: unknown from here on. A value longer than
+    ``MAX_VALUE_CHARS`` (one that doubles itself line after line) is forgotten too, and so
+    is one built from such a variable (``A=$A$A`` once ``A`` is forgotten)."""
+    if len(value) > MAX_VALUE_CHARS or (context.too_long and references(value) & context.too_long):
+        context.too_long.add(name)
+        context.variables.pop(name, None)
+    elif context.depth or context.maybe:
         context.variables.pop(name, None)
     else:
         context.variables[name] = value
@@ -172,8 +209,6 @@ def _launches(script: JobScript, context: _Context) -> list[LaunchLine]:
     return found
 
 
-# How deep scripts that run scripts are followed; a script that runs itself stops there.
-_MAX_WRAPPERS = 3
 _SHELL_SUFFIXES = (".sh", ".bash")
 _SHEBANG = re.compile(r"#!.*\b(?:ba|da|k|z)?sh\b")  # #!/bin/bash, #!/usr/bin/env sh
 _FORWARDED = "\x00forwarded\x00"  # stands for a word the job adds after the script's name
@@ -184,17 +219,20 @@ def _through_script(words: list[str], logical: Logical, context: _Context) -> La
     with ``"$@"`` standing for ARGS, given as the job's line with the script among its
     launchers. None when the command runs no such script, or it has no launch."""
     outer = Found()
-    if context.wrappers >= _MAX_WRAPPERS or analyse(words, outer) is not None:
+    if len(context.wrappers) >= _MAX_WRAPPERS or analyse(words, outer) is not None:
         return None
     program = outer.stopped_at
     wrapper = _shell_script(program, context) if program is not None else None
     if program is None or wrapper is None:
         return None
-    try:  # bounded as the job script itself is
-        text = read_bytes_input(wrapper, "wrapper script", MAX_JOB_SCRIPT)
-    except InputError:  # unreadable here: named as a hand-off that cannot be followed
+    # One already being read (a script that runs itself) is not read again; and past the
+    # job's budget of scripts followed, none is.
+    if wrapper.resolve() in context.wrappers or context.reads.followed >= MAX_WRAPPER_READS:
         return None
-    script = JobScript.parse(text, wrapper)
+    context.reads.followed += 1
+    script = context.reads.script(wrapper)
+    if script is None:
+        return None
     launch = choose_launch(_launches(script, _inner(context, wrapper, outer.stopped_args)))
     if launch is None:
         return None
@@ -224,7 +262,8 @@ def _inner(context: _Context, wrapper: Path, arguments: tuple[str, ...]) -> _Con
         exported=dict(context.exported),
         variables=known,
         arguments=arguments,
-        wrappers=context.wrappers + 1,
+        wrappers=(*context.wrappers, wrapper.resolve()),
+        reads=context.reads,
     )
 
 

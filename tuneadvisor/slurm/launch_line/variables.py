@@ -1,7 +1,11 @@
 """Shell variables a job script sets before its launch line (``SCRIPT=train.py``, then
 ``srun python $SCRIPT``), expanded in the line's words as far as that needs no running:
 plain values, and values built from other such variables. A command substitution or
-anything else unknown leaves the variable as written."""
+anything else unknown leaves the variable as written.
+
+Bounded: a value the script builds from itself (``A=$A$A``, forty times) would double per
+line, so a word never expands past ``MAX_EXPANDED_CHARS`` (beyond it, it is kept as
+written) and ``search`` forgets a variable whose value passes ``MAX_VALUE_CHARS``."""
 
 from __future__ import annotations
 
@@ -9,7 +13,13 @@ import re
 
 from tuneadvisor.slurm.launch_line.lexing import unquote
 
-__all__ = ["expand_word"]
+__all__ = ["MAX_EXPANDED_CHARS", "MAX_VALUE_CHARS", "expand_word", "references"]
+
+# What a variable may hold and still be followed: a path or a few options is short (Linux's
+# PATH_MAX is 4,096 bytes). Longer, it is forgotten: unknown, as if set by running.
+MAX_VALUE_CHARS = 4096
+# One word with its variables expanded: many references to long values in one word.
+MAX_EXPANDED_CHARS = 16 * MAX_VALUE_CHARS
 
 # $NAME, ${NAME}, ${NAME:-default}, ${NAME-default}
 _REFERENCE = re.compile(
@@ -37,6 +47,7 @@ def expand_word(raw: str, known: dict[str, str]) -> list[str] | None:
     started = False  # the current word exists (also when empty: "" makes one)
     quoted = False
     pos = 0
+    size = len(raw)  # the expanded word's length, at most: the raw text plus every value
     while pos < len(raw):
         char = raw[pos]
         if char == '"':
@@ -74,6 +85,9 @@ def expand_word(raw: str, known: dict[str, str]) -> list[str] | None:
             current.append(match.group(0))
             started = True
             continue
+        size += len(value)
+        if size > MAX_EXPANDED_CHARS:
+            return None
         if quoted or assignment:
             current.append(value)
             started = True
@@ -84,6 +98,11 @@ def expand_word(raw: str, known: dict[str, str]) -> list[str] | None:
     if started:
         words.append("".join(current))
     return words
+
+
+def references(value: str) -> set[str]:
+    """The variables a value still refers to as written (``$A``, ``${A:-x}``)."""
+    return {m.group("bare") or m.group("name") for m in _REFERENCE.finditer(value)}
 
 
 def _substitution_end(raw: str, pos: int) -> int | None:

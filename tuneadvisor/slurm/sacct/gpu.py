@@ -30,6 +30,7 @@ from typing import Literal
 from tuneadvisor.slurm.jobstats import (
     JobstatsError,
     JobstatsSummary,
+    JobstatsTooLarge,
     is_jobstats,
     parse_jobstats,
 )
@@ -62,11 +63,15 @@ class AccountingGpu:
 
 def accounting_gpu(job: SacctJob) -> tuple[AccountingGpu | None, tuple[str, ...]]:
     """jobstats' summary when AdminComment has one, else Slurm's GPU TRES when the steps
-    have them; and notes on what could not be read."""
+    have them; and notes on what could not be read. A summary that inflates past its bound
+    is no damage to note but a crafted input: ``JobstatsTooLarge`` goes to the caller, who
+    knows the file."""
     notes: list[str] = []
     if is_jobstats(job.admin_comment):
         try:
             summary = parse_jobstats(job.admin_comment or "")
+        except JobstatsTooLarge:
+            raise
         except JobstatsError as exc:
             notes.append(f"job {job.job_id}: {exc}")
         else:
