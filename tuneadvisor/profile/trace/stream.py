@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,6 +31,10 @@ Progress = Callable[[int, int], None]  # (bytes read, total bytes) of the file o
 
 MAX_STRING_BYTES = 16 * 1024 * 1024  # a kernel name is ~1 kB; 16 MB of one string is hostile
 MAX_DEPTH = 64  # trace metadata nests 3-4 deep; args a few more
+# yajl2_c's item builder crashes the interpreter near 100,000 levels: the stream refuses
+# nesting past this long before (counted on the raw bytes, brackets in strings included).
+MAX_STREAM_DEPTH = 20_000
+_BRACKETS = re.compile(rb"[\[\]{}]")
 CHUNK = 1 << 16
 GZIP_MAGIC = b"\x1f\x8b"
 HEADER_KEYS = ("distributedInfo", "deviceProperties")
@@ -47,6 +52,7 @@ class _Guarded:
         self._total = total
         self._progress = progress
         self._run = 0  # bytes since the last quote
+        self._depth = 0  # open brackets less closed ones so far
         self._last_report = 0
 
     def read(self, size: int = -1) -> bytes:
@@ -69,6 +75,16 @@ class _Guarded:
             self._run = len(data) - data.rfind(b'"') - 1
         if self._run > MAX_STRING_BYTES:
             self._too_long()
+        opens = data.count(b"[") + data.count(b"{")
+        if self._depth + opens > MAX_STREAM_DEPTH:  # rare: look at the chunk's every bracket
+            depth = self._depth
+            for m in _BRACKETS.finditer(data):
+                depth += 1 if m.group() in (b"[", b"{") else -1
+                if depth > MAX_STREAM_DEPTH:
+                    raise InputError(
+                        self._path, f"not a trace: nested deeper than {MAX_STREAM_DEPTH}"
+                    )
+        self._depth += opens - data.count(b"]") - data.count(b"}")
 
     def _too_long(self) -> None:
         raise InputError(
@@ -112,6 +128,8 @@ def _errors(path: str, exc: BaseException) -> InputError:
         return InputError(path, f"cannot read: {exc.strerror or exc}")
     if isinstance(exc, ijson.common.IncompleteJSONError):
         text = " ".join(str(exc).split())[:120]
+        if "premature EOF" in text:
+            return InputError(path, "not a trace: the JSON ends early (a truncated file?)")
         return InputError(path, f"not a trace: not JSON as Chrome traces are ({text})")
     if isinstance(exc, RecursionError | MemoryError):
         return InputError(path, "not a trace: nested too deep or too large to read")
