@@ -77,11 +77,19 @@ def test_the_dataloader_calls_are_timed() -> None:
 
 def test_item_in_the_loop_is_a_sync_caused_by_aten_item() -> None:
     r = read_trace_set([str(REAL / "cpu-pageable-sync.pt.trace.json.gz")]).ranks[0]
-    assert any(s.name == "aten::_local_scalar_dense" and s.caused_by == "aten::item" for s in r.syncs)
+    assert any(
+        s.name == "aten::_local_scalar_dense" and s.caused_by == "aten::item" for s in r.syncs
+    )
 
 
 HOST = {"pid": 1, "tid": 1}
 GPU = {"pid": 0, "tid": 7}
+
+
+def x(
+    cat: str, name: str, ts: float, dur: float, where: dict[str, int], **args: Any
+) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, **where, "args": args}
 
 
 def _copy_trace(tmp: Path, source: str, slow_rank: int | None = None) -> dict[str, object]:
@@ -90,21 +98,39 @@ def _copy_trace(tmp: Path, source: str, slow_rank: int | None = None) -> dict[st
         work = 300 if rank == slow_rank else 100
         events: list[dict[str, Any]] = []
         for step in range(3):
-            t = step * 1000
+            t, c = step * 1000, 10 * step
             events += [
-                {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "ts": t, "dur": 50, **HOST},
-                {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "ts": t + 1, "dur": 1, **HOST, "args": {"correlation": 10 * step + 1}},
-                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": t + 2, "dur": 1, **HOST, "args": {"correlation": 10 * step + 2}},
-                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": t + 3, "dur": 1, **HOST, "args": {"correlation": 10 * step + 3}},
-                {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "ts": t + 4, "dur": 1, **HOST, "args": {"correlation": 10 * step + 4}},
-                {"ph": "X", "cat": "gpu_memcpy", "name": f"Memcpy HtoD ({source} -> Device)", "ts": t + 10, "dur": 20, **GPU, "args": {"correlation": 10 * step + 1, "bytes": 1 << 20}},
-                {"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn", "ts": t + 30, "dur": work, **GPU, "args": {"correlation": 10 * step + 2}},
-                {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ts": t + 30 + work, "dur": 400 - work, **GPU, "args": {"correlation": 10 * step + 3}},
-            ]  # fmt: skip
+                x("user_annotation", f"ProfilerStep#{step}", t, 50, HOST),
+                x("cuda_runtime", "cudaMemcpyAsync", t + 1, 1, HOST, correlation=c + 1),
+                x("cuda_runtime", "cudaLaunchKernel", t + 2, 1, HOST, correlation=c + 2),
+                x("cuda_runtime", "cudaLaunchKernel", t + 3, 1, HOST, correlation=c + 3),
+                x("cuda_runtime", "cudaStreamSynchronize", t + 4, 1, HOST, correlation=c + 4),
+                x(
+                    "gpu_memcpy",
+                    f"Memcpy HtoD ({source} -> Device)",
+                    t + 10,
+                    20,
+                    GPU,
+                    correlation=c + 1,
+                    bytes=1 << 20,
+                ),
+                x("kernel", "volta_sgemm_128x64_nn", t + 30, work, GPU, correlation=c + 2),
+                x(
+                    "kernel",
+                    "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                    t + 30 + work,
+                    400 - work,
+                    GPU,
+                    correlation=c + 3,
+                ),
+            ]
         path = tmp / f"rank{rank}.pt.trace.json.gz"
-        doc = {"distributedInfo": {"rank": rank, "world_size": 2},
-               "deviceProperties": [{"name": "Tesla V100", "computeMajor": 7, "totalGlobalMem": 16e9}],
-               "traceEvents": events}  # fmt: skip
+        volta = {"name": "Tesla V100", "computeMajor": 7, "totalGlobalMem": 16e9}
+        doc = {
+            "distributedInfo": {"rank": rank, "world_size": 2},
+            "deviceProperties": [volta],
+            "traceEvents": events,
+        }
         path.write_bytes(gzip.compress(json.dumps(doc).encode()))
         paths.append(str(path))
     return trace_facts(read_trace_set(paths))
@@ -139,5 +165,6 @@ def test_profile_arguments_split_into_line_profiles_and_traces(tmp_path: Path) -
     lprof = "tests/fixtures/lprof/lp4.1.3.lprof"
     args = [lprof, str(REAL / "cpu-ddp-gloo"), "x.pt.trace.json.gz", str(sniffed), "t.txt"]
     assert split_profiles(args) == (
-        (lprof, "t.txt"), (str(REAL / "cpu-ddp-gloo"), "x.pt.trace.json.gz", str(sniffed))
+        (lprof, "t.txt"),
+        (str(REAL / "cpu-ddp-gloo"), "x.pt.trace.json.gz", str(sniffed)),
     )

@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
         return _open_replay(request)
     inputs = request
     _check_paths_exist(inputs)
-    from tuneadvisor.session.read_files import read_job
     from tuneadvisor.commands.inputs import trace_progress
+    from tuneadvisor.session.read_files import read_job
     from tuneadvisor.session.workspace import load_quick_workspace, load_workspace, read_traces
     from tuneadvisor.tui.app import run_open
 
@@ -73,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
     job = read_job(inputs.job) if inputs.job is not None else None
     # traces before the screen: their progress is on stderr, and a broken one fails here
     traces = read_traces(inputs, trace_progress())
-    names = ", ".join((*inputs.profiles, *inputs.traces)) or inputs.job or f"job {inputs.jobid or ''}"
+    names = (
+        ", ".join((*inputs.profiles, *inputs.traces)) or inputs.job or f"job {inputs.jobid or ''}"
+    )
     return run_open(
         lambda: load_workspace(inputs, job_script=job, traces=traces),
         title=f"tuneadvisor: {names}",

@@ -34,8 +34,13 @@ _DEVICE_CATS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET,
 
 # Host calls that block until the device catches up, and the ops that call them.
 SYNC_RUNTIME = frozenset(
-    {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
-     "hipStreamSynchronize", "hipDeviceSynchronize"}  # fmt: skip
+    {
+        "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",
+        "cudaEventSynchronize",
+        "hipStreamSynchronize",
+        "hipDeviceSynchronize",
+    }
 )
 SYNC_OPS = frozenset({"aten::item", "aten::_local_scalar_dense"})
 

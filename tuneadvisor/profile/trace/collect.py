@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from array import array
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from tuneadvisor.profile.trace import classify as c
 from tuneadvisor.profile.trace.model import TINY_KERNEL_US
@@ -130,15 +130,15 @@ class Collected:
             return
         device, total = args.get("Device Id", -1), args.get("Total Allocated")
         # kineto's [memory] events: Device Type 1 (CUDA) with its Device Id; -1 is the host
-        if _number(device) and device >= 0 and args.get("Device Type", 1) != 0:
-            if _number(total) and 0 <= total < 2**62:
-                self.memory_peak = max(self.memory_peak or 0.0, float(total))
+        on_device = _number(device) and device >= 0 and args.get("Device Type", 1) != 0
+        if on_device and _number(total) and 0 <= total < 2**62:
+            self.memory_peak = max(self.memory_peak or 0.0, float(total))
 
     def name(self, i: int) -> str:
         return self.name_list[i]
 
 
-def _number(value: object) -> bool:
+def _number(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and (
         math.isfinite(value) and -MAX_US < value < MAX_US
     )  # fmt: skip

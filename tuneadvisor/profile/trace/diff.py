@@ -40,9 +40,11 @@ def summary(ts: TraceSet) -> dict[str, float | None]:
     for kind in (*KINDS, IDLE):
         share = sum(k.get(kind, 0.0) for _, k, _, _ in steps) / total if total > 0 else None
         out[f"{kind} share (%)"] = None if share is None else 100 * share
-    for label, pos in (("GPU busy (%)", 2), ("exposed communication (%)", 3)):
-        value = sum(s[pos] for s in steps) / total if total > 0 and has_device else None
-        out[label] = None if value is None else 100 * value
+    busy = sum(b for _, _, b, _ in steps)
+    exposed = sum(e for _, _, _, e in steps)
+    shown = total > 0 and has_device
+    out["GPU busy (%)"] = 100 * busy / total if shown else None
+    out["exposed communication (%)"] = 100 * exposed / total if shown else None
     return out
 
 

@@ -24,14 +24,16 @@ def trace_facts(traces: TraceSet) -> dict[str, object]:
     if total <= 0:
         return facts
     for kind in (*KINDS, IDLE):
-        facts[f"trace.{kind}_share"] = sum(s.by_kind.get(kind, 0.0) for r in ranks for s in r.steps) / total
+        facts[f"trace.{kind}_share"] = (
+            sum(s.by_kind.get(kind, 0.0) for r in ranks for s in r.steps) / total
+        )
     calls = sum(r.dataloader_calls for r in ranks)
     if calls:
         facts["trace.dataloader_call_ms"] = sum(r.dataloader_us for r in ranks) / calls / 1e3
     steps = sum(len(r.steps) for r in ranks)
-    facts["trace.host_syncs_per_step"] = sum(
-        h.calls for r in ranks for h in r.syncs if h.name.startswith(("cuda", "hip"))
-    ) / steps
+    facts["trace.host_syncs_per_step"] = (
+        sum(h.calls for r in ranks for h in r.syncs if h.name.startswith(("cuda", "hip"))) / steps
+    )
     device = [r for r in ranks if r.has_device]
     facts["trace.has_device"] = bool(device)
     if device:

@@ -45,7 +45,9 @@ def trace_files(paths: Sequence[str]) -> list[str]:
             found = sorted(str(p) for p in Path(path).iterdir()
                            if p.name.endswith(SUFFIXES) and p.is_file())  # fmt: skip
             if not found:
-                raise InputError(path, "no torch.profiler traces (*.json, *.json.gz) in this folder")
+                raise InputError(
+                    path, "no torch.profiler traces (*.json, *.json.gz) in this folder"
+                )
             files += found
         else:
             files.append(path)

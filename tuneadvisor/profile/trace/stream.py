@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-import ijson
+import ijson  # type: ignore[import-untyped]  # no stubs; the C backend
 
 from tuneadvisor.errors import InputError
 
@@ -44,7 +44,7 @@ class _Guarded:
     """A binary reader that counts the bytes read from disk for progress and refuses a
     quote-less run longer than MAX_STRING_BYTES (the text yajl would buffer as one string)."""
 
-    def __init__(self, raw: IO[bytes], inner: IO[bytes], path: str, total: int,
+    def __init__(self, raw: IO[bytes], inner: IO[bytes] | gzip.GzipFile, path: str, total: int,
                  progress: Progress | None) -> None:  # fmt: skip
         self._raw = raw  # the file on disk (progress is on its position)
         self._inner = inner  # what is parsed (the same file, or a gzip reader over it)
@@ -108,7 +108,7 @@ def _opened(path: str, progress: Progress | None) -> Iterator[_Guarded]:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
     try:
         total = os.fstat(raw.fileno()).st_size
-        inner: IO[bytes] = raw
+        inner: IO[bytes] | gzip.GzipFile = raw
         if raw.read(2) == GZIP_MAGIC:
             raw.seek(0)
             inner = gzip.GzipFile(fileobj=raw, mode="rb")
@@ -157,7 +157,7 @@ def read_header(path: str) -> Header:
             keep: str | None = None
             builder: ijson.ObjectBuilder | None = None
             started = False
-            for prefix, event, value in ijson.parse(stream, use_float=True):
+            for _prefix, event, value in ijson.parse(stream, use_float=True):
                 if not started:
                     started = True
                     if event != "start_map":
