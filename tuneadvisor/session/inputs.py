@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 TRACE_SUFFIXES = (".json", ".json.gz")  # torch.profiler's Chrome trace JSON, gzipped or not
-_GZIP_OR_JSON = (b"\x1f\x8b", b"{")
+# keys kineto writes first; a watch recording (JSON lines) has none of them
+_TRACE_KEYS = (b'"traceEvents"', b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"')
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,20 @@ def split_profiles(paths: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ..
 def _is_trace(path: str) -> bool:
     if path.endswith(TRACE_SUFFIXES) or os.path.isdir(path):
         return True
-    if path.endswith((".lprof", ".txt")):
+    if path.endswith((".lprof", ".txt", ".jsonl")):
         return False
     try:
         with open(path, "rb") as f:
-            head = f.read(64).lstrip()
+            head = f.read(4096)
+            if head.startswith(b"\x1f\x8b"):
+                import gzip
+                import zlib
+
+                f.seek(0)
+                try:
+                    head = gzip.GzipFile(fileobj=f).read(4096)
+                except (OSError, EOFError, zlib.error):
+                    return False
     except OSError:
         return False  # read (and refused with its one line) as a profile
-    return head.startswith(_GZIP_OR_JSON)
+    return head.lstrip().startswith(b"{") and any(key in head for key in _TRACE_KEYS)
