@@ -160,21 +160,27 @@ def _sweep(col: Collected, win: Window, idx: list[int]) -> tuple[dict[str, float
             points.append((s, 1, col.kinds[i]))
             points.append((e, -1, col.kinds[i]))
     points.sort()
-    counts = [0] * len(KIND_CODES)
-    totals = [0.0] * (len(KIND_CODES) + 1)  # the last: idle
+    n = len(KIND_CODES)
+    counts = [0] * n
+    totals = [0.0] * (n + 1)  # the last: idle
     busy = exposed = 0.0
+    device = 0  # device intervals open now
     t = win.start
     for when, delta, kind in points:
         if when > t:
             span = when - t
-            top = next((k for k in range(len(KIND_CODES)) if counts[k]), len(KIND_CODES))
+            top = 0
+            while top < n and not counts[top]:  # the plugin's priority: the first kind busy
+                top += 1
             totals[top] += span
-            if any(counts[k] for k in _DEVICE):
+            if device:
                 busy += span
-            if counts[_COMM] and not counts[_KERNEL]:
-                exposed += span
+                if counts[_COMM] and not counts[_KERNEL]:
+                    exposed += span
             t = when
         counts[kind] += delta
+        if kind in _DEVICE:
+            device += delta
     totals[-1] += max(0.0, win.end - t)
     by_kind = dict.fromkeys((*KINDS, IDLE), 0.0)
     for code, value in enumerate(totals[:-1]):

@@ -21,6 +21,10 @@ KIND_CODES: tuple[str, ...] = (
     c.RUNTIME, c.DATALOADER, c.CPU_OP, c.OTHER,
 )  # fmt: skip
 CODE = {kind: i for i, kind in enumerate(KIND_CODES)}
+# (kind code, step N or -1, name id, the kernel's or op's running total, device role)
+_Seen = tuple[int, int, int, "Named | None", str]
+_SKIP: _Seen = (-1, -1, -1, None, "")
+_NUM = (int, float)
 MAX_US = 1e19  # epoch µs are ~1.8e15 (ns ~1.8e18); past this a number is hostile, not a time
 
 
@@ -46,7 +50,8 @@ class Collected:
     tids: array[int] = field(default_factory=lambda: array("i"))  # into tid_list
     name_ids: dict[str, int] = field(default_factory=dict)
     name_list: list[str] = field(default_factory=list)
-    tid_ids: dict[str, int] = field(default_factory=dict)
+    tid_ids: dict[tuple[object, object], int] = field(default_factory=dict)
+    _seen: dict[tuple[object, object], _Seen] = field(default_factory=dict)
     steps: list[tuple[int, float, float, int]] = field(default_factory=list)  # N, start, end, tid
     kernels: dict[str, Named] = field(default_factory=dict)
     ops: dict[str, Named] = field(default_factory=dict)
@@ -59,12 +64,11 @@ class Collected:
     has_device: bool = False
     bad_numbers: int = 0  # events left out: a timestamp or duration no trace has
 
-    def _id(self, table: dict[str, int], key: str, names: list[str] | None = None) -> int:
+    def _id(self, table: dict[str, int], key: str, names: list[str]) -> int:
         got = table.get(key)
         if got is None:
             got = table[key] = len(table)
-            if names is not None:
-                names.append(key)
+            names.append(key)
         return got
 
     def add(self, ev: dict[str, Any]) -> None:
@@ -76,51 +80,79 @@ class Collected:
             self._instant(ev)
 
     def _complete(self, ev: dict[str, Any]) -> None:
-        name, cat = ev.get("name"), ev.get("cat")
-        ts, dur = ev.get("ts"), ev.get("dur", 0.0)
-        if not isinstance(name, str) or not isinstance(cat, str):
+        # the hot path: one dict lookup classifies a (category, name) seen before
+        key = (ev.get("cat"), ev.get("name"))
+        seen = self._seen.get(key)
+        if seen is None:
+            seen = self._classify(key)
+        if seen is _SKIP:
             return
-        if not _number(ts) or not _number(dur) or dur < 0:
+        ts: Any = ev.get("ts")  # checked next: a number in range, or the event is left out
+        dur: Any = ev.get("dur", 0.0)
+        if not (type(ts) in _NUM and type(dur) in _NUM and -MAX_US < ts < MAX_US
+                and 0 <= dur < MAX_US):  # fmt: skip
             self.bad_numbers += 1
             return
-        tid = self._id(self.tid_ids, str(ev.get("pid")) + ":" + str(ev.get("tid")))
-        step = c.STEP_RE.fullmatch(name)
-        if step is not None:
-            self.steps.append((int(step.group(1)), ts, ts + dur, tid))
-            return
-        kind = c.kind_of(cat, name)
-        if kind is None:
+        where = (ev.get("pid"), ev.get("tid"))
+        tid = self.tid_ids.get(where)
+        if tid is None:
+            tid = self.tid_ids[where] = len(self.tid_ids)
+        code, step, name_id, named, role = seen
+        if step >= 0:
+            self.steps.append((step, ts, ts + dur, tid))
             return
         args = ev.get("args")
-        args = args if isinstance(args, dict) else {}
-        corr = args.get("correlation", -1)
-        corr = int(corr) if _number(corr) and 0 <= corr < 2**62 else -1
+        corr = args.get("correlation", -1) if type(args) is dict else -1
         self.starts.append(ts)
         self.ends.append(ts + dur)
-        self.corrs.append(corr)
-        self.kinds.append(CODE[kind])
-        self.names.append(self._id(self.name_ids, name, self.name_list))
+        self.corrs.append(corr if type(corr) is int and 0 <= corr < 2**62 else -1)
+        self.kinds.append(code)
+        self.names.append(name_id)
         self.tids.append(tid)
-        if kind in c.DEVICE_KINDS:
-            self.has_device = True
-            self._device(kind, name, dur, args)
-        elif kind == c.CPU_OP:
-            self.ops.setdefault(name, Named()).add(dur)
+        if named is not None:
+            named.calls += 1
+            named.total_us += dur
+            if dur > named.max_us:
+                named.max_us = dur
+        if role:
+            self._device(role, dur, args if type(args) is dict else {})
 
-    def _device(self, kind: str, name: str, dur: float, args: dict[str, Any]) -> None:
-        if kind in (c.KERNEL, c.COMM_DEVICE):
+    def _classify(self, key: tuple[object, object]) -> _Seen:
+        cat, name = key
+        if not isinstance(name, str) or not isinstance(cat, str):
+            seen: _Seen = _SKIP
+        elif (step := c.STEP_RE.fullmatch(name)) is not None:
+            seen = (-1, int(step.group(1)), -1, None, "")
+        elif (kind := c.kind_of(cat, name)) is None:
+            seen = _SKIP
+        else:
+            name_id = self._id(self.name_ids, name, self.name_list)
+            named = None
+            role = ""
+            if kind in (c.KERNEL, c.COMM_DEVICE):
+                named = self.kernels.setdefault(name, Named())
+                tensor = kind == c.KERNEL and c.is_tensor_core(name)
+                role = "tensor_core" if tensor else "kernel"
+            elif kind == c.CPU_OP:
+                named = self.ops.setdefault(name, Named())
+            elif kind in (c.MEMCPY, c.MEMSET):
+                role = "copy:" + (c.copy_source(name) or "") if kind == c.MEMCPY else "memset"
+            seen = (CODE[kind], -1, name_id, named, role)
+        self._seen[key] = seen
+        return seen
+
+    def _device(self, role: str, dur: float, args: dict[str, Any]) -> None:
+        self.has_device = True
+        if role == "kernel" or role == "tensor_core":
             self.kernel_count += 1
             self.tiny += dur < TINY_KERNEL_US
-            self.tensor_core += kind == c.KERNEL and c.is_tensor_core(name)
-            self.kernels.setdefault(name, Named()).add(dur)
-        elif kind == c.MEMCPY:
-            source = c.copy_source(name)
-            if source is not None:
-                row = self.copies.setdefault(source, [0, 0, 0.0])
-                size = args.get("bytes", 0)
-                row[0] += 1
-                row[1] += int(size) if _number(size) and 0 <= size < 2**62 else 0
-                row[2] += dur
+            self.tensor_core += role == "tensor_core"
+        elif role.startswith("copy:") and role != "copy:":
+            row = self.copies.setdefault(role[5:], [0, 0, 0.0])
+            size = args.get("bytes", 0)
+            row[0] += 1
+            row[1] += int(size) if _number(size) and 0 <= size < 2**62 else 0
+            row[2] += dur
 
     def _instant(self, ev: dict[str, Any]) -> None:
         if ev.get("name") != "[memory]" and ev.get("cat") != "[memory]":
