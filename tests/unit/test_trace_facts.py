@@ -19,6 +19,34 @@ from tuneadvisor.session.rule_files import load_rules, rule_dirs
 REAL = Path(__file__).parents[1] / "fixtures" / "realworld" / "traces"
 
 
+# What each real trace holds, counted with json.load (ProfilerStep#N names, distributedInfo,
+# kernel/gpu_memcpy/gpu_memset events): (ranks in order, steps per rank, device events).
+REAL_ROWS: dict[str, tuple[list[int | None], int, bool]] = {
+    "a100-nccl-rank0.json.gz": ([0], 3, True),
+    "a100-no-distributed-info.json.gz": ([None], 1, False),
+    "cpu-ddp-gloo": ([0, 1], 3, False),
+    "cpu-only-gloo-rank34.pt.trace.json.gz": ([34], 1, False),
+    "cpu-pageable-sync.pt.trace.json.gz": ([None], 3, False),
+    "ddp-2rank-sampled": ([0, 1], 2, True),
+    "h200-ddp-gloo": ([0, 1], 3, True),
+    "h200-pageable-sync.pt.trace.json.gz": ([None], 3, True),
+    "h200-pinned.pt.trace.json.gz": ([None], 3, True),
+    "h200-tiny.pt.trace.json.gz": ([None], 3, True),
+}
+
+
+def test_every_real_trace_has_one_row() -> None:
+    assert sorted(p.name for p in REAL.iterdir() if p.name != "MANIFEST.md") == sorted(REAL_ROWS)
+
+
+@pytest.mark.parametrize("name", sorted(REAL_ROWS))
+def test_what_each_real_trace_holds(name: str) -> None:
+    ranks, steps, device = REAL_ROWS[name]
+    ts = read_trace_set([str(REAL / name)])
+    assert [r.rank for r in ts.ranks] == ranks
+    assert all(len(r.steps) == steps and r.has_device is device for r in ts.ranks)
+
+
 def facts_of(*names: str) -> dict[str, object]:
     return trace_facts(read_trace_set([str(REAL / n) for n in names]))
 
@@ -27,11 +55,7 @@ def fired(facts: dict[str, object]) -> set[str]:
     return set(evaluate(load_rules(rule_dirs()), facts).ids())
 
 
-@pytest.mark.parametrize(
-    "name",
-    ["a100-nccl-rank0.json.gz", "ddp-2rank-sampled", "a100-no-distributed-info.json.gz",
-     "cpu-only-gloo-rank34.pt.trace.json.gz", "cpu-ddp-gloo", "cpu-pageable-sync.pt.trace.json.gz"],
-)  # fmt: skip
+@pytest.mark.parametrize("name", sorted(REAL_ROWS))
 def test_every_fact_is_registered_with_its_type(name: str) -> None:
     types = {"int": int, "float": (int, float), "bool": bool, "str": str}
     for key, value in facts_of(name).items():
@@ -67,6 +91,38 @@ def test_a_cpu_only_trace_gives_no_gpu_facts() -> None:
     assert "trace.skew.rank" in f
     ts = read_trace_set([str(REAL / "cpu-ddp-gloo")])
     assert all(any("cannot be shown" in n for n in r.notes) for r in ts.ranks)
+
+
+def test_on_the_h200_pageable_copies_and_syncs_show_and_pinning_removes_them() -> None:
+    pageable = facts_of("h200-pageable-sync.pt.trace.json.gz")
+    pinned = facts_of("h200-pinned.pt.trace.json.gz")
+    assert (pageable["trace.htod_pageable_copies"], pageable["trace.htod_pinned_copies"]) == (6, 0)
+    assert pageable["trace.htod_pageable_byte_share"] == 1.0
+    assert (pinned["trace.htod_pageable_copies"], pinned["trace.htod_pinned_copies"]) == (0, 6)
+    # per step: two pageable copies (input, target) wait for the device, and loss.item()
+    assert pageable["trace.host_syncs_per_step"] == 3.0
+    assert pinned["trace.host_syncs_per_step"] == 0.0
+    assert {"pin-memory-off-trace", "sync-in-loop-trace"} <= fired(pageable)
+    assert not {"pin-memory-off-trace", "sync-in-loop-trace"} & fired(pinned)
+    r = read_trace_set([str(REAL / "h200-pageable-sync.pt.trace.json.gz")]).ranks[0]
+    causes = {(h.name, h.caused_by) for h in r.syncs}
+    assert ("cudaStreamSynchronize", "aten::to") in causes  # the pageable copy's
+    assert ("cudaStreamSynchronize", "aten::item") in causes  # loss.item()
+    assert r.peak_device_memory_bytes is not None and r.devices[0].compute_major == 9
+
+
+def test_on_the_h200_bf16_convolutions_are_tensor_core_kernels() -> None:
+    f = facts_of("h200-pinned.pt.trace.json.gz")
+    assert f["trace.compute_major"] == 9
+    assert f["trace.tensor_core_kernels"] > 0  # type: ignore[operator]
+    assert "no-tensor-cores" not in fired(f)
+
+
+def test_on_the_h200_many_tiny_kernels_are_launch_bound() -> None:
+    f = facts_of("h200-tiny.pt.trace.json.gz")
+    assert f["trace.tiny_kernel_share"] > 0.9 and f["trace.gpu_busy_share"] < 0.2  # type: ignore[operator]
+    assert f["trace.runtime_share"] > 0.2  # type: ignore[operator]  # the host launching them
+    assert {"tiny-kernels", "low-gpu-util-trace"} <= fired(f)
 
 
 def test_the_dataloader_calls_are_timed() -> None:

@@ -78,6 +78,12 @@ def kind_of(cat: str, name: str) -> str | None:
     return host
 
 
+def is_host_category(cat: str) -> bool:
+    """A host event's category: where ``ProfilerStep#N`` marks a step. Recent torch also
+    writes the step on the GPU's timeline (``gpu_user_annotation``): that copy is no step."""
+    return cat in _HOST_CATS
+
+
 def is_dataloader(name: str) -> bool:
     return name.startswith("enumerate(DataLoader)") or "train_dataloader_next" in name
 

@@ -121,7 +121,7 @@ class Collected:
         cat, name = key
         if not isinstance(name, str) or not isinstance(cat, str):
             seen: _Seen = _SKIP
-        elif (step := c.STEP_RE.fullmatch(name)) is not None:
+        elif c.is_host_category(cat) and (step := c.STEP_RE.fullmatch(name)) is not None:
             seen = (-1, int(step.group(1)), -1, None, "")
         elif (kind := c.kind_of(cat, name)) is None:
             seen = _SKIP
