@@ -131,3 +131,25 @@ def test_any_bytes_are_an_input_error_or_a_result(tmp_path: Path, data: bytes) -
         read_trace_set([str(path)])
     except InputError as exc:
         assert exc.path == str(path)
+
+
+def test_progress_shows_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    from tuneadvisor.commands.inputs import trace_progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert trace_progress() is None
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    show = trace_progress()
+    assert show is not None
+    read_trace_set([str(REAL / "a100-nccl-rank0.json.gz")], show)
+    assert tty.getvalue().startswith("\rreading traces:") and tty.getvalue().endswith(
+        "100 % of 1 MiB\n"
+    )
