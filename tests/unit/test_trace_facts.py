@@ -224,3 +224,21 @@ def test_profile_arguments_split_into_line_profiles_and_traces(tmp_path: Path) -
         (lprof, "t.txt"),
         (str(REAL / "cpu-ddp-gloo"), "x.pt.trace.json.gz", str(sniffed)),
     )
+
+
+def test_the_same_traces_are_the_same_evidence_and_a_changed_one_is_not(tmp_path: Path) -> None:
+    from tuneadvisor.session.evidence_stamp import evidence_stamp
+    from tuneadvisor.session.inputs import Inputs
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for f in (REAL / "cpu-ddp-gloo").iterdir():
+        (folder / f.name).write_bytes(f.read_bytes())
+    first = evidence_stamp(Inputs(traces=(str(folder),)))
+    assert first is not None and first == evidence_stamp(Inputs(traces=(str(folder),)))
+    victim = sorted(folder.iterdir())[0]
+    data = bytearray(victim.read_bytes())
+    data[100] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    changed = evidence_stamp(Inputs(traces=(str(folder),)))
+    assert changed is not None and changed.digest != first.digest
