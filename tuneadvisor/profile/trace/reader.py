@@ -93,8 +93,9 @@ def read_rank(path: str, progress: Progress | None = None) -> RankTrace:
     if not header.has_events:
         raise InputError(path, "not a torch.profiler trace: no traceEvents")
     col = Collected()
+    add = col.add
     for ev in events(path, progress):
-        col.add(ev)
+        add(ev)
     return _rank(path, header.values, col)
 
 
