@@ -89,6 +89,12 @@ PARTS = (
         "step-time model's prediction, one apply and `tune` vs a sweep, P1-P3 (issue 21)",
         ".venv/bin/python bench/prediction_bench.py --steps 30 --warmup 8 --repeats 2",
     ),
+    Part(
+        "trace-bench",
+        "torch.profiler traces: HTA agreement, speed and memory, 1 GB, `report` (issue 22)",
+        "/work/hta-venv/bin/python bench/trace_bench.py",
+        "a venv with HolisticTraceAnalysis 0.5.0 (HTA's side); ~2 GB free in the temp folder",
+    ),
 )
 
 RECORDED_RE = re.compile(r"Recorded (\d{4}-\d\d-\d\d \d\d:\d\d) UTC by `([^`]+)`")

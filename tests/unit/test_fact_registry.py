@@ -82,6 +82,32 @@ def profile_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
             yield str(folder), profile_facts(analyze(load_profiles(ranks), finder))
 
 
+def trace_outputs(tmp: Path) -> Iterator[tuple[str, Mapping[str, object]]]:
+    """trace.*: the real traces one by one, and a GPU trace with [memory] events (none of
+    the real ones was recorded with profile_memory=True)."""
+    import json
+
+    from tuneadvisor.profile.trace.facts import trace_facts
+    from tuneadvisor.profile.trace.reader import read_trace_set
+
+    real = FIXTURES / "realworld" / "traces"
+    for path in sorted(real.iterdir()):
+        if path.name != "MANIFEST.md":
+            yield str(path), trace_facts(read_trace_set([str(path)]))
+    gpu, host = {"pid": 0, "tid": 7}, {"pid": 1, "tid": 1}
+    memory = {"Device Type": 1, "Device Id": 0, "Total Allocated": 7.0e9}
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": 0, "dur": 50, **host},
+        {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 5, **gpu, "args": {}},
+        {"ph": "i", "name": "[memory]", "ts": 2, **host, "args": memory},
+    ]
+    device = {"name": "A100", "computeMajor": 8, "totalGlobalMem": 8.0e9}
+    doc = {"deviceProperties": [device], "traceEvents": events}
+    path = tmp / "memory.pt.trace.json"
+    path.write_text(json.dumps(doc))
+    yield str(path), trace_facts(read_trace_set([str(path)]))
+
+
 def job_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
     for path in _files(
         "tests/fixtures/jobscripts/*.sh",
@@ -332,6 +358,7 @@ def all_outputs(tmp: Path) -> list[tuple[str, Mapping[str, object]]]:
         site_outputs(),
         release_outputs(),
         gather_outputs(tmp),
+        trace_outputs(tmp),
     )
     return [output for producer in producers for output in producer]
 

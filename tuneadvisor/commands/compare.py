@@ -14,7 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         metavar="RUN_OR_PROFILE",
         help="run folders (or their run.json), .lprof profiles, `watch --record` files; "
-        "none: every run in the runs folder",
+        "or two torch.profiler traces (.json/.json.gz files or folders): what changed per "
+        "kind of the steps; none: every run in the runs folder",
     )
     parser.add_argument(
         "--runs", metavar="DIR", help="runs folder (default: $TUNEADVISOR_RUNS_DIR or ./runs)"
@@ -39,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from tuneadvisor.relaunch.records import list_runs, runs_dir
 
     paths: list[str] = list(args.items)
+    if len(paths) == 2 and _all_traces(paths):
+        return _compare_traces(paths, args.format)
     if not paths:
         found = list_runs(runs_dir(args.runs))
         if not found:
@@ -80,3 +83,31 @@ def _tune_folders_as_runs(paths: list[str]) -> list[str]:
     from tuneadvisor.relaunch.compare_tune import expand_tune_folders
 
     return expand_tune_folders(paths)
+
+def _all_traces(paths: list[str]) -> bool:
+    from tuneadvisor.session.inputs import split_profiles
+
+    return not split_profiles(paths)[0]
+
+
+def _compare_traces(paths: list[str], fmt: str) -> int:
+    """Two traces (or folders of one run's ranks): the steps' time and shares, before and
+    after."""
+    import json
+    import sys
+
+    from tuneadvisor.commands.inputs import trace_progress
+    from tuneadvisor.profile.trace.diff import changes, render_text
+    from tuneadvisor.profile.trace.reader import read_trace_set
+
+    before, after = (read_trace_set([p], trace_progress()) for p in paths)
+    rows = changes(before, after)
+    if fmt == "json":
+        out = {"before": paths[0], "after": paths[1],
+               "changes": [{"what": r.what, "before": r.before, "after": r.after,
+                            "change": r.delta} for r in rows]}  # fmt: skip
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    sys.stdout.write(f"before: {paths[0]}\nafter:  {paths[1]}\n")
+    sys.stdout.write(render_text(rows))
+    return 0

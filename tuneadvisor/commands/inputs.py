@@ -4,6 +4,7 @@ they make (argparse only here: building the parser stays fast)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tuneadvisor.errors import InputError
@@ -30,7 +31,8 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         metavar="PROFILE",
         help="line_profiler output: .lprof files (several = one per rank, merged) "
-        "or the text table `python -m line_profiler` printed",
+        "or the text table `python -m line_profiler` printed; or torch.profiler traces: "
+        ".json/.json.gz files or folders of them (one per rank)",
     )
     parser.add_argument("--job", metavar="JOBSCRIPT", help="the Slurm job script of the run")
     parser.add_argument(
@@ -103,10 +105,12 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
     """The one request of every evidence-reading command; nothing is read yet."""
     from pathlib import Path
 
-    from tuneadvisor.session.inputs import Inputs
+    from tuneadvisor.session.inputs import Inputs, split_profiles
 
+    profiles, traces = split_profiles(args.profiles)
     inputs = Inputs(
-        profiles=tuple(args.profiles),
+        profiles=profiles,
+        traces=traces,
         job=args.job,
         source_roots=tuple(args.source_root),
         script=args.script,
@@ -133,3 +137,20 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
         if not Path(root).is_dir():
             raise InputError(root, "--source-root is not a directory")
     return inputs
+
+
+def trace_progress() -> Callable[[int, int], None] | None:
+    """Where stderr is a terminal, the bytes of the traces read so far on one line of it
+    (a gigabyte trace takes a while); None elsewhere (logs and pipes stay clean)."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        pct = 100 * done // total if total else 100
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\rreading traces: {pct:3d} % of {total / 2**20:.0f} MiB{end}")
+        sys.stderr.flush()
+
+    return show

@@ -64,15 +64,20 @@ def run(args: argparse.Namespace) -> int:
         return _open_replay(request)
     inputs = request
     _check_paths_exist(inputs)
+    from tuneadvisor.commands.inputs import trace_progress
     from tuneadvisor.session.read_files import read_job
-    from tuneadvisor.session.workspace import load_quick_workspace, load_workspace
+    from tuneadvisor.session.workspace import load_quick_workspace, load_workspace, read_traces
     from tuneadvisor.tui.app import run_open
 
     # Read once, for both stages of the screen; a broken job script fails before it opens.
     job = read_job(inputs.job) if inputs.job is not None else None
-    names = ", ".join(inputs.profiles) or inputs.job or f"job {inputs.jobid or ''}"
+    # traces before the screen: their progress is on stderr, and a broken one fails here
+    traces = read_traces(inputs, trace_progress())
+    names = (
+        ", ".join((*inputs.profiles, *inputs.traces)) or inputs.job or f"job {inputs.jobid or ''}"
+    )
     return run_open(
-        lambda: load_workspace(inputs, job_script=job),
+        lambda: load_workspace(inputs, job_script=job, traces=traces),
         title=f"tuneadvisor: {names}",
         quick=lambda: load_quick_workspace(inputs, job_script=job),
     )
@@ -109,6 +114,6 @@ def _check_paths_exist(inputs: Inputs) -> None:
     from pathlib import Path
 
     named = (inputs.job, inputs.script, inputs.seff, inputs.sacct, inputs.site)
-    for path in (*inputs.profiles, *inputs.metrics, *(p for p in named if p)):
+    for path in (*inputs.profiles, *inputs.traces, *inputs.metrics, *(p for p in named if p)):
         if not Path(path).exists():
             raise InputError(path, "no such file")

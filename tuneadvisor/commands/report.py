@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tuneadvisor.commands.inputs import add_inputs, inputs_of
+from tuneadvisor.commands.inputs import add_inputs, inputs_of, trace_progress
 
 HELP = "print the analysis (text, markdown or JSON)"
 
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tuneadvisor.session.workspace import load_workspace
 
-    workspace = load_workspace(inputs_of(args))
+    workspace = load_workspace(inputs_of(args), progress=trace_progress())
     if args.format == "json":
         import json
 

@@ -32,6 +32,19 @@ def _file_digest(path: str) -> bytes:
         return hashlib.file_digest(file, "sha256").digest()
 
 
+def _trace_files(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The trace files, folders listed (each file's bytes are the evidence)."""
+    if not paths:
+        return ()
+    from tuneadvisor.errors import InputError
+    from tuneadvisor.profile.trace.reader import trace_files
+
+    try:
+        return tuple(trace_files(paths))
+    except InputError:
+        raise OSError from None  # read once already; gone since: no stamp
+
+
 def evidence_stamp(inputs: Inputs) -> EvidenceStamp | None:
     """The stamp of the measured evidence (profiles, seff, sacct, metrics, a probe, a live job
     id);
@@ -43,6 +56,7 @@ def evidence_stamp(inputs: Inputs) -> EvidenceStamp | None:
         ("sacct", (inputs.sacct,) if inputs.sacct else ()),
         ("metrics", inputs.metrics),
         ("probe", (inputs.probe,) if inputs.probe else ()),
+        ("trace", _trace_files(inputs.traces)),
     )
     digest = hashlib.sha256()
     parts = []

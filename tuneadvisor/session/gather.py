@@ -30,6 +30,7 @@ from tuneadvisor.session.site_file import load_site, site_path
 # quick to start as line_profiler's own viewer (bench target 2).
 if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
+    from tuneadvisor.profile.trace.model import TraceSet
     from tuneadvisor.session.live_job import LiveJob
     from tuneadvisor.slurm.client import SlurmClient
     from tuneadvisor.slurm.jobscript.model import JobScript
@@ -77,11 +78,14 @@ def gather(
     analysis: ProfileAnalysis | None,
     env: Mapping[str, str] | None = None,
     job: JobScript | None = None,
+    traces: TraceSet | None = None,
 ) -> Gathered:
-    """``job``: the job script of ``inputs.job``, when the caller has read it already."""
+    """``job``: the job script of ``inputs.job``, when the caller has read it already;
+    ``traces``: the torch.profiler traces of ``inputs.traces``, read."""
     env = os.environ if env is None else env
     found = _Found()
-    _profile(found, analysis)
+    _profile(found, analysis, traces)
+    _traces(found, traces)
     client = _client(inputs, env)
     live = _live_job(found, inputs, client)
     read = _job_script(found, inputs, job, live)
@@ -112,11 +116,23 @@ def gather(
     )
 
 
-def _profile(found: _Found, analysis: ProfileAnalysis | None) -> None:
+def _profile(found: _Found, analysis: ProfileAnalysis | None, traces: TraceSet | None) -> None:
     if analysis is not None:
         found.facts.update(profile_facts(analysis))
-    else:
+    elif traces is None:
         found.sharpen.append("a line_profiler profile (kernprof -l -o $SLURM_JOBID.lprof)")
+
+
+def _traces(found: _Found, traces: TraceSet | None) -> None:
+    """trace.*: the torch.profiler traces' breakdown, and what they could not show."""
+    if traces is None:
+        return
+    from tuneadvisor.profile.trace.facts import trace_facts
+
+    found.facts.update(trace_facts(traces))
+    found.notes += traces.notes
+    for rank in traces.ranks:
+        found.notes += [f"{rank.path}: {note}" for note in rank.notes]
 
 
 def _client(inputs: Inputs, env: Mapping[str, str]) -> SlurmClient | None:

@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+TRACE_SUFFIXES = (".json", ".json.gz")  # torch.profiler's Chrome trace JSON, gzipped or not
+# keys kineto writes first; a watch recording (JSON lines) has none of them
+_TRACE_KEYS = (b'"traceEvents"', b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"')
 
 
 @dataclass(frozen=True)
@@ -22,12 +28,47 @@ class Inputs:
     cluster: bool = False  # node shapes from the cluster (sinfo) when there is no site file
     logs: tuple[str, ...] = ()  # the job's output logs (--log), read for why it died
     probe: str | None = None  # a bundled script's --probe file: probe.* facts
+    traces: tuple[str, ...] = ()  # torch.profiler traces: files and folders (one per rank)
 
     def is_empty(self) -> bool:
         return not (self.profiles or self.job or self.script or self.metrics or self.seff
-                    or self.sacct or self.jobid or self.logs or self.probe)  # fmt: skip
+                    or self.sacct or self.jobid or self.logs or self.probe
+                    or self.traces)  # fmt: skip
 
     @property
     def live(self) -> bool:
         """--jobid without a saved sacct file: Slurm itself is asked about the job."""
         return self.jobid is not None and self.sacct is None
+
+
+def split_profiles(paths: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """PROFILE arguments as (line_profiler files, torch.profiler traces): a folder, a
+    ``.json``/``.json.gz`` name, or a file that starts as JSON or gzip (an .lprof is a pickle,
+    a printed table is text) is a trace. Order is kept within each."""
+    profiles: list[str] = []
+    traces: list[str] = []
+    for path in paths:
+        (traces if _is_trace(path) else profiles).append(path)
+    return tuple(profiles), tuple(traces)
+
+
+def _is_trace(path: str) -> bool:
+    if path.endswith(TRACE_SUFFIXES) or os.path.isdir(path):
+        return True
+    if path.endswith((".lprof", ".txt", ".jsonl")):
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+            if head.startswith(b"\x1f\x8b"):
+                import gzip
+                import zlib
+
+                f.seek(0)
+                try:
+                    head = gzip.GzipFile(fileobj=f).read(4096)
+                except (OSError, EOFError, zlib.error):
+                    return False
+    except OSError:
+        return False  # read (and refused with its one line) as a profile
+    return head.lstrip().startswith(b"{") and any(key in head for key in _TRACE_KEYS)

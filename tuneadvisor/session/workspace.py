@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.profile.analysis import ProfileAnalysis
     from tuneadvisor.profile.trace.model import TraceSet
+    from tuneadvisor.profile.trace.stream import Progress
     from tuneadvisor.slurm.jobscript.model import JobScript
 
 
@@ -45,7 +46,7 @@ class Workspace:
     inputs: Inputs = field(default_factory=Inputs)  # what it was loaded from (apply protects them)
     metrics: MetricsSeries | None = None  # what --metrics held, as read
     tuned: TunedFiles = field(default_factory=TunedFiles)  # the plan, written
-    traces: TraceSet | None = None  # the torch.profiler traces given, as read
+    traces: TraceSet | None = None  # the torch.profiler traces, as read (one per rank)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -96,10 +97,15 @@ def analyze_profiles(request: Inputs, cwd: Path | None = None) -> ProfileAnalysi
 
 
 def load_workspace(
-    request: Inputs, cwd: Path | None = None, job_script: JobScript | None = None
+    request: Inputs,
+    cwd: Path | None = None,
+    job_script: JobScript | None = None,
+    progress: Progress | None = None,
+    traces: TraceSet | None = None,
 ) -> Workspace:
     """Everything the inputs say, with the advice. ``job_script``: the job script already
-    read (each command reads the file once)."""
+    read (each command reads the file once); ``progress``: told the bytes of the traces read
+    so far and their total, while they are read; ``traces``: the traces already read."""
     if request.is_empty():
         raise InputError(None, "nothing to read: give a profile (.lprof), --job or other inputs")
     from tuneadvisor.advisor.advice import advise
@@ -113,7 +119,9 @@ def load_workspace(
     if job_script is None and request.job is not None:
         job_script = read_job(request.job)
     analysis = analyze_profiles(request, cwd) if request.profiles else None
-    gathered = gather(request, analysis, job=job_script)
+    if traces is None:
+        traces = read_traces(request, progress)
+    gathered = gather(request, analysis, job=job_script, traces=traces)
     advice = advise(gathered, rules)
     tuned = tuned_files(gathered, advice.plan)
     return Workspace(
@@ -123,7 +131,17 @@ def load_workspace(
         inputs=request,
         metrics=gathered.metrics,
         tuned=tuned,
+        traces=traces,
     )
+
+
+def read_traces(request: Inputs, progress: Progress | None = None) -> TraceSet | None:
+    """The torch.profiler traces of PROFILE, read once as a stream; None without any."""
+    if not request.traces:
+        return None
+    from tuneadvisor.profile.trace.reader import read_trace_set
+
+    return read_trace_set(request.traces, progress)
 
 
 def _dirs_of(paths: Sequence[str]) -> tuple[Path, ...]:

@@ -1,0 +1,250 @@
+"""The step breakdown as the TensorBoard plugin computed it, from the collected columns.
+
+A step is ``ProfilerStep#N`` (by name); it extends to the end of the last device activity
+launched inside it (a kernel, copy or set whose ``correlation`` is that of a runtime call in
+the step's host span), and starts no earlier than the previous step ended, so no time counts
+twice. Inside a step each microsecond goes to the first busy kind in the plugin's priority
+(kernel > memcpy > memset > communication > runtime > DataLoader > CPU op > other); the rest
+is idle. The intervals are grouped by step with a counting sort (4 bytes each), and one
+step's events at a time are swept.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tuneadvisor.profile.trace import classify as c
+from tuneadvisor.profile.trace.collect import CODE, KIND_CODES, Collected
+from tuneadvisor.profile.trace.model import IDLE, KINDS, HostGap, StepTime
+
+_DEVICE = frozenset(CODE[k] for k in c.DEVICE_KINDS)
+_HOST = frozenset(CODE[k] for k in c.HOST_KINDS)
+_REPORTED = tuple(  # internal kind code -> the model's kind
+    c.COMM_DEVICE if k == c.COMM_HOST else k for k in KIND_CODES
+)
+_RUNTIME, _KERNEL, _COMM = CODE[c.RUNTIME], CODE[c.KERNEL], CODE[c.COMM_DEVICE]
+_CPU_OP, _DATALOADER = CODE[c.CPU_OP], CODE[c.DATALOADER]
+_OPS = frozenset({_CPU_OP, _DATALOADER, CODE[c.COMM_HOST]})  # operators, not annotations
+
+
+@dataclass(frozen=True)
+class Window:
+    step: int
+    start: float
+    end: float
+    tid: int  # the thread of the ProfilerStep event (the training loop's)
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """One step's numbers beside its StepTime: what facts and the rank's totals need."""
+
+    time: StepTime
+    gaps: tuple[HostGap, ...]
+    syncs: tuple[tuple[str, str, float], ...]  # (name, caused_by, µs)
+    dataloader_calls: int
+    dataloader_us: float
+
+
+def windows(col: Collected) -> list[Window]:
+    """The steps, each extended to its last device activity, none overlapping the next."""
+    raw = sorted(col.steps, key=lambda s: (s[1], s[0]))
+    if not raw:
+        return []
+    starts = [s[1] for s in raw]
+    lo = [2**63] * len(raw)
+    hi = [-1] * len(raw)
+    device_end = [s[2] for s in raw]
+    for i, kind in enumerate(col.kinds):  # the correlation range each step launched
+        if kind == _RUNTIME and col.corrs[i] >= 0:
+            k = bisect.bisect_right(starts, col.starts[i]) - 1
+            if k >= 0 and col.starts[i] <= raw[k][2]:
+                lo[k] = min(lo[k], col.corrs[i])
+                hi[k] = max(hi[k], col.corrs[i])
+    ranges = sorted((lo[k], hi[k], k) for k in range(len(raw)) if hi[k] >= 0)
+    lows = [r[0] for r in ranges]
+    for i, kind in enumerate(col.kinds):
+        if kind in _DEVICE and col.corrs[i] >= 0:
+            j = bisect.bisect_right(lows, col.corrs[i]) - 1
+            if j >= 0 and col.corrs[i] <= ranges[j][1]:
+                k = ranges[j][2]
+                device_end[k] = max(device_end[k], col.ends[i])
+    out: list[Window] = []
+    prev_end = float("-inf")
+    for k, (n, start, _end, tid) in enumerate(raw):
+        begin = max(start, prev_end)
+        end = max(device_end[k], begin)
+        out.append(Window(n, begin, end, tid))
+        prev_end = end
+    return out
+
+
+def whole_trace(col: Collected) -> list[Window]:
+    """No ProfilerStep#N (export_chrome_trace without a schedule): the trace as step 0."""
+    if not col.starts:
+        return []
+    return [Window(0, min(col.starts), max(col.ends), -1)]
+
+
+def by_step(col: Collected, wins: list[Window]) -> Iterator[tuple[Window, list[int]]]:
+    """Each window with the indices of the intervals that overlap it."""
+    if not wins:
+        return
+    starts = [w.start for w in wins]
+    first = array("i", bytes(4 * len(col.starts)))  # step of each interval, -1 outside
+    counts = [0] * (len(wins) + 1)
+    spanning: list[list[int]] = [[] for _ in wins]
+    for i in range(len(col.starts)):
+        s, e = col.starts[i], col.ends[i]
+        k = bisect.bisect_right(starts, s) - 1
+        if k < 0 or s >= wins[k].end:  # starts before the first step or in a gap
+            k2 = k + 1
+            if k2 < len(wins) and e > wins[k2].start:
+                k = k2
+            else:
+                first[i] = -1
+                counts[-1] += 1
+                continue
+        first[i] = k
+        counts[k] += 1
+        j = k + 1
+        while j < len(wins) and e > wins[j].start:  # a long interval over several steps
+            spanning[j].append(i)
+            j += 1
+    offsets = [0] * (len(wins) + 1)
+    for k in range(len(wins)):
+        offsets[k + 1] = offsets[k] + counts[k]
+    order = array("i", bytes(4 * offsets[-1]))
+    fill = offsets[:-1]
+    for i in range(len(col.starts)):
+        k = first[i]
+        if k >= 0:
+            order[fill[k]] = i
+            fill[k] += 1
+    del first
+    for k, win in enumerate(wins):
+        yield win, [*order[offsets[k] : offsets[k + 1]], *spanning[k]]
+
+
+def step_parts(col: Collected, win: Window, idx: list[int]) -> StepParts:
+    by_kind, busy, exposed = _sweep(col, win, idx)
+    time = StepTime(
+        step=win.step,
+        start_us=win.start,
+        duration_us=win.end - win.start,
+        by_kind=by_kind,
+        communication_exposed_us=exposed,
+        gpu_busy_us=busy,
+    )
+    tops = _top_ops(col, idx)
+    # any thread's operator keeps the host busy (backward runs on autograd's own thread)
+    every = sorted((i for ops in tops.values() for i in ops), key=lambda i: col.starts[i])
+    gaps = _gaps(col, win, every)
+    syncs = _syncs(col, idx, tops)
+    calls, dl_us = 0, 0.0
+    for i in idx:
+        if col.kinds[i] == _DATALOADER and c.is_dataloader_call(col.name(col.names[i])):
+            calls += 1
+            dl_us += col.ends[i] - col.starts[i]
+    return StepParts(time, gaps, syncs, calls, dl_us)
+
+
+def _sweep(col: Collected, win: Window, idx: list[int]) -> tuple[dict[str, float], float, float]:
+    points: list[tuple[float, int, int]] = []
+    for i in idx:
+        s, e = max(col.starts[i], win.start), min(col.ends[i], win.end)
+        if e > s:
+            points.append((s, 1, col.kinds[i]))
+            points.append((e, -1, col.kinds[i]))
+    points.sort()
+    n = len(KIND_CODES)
+    counts = [0] * n
+    totals = [0.0] * (n + 1)  # the last: idle
+    busy = exposed = 0.0
+    device = 0  # device intervals open now
+    t = win.start
+    for when, delta, kind in points:
+        if when > t:
+            span = when - t
+            top = 0
+            while top < n and not counts[top]:  # the plugin's priority: the first kind busy
+                top += 1
+            totals[top] += span
+            if device:
+                busy += span
+                if counts[_COMM] and not counts[_KERNEL]:
+                    exposed += span
+            t = when
+        counts[kind] += delta
+        if kind in _DEVICE:
+            device += delta
+    totals[-1] += max(0.0, win.end - t)
+    by_kind = dict.fromkeys((*KINDS, IDLE), 0.0)
+    for code, value in enumerate(totals[:-1]):
+        by_kind[_REPORTED[code]] += value
+    by_kind[IDLE] += totals[-1]
+    return by_kind, busy, exposed
+
+
+def _top_ops(col: Collected, idx: list[int]) -> dict[int, list[int]]:
+    """Per thread, the host ops no other op of the step encloses, in time order."""
+    per_tid: dict[int, list[int]] = {}
+    for i in idx:
+        if col.kinds[i] in _OPS:
+            per_tid.setdefault(col.tids[i], []).append(i)
+    tops: dict[int, list[int]] = {}
+    for tid, ops in per_tid.items():
+        ops.sort(key=lambda i: (col.starts[i], -col.ends[i]))
+        kept: list[int] = []
+        for i in ops:
+            if not kept or col.starts[i] >= col.ends[kept[-1]]:
+                kept.append(i)
+        tops[tid] = kept
+    return tops
+
+
+def _gaps(col: Collected, win: Window, tops: list[int]) -> tuple[HostGap, ...]:
+    """Stretches with no operator on any thread: Python between ops."""
+    gaps: list[HostGap] = []
+    t, before = win.start, ""
+    cpu_end = max((col.ends[i] for i in tops), default=win.start)
+    for i in tops:
+        if col.starts[i] > t:
+            after = col.name(col.names[i])
+            gaps.append(HostGap(win.step, t, col.starts[i] - t, before, after))
+        t = max(t, col.ends[i])
+        before = col.name(col.names[i])
+    if tops and cpu_end > t:
+        gaps.append(HostGap(win.step, t, cpu_end - t, before, ""))
+    return tuple(gaps)
+
+
+def _syncs(
+    col: Collected, idx: list[int], tops: dict[int, list[int]]
+) -> tuple[tuple[str, str, float], ...]:
+    out: list[tuple[str, str, float]] = []
+    starts: dict[int, list[float]] = {}
+    for i in idx:
+        name = col.name(col.names[i])
+        kind = col.kinds[i]
+        if not (
+            (kind == _RUNTIME and name in c.SYNC_RUNTIME)
+            or (kind == _CPU_OP and name in c.SYNC_OPS)
+        ):
+            continue
+        tid = col.tids[i]
+        if tid not in starts:
+            starts[tid] = [col.starts[j] for j in tops.get(tid, [])]
+        cause = _enclosing(col, i, tops.get(tid, []), starts[tid])
+        out.append((name, cause, col.ends[i] - col.starts[i]))
+    return tuple(out)
+
+
+def _enclosing(col: Collected, i: int, tops: list[int], starts: list[float]) -> str:
+    k = bisect.bisect_right(starts, col.starts[i]) - 1
+    if k >= 0 and col.ends[tops[k]] >= col.ends[i]:
+        return col.name(col.names[tops[k]])
+    return ""

@@ -1,0 +1,210 @@
+"""torch.profiler traces in, a ``TraceSet`` out: one file per rank, each read as a stream.
+
+``read_trace_set(paths)`` takes ``.json``/``.json.gz`` files and folders of them
+(``tensorboard_trace_handler`` writes ``{worker}.{time_ns}.pt.trace.json[.gz]`` into one
+folder). Ranks come from ``distributedInfo.rank``; when no file names one (torch.distributed
+was not initialised) the files are ordered by name and a note says so.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tuneadvisor.errors import InputError
+from tuneadvisor.profile.trace import breakdown as b
+from tuneadvisor.profile.trace.collect import Collected, Named
+from tuneadvisor.profile.trace.model import (
+    TOP_N,
+    Copies,
+    DeviceInfo,
+    HostGap,
+    HostSync,
+    NamedTime,
+    RankTrace,
+    StepTime,
+    TraceSet,
+)
+from tuneadvisor.profile.trace.stream import Progress, events, read_header
+
+SUFFIXES = (".json", ".json.gz")
+MAX_FILES = 4096  # ranks in one folder; more is not one run
+
+
+def is_trace_path(path: str) -> bool:
+    """A name a trace has, or a folder (read for traces): how PROFILE tells it from .lprof."""
+    return path.endswith(SUFFIXES) or os.path.isdir(path)
+
+
+def trace_files(paths: Sequence[str]) -> list[str]:
+    files: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = sorted(str(p) for p in Path(path).iterdir()
+                           if p.name.endswith(SUFFIXES) and p.is_file())  # fmt: skip
+            if not found:
+                raise InputError(
+                    path, "no torch.profiler traces (*.json, *.json.gz) in this folder"
+                )
+            files += found
+        else:
+            files.append(path)
+        if len(files) > MAX_FILES:
+            raise InputError(path, f"more than {MAX_FILES} trace files: not one run")
+    return files
+
+
+def read_trace_set(paths: Sequence[str], progress: Progress | None = None) -> TraceSet:
+    files = trace_files(paths)
+    total = sum(_size(f) for f in files)
+    done = 0
+    ranks: list[RankTrace] = []
+    for f in files:
+        offset = done
+        each = None if progress is None else (lambda n, _t, o=offset: progress(o + n, total))
+        ranks.append(read_rank(f, each))
+        done += _size(f)
+    notes: list[str] = []
+    if all(r.rank is not None for r in ranks):
+        ranks.sort(key=lambda r: (r.rank, r.path))
+        ordered = "rank"
+        seen = [r.rank for r in ranks]
+        if len(set(seen)) < len(seen):
+            notes.append("two trace files name the same rank: traces of different runs?")
+    else:
+        ordered = "file"
+        if len(ranks) > 1:
+            notes.append("not every trace names its rank (torch.distributed was not "
+                         "initialised): ordered by file name")  # fmt: skip
+    return TraceSet(ranks=tuple(ranks), ordered_by=ordered, notes=tuple(notes))  # type: ignore[arg-type]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def read_rank(path: str, progress: Progress | None = None) -> RankTrace:
+    header = read_header(path)
+    if not header.has_events:
+        raise InputError(path, "not a torch.profiler trace: no traceEvents")
+    col = Collected()
+    add = col.add
+    for ev in events(path, progress):
+        add(ev)
+    return _rank(path, header.values, col)
+
+
+def _rank(path: str, header: dict[str, Any], col: Collected) -> RankTrace:
+    notes: list[str] = []
+    rank, world = _distributed(header.get("distributedInfo"))
+    if rank is None:
+        notes.append("no distributedInfo.rank: torch.distributed was not initialised")
+    wins = b.windows(col)
+    if not wins:
+        wins = b.whole_trace(col)
+        if wins:
+            notes.append("no ProfilerStep#N (profile with a schedule and call prof.step()): "
+                         "the whole trace is read as one step, 0")  # fmt: skip
+    steps: list[StepTime] = []
+    gaps: list[HostGap] = []
+    syncs: dict[tuple[str, str], list[float]] = {}
+    calls, dl_us = 0, 0.0
+    for win, idx in b.by_step(col, wins):
+        parts = b.step_parts(col, win, idx)
+        steps.append(parts.time)
+        gaps = sorted([*gaps, *parts.gaps], key=lambda g: -g.duration_us)[:TOP_N]
+        for name, cause, us in parts.syncs:
+            row = syncs.setdefault((name, cause), [0, 0.0])
+            row[0] += 1
+            row[1] += us
+        calls += parts.dataloader_calls
+        dl_us += parts.dataloader_us
+    if not col.has_device:
+        notes.append("no device events (a CPU-only trace, or CUDA activities not recorded): "
+                     "GPU busy and idle, kernels, copies, tensor cores and communication "
+                     "on the GPU cannot be shown")  # fmt: skip
+    if col.bad_numbers:
+        notes.append(f"{col.bad_numbers} events with a timestamp or duration no trace has: "
+                     "left out")  # fmt: skip
+    devices = _devices(header.get("deviceProperties"))
+    return RankTrace(
+        path=path,
+        rank=rank,
+        world_size=world,
+        steps=tuple(steps),
+        has_device=col.has_device,
+        devices=devices,
+        top_kernels=_top(col.kernels),
+        top_ops=_top(col.ops),
+        host_gaps=tuple(gaps),
+        copies=_copies(col.copies),
+        syncs=tuple(
+            HostSync(name, cause, int(v[0]), v[1])
+            for (name, cause), v in sorted(syncs.items(), key=lambda kv: -kv[1][1])
+        ),
+        dataloader_calls=calls,
+        dataloader_us=dl_us,
+        kernels=col.kernel_count,
+        tiny_kernels=col.tiny,
+        tensor_core_kernels=col.tensor_core,
+        peak_device_memory_bytes=None if col.memory_peak is None else int(col.memory_peak),
+        events=col.events,
+        notes=tuple(notes),
+    )
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**53:
+        return value
+    return None
+
+
+def _distributed(info: object) -> tuple[int | None, int | None]:
+    if not isinstance(info, dict):
+        return None, None
+    rank, world = _int(info.get("rank")), _int(info.get("world_size"))
+    return (rank if rank is not None and rank >= 0 else None), world
+
+
+def _devices(props: object) -> tuple[DeviceInfo, ...]:
+    if not isinstance(props, list):
+        return ()
+    out = []
+    for p in props[:64]:
+        if isinstance(p, dict):
+            name = p.get("name")
+            out.append(DeviceInfo(
+                name=name[:200] if isinstance(name, str) else "",
+                compute_major=_int(p.get("computeMajor")),
+                total_memory_bytes=_int(p.get("totalGlobalMem")),
+            ))  # fmt: skip
+    return tuple(out)
+
+
+def _top(table: dict[str, Named]) -> tuple[NamedTime, ...]:
+    rows = sorted(table.items(), key=lambda kv: (-kv[1].total_us, kv[0]))[:TOP_N]
+    return tuple(NamedTime(name, n.calls, n.total_us, n.max_us) for name, n in rows)
+
+
+def _copies(rows: dict[str, list[float]]) -> Copies:
+    def get(src: str) -> list[float]:
+        return rows.get(src, [0, 0, 0.0])
+
+    page, pin, dtoh = get("pageable"), get("pinned"), get("dtoh")
+    return Copies(
+        htod_pageable_count=int(page[0]),
+        htod_pageable_bytes=int(page[1]),
+        htod_pageable_us=page[2],
+        htod_pinned_count=int(pin[0]),
+        htod_pinned_bytes=int(pin[1]),
+        htod_pinned_us=pin[2],
+        dtoh_count=int(dtoh[0]),
+        dtoh_us=dtoh[2],
+    )
