@@ -84,6 +84,7 @@ def _tune_folders_as_runs(paths: list[str]) -> list[str]:
 
     return expand_tune_folders(paths)
 
+
 def _all_traces(paths: list[str]) -> bool:
     from tuneadvisor.session.inputs import split_profiles
 
