@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -70,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
 
     # Read once, for both stages of the screen; a broken job script fails before it opens.
     job = read_job(inputs.job) if inputs.job is not None else None
-    names = ", ".join(inputs.profiles) or inputs.job or f"job {inputs.jobid or ''}"
+    # file names, not paths: the title fits 100 columns (the paths are on their panes)
+    names = ", ".join(map(os.path.basename, inputs.profiles)) or (
+        os.path.basename(inputs.job) if inputs.job else f"job {inputs.jobid or ''}"
+    )
     return run_open(
         lambda: load_workspace(inputs, job_script=job),
         title=f"tuneadvisor: {names}",
@@ -108,7 +112,20 @@ def _check_paths_exist(inputs: Inputs) -> None:
     """Fail before the screen opens for the commonest mistake: a path that is not there."""
     from pathlib import Path
 
+    from tuneadvisor.profile.sniff import JOB_SCRIPT_GIVEN, looks_like_job_script
+
     named = (inputs.job, inputs.script, inputs.seff, inputs.sacct, inputs.site)
     for path in (*inputs.profiles, *inputs.metrics, *(p for p in named if p)):
         if not Path(path).exists():
             raise InputError(path, "no such file")
+    for path in inputs.profiles:  # a job script given as the profile: said before the screen
+        if Path(path).is_file() and looks_like_job_script(_head(path)):
+            raise InputError(path, JOB_SCRIPT_GIVEN)
+
+
+def _head(path: str) -> str:
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return ""  # reported as the profile it was given as, further on

@@ -9,6 +9,7 @@ from tuneadvisor.present.findings import rationale_line, suggestion_items
 from tuneadvisor.present.metrics_read import metrics_lines
 from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
 from tuneadvisor.present.prediction_text import prediction_lines
+from tuneadvisor.present.terminal_safe import terminal_safe
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import Workspace
@@ -108,4 +109,5 @@ def render_markdown(workspace: Workspace) -> str:
         ]
     if workspace.advice is not None:
         out += _advice(workspace.advice, workspace.tuned)
-    return "\n".join(out) + "\n"
+    # the one boundary: whatever an input held, no control character reaches the reader
+    return terminal_safe("\n".join(out) + "\n")

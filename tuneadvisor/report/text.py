@@ -8,6 +8,7 @@ from tuneadvisor.present.advice_text import render_advice
 from tuneadvisor.present.metrics_read import metrics_lines
 from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
 from tuneadvisor.present.requests_use import job_request_lines
+from tuneadvisor.present.terminal_safe import terminal_safe
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.profile.skew import rank_skews, skew_text
 from tuneadvisor.session.workspace import Workspace
@@ -113,4 +114,5 @@ def render_text(workspace: Workspace) -> str:
         out += render_advice(workspace.advice, workspace.tuned)
     if not out:
         out.append("Nothing to report: give a profile (.lprof) or --job.")
-    return "\n".join(out) + "\n"
+    # the one boundary: whatever an input held, no control character reaches the terminal
+    return terminal_safe("\n".join(out) + "\n")

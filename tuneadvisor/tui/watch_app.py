@@ -91,7 +91,7 @@ class WatchApp(App[int]):
         Binding("p", "pause", "Pause"),
         Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+"),
         Binding("minus", "zoom(1)", "Zoom out", key_display="-"),
-        Binding("g", "next_gpu", "Next GPU"),
+        Binding("g", "next_gpu", "GPU"),  # short: a replay's footer fits 100 columns
         Binding("m", "mark", "Mark"),
         Binding("o", "toggle_output", "Output"),
         Binding("right_square_bracket", "faster", "Faster", key_display="]"),
