@@ -71,15 +71,20 @@ def run(args: argparse.Namespace) -> int:
 
     # Read once, for both stages of the screen; a broken job script fails before it opens.
     job = read_job(inputs.job) if inputs.job is not None else None
-    # file names, not paths: the title fits 100 columns (the paths are on their panes)
+    return run_open(
+        lambda: load_workspace(inputs, job_script=job),
+        title=screen_title(inputs),
+        quick=lambda: load_quick_workspace(inputs, job_script=job),
+    )
+
+
+def screen_title(inputs: Inputs) -> str:
+    """'tuneadvisor: 24752610.lprof': file names, not paths, so that the title and the
+    subtitle fit 100 columns (each pane names its file's path)."""
     names = ", ".join(map(os.path.basename, inputs.profiles)) or (
         os.path.basename(inputs.job) if inputs.job else f"job {inputs.jobid or ''}"
     )
-    return run_open(
-        lambda: load_workspace(inputs, job_script=job),
-        title=f"tuneadvisor: {names}",
-        quick=lambda: load_quick_workspace(inputs, job_script=job),
-    )
+    return f"tuneadvisor: {names}"
 
 
 def _is_recording(path: str) -> bool:
