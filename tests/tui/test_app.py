@@ -92,7 +92,8 @@ async def test_top_function_is_selected_first_with_its_lines(tmp_path: Path) -> 
         summary = static_text(screen.query_one("#summary", Static))
         # the top kind heads it; each kind has its row (the whole summary wrapped at 100x30)
         assert summary.splitlines()[0] == "DataLoader 84.5 % of train()"
-        assert any(r.startswith("forward") and r.endswith("6.1 %     6.10 s") for r in summary.splitlines())
+        rows = summary.splitlines()
+        assert any(r.startswith("forward") and r.endswith("6.1 %     6.10 s") for r in rows)
         notes = static_text(screen.query_one("#notes", Static))
         assert "test() line 25 (11.8 %) waits for the GPU" in notes
         assert not screen.query_one(PartsTable).display

@@ -53,7 +53,8 @@ def screen_lines(app: App[Any]) -> list[str]:
     for match in re.finditer(r'<text[^>]*?x="([\d.]+)"[^>]*?y="([\d.]+)"[^>]*>(.*?)</text>', svg):
         x, y, text = float(match[1]), float(match[2]), html.unescape(match[3])
         rows.setdefault(y, []).append((x, text))
-    return ["".join(t for _, t in sorted(row)).replace("\xa0", " ") for _, row in sorted(rows.items())]
+    drawn = ["".join(t for _, t in sorted(row)) for _, row in sorted(rows.items())]
+    return [line.replace("\xa0", " ") for line in drawn]
 
 
 def example_like(tmp_path: Path) -> Any:

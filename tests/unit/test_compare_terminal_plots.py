@@ -3,6 +3,7 @@ its value, and the lines' legend under the plot, not over the start of the loss 
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -55,7 +56,8 @@ def test_bars_fit_the_width_and_grow_with_the_value(
     rows = text_bars(bars(values, labels), width).splitlines()[1:]
     assert all(len(row) <= width for row in rows)
     cells = [len(row.split(" │", 1)[1].rstrip(" 0123456789.,")) for row in rows]
-    for (a, va), (b, vb) in zip(zip(cells, values), zip(cells[1:], values[1:])):
+    pairs = list(zip(cells, values, strict=True))
+    for (a, va), (b, vb) in itertools.pairwise(pairs):
         if va < vb:
             assert a <= b
         elif va > vb:

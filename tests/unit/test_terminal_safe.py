@@ -37,7 +37,7 @@ def test_no_control_character_but_newline_and_tab_survives(text: str) -> None:
     assert not C0_C1.search(one_line_safe(text))
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cc",))))
+@given(st.text(alphabet=st.characters(exclude_categories=["Cc"])))
 def test_text_without_controls_is_left_as_it_is(text: str) -> None:
     assert terminal_safe(text) == text == one_line_safe(text)
 
@@ -56,7 +56,8 @@ def hostile_example(tmp_path: Path) -> Path:
         shutil.copy2(EXAMPLE / name, tmp_path / name)
     text = (EXAMPLE / "mnist.sbatch").read_text()
     text = text.replace("--job-name=mnist", f"--job-name=mnist{TITLE}", 1)
-    text = text.replace("#SBATCH --nodes=1", f"#SBATCH --output=log{CLEAR}%j.out\n#SBATCH --nodes=1")
+    option = f"#SBATCH --output=log{CLEAR}%j.out\n"
+    text = text.replace("#SBATCH --nodes=1", option + "#SBATCH --nodes=1")
     job = tmp_path / "mnist.sbatch"
     job.write_text(text)
     return job
