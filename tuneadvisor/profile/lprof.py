@@ -24,7 +24,6 @@ from tuneadvisor.profile.safe_pickle import (
     StatsStandIn,
     load_linestats,
 )
-from tuneadvisor.profile.sniff import JOB_SCRIPT_GIVEN, looks_like_job_script
 
 _PICKLE_START = 0x80  # PROTO, the first opcode of every pickle since protocol 2
 _MAX_COUNT = 2**64  # line_profiler counts hits and timer ticks in 64-bit integers
@@ -97,9 +96,11 @@ def _parse(data: bytes, origin: str, limits: PickleLimits) -> Profile:
         raise InputError(origin, "binary data that is neither an .lprof pickle nor text")
     if text.lstrip()[:1] in ("{", "[") and "Timer unit:" not in text:
         raise InputError(origin, "looks like JSON, not a line_profiler profile")
+    from tuneadvisor.profile.sniff import JOB_SCRIPT_GIVEN, looks_like_job_script
+    from tuneadvisor.profile.table_cells import TableError  # .lprof never needs them
+
     if looks_like_job_script(text):
         raise InputError(origin, JOB_SCRIPT_GIVEN)
-    from tuneadvisor.profile.table_cells import TableError  # .lprof never needs them
     from tuneadvisor.profile.text_table import parse_table
 
     try:
