@@ -101,8 +101,9 @@ async def test_a_function_opens_on_its_hottest_line(tmp_path: Path, size: tuple[
         hottest = max(function.lines, key=lambda line: line.time_s)
         assert lines.row_key_at_cursor() == str(hottest.lineno)
         # and it is on screen, not below the fold
-        drawn = "\n".join(screen_lines(app))
-        assert re.search(rf"^\S?\s*│?\s*{hottest.lineno}\s+{hottest.hits}\s", drawn, re.M)
+        numbers = [int(m[1]) for m in (re.match(r"│\s+(\d+) ", row) for row in screen_lines(app))
+                   if m]  # fmt: skip
+        assert hottest.lineno in numbers
 
 
 @async_test

@@ -280,7 +280,9 @@ class MainScreen(Screen[None]):
             kinds_known = not self.partial
             table.show(rows, self._highlighted(self.current, function), kinds_known)
             # a function opens on its hottest line, not on its signature (issue 24, 14)
+            # (kept when the full workspace replaces the quick one) and in the middle of the view
             table.move_to_key(keep if keep is not None else _hottest(rows))
+            table.center_cursor()
             table.border_title = Text(
                 one_line_safe(
                     f"{function.qualified} · {display_path(function.filename)}:"

@@ -59,6 +59,16 @@ class NavTable(DataTable[Text]):
             row = 0
         self.move_cursor(row=row, animate=False)
 
+    def center_cursor(self) -> None:
+        """Scroll the cursor's row to the middle of the view, with the lines around it in
+        sight (moving the cursor only brings it to the view's edge)."""
+
+        def center() -> None:
+            rows = max(1, self.scrollable_content_region.height - self.header_height)
+            self.scroll_to(y=max(0, self.cursor_row - rows // 2), animate=False)
+
+        self.call_after_refresh(center)
+
 
 class FunctionsTable(NavTable):
     """Functions, one row each: name, file:line, total time, share of the profile."""
