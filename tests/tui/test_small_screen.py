@@ -23,6 +23,7 @@ from tests.tui.helpers import (
     JOB_SCRIPT,
     advised_workspace,
     async_test,
+    copy_example,
     long_line_workspace,
     make_app,
     mnist_profile,
@@ -104,6 +105,24 @@ async def test_a_function_opens_on_its_hottest_line(tmp_path: Path, size: tuple[
         numbers = [int(m[1]) for m in (re.match(r"│\s+(\d+) ", row) for row in screen_lines(app))
                    if m]  # fmt: skip
         assert hottest.lineno in numbers
+
+
+@async_test
+async def test_the_examples_hot_line_opens_mid_view_below_its_signature(tmp_path: Path) -> None:
+    """The bundled example at 100x30: train()'s signature is ten lines; its DataLoader line
+    (204) opens under the cursor with the lines after it in sight."""
+    from tuneadvisor.session.workspace import load_workspace
+
+    example = copy_example(tmp_path)
+    inputs = Inputs(profiles=(str(example / "24752610.lprof"),), job=str(example / "mnist.sbatch"))
+    app = make_app(load_workspace(inputs))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await wait_loaded(pilot)
+        await pilot.pause()
+        assert screen.query_one(LinesTable).row_key_at_cursor() == "204"
+        numbers = [int(m[1]) for m in (re.match(r"│\s+(\d+) ", row) for row in screen_lines(app))
+                   if m]  # fmt: skip
+        assert 204 in numbers and numbers[-1] >= 206  # not the view's last row
 
 
 @async_test
