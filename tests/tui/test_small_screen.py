@@ -224,3 +224,21 @@ async def test_no_escape_of_a_job_script_reaches_the_screen(tmp_path: Path) -> N
         # shown, visibly, and the markup in it is text: it restyles nothing
         assert "--job-name=\\x1b]0;pwned\\x07[bold]x[/bold]\\x1b[2J" in view
         assert "[red]job\\x1b[2J.sbatch" in drawn
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["epoch 1 \x1b]0;pwned\x07loss 0.5", "\x1b[2Jcleared", "a\x9b2Jb", "tqdm\r 50%|█████", "\x07"],
+)
+def test_a_programs_output_line_runs_no_control_sequence(line: str) -> None:
+    from tuneadvisor.tui.watch_app import output_text
+
+    assert not CONTROL.search(output_text(line).plain.replace("\t", ""))
+
+
+def test_a_programs_colours_are_kept_in_its_output_pane() -> None:
+    from tuneadvisor.tui.watch_app import output_text
+
+    text = output_text("\x1b[32mINFO\x1b[0m step 5 loss 0.31")
+    assert text.plain == "INFO step 5 loss 0.31"
+    assert [(s.start, s.end) for s in text.spans] == [(0, 4)]

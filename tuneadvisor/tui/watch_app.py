@@ -44,6 +44,7 @@ from textual.reactive import var
 from textual.widgets import Footer, Header, RichLog, Static
 from textual.worker import Worker, WorkerState
 
+from tuneadvisor.present.terminal_safe import one_line_safe
 from tuneadvisor.tui.dialogs import QuitAnswer, QuitScreen
 from tuneadvisor.tui.watch_panels import (
     PANELS,
@@ -76,6 +77,15 @@ class Source(Protocol):
     def span(self, seconds: float | None) -> Span: ...
     def state(self) -> LiveState: ...
     def mark(self, label: str) -> None: ...
+
+
+def output_text(line: str) -> Text:
+    """A line of the program's output as the pane shows it: its colours (SGR) kept, as a
+    terminal would show them, and no other control sequence run (a title set, the screen
+    cleared: issue 23, point 11); a line with controls left after that is shown escaped."""
+    text = Text.from_ansi(line)
+    safe = one_line_safe(text.plain)
+    return text if safe == text.plain else Text(safe)
 
 
 class WatchApp(App[int]):
@@ -251,14 +261,14 @@ class WatchApp(App[int]):
             where = f" (all of them in {program.log_path})" if program and program.log_path else ""
             log.write(Text(f"… {new.skipped} lines not shown{where}", "italic"), scroll_end=False)
         for line in new.lines:
-            log.write(Text(line), scroll_end=False)
+            log.write(output_text(line), scroll_end=False)
         if self._output_follow and log.scroll_y < log.max_scroll_y:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
         self._output_scrolled_to = log.scroll_y
         self._output_count = new.count
         partial = self.query_one("#output-partial", Static)
         partial.display = bool(new.partial)
-        partial.update(Text(new.partial))
+        partial.update(output_text(new.partial))
 
     # ------------------------------------------------------------------ actions
 
