@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from tuneadvisor import cli
 from tuneadvisor.errors import InputError
+from tuneadvisor.metrics.snapshot import Snapshot
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.session.site_checks.model import Check
 
@@ -116,3 +117,45 @@ def test_the_error_line_is_one_line_without_controls(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and not C0_C1.search(err.rstrip("\n"))
     assert err.startswith("tuneadvisor: job\\x1b[2J.sbatch: line 3: --time=\\x1b]0;pwned\\x07")
+
+
+def test_the_jobs_table_shows_a_job_name_visibly() -> None:
+    from tuneadvisor.present.jobs_table import render_rows
+    from tuneadvisor.session.jobs import JobRow
+
+    row = JobRow("42", f"a{CLEAR}b", "COMPLETED", 60.0, 50.0, 20.0, None, 0)
+    table = render_rows([row])
+    assert not CONTROL_BUT_LAYOUT.search(table)
+    assert "a\\x1b[2Jb" in table.splitlines()[1]
+
+
+class _Rounds:
+    """A sampler with nothing to sample: a round is its time."""
+
+    roots_alive = True
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def sample(self) -> Snapshot:
+        self.t += 1.0
+        return Snapshot(t=self.t)
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_watch_summary_shows_a_mark_visibly() -> None:
+    """A mark's text (typed on the screen, or pasted) in the summary printed at the end."""
+    from tuneadvisor.present.watch_summary import render_summary
+    from tuneadvisor.session.rule_files import load_rules, rule_dirs
+    from tuneadvisor.watch.session import WatchSession
+
+    session = WatchSession(_Rounds(), load_rules(rule_dirs([])), interval_s=1.0, window_s=30)
+    session.round()
+    session.mark(f"warm-up{TITLE}done")
+    session.round()
+    summary = render_summary(session, "pid 1", None)
+    assert "Mark at" in summary
+    assert not CONTROL_BUT_LAYOUT.search(summary)
+    assert "warm-up\\x1b]0;pwned\\x07done" in summary
