@@ -126,7 +126,7 @@ class WatchApp(App[int]):
         self._output_follow = True  # the pane shows the newest line (not scrolled up)
         self._output_scrolled_to = 0.0  # where the pane was left at the last poll
         self.replay = source if isinstance(source, ReplaySession) else None
-        self.title = title
+        self.title = one_line_safe(title)  # a command line or a recording's path
         self.paused = False
         self.zoom = ZOOMS.index(60.0)
         self.gpu_index = 0
