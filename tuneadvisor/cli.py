@@ -11,6 +11,7 @@ from types import ModuleType
 
 from tuneadvisor import __version__
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
+from tuneadvisor.present.terminal_safe import one_line_safe
 
 # The commands, in the order `--help` lists them; each is the module of that name in
 # tuneadvisor.commands.
@@ -56,7 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = command(args.command).run(args)
         return status
     except InputError as err:
-        print(f"tuneadvisor: {err.one_line()}", file=sys.stderr)
+        # the file's own bytes may be in the message: one line, no control character
+        print(f"tuneadvisor: {one_line_safe(err.one_line())}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # `tuneadvisor report | head`: the reader left; that is not an error.

@@ -183,6 +183,10 @@ LEAN_REPORT = {
     "tuneadvisor.present.plan_rows",
     "tuneadvisor.present.prediction_text",
     "tuneadvisor.present.requests_use",
+    # what an input holds is printed without its control characters (issue 23, point 11),
+    # and the training script's line is the text and markdown reports' one
+    "tuneadvisor.present.terminal_safe",
+    "tuneadvisor.present.training_script",
 }
 # ... and what it never needs: the TOML parser (the pack is cached), OpenSSL's hashes, a
 # process (nothing asks Slurm), the statistics of metrics.

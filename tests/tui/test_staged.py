@@ -91,9 +91,12 @@ async def test_quick_screen_first_then_the_full_one_keeping_function_and_tab(
             assert screen.current_function.name == "test"
             lines = screen.query_one(LinesTable)
             lines.focus()
-            await pilot.press("j", "j", "j")
-            await pilot.pause()
+            # a function opens on its hottest line (issue 24, point 14): 22, the DataLoader's
             assert lines.row_key_at_cursor() == "22"
+            await pilot.press("j")
+            await pilot.pause()
+            moved = lines.row_key_at_cursor()
+            assert moved is not None and int(moved) > 22
             await pilot.press("2")
             await pilot.pause()
             assert static_text(screen.query_one("#findings-view", Static)) == EVALUATING
@@ -115,7 +118,7 @@ async def test_quick_screen_first_then_the_full_one_keeping_function_and_tab(
             assert screen.check_action("kind_filter", ()) is True
             assert "DataLoader 73.5 % of test()" in static_text(screen.query_one(KindSummary))
             assert getattr(lines.get_row("22")[6], "plain", "") == "DataLoader"
-            assert lines.row_key_at_cursor() == "22"  # the same line, now with its source
+            assert lines.row_key_at_cursor() == moved  # the same line, now with its source
             assert app.focused is lines
             assert slow_full.calls == 1
     finally:

@@ -38,14 +38,20 @@ def _plain(value: object) -> object:
     return value
 
 
-def _unit(expr: Expression) -> str:
-    """The fact's unit where the value is the fact itself (or rounded); none where the
-    expression scales it: ``profile.loader_share * 100`` is a percent, not a fraction."""
+def _bare_fact(expr: Expression) -> str | None:
+    """The fact the value is (or is rounded from); None where the expression computes
+    another value: ``profile.loader_share * 100`` is a percent, not the fraction."""
     if len(expr.facts) != 1:
-        return ""
+        return None
     name = next(iter(expr.facts))
     bare = re.fullmatch(rf"\s*(?:round\(\s*)?{re.escape(name)}\s*(?:,\s*\d+\s*)?\)?\s*", expr.text)
-    return FACTS[name].unit if bare else ""
+    return name if bare else None
+
+
+def _unit(expr: Expression) -> str:
+    """The fact's unit where the value is the fact itself (or rounded), else none."""
+    name = _bare_fact(expr)
+    return FACTS[name].unit if name is not None else ""
 
 
 def _section(
@@ -70,7 +76,8 @@ def evaluate_rule(rule: Rule, facts: Facts) -> Finding | Skipped | None:
         value = _try(expr, facts, rule.params)
         if value is not None:
             unit = "%" if label.endswith("(%)") else _unit(expr)
-            evidence.append(Evidence(label, _plain(value), unit))
+            key = next(iter(expr.facts)) if len(expr.facts) == 1 else " ".join(expr.text.split())
+            evidence.append(Evidence(label, _plain(value), unit, key))
     suggest = Suggestion(
         sbatch=_section(rule.suggest.get("sbatch", {}), facts, rule.params),
         script=_section(rule.suggest.get("script", {}), facts, rule.params),

@@ -22,6 +22,9 @@ class Evidence:
     label: str
     value: object
     unit: str = ""
+    # what the JSON report keys it by: the id of the one fact the value is computed from
+    # (its unit and label say how: "(%)" of a fraction), else the rule's expression
+    key: str = ""
 
 
 @dataclass(frozen=True)

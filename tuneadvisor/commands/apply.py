@@ -46,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tuneadvisor.present.findings import finding_heading
+    from tuneadvisor.present.terminal_safe import terminal_safe
     from tuneadvisor.session.apply import apply_target, apply_workspace
     from tuneadvisor.session.workspace import load_workspace
 
@@ -56,16 +57,18 @@ def run(args: argparse.Namespace) -> int:
     assert advice is not None
     written = apply_workspace(workspace, target)
     tuned = workspace.tuned
+    # what came from the inputs (a job name, an option, a path) is printed terminal-safe:
+    # an ESC in the job script must not hide a line of the diff the user checks
     for finding in advice.findings:
-        print(finding_heading(finding))
+        print(terminal_safe(finding_heading(finding)))
     if not advice.findings:
         print("no findings: nothing to change")
     if tuned.job_diff:
-        sys.stdout.write("\n" + tuned.job_diff)
+        sys.stdout.write("\n" + terminal_safe(tuned.job_diff))
     for line in written:
-        print(line)
+        print(terminal_safe(line))
     for note in workspace.notes:
-        print(f"note: {note}")
+        print(terminal_safe(f"note: {note}"))
     if args.submit:
         _submit(tuned, target.out, target.from_slurm)
     return 0

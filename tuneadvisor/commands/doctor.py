@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tuneadvisor import __version__
     from tuneadvisor.present.site_checks import checks_json, render_checks
+    from tuneadvisor.present.terminal_safe import terminal_safe
     from tuneadvisor.relaunch.bundled import torch_python
     from tuneadvisor.session.site_checks import run_checks
 
@@ -63,5 +64,5 @@ def run(args: argparse.Namespace) -> int:
 
         # A terminal gets lines wrapped at word breaks under their column; a pipe, whole lines.
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-        print(render_checks(checks, about, width), end="")
+        print(terminal_safe(render_checks(checks, about, width)), end="")
     return 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -73,14 +74,20 @@ def run(args: argparse.Namespace) -> int:
     job = read_job(inputs.job) if inputs.job is not None else None
     # traces before the screen: their progress is on stderr, and a broken one fails here
     traces = read_traces(inputs, trace_progress())
-    names = (
-        ", ".join((*inputs.profiles, *inputs.traces)) or inputs.job or f"job {inputs.jobid or ''}"
-    )
     return run_open(
         lambda: load_workspace(inputs, job_script=job, traces=traces),
-        title=f"tuneadvisor: {names}",
+        title=screen_title(inputs),
         quick=lambda: load_quick_workspace(inputs, job_script=job),
     )
+
+
+def screen_title(inputs: Inputs) -> str:
+    """'tuneadvisor: 24752610.lprof': file names, not paths, so that the title and the
+    subtitle fit 100 columns (each pane names its file's path)."""
+    names = ", ".join(map(os.path.basename, (*inputs.profiles, *inputs.traces))) or (
+        os.path.basename(inputs.job) if inputs.job else f"job {inputs.jobid or ''}"
+    )
+    return f"tuneadvisor: {names}"
 
 
 def _is_recording(path: str) -> bool:
@@ -113,7 +120,20 @@ def _check_paths_exist(inputs: Inputs) -> None:
     """Fail before the screen opens for the commonest mistake: a path that is not there."""
     from pathlib import Path
 
+    from tuneadvisor.profile.sniff import JOB_SCRIPT_GIVEN, looks_like_job_script
+
     named = (inputs.job, inputs.script, inputs.seff, inputs.sacct, inputs.site)
     for path in (*inputs.profiles, *inputs.traces, *inputs.metrics, *(p for p in named if p)):
         if not Path(path).exists():
             raise InputError(path, "no such file")
+    for path in inputs.profiles:  # a job script given as the profile: said before the screen
+        if Path(path).is_file() and looks_like_job_script(_head(path)):
+            raise InputError(path, JOB_SCRIPT_GIVEN)
+
+
+def _head(path: str) -> str:
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return ""  # reported as the profile it was given as, further on

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from tuneadvisor.present.terminal_safe import one_line_safe
 from tuneadvisor.session.jobs import JobRow
 
 
@@ -36,7 +37,7 @@ def render_rows(rows: Sequence[JobRow]) -> str:
         table.append(
             (
                 r.job_id,
-                r.name[:20],
+                one_line_safe(r.name)[:20],  # a job's name is its owner's text
                 r.state,
                 _elapsed(r.elapsed_s),
                 _pct(r.cpu_efficiency_pct),

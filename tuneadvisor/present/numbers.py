@@ -68,3 +68,23 @@ def top_kinds_text(kinds: Iterable[KindShare], limit: int = 3, empty: str = "") 
     there are none (the reports leave it blank, the TUI says "no time recorded")."""
     parts = [f"{s.label} {s.percent:.1f} %" for s in list(kinds)[:limit]]
     return ", ".join(parts) if parts else empty
+
+
+# (unit, its size in seconds, decimals): a column of times is written in the unit of its
+# largest value, every cell with the same decimals, so that 7.12e-05, 0.001648 and 55.8 do
+# not sit in one column (issue 24, point 16)
+_COLUMN_UNITS = (("s", 1.0, 3), ("ms", 1e-3, 3), ("µs", 1e-6, 1))
+
+
+def column_unit(values: Iterable[float]) -> tuple[str, float, int]:
+    """(unit, seconds in one unit, decimals) for a column holding ``values`` (seconds)."""
+    largest = max((abs(v) for v in values), default=0.0)
+    for unit, size, decimals in _COLUMN_UNITS:
+        if largest >= size:
+            return unit, size, decimals
+    return _COLUMN_UNITS[-1]
+
+
+def in_unit(value: float, size: float, decimals: int) -> str:
+    """``value`` seconds in a column's unit: ``in_unit(0.001648, 1e-3, 3)`` is '1.648'."""
+    return f"{value / size:.{decimals}f}"

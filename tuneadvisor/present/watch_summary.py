@@ -18,6 +18,7 @@ from tuneadvisor.present.requests_use import (
     requested_mem_mib,
     requests_line,
 )
+from tuneadvisor.present.terminal_safe import terminal_safe
 from tuneadvisor.watch.merge import node_of
 from tuneadvisor.watch.remote import RemoteSamplers
 from tuneadvisor.watch.session import Span, WatchSession
@@ -121,7 +122,8 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
         out.append(f"Mark at {snap.t - state.started:.1f} s: {snap.mark}")
     if recording:
         out.append(f"Recording: {recording} (read it with: tuneadvisor report --metrics FILE)")
-    return "\n".join(out) + "\n"
+    # a mark's text, a command line, a recording's node names: no control character runs
+    return terminal_safe("\n".join(out) + "\n")
 
 
 def binding_lines(snaps: Sequence[Snapshot]) -> list[str]:

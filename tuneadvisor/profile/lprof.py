@@ -96,7 +96,11 @@ def _parse(data: bytes, origin: str, limits: PickleLimits) -> Profile:
         raise InputError(origin, "binary data that is neither an .lprof pickle nor text")
     if text.lstrip()[:1] in ("{", "[") and "Timer unit:" not in text:
         raise InputError(origin, "looks like JSON, not a line_profiler profile")
+    from tuneadvisor.profile.sniff import JOB_SCRIPT_GIVEN, looks_like_job_script
     from tuneadvisor.profile.table_cells import TableError  # .lprof never needs them
+
+    if looks_like_job_script(text):
+        raise InputError(origin, JOB_SCRIPT_GIVEN)
     from tuneadvisor.profile.text_table import parse_table
 
     try:

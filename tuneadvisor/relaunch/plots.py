@@ -163,32 +163,86 @@ def panels(items: Sequence[Item]) -> list[Panel]:
     return out
 
 
+# The lines' colours in the terminal, and their markers without colour (a pipe): the legend
+# below the plot names each by it.
+LINE_COLORS = ("cyan", "orange", "green", "magenta", "blue", "red")
+PLAIN_MARKERS = ("•", "+", "x", "o", "*", "#")
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def _bar(value: float, top: float, width: int) -> str:
+    """A bar of ``width`` cells at most, ``value`` of ``top``, in eighths of a cell."""
+    filled = max(0.0, value) / top * width if top > 0 else 0.0
+    full = min(int(filled), width)
+    eighths = round((filled - full) * 8) if full < width else 0
+    if eighths == 8:
+        full, eighths = full + 1, 0
+    return "█" * full + (_EIGHTHS[eighths] if eighths else "")
+
+
+def text_bars(panel: Panel, width: int) -> str:
+    """Bars one row a run, the label on the bar's own row and the value after it (plotext's
+    horizontal bars put a label beside one of the two rows of its bar, issue 24 point 15)."""
+    values = panel.series[0].y
+    labels = panel.categories
+    label_w = max(map(len, labels), default=0)
+    numbers = [f"{v:,.1f}" for v in values]
+    number_w = max(map(len, numbers), default=0)
+    bar_w = max(8, width - label_w - number_w - 4)
+    top = max(values, default=0.0)
+    rows = [panel.title + (f", {panel.xlabel}" if panel.xlabel else "")]
+    for label, value, number in zip(labels, values, numbers, strict=True):
+        rows.append(f"{label:>{label_w}} │{_bar(value, top, bar_w):<{bar_w}} {number:>{number_w}}")
+    return "\n".join(rows)
+
+
+def _legend(panel: Panel, color: bool) -> str:
+    """The lines' names under the plot, where no curve is (plotext's legend sits in the
+    plot's top left corner, over the start of a loss curve)."""
+    import plotext as plt
+
+    parts = []
+    for index, series in enumerate(panel.series):
+        if series.reference:
+            mark = "··"
+        elif color:
+            mark = plt.colorize("──", LINE_COLORS[index % len(LINE_COLORS)])
+        else:
+            mark = PLAIN_MARKERS[index % len(PLAIN_MARKERS)] * 2
+        parts.append(f"{mark} {series.label}")
+    return "   ".join(parts)
+
+
 def terminal_plots(items: Sequence[Item], width: int = 80, color: bool = True) -> str:
     import plotext as plt
 
     texts = []
     for panel in panels(items):
+        if panel.kind == "bars":
+            texts.append(text_bars(panel, width) + "\n")
+            continue
         plt.clf()
         plt.plotsize(width, 16 if panel.kind == "line" else max(8, 3 + 3 * len(panel.categories)))
         plt.theme("clear" if not color else "pro")
-        if panel.kind == "bars":
-            # plotext draws the first category at the bottom: reversed, the first run is on top
-            values = panel.series[0].y
-            plt.bar(panel.categories[::-1], values[::-1], orientation="horizontal", width=0.4)
-        elif panel.kind == "box":
+        if panel.kind == "box":
             data = [s.y for s in panel.series]
             plt.box(panel.categories[::-1], data[::-1], orientation="horizontal")
         else:
-            for series in panel.series:
-                plt.plot(series.x, series.y, label=series.label,
-                         marker="dot" if series.reference else "braille")  # fmt: skip
+            for index, series in enumerate(panel.series):
+                if series.reference:
+                    marker = "dot"
+                else:
+                    marker = "braille" if color else PLAIN_MARKERS[index % len(PLAIN_MARKERS)]
+                plt.plot(series.x, series.y, marker=marker,
+                         color=LINE_COLORS[index % len(LINE_COLORS)])  # fmt: skip
             for x, y, text in panel.notes:
                 plt.text(text, x, y)
         plt.title(panel.title)
         plt.xlabel(panel.xlabel)
         plt.ylabel(panel.ylabel)
         text = str(plt.build())
-        texts.append(text if color else str(plt.uncolorize(text)))
+        text = text if color else str(plt.uncolorize(text))
+        texts.append(text + ("\n" + _legend(panel, color) if panel.kind == "line" else ""))
     plt.clf()
     return "\n".join(texts)
 

@@ -21,7 +21,22 @@ from tuneadvisor.session.workspace import Workspace
 if TYPE_CHECKING:
     from tuneadvisor.profile.trace.model import NamedTime, RankTrace, TraceSet
 
-SCHEMA_VERSION = 1
+# 2: findings[].evidence_by_fact (evidence keyed by fact id, the label beside); the keys of
+# schema 1 are all kept
+SCHEMA_VERSION = 2
+
+
+def _evidence_by_fact(finding: Finding) -> dict[str, dict[str, Any]]:
+    """Evidence keyed by what it comes from, not by its prose label (a label is reworded, a
+    fact id is not): the id of the one fact the value is computed from, else the rule's
+    expression (which names the facts it combines). The label and the unit are beside."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in finding.evidence:
+        key = item.key or item.label
+        if key in out:  # two labels of one rule with the same expression
+            key = f"{key} ({item.label})"
+        out[key] = {"value": item.value, "label": item.label, "unit": item.unit}
+    return out
 
 
 def _kinds(shares: tuple[KindShare, ...]) -> list[dict[str, Any]]:
@@ -190,6 +205,7 @@ def _finding(finding: Finding) -> dict[str, Any]:
         "group": finding.group,
         "evidence": {e.label: e.value for e in finding.evidence},
         "evidence_units": {e.label: e.unit for e in finding.evidence if e.unit},
+        "evidence_by_fact": _evidence_by_fact(finding),
         "suggest": {
             "sbatch": dict(finding.suggest.sbatch),
             "script": dict(finding.suggest.script),

@@ -6,10 +6,21 @@ import os
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.advice import Advice
-from tuneadvisor.present.findings import rationale_line, suggestion_items
+from tuneadvisor.present.findings import evidence_text, rationale_line, suggestion_items
 from tuneadvisor.present.metrics_read import metrics_lines
-from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
+from tuneadvisor.present.numbers import (
+    column_unit,
+    heat_bar,
+    in_unit,
+    per_hit,
+    percent,
+    seconds,
+    top_kinds_text,
+)
+from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.present.prediction_text import prediction_lines
+from tuneadvisor.present.terminal_safe import terminal_safe
+from tuneadvisor.present.training_script import training_script_line
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import Workspace
@@ -32,15 +43,16 @@ def _function(func: AnnotatedFunction) -> list[str]:
     ]
     if func.source_path is None and not func.block:
         out += ["", f"> Source not found for `{func.filename}`."]
+    unit, size, decimals = column_unit(line.time_s for line in func.lines)
     out += [
         "",
-        "| Line | Hits | Time s | Per hit | % | Heat | Kind | Source |",
+        f"| Line | Hits | Time {unit} | Per hit | % | Heat | Kind | Source |",
         "|---:|---:|---:|---:|---:|:---|:---|:---|",
     ]
     for line in func.lines:
         src = _cell((line.source or "").strip())
         out.append(
-            f"| {line.lineno} | {line.hits} | {seconds(line.time_s)} | "
+            f"| {line.lineno} | {line.hits} | {in_unit(line.time_s, size, decimals)} | "
             f"{per_hit(line.per_hit_s)} | {percent(line.percent)} | "
             f"`{heat_bar(line.percent).rstrip() or ' '}` | {line.kind.value} | "
             f"{'`' + src + '`' if src else ''} |"
@@ -48,12 +60,16 @@ def _function(func: AnnotatedFunction) -> list[str]:
     return out
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _analysis(analysis: ProfileAnalysis) -> list[str]:
     out = [
         "## Profile",
         "",
         f"{', '.join(f'`{o}`' for o in analysis.origins)}: total {seconds(analysis.total_s)} s, "
-        f"timer unit {analysis.unit_s:g} s, {len(analysis.functions)} functions.",
+        f"timer unit {analysis.unit_s:g} s, {_count(len(analysis.functions), 'function')}.",
     ]
     if analysis.parts:
         out += ["", "| File | Total s | Top kinds |", "|:---|---:|:---|"]
@@ -140,12 +156,17 @@ def _advice(advice: Advice, tuned: TunedFiles) -> list[str]:
         out.append("No findings.")
     for finding in advice.findings:
         out += ["", f"### {finding.severity.value}: `{finding.id}` {finding.title}", ""]
-        out += [f"- {e.label}: **{e.value}**{' ' + e.unit if e.unit else ''}"
-                for e in finding.evidence]  # fmt: skip
+        # the unit once: not after a label that names it ("(%): **80.1**")
+        out += [f"- {label}: **{value}**"
+                for label, value in map(evidence_text, finding.evidence)]  # fmt: skip
         out += [f"- suggest ({section}): `{change}`"
                 for section, change in suggestion_items(finding.suggest)]  # fmt: skip
         out += ["", rationale_line(finding.rationale)]
         out += [f"- <{ref}>" for ref in finding.references]
+    if not advice.plan.is_empty():
+        out += ["", "## Plan", ""]
+        out += [f"- {where}: `{change}` (because {because})"
+                for where, change, because in plan_rows(advice.plan)]  # fmt: skip
     head, details = prediction_lines(advice)
     if head is not None or details:
         out += ["", "## Prediction", "", f"**{head}**" if head else "None."]
@@ -172,6 +193,8 @@ def render_markdown(workspace: Workspace) -> str:
         out += ["", *_steps(workspace.traces)]
     if workspace.job is not None:
         out += ["", "## Job script", "", f"`{workspace.job.path}`"]
+    if (line := training_script_line(workspace)) is not None:
+        out += ["", line]
     if workspace.metrics is not None:
         out += [
             "",
@@ -181,4 +204,5 @@ def render_markdown(workspace: Workspace) -> str:
         ]
     if workspace.advice is not None:
         out += _advice(workspace.advice, workspace.tuned)
-    return "\n".join(out) + "\n"
+    # the one boundary: whatever an input held, no control character reaches the reader
+    return terminal_safe("\n".join(out) + "\n")

@@ -6,13 +6,23 @@ import os
 
 from tuneadvisor.present.advice_text import render_advice
 from tuneadvisor.present.metrics_read import metrics_lines
-from tuneadvisor.present.numbers import heat_bar, per_hit, percent, seconds, top_kinds_text
+from tuneadvisor.present.numbers import (
+    column_unit,
+    heat_bar,
+    in_unit,
+    per_hit,
+    percent,
+    seconds,
+    top_kinds_text,
+)
 from tuneadvisor.present.requests_use import job_request_lines
+from tuneadvisor.present.terminal_safe import terminal_safe
+from tuneadvisor.present.training_script import training_script_line
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.profile.skew import rank_skews, skew_text
 from tuneadvisor.session.workspace import Workspace
 
-_HEADER = ("Line", "Hits", "Time s", "Per hit", "%", "Heat", "Kind", "Source")
+_HEADER = ("Line", "Hits", "Time", "Per hit", "%", "Heat", "Kind", "Source")
 
 
 def _where(func: AnnotatedFunction) -> str:
@@ -20,11 +30,13 @@ def _where(func: AnnotatedFunction) -> str:
 
 
 def _function_table(func: AnnotatedFunction) -> list[str]:
+    unit, size, decimals = column_unit(line.time_s for line in func.lines)
+    header = (*_HEADER[:2], f"Time {unit}", *_HEADER[3:])
     rows = [
         (
             str(line.lineno),
             str(line.hits),
-            seconds(line.time_s),
+            in_unit(line.time_s, size, decimals),
             per_hit(line.per_hit_s),
             percent(line.percent),
             heat_bar(line.percent),
@@ -33,10 +45,10 @@ def _function_table(func: AnnotatedFunction) -> list[str]:
         )
         for line in func.lines
     ]
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_HEADER)
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(header)
     widths = [
         max(len(h), max(map(len, column), default=0))
-        for h, column in zip(_HEADER, columns, strict=True)
+        for h, column in zip(header, columns, strict=True)
     ]
     right = {0, 1, 2, 3, 4}  # numbers align right
     # One format string for every row (a str.format call a row, not a Python loop over cells:
@@ -48,7 +60,7 @@ def _function_table(func: AnnotatedFunction) -> list[str]:
     def fmt(cells: tuple[str, ...]) -> str:
         return "  " + template.format(*cells).rstrip()
 
-    lines = [fmt(_HEADER), fmt((*tuple("-" * w for w in widths[:-1]), "------"))]
+    lines = [fmt(header), fmt((*tuple("-" * w for w in widths[:-1]), "------"))]
     lines += [fmt(row) for row in rows]
     return lines
 
@@ -84,19 +96,6 @@ def render_analysis(analysis: ProfileAnalysis) -> list[str]:
     return out
 
 
-def _training_script(workspace: Workspace) -> str | None:
-    """Which training script was read, and the launch chain that runs it."""
-    advice = workspace.advice
-    if advice is None or (advice.script_path is None and advice.launch_chain is None):
-        return None
-    if advice.script_path is None:
-        return f"Training script: not read; the job runs {advice.launch_chain}"
-    if workspace.inputs.script is not None:
-        return f"Training script: {advice.script_path} (--script)"
-    via = f", run as {advice.launch_chain}" if advice.launch_chain else ""
-    return f"Training script: {advice.script_path}{via}"
-
-
 def render_text(workspace: Workspace) -> str:
     out: list[str] = []
     if workspace.analysis is not None:
@@ -109,7 +108,7 @@ def render_text(workspace: Workspace) -> str:
         out += [*([""] if out else []), heading, *section_lines(workspace.traces)]
     if workspace.job is not None:
         out += ["", f"Job script: {workspace.job.path}"]
-    if workspace.advice is not None and (line := _training_script(workspace)) is not None:
+    if workspace.advice is not None and (line := training_script_line(workspace)) is not None:
         out += [line] if workspace.job is not None else ["", line]
     if workspace.advice is not None and (job := job_request_lines(workspace.advice.facts)):
         out += ["", *job]
@@ -119,4 +118,5 @@ def render_text(workspace: Workspace) -> str:
         out += render_advice(workspace.advice, workspace.tuned)
     if not out:
         out.append("Nothing to report: give a profile (.lprof) or --job.")
-    return "\n".join(out) + "\n"
+    # the one boundary: whatever an input held, no control character reaches the terminal
+    return terminal_safe("\n".join(out) + "\n")

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuneadvisor.advisor.plan import Plan
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import backup_path, write_atomic
 from tuneadvisor.session.inputs import Inputs
@@ -127,6 +128,24 @@ def can_apply(workspace: Workspace) -> bool:
     )
 
 
+def _other_changes(diff: str, plan: Plan | None) -> list[str]:
+    """What the diff changes besides the #SBATCH lines: the launch line's options and the
+    exports before it (the confirmation names every change it writes, issue 24 point 14)."""
+    added = [
+        line[1:].strip()
+        for line in diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    out = []
+    if any(line.startswith("export ") for line in added) and plan is not None and plan.env:
+        out += [f"export {k}={c.value}" for k, c in plan.env.items()]
+    if any(line and not line.startswith(("#", "export ")) for line in added):
+        script = plan.script if plan is not None else {}
+        options = ", ".join(f"{k}={c.value}" for k, c in script.items())
+        out.append(f"the launch line ({options})" if options else "the launch line")
+    return out
+
+
 def planned_writes(workspace: Workspace, out: Path) -> list[tuple[Path, str]]:
     """What `write_outputs(workspace.tuned, job, out, in_place=False)` writes: (path, what),
     for the confirmation before anything is written."""
@@ -135,10 +154,9 @@ def planned_writes(workspace: Workspace, out: Path) -> list[tuple[Path, str]]:
     changes = [f"--{k}={c.value}" for k, c in plan.sbatch.items()] if plan is not None else []
     if not tuned.job_diff:
         what = "the job script, unchanged"
-    elif changes:
-        what = "the tuned job script: " + ", ".join(changes)
     else:
-        what = "the tuned job script"
+        changes += _other_changes(tuned.job_diff, plan)
+        what = "the tuned job script" + (": " + ", ".join(changes) if changes else "")
     writes = [(out, what)]
     patch = script_patch_path(tuned, out)
     if patch is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
@@ -27,6 +27,7 @@ from tuneadvisor.present.findings import (
 )
 from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.present.prediction_text import prediction_lines
+from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.tui.view import EVALUATING, NO_FINDINGS, READING, diff_line_kind
 from tuneadvisor.tui.word_diff import changed_words, paired_lines
@@ -93,16 +94,16 @@ class FindingCard(Static, can_focus=True):
             label, value = evidence_text(item)
             text.append("\n")
             text.append(f"{label}: ", style("label"))
-            text.append(value, style("value"))
+            text.append(terminal_safe(value), style("value"))  # an input's own text
         suggestions = suggestion_texts(finding.suggest)
         if suggestions:
             text.append("\nsuggest ", style("heading"))
             for index, suggestion in enumerate(suggestions):
                 text.append("  " if index else " ")
-                text.append(suggestion, style("suggest"))
+                text.append(terminal_safe(suggestion), style("suggest"))
         rationale = rationale_text(finding.rationale)
         if rationale:
-            text.append("\n\n" + rationale)
+            text.append("\n\n" + terminal_safe(rationale))
         for reference in finding.references:
             text.append("\nsee ", style("heading"))
             text.append(reference, style("ref"))
@@ -130,13 +131,13 @@ class PlanView(Static):
             if index:
                 text.append("\n")
             text.append(where.ljust(where_width) + "  ", where_style)
-            text.append(change.ljust(change_width))
+            text.append(terminal_safe(change.ljust(change_width)))
             text.append(f"  because {because}", because_style)
         self.update(text)
 
 
 def _bullets(items: Sequence[str]) -> Text:
-    return Text("\n".join(f"• {item}" for item in items))
+    return Text(terminal_safe("\n".join(f"• {item}" for item in items)))
 
 
 class FindingsPanel(VerticalScroll):
@@ -180,7 +181,8 @@ class FindingsPanel(VerticalScroll):
         if head is not None or details:
             text = Text(head or "", style="bold")
             if details:
-                text.append(("\n" if head else "") + "\n".join(f"• {d}" for d in details))
+                bullets = "\n".join(f"• {d}" for d in details)
+                text.append(("\n" if head else "") + terminal_safe(bullets))
             prediction = Static(text, id="prediction", classes="advice-section")
             prediction.border_title = "Prediction"
             yield prediction
@@ -217,6 +219,25 @@ class FindingsPanel(VerticalScroll):
         cards[index].focus()
 
 
+class _Prefixed:
+    """A changed line of a diff, wrapped with its "-" or "+" at the start of every row: a
+    wrapped row without it reads as context (issue 24, point 14). Other lines as they are."""
+
+    def __init__(self, line: Text) -> None:
+        self.line = line
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        line = self.line
+        marker = line.plain[:1]
+        if marker not in ("-", "+") or line.plain.startswith(("---", "+++")):
+            yield line
+            return
+        body = line[1:]
+        body.overflow = "fold"
+        for row in body.wrap(console, max(1, options.max_width - 1), overflow="fold"):
+            yield Text.assemble(line[:1], row, no_wrap=True)
+
+
 class DiffView(Static):
     """A unified diff, coloured by line (headers, hunks, + and -), the changed words of a
     changed line marked within it. Changed lines wrap (the colour runs on) so that every
@@ -236,11 +257,12 @@ class DiffView(Static):
 
     def show(self, diff: str) -> None:
         self.shown = tuple(self.diff_lines(diff))
-        self.update(Group(*self.shown))
+        self.update(Group(*(_Prefixed(line) for line in self.shown)))
 
     def diff_lines(self, diff: str) -> list[Text]:
         """One Text a line of the diff, styled."""
-        lines = diff.rstrip("\n").splitlines()
+        # an ESC in an option must not hide a line of the diff (issue 23, point 11)
+        lines = [one_line_safe(line) for line in diff.rstrip("\n").splitlines()]
         words: dict[int, list[tuple[int, int]]] = {}
         for old, new in paired_lines(lines).items():
             changed = changed_words(lines[old][1:], lines[new][1:])
@@ -294,5 +316,7 @@ class DiffPanel(VerticalScroll):
         if tuned.script_patch:
             name = tuned.script_path or "the training script"
             patch_title.display = patch.display = True
-            patch_title.update(Text(f"Training-script patch ({name}): apply it with patch -p1"))
+            patch_title.update(
+                Text(one_line_safe(f"Training-script patch ({name}): apply it with patch -p1"))
+            )
             patch.show(tuned.script_patch)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
+import os
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -23,10 +23,11 @@ from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
 from tuneadvisor.present.numbers import format_seconds
+from tuneadvisor.present.terminal_safe import one_line_safe
 from tuneadvisor.session.workspace import Workspace
 from tuneadvisor.tui.dialogs import HelpScreen, LoadingScreen
 from tuneadvisor.tui.screens import MainScreen
-from tuneadvisor.tui.view import READING, display_path
+from tuneadvisor.tui.view import READING
 
 QUICK_WORKER = "quick-workspace"
 LOAD_WORKER = "load-workspace"
@@ -83,7 +84,7 @@ class TuneAdvisorApp(App[None]):
         super().__init__()
         self._load = load
         self._quick = quick
-        self.title = title
+        self.title = one_line_safe(title)  # the paths given: an ESC there is not for the terminal
         self.sub_title = ""
         self.workspace: Workspace | None = None
         self.load_error: InputError | None = None
@@ -150,10 +151,10 @@ def _subtitle(workspace: Workspace) -> str:
         files = f" in {len(analysis.origins)} files" if len(analysis.origins) > 1 else ""
         parts.append(f"{format_seconds(analysis.total_s)} profiled{files}")
     if workspace.job is not None:
-        parts.append(f"job {display_path(workspace.job.path)}")
+        parts.append(f"job {os.path.basename(workspace.job.path)}")  # fits 100 columns
     if workspace.partial:
         parts.append(READING)
-    return " · ".join(parts)
+    return one_line_safe(" · ".join(parts))
 
 
 def run_open(
@@ -161,13 +162,13 @@ def run_open(
     title: str,
     quick: Callable[[], Workspace] | None = None,
 ) -> int:
-    """Run the TUI; 0 on quit, 2 (after the terminal is restored) on bad input.
+    """Run the TUI; 0 on quit; bad input raises its InputError once the terminal is back.
 
     ``quick``, when given, loads a partial workspace for the first screen; ``load`` then
     loads the full one."""
     app = TuneAdvisorApp(load=load, title=title, quick=quick)
     app.run()
     if app.load_error is not None:
-        print(str(app.load_error), file=sys.stderr)
-        return EXIT_BAD_INPUT
+        # the CLI prints it, as any bad input: "tuneadvisor: FILE: problem", exit 2
+        raise app.load_error
     return app.return_code or 0

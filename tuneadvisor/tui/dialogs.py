@@ -16,6 +16,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Label, LoadingIndicator, Static
 
+from tuneadvisor.present.terminal_safe import one_line_safe
 from tuneadvisor.tui.view import KEY_HELP
 
 
@@ -73,9 +74,11 @@ class ApplyScreen(ModalScreen[bool]):
         listing = Text()
         for index, (path, what) in enumerate(self.writes):
             replaces = " (replaces the existing file)" if path.exists() else ""
-            listing.append(("\n" if index else "") + f"• {path}: {what}{replaces}")
+            item = one_line_safe(f"• {path}: {what}{replaces}")  # the paths are the user's
+            listing.append(("\n" if index else "") + item)
         with Vertical(id="apply-dialog"):
-            yield Static(Text(f"Write tuned job script to {self.out}? (y/n)"), id="apply-question")
+            question = one_line_safe(f"Write tuned job script to {self.out}? (y/n)")
+            yield Static(Text(question), id="apply-question")
             yield Static(listing, id="apply-writes")
             yield Label("y: write · n or escape: cancel · the job script itself is not changed",
                         id="apply-hint")  # fmt: skip

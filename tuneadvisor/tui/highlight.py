@@ -13,6 +13,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.highlight import highlight
 
+from tuneadvisor.present.terminal_safe import one_line_safe
+
 
 def resolve_style(spec: str, variables: Mapping[str, str]) -> Style:
     """'bold $text-success 80%' -> bold in text-success's color.
@@ -58,7 +60,8 @@ class Highlighter:
 
     def lines(self, code: str, language: str) -> list[Text]:
         """``code`` highlighted: exactly one Text per line of ``code.splitlines()``."""
-        source_lines = [line.expandtabs(8) for line in code.splitlines()]
+        # an ESC in the source or the job script must not reach the terminal
+        source_lines = [one_line_safe(line.expandtabs(8)) for line in code.splitlines()]
         if not source_lines:
             return []
         joined = "\n".join(source_lines)

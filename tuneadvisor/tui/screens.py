@@ -4,7 +4,7 @@ apply dialogs are in ``dialogs``)."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import ClassVar, Literal
 
@@ -20,6 +20,7 @@ from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.present.numbers import format_seconds
+from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.model import FunctionKey
 from tuneadvisor.session.apply import (
@@ -39,6 +40,7 @@ from tuneadvisor.tui.view import (
     FUNCTION_SORTS,
     LINE_SORTS,
     FunctionSort,
+    LineRow,
     LineSort,
     display_path,
     findings_tab_label,
@@ -59,6 +61,16 @@ from tuneadvisor.tui.widgets import (
 )
 
 Pane = Literal["functions", "lines"]
+
+
+def _hottest(rows: Sequence[LineRow]) -> str | None:
+    """The key of the row that took the most time (the first of equals), None if untimed."""
+    timed = [row for row in rows if row.timing is not None]
+    if not timed:
+        return None
+    return str(max(timed, key=lambda row: row.timing.time_s if row.timing else 0.0).lineno)
+
+
 APPLY_WORKER = "apply-outputs"
 
 
@@ -180,7 +192,8 @@ class MainScreen(Screen[None]):
                 Text("no job script given (tuneadvisor open ... --job JOBSCRIPT)", "italic")
             )
         else:
-            job_pane.border_title = display_path(job.path)
+            # a Text, not a str: a str title is parsed as markup ("[bold]" in a path)
+            job_pane.border_title = Text(one_line_safe(display_path(job.path)))
             self.query_one(JobScriptView).show(job.text, self._highlighter)
         advice = self.workspace.advice
         tuned = self.workspace.tuned if advice is not None else None
@@ -260,7 +273,8 @@ class MainScreen(Screen[None]):
         if self.function_query:
             table.border_subtitle = f"/{self.function_query} · {shown}"
         else:
-            table.border_subtitle = f"{len(rows)} functions" if rows else "no functions"
+            count = f"{len(rows)} function{'' if len(rows) == 1 else 's'}"
+            table.border_subtitle = count if rows else "no functions"
         self._refresh_lines(keep_cursor=keep_line)
 
     def _refresh_lines(self, keep_cursor: bool = True) -> None:
@@ -279,11 +293,16 @@ class MainScreen(Screen[None]):
             assert self.current is not None
             kinds_known = not self.partial
             table.show(rows, self._highlighted(self.current, function), kinds_known)
-            table.move_to_key(keep)
-            table.border_title = (
-                f"{function.qualified} · {display_path(function.filename)}:"
-                f"{function.first_lineno} · {format_seconds(function.total_s)} · "
-                f"sort: {self.line_sort.value} · kind: {kind_label(self.kind)}"
+            # a function opens on its hottest line, not on its signature (issue 24, 14)
+            # (kept when the full workspace replaces the quick one) and in the middle of the view
+            table.move_to_key(keep if keep is not None else _hottest(rows))
+            table.center_cursor()
+            table.border_title = Text(
+                one_line_safe(
+                    f"{function.qualified} · {display_path(function.filename)}:"
+                    f"{function.first_lineno} · {format_seconds(function.total_s)} · "
+                    f"sort: {self.line_sort.value} · kind: {kind_label(self.kind)}"
+                )
             )
             table.border_subtitle = self._lines_status(function, len(rows))
             # The quick stage has not looked for the source yet: that is not "not found".
@@ -491,7 +510,7 @@ class MainScreen(Screen[None]):
         try:
             target = apply_target(inputs, force=True)  # the screen asks before writing
         except InputError as error:
-            self.notify(error.one_line(), title="Not written", severity="error",
+            self.notify(one_line_safe(error.one_line()), title="Not written", severity="error",
                         timeout=15, markup=False)  # fmt: skip
             return
         self.app.push_screen(
@@ -516,7 +535,7 @@ class MainScreen(Screen[None]):
             return
         result = worker.result
         if isinstance(result, InputError):
-            self.notify(result.one_line(), title="Not written", severity="error",
+            self.notify(one_line_safe(result.one_line()), title="Not written", severity="error",
                         timeout=15, markup=False)  # fmt: skip
         elif isinstance(result, list):
-            self.notify("\n".join(result), title="Written", timeout=15, markup=False)
+            self.notify(terminal_safe("\n".join(result)), title="Written", timeout=15, markup=False)

@@ -44,6 +44,7 @@ from textual.reactive import var
 from textual.widgets import Footer, Header, RichLog, Static
 from textual.worker import Worker, WorkerState
 
+from tuneadvisor.present.terminal_safe import one_line_safe
 from tuneadvisor.tui.dialogs import QuitAnswer, QuitScreen
 from tuneadvisor.tui.watch_panels import (
     PANELS,
@@ -78,6 +79,15 @@ class Source(Protocol):
     def mark(self, label: str) -> None: ...
 
 
+def output_text(line: str) -> Text:
+    """A line of the program's output as the pane shows it: its colours (SGR) kept, as a
+    terminal would show them, and no other control sequence run (a title set, the screen
+    cleared: issue 23, point 11); a line with controls left after that is shown escaped."""
+    text = Text.from_ansi(line)
+    safe = one_line_safe(text.plain)
+    return text if safe == text.plain else Text(safe)
+
+
 class WatchApp(App[int]):
     class SessionChanged(Message):
         """The session has something new to draw (never more than one waiting)."""
@@ -91,7 +101,7 @@ class WatchApp(App[int]):
         Binding("p", "pause", "Pause"),
         Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+"),
         Binding("minus", "zoom(1)", "Zoom out", key_display="-"),
-        Binding("g", "next_gpu", "Next GPU"),
+        Binding("g", "next_gpu", "GPU"),  # short: a replay's footer fits 100 columns
         Binding("m", "mark", "Mark"),
         Binding("o", "toggle_output", "Output"),
         Binding("right_square_bracket", "faster", "Faster", key_display="]"),
@@ -116,7 +126,7 @@ class WatchApp(App[int]):
         self._output_follow = True  # the pane shows the newest line (not scrolled up)
         self._output_scrolled_to = 0.0  # where the pane was left at the last poll
         self.replay = source if isinstance(source, ReplaySession) else None
-        self.title = title
+        self.title = one_line_safe(title)  # a command line or a recording's path
         self.paused = False
         self.zoom = ZOOMS.index(60.0)
         self.gpu_index = 0
@@ -251,14 +261,14 @@ class WatchApp(App[int]):
             where = f" (all of them in {program.log_path})" if program and program.log_path else ""
             log.write(Text(f"… {new.skipped} lines not shown{where}", "italic"), scroll_end=False)
         for line in new.lines:
-            log.write(Text(line), scroll_end=False)
+            log.write(output_text(line), scroll_end=False)
         if self._output_follow and log.scroll_y < log.max_scroll_y:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
         self._output_scrolled_to = log.scroll_y
         self._output_count = new.count
         partial = self.query_one("#output-partial", Static)
         partial.display = bool(new.partial)
-        partial.update(Text(new.partial))
+        partial.update(output_text(new.partial))
 
     # ------------------------------------------------------------------ actions
 

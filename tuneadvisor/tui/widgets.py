@@ -14,6 +14,7 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
 from tuneadvisor.present.numbers import format_seconds, heat_bar, percent, top_kinds_text
+from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.profile.analysis import (
     KIND_LABELS,
     AnnotatedFunction,
@@ -25,7 +26,7 @@ from tuneadvisor.tui.highlight import Highlighter
 from tuneadvisor.tui.view import READING, LineRow, display_path, heat_level
 
 HEAT_WIDTH = 10
-KIND_BAR_WIDTH = 16
+KIND_BAR_WIDTH = 10  # a row of "Time by kind" fits the 42 cells it has at 100 columns
 
 
 def _right(text: str, style: Style | str = "") -> Text:
@@ -58,6 +59,16 @@ class NavTable(DataTable[Text]):
             row = 0
         self.move_cursor(row=row, animate=False)
 
+    def center_cursor(self) -> None:
+        """Scroll the cursor's row to the middle of the view, with the lines around it in
+        sight (moving the cursor only brings it to the view's edge)."""
+
+        def center() -> None:
+            rows = max(1, self.scrollable_content_region.height - self.header_height)
+            self.scroll_to(y=max(0, self.cursor_row - rows // 2), animate=False)
+
+        self.call_after_refresh(center)
+
 
 class FunctionsTable(NavTable):
     """Functions, one row each: name, file:line, total time, share of the profile."""
@@ -70,8 +81,8 @@ class FunctionsTable(NavTable):
         self.add_column(_right("%"), key="percent")
         for index, func in rows:
             self.add_row(
-                Text(func.qualified, style="bold"),
-                Text(f"{display_path(func.filename)}:{func.first_lineno}"),
+                Text(one_line_safe(func.qualified), style="bold"),
+                Text(one_line_safe(f"{display_path(func.filename)}:{func.first_lineno}")),
                 _right(format_seconds(func.total_s)),
                 _right(percent(func.percent_total)),
                 key=str(index),
@@ -108,7 +119,7 @@ class LinesTable(NavTable):
         for row in rows:
             source = sources.get(row.lineno)
             if source is None:
-                source = Text(row.text or "")
+                source = Text(one_line_safe(row.text or ""))
             line = row.timing
             if line is None:
                 source = source.copy()
@@ -149,15 +160,21 @@ class KindSummary(Static):
             self.update(Text("no function selected", style="dim"))
             return
         if not kinds_known:
-            self.update(Text(f"{function.qualified}: line kinds come with the source\n{READING}"))
+            name = one_line_safe(function.qualified)
+            self.update(Text(f"{name}: line kinds come with the source\n{READING}"))
             return
         text = Text()
-        text.append(kind_summary_text(function) + "\n", style="bold")
+        # One line per kind below, so the heading is the top kind alone: the whole summary
+        # wraps at 100 columns with a number on one line and its "%" on the next.
+        text.append(one_line_safe(kind_summary_text(function).split(", ")[0]) + "\n", style="bold")
         width = max((len(s.label) for s in function.kinds), default=0)
-        for share in function.kinds:
+        times = [format_seconds(s.time_s) for s in function.kinds]
+        time_width = max(map(len, times), default=0)
+        for share, time in zip(function.kinds, times, strict=True):
             text.append(share.label.ljust(width) + " ")
             text.append(heat_bar(share.percent, KIND_BAR_WIDTH), style="bold")
-            text.append(f" {share.percent:5.1f} %  {format_seconds(share.time_s)}\n")
+            # the unit stays on the number's line: "476.48 ms" never reads as seconds
+            text.append(f" {share.percent:5.1f} %  {time:>{time_width}}\n")
         text.rstrip()
         self.update(text)
 
@@ -168,7 +185,7 @@ class NotesPanel(Static):
     def show(self, notes: Sequence[str]) -> None:
         self.display = bool(notes)
         self.border_title = "Notes"
-        self.update(Text("\n".join(f"• {note}" for note in notes)))
+        self.update(Text(terminal_safe("\n".join(f"• {note}" for note in notes))))
 
 
 class PartsTable(NavTable):
@@ -183,7 +200,7 @@ class PartsTable(NavTable):
         self.add_column("Top kinds", key="kinds")
         for index, part in enumerate(parts):
             self.add_row(
-                Text(display_path(part.origin)),
+                Text(one_line_safe(display_path(part.origin))),
                 _right(format_seconds(part.total_s)),
                 Text(top_kinds_text(part.kinds, limit=2, empty="no time recorded")),
                 key=str(index),
