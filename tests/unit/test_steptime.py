@@ -237,3 +237,52 @@ def test_the_headline_reads_as_the_issue_asks() -> None:
     )
     without_batch = replace(prediction, samples_per_s=None, step_s=Span(1.5, 2.0, 2.5))
     assert headline(without_batch).startswith("expected 13.2-15.4x (step 1.50-2.50 s)")
+
+
+def _trace_facts(share: float, workers: int, cores: int) -> dict[str, object]:
+    return {
+        "trace.dataloader_share": share,
+        "trace.kernel_share": (1 - share) * 0.8,
+        "trace.memcpy_share": (1 - share) * 0.1,
+        "trace.step_s": 0.12,
+        "trace.steps": 3,
+        "alloc.workers": workers,
+        "alloc.cpus_per_task": cores,
+        "job.ranks_per_task": 1,
+    }
+
+
+def test_a_trace_alone_sizes_the_pipeline_like_a_profile() -> None:
+    """A torch.profiler trace's DataLoader share is the wait: the same model sizes workers and
+    cores from it, saying the trace is where the figures came from."""
+    facts = _trace_facts(0.6, 1, 2)
+    budget = step_budget(facts)
+    assert budget is not None and budget.source == "trace"
+    assert budget.wait == pytest.approx(0.6) and budget.step_s == pytest.approx(0.12)
+    assert any("torch.profiler trace" in b for b in budget.basis)
+    sized = model_facts(facts)
+    assert sized["model.workers"] > 1 and sized["model.cores_per_task"] > 2
+    # the same shares from a profile size the same: one model, two kinds of evidence
+    profile = _facts(0.6, 1, 2, **{"profile.transfer_share": 0.04, "profile.compute_share": 0.32})
+    assert model_facts(profile)["model.workers"] == sized["model.workers"]
+
+
+def test_a_profile_beside_the_trace_stays_the_first_source() -> None:
+    facts = {**_trace_facts(0.1, 1, 2), **_facts(0.6, 1, 2)}
+    budget = step_budget(facts)
+    assert budget is not None and budget.source == "profile"
+
+
+def test_a_trace_without_the_measured_workers_doubles() -> None:
+    facts = {"trace.dataloader_share": 0.7, "alloc.cpus_per_task": 2, "job.ranks_per_task": 1}
+    assert step_budget(facts) is None
+    assert model_facts(facts)["model.cores_per_task"] == 4
+
+
+@given(share=st.floats(0.06, 0.99), workers=st.integers(0, 16), cores=st.integers(1, 32))
+def test_a_trace_sizing_never_shrinks_the_measured_cores(
+    share: float, workers: int, cores: int
+) -> None:
+    sized = model_facts(_trace_facts(share, workers, cores))
+    if not sized.get("model.storage_bound"):
+        assert sized["model.cores_per_task"] >= cores and sized["model.workers"] >= 1

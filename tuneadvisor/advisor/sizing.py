@@ -89,7 +89,7 @@ def size(budget: StepBudget, facts: Mapping[str, object]) -> Sizing:
 def _fallback(facts: Mapping[str, object]) -> dict[str, object]:
     """Today's doubling where the model cannot size (the measured run's workers unknown)."""
     cores = max(FALLBACK_MIN_CORES, (_int(facts, "alloc.cpus_per_task") or 1) * 2)
-    share = facts.get("profile.loader_share")
+    share = facts.get("profile.loader_share", facts.get("trace.dataloader_share"))
     waits = isinstance(share, int | float) and share >= MAIN_WAITS_SHARE
     workers = max(1, cores // ranks_per_task(facts) - (0 if waits else 1))
     return {"model.storage_bound": False, "model.workers": workers, "model.cores_per_task": cores}
@@ -100,7 +100,14 @@ def model_facts(facts: Mapping[str, object]) -> dict[str, object]:
     waits on storage (then no sizing: more workers will not help)."""
     budget = step_budget(facts)
     if budget is None:
-        waiting = "profile.loader_share" in facts or "host.proc.main_cpu_pct.mean" in facts
+        waiting = any(
+            name in facts
+            for name in (
+                "profile.loader_share",
+                "trace.dataloader_share",
+                "host.proc.main_cpu_pct.mean",
+            )
+        )
         return _fallback(facts) if waiting and "alloc.cpus_per_task" in facts else {}
     if budget.storage_bound:  # the measured setting stays: more workers will not help
         kept: dict[str, object] = {"model.storage_bound": True, "model.workers": budget.workers}

@@ -10,7 +10,8 @@ a profile or a recording measures; the per-worker time per batch is derived from
 - with W = 0 the loop loads each batch itself: that time is the DataLoader line's (the wait).
 
 Sources, most direct first: a probe's result (it measured the ceiling and the loop), a
-line_profiler profile (line kinds' shares, steps from the hits), a watch recording (GPU busy
+line_profiler profile (line kinds' shares, steps from the hits), a torch.profiler trace (the
+plugin's exclusive breakdown of the steps), a watch recording (GPU busy
 share, the main process's and the workers' CPU). Each figure says where it came from and
 whether it is measured or estimated (``basis``). Pure: facts in, a budget out.
 """
@@ -29,6 +30,9 @@ RECORDING_SPREAD = 0.25
 # tuned job) may be this much faster. bench/prediction_bench.py measured 8-14 % on the bundled
 # MNIST loop; the range's fast side is widened by it, the expected value is left as measured.
 PROFILER_OVERHEAD = 0.15
+# torch.profiler's own cost (record_shapes, the CPU and CUDA activity buffers) is in every
+# traced step too; assumed the same order as line_profiler's, fast side only.
+TRACE_OVERHEAD = 0.10
 # A worker using less than this share of a core while the loop waits is waiting itself: on
 # storage, not on CPU.
 WORKER_BUSY_MIN = 0.5
@@ -38,7 +42,7 @@ WORKER_BUSY_MIN = 0.5
 class StepBudget:
     """One step of the measured run. Shares are of the step (they sum to 1)."""
 
-    source: str  # "profile", "probe", "recording"
+    source: str  # "profile", "probe", "trace", "recording"
     wait: float  # waiting for the next batch (the DataLoader line)
     transfer: float  # host-to-device copies
     compute: float  # forward, loss, backward, optimizer: what the host waits on the device for
@@ -202,6 +206,49 @@ def _from_profile(facts: Mapping[str, object], workers: int) -> StepBudget | Non
     )
 
 
+def _from_trace(facts: Mapping[str, object], workers: int) -> StepBudget | None:
+    """A torch.profiler trace: the plugin's exclusive breakdown of the steps. The DataLoader
+    share is time in ``__next__`` with the device idle: the wait; kernels are the compute."""
+    wait = _num(facts, "trace.dataloader_share")
+    if wait is None:
+        return None
+    compute = (_num(facts, "trace.kernel_share") or 0.0) + (
+        _num(facts, "trace.communication_share") or 0.0
+    )
+    transfer = (_num(facts, "trace.memcpy_share") or 0.0) + (
+        _num(facts, "trace.memset_share") or 0.0
+    )
+    other = max(0.0, 1.0 - wait - compute - transfer)
+    step_s = _num(facts, "trace.step_s")
+    steps = _int(facts, "trace.steps")
+    worker_steps = _worker_steps(workers, wait, facts)
+    basis = [
+        f"waiting for data {wait:.0%}, kernels {compute:.0%}, copies {transfer:.0%}, "
+        f"other {other:.0%} of the step: measured, the torch.profiler trace's breakdown",
+        _worker_note(workers, worker_steps, "the trace"),
+        f"spread {PROFILE_SPREAD:.0%}: assumed, a few traced steps measure no spread",
+        f"up to {TRACE_OVERHEAD:.0%} faster without torch.profiler: assumed, the range's "
+        "fast side only",
+    ]
+    if step_s is not None and steps:
+        basis.insert(1, f"step time {_s(step_s)}: measured, the trace ({steps} steps a rank)")
+    return StepBudget(
+        source="trace",
+        wait=wait,
+        transfer=transfer,
+        compute=compute,
+        sync=0.0,
+        other=other,
+        workers=workers,
+        worker_steps=worker_steps,
+        spread=PROFILE_SPREAD,
+        step_s=step_s,
+        storage_bound=storage_bound(facts),
+        basis=tuple(basis),
+        overhead=TRACE_OVERHEAD,
+    )
+
+
 def _from_recording(facts: Mapping[str, object], workers: int) -> StepBudget | None:
     util = _num(facts, "gpu.util.mean")
     main = _num(facts, "host.proc.main_cpu_pct.mean")
@@ -241,7 +288,7 @@ def step_budget(facts: Mapping[str, object]) -> StepBudget | None:
     workers = measured_workers(facts)
     if workers is None:
         return None
-    for make in (_from_probe, _from_profile, _from_recording):
+    for make in (_from_probe, _from_profile, _from_trace, _from_recording):
         budget = make(facts, workers)
         if budget is not None:
             if budget.batch_size is None:  # the script's, else its run record's
