@@ -261,7 +261,9 @@ def test_a_trace_alone_sizes_the_pipeline_like_a_profile() -> None:
     assert budget.wait == pytest.approx(0.6) and budget.step_s == pytest.approx(0.12)
     assert any("torch.profiler trace" in b for b in budget.basis)
     sized = model_facts(facts)
-    assert sized["model.workers"] > 1 and sized["model.cores_per_task"] > 2
+    workers, cores = sized["model.workers"], sized["model.cores_per_task"]
+    assert isinstance(workers, int) and isinstance(cores, int)
+    assert workers > 1 and cores > 2
     # the same shares from a profile size the same: one model, two kinds of evidence
     profile = _facts(0.6, 1, 2, **{"profile.transfer_share": 0.04, "profile.compute_share": 0.32})
     assert model_facts(profile)["model.workers"] == sized["model.workers"]
@@ -285,4 +287,6 @@ def test_a_trace_sizing_never_shrinks_the_measured_cores(
 ) -> None:
     sized = model_facts(_trace_facts(share, workers, cores))
     if not sized.get("model.storage_bound"):
-        assert sized["model.cores_per_task"] >= cores and sized["model.workers"] >= 1
+        got_cores, got_workers = sized["model.cores_per_task"], sized["model.workers"]
+        assert isinstance(got_cores, int) and isinstance(got_workers, int)
+        assert got_cores >= cores and got_workers >= 1
