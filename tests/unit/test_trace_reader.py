@@ -153,3 +153,23 @@ def test_progress_shows_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> N
     assert tty.getvalue().startswith("\rreading traces:") and tty.getvalue().endswith(
         "100 % of 1 MiB\n"
     )
+
+
+def test_a_run_folder_reads_its_traces_and_compares_as_a_run(tmp_path: Path) -> None:
+    """`run --profile torch` writes run.json beside the ranks' traces: `report FOLDER` reads
+    the traces (not run.json as one), and `compare` takes the folder as a run."""
+    from tuneadvisor.session.inputs import is_run_folder, split_profiles
+
+    trace = next((REAL / "cpu-ddp-gloo").iterdir())
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text('{"schema": 1}')
+    (run / trace.name).write_bytes(trace.read_bytes())
+    assert split_profiles([str(run)]) == ((), (str(run),))
+    assert is_run_folder(str(run))
+    traces = read_trace_set([str(run)])
+    assert [r.path for r in traces.ranks] == [str(run / trace.name)]
+    only_records = tmp_path / "tune"
+    only_records.mkdir()
+    (only_records / "tune.json").write_text("{}")
+    assert split_profiles([str(only_records)]) == ((str(only_records),), ())

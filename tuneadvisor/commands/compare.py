@@ -86,9 +86,10 @@ def _tune_folders_as_runs(paths: list[str]) -> list[str]:
 
 
 def _all_traces(paths: list[str]) -> bool:
-    from tuneadvisor.session.inputs import split_profiles
+    from tuneadvisor.session.inputs import is_run_folder, split_profiles
 
-    return not split_profiles(paths)[0]
+    # a run folder of `run --profile torch` holds traces too: compare reads it as a run
+    return not split_profiles(paths)[0] and not any(map(is_run_folder, paths))
 
 
 def _compare_traces(paths: list[str], fmt: str) -> int:

@@ -7,7 +7,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-TRACE_SUFFIXES = (".json", ".json.gz")  # torch.profiler's Chrome trace JSON, gzipped or not
+from tuneadvisor.profile.trace import RUN_RECORDS, TRACE_SUFFIXES, trace_names
+
 # keys kineto writes first; a watch recording (JSON lines) has none of them
 _TRACE_KEYS = (b'"traceEvents"', b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"')
 
@@ -41,6 +42,13 @@ class Inputs:
         return self.jobid is not None and self.sacct is None
 
 
+def is_run_folder(path: str) -> bool:
+    """A folder `run` or `tune` wrote (its record inside): compared as runs, not as traces."""
+    return os.path.isdir(path) and any(
+        os.path.isfile(os.path.join(path, name)) for name in RUN_RECORDS
+    )
+
+
 def split_profiles(paths: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """PROFILE arguments as (line_profiler files, torch.profiler traces): a folder, a
     ``.json``/``.json.gz`` name, or a file that starts as JSON or gzip (an .lprof is a pickle,
@@ -53,7 +61,9 @@ def split_profiles(paths: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ..
 
 
 def _is_trace(path: str) -> bool:
-    if path.endswith(TRACE_SUFFIXES) or os.path.isdir(path):
+    if os.path.isdir(path):  # a folder of ranks' traces (a run folder of `run --profile torch`)
+        return any(trace_names(os.listdir(path)))
+    if path.endswith(TRACE_SUFFIXES):
         return True
     if path.endswith((".lprof", ".txt", ".jsonl")):
         return False

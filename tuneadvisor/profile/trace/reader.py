@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.profile.trace import TRACE_SUFFIXES, trace_names
 from tuneadvisor.profile.trace import breakdown as b
 from tuneadvisor.profile.trace.collect import Collected, Named
 from tuneadvisor.profile.trace.model import (
@@ -29,7 +30,7 @@ from tuneadvisor.profile.trace.model import (
 )
 from tuneadvisor.profile.trace.stream import Progress, events, read_header
 
-SUFFIXES = (".json", ".json.gz")
+SUFFIXES = TRACE_SUFFIXES
 MAX_FILES = 4096  # ranks in one folder; more is not one run
 
 
@@ -42,8 +43,8 @@ def trace_files(paths: Sequence[str]) -> list[str]:
     files: list[str] = []
     for path in paths:
         if os.path.isdir(path):
-            found = sorted(str(p) for p in Path(path).iterdir()
-                           if p.name.endswith(SUFFIXES) and p.is_file())  # fmt: skip
+            names = set(trace_names(p.name for p in Path(path).iterdir() if p.is_file()))
+            found = sorted(str(Path(path) / name) for name in names)
             if not found:
                 raise InputError(
                     path, "no torch.profiler traces (*.json, *.json.gz) in this folder"
