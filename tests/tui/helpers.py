@@ -335,7 +335,7 @@ def sample_plan_written(
         facts={},
         sharpen=(
             "Slurm accounting of the finished job (--seff or --sacct)",
-            "GPU metrics (--metrics: an nvidia-smi CSV log or a watch recording)",
+            "GPU metrics (--metrics: an nvidia-smi CSV log, a watch recording or DCGM output)",
         ),
         notes=(),
         script_path=script_path,
