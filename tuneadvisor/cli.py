@@ -4,13 +4,23 @@ load only when they run, so `tuneadvisor --help` stays fast."""
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
-from types import ModuleType
 
 from tuneadvisor import __version__
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
+
+TYPE_CHECKING = False  # typing's own constant would load typing (milliseconds) unguarded
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from types import ModuleType
+
+# Nothing heavier than sys and os loads before main's guard: the console script imports this
+# module outside any handler of ours, so a Ctrl-C while argparse or typing loads would be a
+# traceback. argparse is imported inside build_parser, which runs inside the guard.
+
+# The exit status of a run interrupted by Ctrl-C (128 + SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 130
 
 # The commands, in the order `--help` lists them; each is the module of that name in
 # tuneadvisor.commands.
@@ -33,6 +43,8 @@ def commands() -> dict[str, ModuleType]:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of ``only`` that one (what it accepts and says is the
     same: a subcommand's usage and errors do not name the others)."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="tuneadvisor",
         description="Profile viewer and tuning advisor for PyTorch training on Slurm.",
@@ -63,4 +75,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
