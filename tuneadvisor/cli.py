@@ -65,6 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # module: start-up pays only for what runs.
         only = argv[0] if argv and argv[0] in COMMANDS else None
         args = build_parser(only).parse_args(argv)
+        # argparse drops a lone `--`: `watch --` with nothing after it is a missing command,
+        # not the whole node (only what follows the command's name counts)
+        args.end_of_options = "--" in argv[argv.index(args.command) + 1 :]
         status: int = command(args.command).run(args)
         return status
     except InputError as err:
