@@ -26,11 +26,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tune.add_argument(
         "--budget", type=float, default=300.0, metavar="S", help="time budget (default: 300 s)"
     )
-    tune.add_argument("--steps", type=int, default=10, metavar="N", help="measured steps per trial")
-    tune.add_argument("--warmup", type=int, default=3, metavar="N", help="warm-up steps per trial")
+    tune.add_argument(
+        "--steps", type=int, default=10, metavar="N", help="measured steps per trial (default: 10)"
+    )
+    tune.add_argument(
+        "--warmup", type=int, default=3, metavar="N", help="warm-up steps per trial (default: 3)"
+    )
     tune.add_argument(
         "--repeats", type=int, default=1, metavar="N",
-        help="repeats per trial (default 1: the spread of its steps after the warm-up)",
+        help="repeats per trial (default: 1; with one, a trial's spread is that of its "
+        "steps after the warm-up, and no setting has a spread over repeats)",
     )  # fmt: skip
     tune.add_argument(
         "--min-gain", type=float, default=5.0, metavar="PCT",
@@ -42,7 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="workers,batch,amp,pin",  # all of relaunch.tune.STAGES
         help="which knobs, in order (default: workers,batch,amp,pin)",
     )
-    tune.add_argument("--max-cores", type=int, metavar="N", help="cores to try up to")
+    tune.add_argument(
+        "--max-cores",
+        type=int,
+        metavar="N",
+        help="cores to try up to (default: the cores this process may use)",
+    )
     parser.add_argument(
         "-o", "--output", metavar="JOB", help="winning job script (default: in the tune folder)"
     )

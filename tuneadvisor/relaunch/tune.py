@@ -183,7 +183,8 @@ def _why_cores(start: Trial, best: Trial, tried: Sequence[Trial]) -> str:
         if top
         else ""
     )
-    return f" with the same {workers} workers: the cores run PyTorch's compute threads{said}"
+    same = f"{workers} worker{'' if workers == 1 else 's'}"
+    return f" with the same {same}: the cores run PyTorch's compute threads{said}"
 
 
 def _spread(trial: Trial) -> str:
