@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tuneadvisor.relaunch.runner import RunRequest
-    from tuneadvisor.relaunch.tune import TuneOptions, TuneRequest, TuneResult
+    from tuneadvisor.relaunch.tune import Trial, TuneOptions, TuneRequest, TuneResult
 
 HELP = "short trials over the knobs; writes the winning job"
 
@@ -117,13 +117,15 @@ def _trials(req: RunRequest, options: TuneOptions) -> TuneResult:
     """The trials, each one line on stderr as it ends."""
     from rich.console import Console
 
-    from tuneadvisor.relaunch.tune import Trial, Tuner, advice_to_judge
+    from tuneadvisor.relaunch.tune import Tuner, advice_to_judge
 
     err = Console(stderr=True)
 
     def show(trial: Trial) -> None:
         rate = (
-            f"{trial.rate:,.1f} samples/s +-{100 * trial.spread:.1f} %" if trial.rate else "failed"
+            f"{trial.rate:,.1f} samples/s +-{100 * trial.spread:.1f} %, {_over_repeats(trial)}"
+            if trial.rate
+            else "failed"
         )
         err.print(f"  {trial.stage:8} {trial.settings.describe():45} {rate}", highlight=False)
 
@@ -144,7 +146,7 @@ def _print_result(console: Console, name: str, result: TuneResult) -> None:
     from tuneadvisor.relaunch.tune import summary_lines
 
     table = Table(title=f"Trials of {name}", title_justify="left")
-    for col in ("stage", "settings", "samples/s", "spread", "against base"):
+    for col in ("stage", "settings", "samples/s", "spread", "over repeats", "against base"):
         table.add_column(col, justify="left" if col in ("stage", "settings") else "right")
     base_rate = result.base.rate if result.base else None
     for trial in result.trials:
@@ -154,8 +156,20 @@ def _print_result(console: Console, name: str, result: TuneResult) -> None:
             trial.settings.describe() + mark,
             f"{trial.rate:,.1f}" if trial.rate else "failed",
             f"+-{100 * trial.spread:.1f} %" if trial.rate else "-",
+            _over_repeats(trial),
             f"{100 * (trial.rate / base_rate - 1):+.1f} %" if trial.rate and base_rate else "-",
         )
     console.print(table)
     for line in summary_lines(result):
         console.print(f"- {line}", highlight=False)
+
+
+def _over_repeats(trial: Trial) -> str:
+    """'118.2-131.0' samples/s, lowest to highest over the repeats; one run has no such
+    spread, and says so."""
+    if not trial.rate:
+        return "-"
+    low_high = trial.rate_range
+    if low_high is None:
+        return "one run"
+    return f"{low_high[0]:,.1f}-{low_high[1]:,.1f}"
