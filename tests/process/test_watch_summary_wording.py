@@ -11,8 +11,10 @@ import subprocess
 import sys
 
 from tests.conftest import REPO
-from tuneadvisor.metrics.model import Stats
-from tuneadvisor.present.watch_summary import _shared_pages
+from tuneadvisor.metrics.model import GpuSample, Stats
+from tuneadvisor.metrics.ring import to_series
+from tuneadvisor.metrics.snapshot import Snapshot
+from tuneadvisor.present.watch_summary import _gpu_lines, _shared_pages
 
 LOADER = REPO / "tests" / "fixtures" / "watch" / "loader.py"
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -64,3 +66,12 @@ def test_summed_rss_above_the_nodes_memory_in_use_says_why() -> None:
     assert rss is not None
     assert "shared pages once per process" in _shared_pages(rss, used_peak=1200.0)
     assert _shared_pages(rss, used_peak=2000.0) == ""  # below the node's: nothing to explain
+
+
+def test_a_gpu_value_not_read_has_no_unit() -> None:
+    """A GPU whose power and temperature NVML did not give: "n/a", never "n/a W"."""
+    gpu = GpuSample(index=0, uuid="GPU-1", name="A100", util_pct=50.0, mem_used_mib=100.0,
+                    mem_total_mib=1000.0)  # fmt: skip
+    (line,) = _gpu_lines(to_series([Snapshot(t=float(t), gpus=(gpu,)) for t in range(3)]), ())
+    assert "util mean 50 % p95 50 %, memory peak 100 MiB of 1000 MiB" in line
+    assert "power mean n/a of n/a, temperature max n/a" in line

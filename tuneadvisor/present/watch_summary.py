@@ -47,10 +47,14 @@ def _gpu_lines(series: MetricsSeries, no_data: Sequence[str]) -> list[str]:
         label = f"GPU {gpu.index}" if gpu.index is not None else gpu.key
         out.append(
             f"{label} {gpu.name or ''} ({gpu.key}): "
-            f"util mean {_f(_get(util, 'mean'), '.0f', ' %')} p95 {_f(_get(util, 'p95'))} %, "
-            f"memory peak {_f(_get(mem, 'max'))} of {_f(_get(total, 'max'))} MiB, "
-            f"power mean {_f(_get(power, 'mean'))} of {_f(_get(limit, 'max'))} W, "
-            f"temperature max {_f(_get(temp, 'max'))} °C"
+            # a unit only beside a number: "n/a", never "n/a %"
+            f"util mean {_f(_get(util, 'mean'), '.0f', ' %')} "
+            f"p95 {_f(_get(util, 'p95'), '.0f', ' %')}, "
+            f"memory peak {_f(_get(mem, 'max'), '.0f', ' MiB')} "
+            f"of {_f(_get(total, 'max'), '.0f', ' MiB')}, "
+            f"power mean {_f(_get(power, 'mean'), '.0f', ' W')} "
+            f"of {_f(_get(limit, 'max'), '.0f', ' W')}, "
+            f"temperature max {_f(_get(temp, 'max'), '.0f', ' °C')}"
         )
     return out
 
