@@ -59,6 +59,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    previous_hook = sys.unraisablehook
+
+    def pass_on_interrupts(unraisable: sys.UnraisableHookArgs) -> None:
+        """A Ctrl-C that lands in a finalizer (``__del__``, run by the garbage collector
+        anywhere) is sent again to the main thread, instead of printed as "Exception ignored
+        ... KeyboardInterrupt" and lost. From another thread: raised here, in the hook, it
+        would be ignored the same way."""
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            import _thread
+
+            _thread.start_new_thread(_thread.interrupt_main, ())
+            return
+        previous_hook(unraisable)
+
+    sys.unraisablehook = pass_on_interrupts
+    try:
+        return _main(argv)
+    finally:
+        sys.unraisablehook = previous_hook
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         # `tuneadvisor report ...` imports the report command alone, not every command's

@@ -82,8 +82,10 @@ def test_ctrl_c_while_starting_is_130_without_a_traceback(
         if "Traceback" in stderr and _before_any_guard(stderr):
             continue  # the interpreter's moment, not ours: try the moment again
         assert "Traceback" not in stderr, stderr[stderr.index("Traceback") :]
-        assert status in (0, 130), (status, stderr[-3000:])
-        if status == 130:
-            assert "KeyboardInterrupt" not in stderr
+        # 130, or death by SIGINT (-2 here), which a shell reports as 130 too: the
+        # interpreter ends that way when it saw the interrupt leave a string exec
+        # (occasionally seen after main had returned 130); a normal finish is 0
+        assert status in (0, 130, -signal.SIGINT), (status, stderr[-3000:])
+        assert "KeyboardInterrupt" not in stderr
         return
     pytest.skip(f"SIGINT {delay_s} s after the package loaded never reached tuneadvisor's code")
