@@ -4,14 +4,24 @@ load only when they run, so `tuneadvisor --help` stays fast."""
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
-from types import ModuleType
 
 from tuneadvisor import __version__
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
 from tuneadvisor.present.terminal_safe import one_line_safe
+
+TYPE_CHECKING = False  # typing's own constant would load typing (milliseconds) unguarded
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from types import ModuleType
+
+# Nothing heavier than sys and os loads before main's guard: the console script imports this
+# module outside any handler of ours, so a Ctrl-C while argparse or typing loads would be a
+# traceback. argparse is imported inside build_parser, which runs inside the guard.
+
+# The exit status of a run interrupted by Ctrl-C (128 + SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 130
 
 # The commands, in the order `--help` lists them; each is the module of that name in
 # tuneadvisor.commands.
@@ -34,6 +44,8 @@ def commands() -> dict[str, ModuleType]:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of ``only`` that one (what it accepts and says is the
     same: a subcommand's usage and errors do not name the others)."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="tuneadvisor",
         description="Profile viewer and tuning advisor for PyTorch training on Slurm.",
@@ -48,12 +60,37 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    previous_hook = sys.unraisablehook
+
+    def pass_on_interrupts(unraisable: sys.UnraisableHookArgs) -> None:
+        """A Ctrl-C that lands in a finalizer (``__del__``, run by the garbage collector
+        anywhere) is sent again to the main thread, instead of printed as "Exception ignored
+        ... KeyboardInterrupt" and lost. From another thread: raised here, in the hook, it
+        would be ignored the same way."""
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            import _thread
+
+            _thread.start_new_thread(_thread.interrupt_main, ())
+            return
+        previous_hook(unraisable)
+
+    sys.unraisablehook = pass_on_interrupts
+    try:
+        return _main(argv)
+    finally:
+        sys.unraisablehook = previous_hook
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         # `tuneadvisor report ...` imports the report command alone, not every command's
         # module: start-up pays only for what runs.
         only = argv[0] if argv and argv[0] in COMMANDS else None
         args = build_parser(only).parse_args(argv)
+        # argparse drops a lone `--`: `watch --` with nothing after it is a missing command,
+        # not the whole node (only what follows the command's name counts)
+        args.end_of_options = "--" in argv[argv.index(args.command) + 1 :]
         status: int = command(args.command).run(args)
         return status
     except InputError as err:
@@ -65,4 +102,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED

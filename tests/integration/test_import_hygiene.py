@@ -38,6 +38,11 @@ CASES = {
         ("-m", "tuneadvisor", "--help"),
         ("textual", "pynvml", "rich", "plotext", "matplotlib", *TORCH),
     ),
+    # the console script imports cli outside main's guard against Ctrl-C (issue 24, point 9):
+    # nothing that takes milliseconds to load may come with it
+    "the console script's import of cli": Case(
+        ("-c", "import tuneadvisor.cli"), ("argparse", "typing", "gettext")
+    ),
     "the parser of every command": Case(
         ("-c", "from tuneadvisor.cli import build_parser; build_parser()"),
         ("textual", "pynvml", "rich", "plotext", "matplotlib", *TORCH),

@@ -213,8 +213,8 @@ def test_two_live_streams_merged_into_one_session(loader: int) -> None:
         summary = render_summary(session, "two nodes", None)
     finally:
         remote.close()
-    assert "Node node1: 2 processes (1 main, 1 DataLoader workers)" in summary
-    assert "Node node2: 2 processes (1 main, 1 DataLoader workers)" in summary
+    assert "Node node1: 2 processes (1 main, 1 DataLoader worker)" in summary
+    assert "Node node2: 2 processes (1 main, 1 DataLoader worker)" in summary
     assert "the busiest node's sampler thread" in summary
     assert proc.poll() is not None  # closed: the samplers are gone
 

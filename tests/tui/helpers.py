@@ -427,3 +427,9 @@ def long_line_workspace(directory: Path) -> Workspace:
         advice=replace(workspace.advice, script_path=None),
         tuned=replace(workspace.tuned, job_diff=diff, script_patch="", script_path=None),
     )
+
+
+def no_terminal_needed(command: str, instead: str) -> None:
+    """Stands in for tui.terminal.require_terminal where a test runs the app headless (its
+    stdout is pytest's capture, no terminal)."""
+    del command, instead

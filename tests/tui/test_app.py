@@ -20,6 +20,7 @@ from tests.tui.helpers import (
     make_app,
     missing_source_workspace,
     mnist_workspace,
+    no_terminal_needed,
     ranks_workspace,
     wait_for,
     wait_loaded,
@@ -175,6 +176,28 @@ async def test_f_cycles_the_kind_filter(tmp_path: Path) -> None:
         await pilot.press("f")
         await pilot.pause()
         assert line_numbers(screen) == list(range(5, 16))  # all again
+
+
+@async_test
+async def test_a_search_with_the_kind_filter_on_says_no_line_matches_both(tmp_path: Path) -> None:
+    """/loss with the DataLoader filter on: train() has a DataLoader line and lines with
+    "loss", none both; the table says so rather than that there is no DataLoader line."""
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        await pilot.press("f")  # kind: DataLoader
+        await pilot.pause()
+        assert line_numbers(screen) == [7]
+        screen.query_one(LinesTable).focus()
+        await pilot.press("slash", *"loss", "enter")
+        await pilot.pause()
+        assert line_numbers(screen) == []
+        status = str(screen.query_one(LinesTable).border_subtitle)
+        assert status == "/loss · no line matches both (DataLoader: 1 line, /loss: 3 lines)"
+        await pilot.press("f", "f", "f", "f")  # transfer, forward, loss, backward
+        await pilot.pause()
+        assert line_numbers(screen) == [12]  # loss.backward(): both again
+        assert "no line" not in str(screen.query_one(LinesTable).border_subtitle)
 
 
 @async_test
@@ -353,6 +376,7 @@ def test_run_open_raises_the_error_after_the_app_exits(
         raise InputError(tmp_path / "x.lprof", "truncated pickle\n(at byte 12)")
 
     monkeypatch.setattr(app_module.TuneAdvisorApp, "run", headless_run)
+    monkeypatch.setattr(app_module, "require_terminal", no_terminal_needed)  # headless
     real_print = print
 
     def recording_print(*args: object, **kwargs: object) -> None:
@@ -379,6 +403,7 @@ def test_run_open_returns_0_on_quit(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     real_run = app_module.TuneAdvisorApp.run
     monkeypatch.setattr(app_module.TuneAdvisorApp, "run", headless_run)
+    monkeypatch.setattr(app_module, "require_terminal", no_terminal_needed)  # headless
     assert app_module.run_open(lambda: workspace, "tuneadvisor: test") == 0
 
 

@@ -17,6 +17,7 @@ from tests.tui.helpers import (
     app_with,
     async_test,
     copy_example,
+    no_terminal_needed,
     quick_of,
     static_text,
     wait_for,
@@ -206,6 +207,7 @@ def test_q_during_the_full_load_exits_at_once(
         real_run(self, headless=True, size=SIZE, auto_pilot=quit_on_the_quick_screen)
 
     monkeypatch.setattr(app_module.TuneAdvisorApp, "run", headless_run)
+    monkeypatch.setattr(app_module, "require_terminal", no_terminal_needed)  # headless
     try:
         start = time.monotonic()
         status = app_module.run_open(

@@ -169,6 +169,13 @@ def test_status_says_paused_replay_position_zoom_and_the_samplers_cost() -> None
     assert status_text(ended).startswith("ENDED · whole run · 2 rounds")
 
 
+def test_status_after_one_round_is_singular_and_has_no_sampler_figure_yet() -> None:
+    state = state_of([Snapshot(t=0.0)])
+    assert status_text(state) == (
+        "last 1 min · 1 round every 0.5 s · sampler: from round 2 · window 60 s"
+    )
+
+
 @async_test
 async def test_status_and_requests_lines_alone() -> None:
     host = HostSample(proc_cpu_pct=150.0, workers=2)
@@ -183,10 +190,25 @@ async def test_status_and_requests_lines_alone() -> None:
         await shown(pilot, requests, state_of(rounds, job=job))
         assert text_of(requests) == (
             "Requests vs use: cores used 1.50 of 4 requested · memory peak 3000 MiB of "
-            "8192 MiB requested · 2 DataLoader workers"
+            "8192 MiB requested · up to 2 DataLoader workers"
         )
         await shown(pilot, requests, state_of([Snapshot(t=0.0)]))
         assert text_of(requests) == "Requests vs use: no process tree"
+
+
+@async_test
+async def test_requests_line_keeps_the_workers_the_run_had_after_it_ended() -> None:
+    """The last round of a run that ended sees no worker: the line says the most seen, not
+    "0 DataLoader workers" (issue 24, point 12)."""
+    had = HostSample(proc_cpu_pct=120.0, proc_rss_mib=900.0, workers=1)
+    ended = HostSample(proc_cpu_pct=0.0, proc_rss_mib=0.0, workers=0)
+    rounds = [Snapshot(t=0.0, host=had), Snapshot(t=1.0, host=ended)]
+    requests = RequestsLine("", id="requests")
+    async with OnePanel(requests).run_test() as pilot:
+        await shown(pilot, requests, state_of(rounds))
+        assert text_of(requests).endswith(" · up to 1 DataLoader worker")
+        await shown(pilot, requests, state_of([Snapshot(t=0.0, host=ended)]))
+        assert text_of(requests).endswith(" · no DataLoader workers")
 
 
 @async_test
@@ -232,7 +254,7 @@ async def test_process_panel_draws_the_tree_and_keeps_the_selection_across_round
         await pilot.press("down")
         detail = panel.query_one("#proc-detail", Static)
         assert text_of(detail) == (
-            "pid 7 (ann) python train.py · read – MiB/s, write – MiB/s · 1 workers"
+            "pid 7 (ann) python train.py · read – MiB/s, write – MiB/s · 1 worker"
         )
         # The next round: pid 2 came, so pid 7 moves down a row and stays selected
         newer = (ProcSample(pid=2, ppid=1, name="sshd"), *procs(50.0))

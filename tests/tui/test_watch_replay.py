@@ -284,7 +284,7 @@ def screens(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Which screen `open` would run, and with what (no terminal needed)."""
     seen: dict[str, Any] = {}
 
-    def watch_screen(session: ReplaySession, title: str) -> int:
+    def watch_screen(session: ReplaySession, title: str, **refusal: str) -> int:
         seen.update(watch=session, title=title)
         return 0
 

@@ -474,7 +474,10 @@ def test_a_sites_seff_gpu_lines_are_said_but_not_gpu_facts() -> None:
     assert not [k for k in got.facts if k.startswith("gpu.")]
     (note,) = [n for n in got.notes if "GPU utilisation" in n]
     assert "43 %" in note and "510 MiB of 23,552 MiB" in note
-    assert "GPU metrics (--metrics: an nvidia-smi CSV log, a watch recording or DCGM output)" in got.sharpen
+    assert (
+        "GPU metrics (--metrics: an nvidia-smi CSV log, a watch recording or DCGM output)"
+        in got.sharpen
+    )
 
 
 @pytest.mark.parametrize(

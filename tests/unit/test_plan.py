@@ -124,3 +124,41 @@ def test_the_plan_is_read_only() -> None:
     plan = make_plan([finding("x", {"cpus-per-task": 4})], {"job.cpus_per_task": 1})
     with pytest.raises(TypeError):
         plan.sbatch["mem"] = plan.sbatch["cpus-per-task"]  # type: ignore[index]
+
+
+# The memory note names the workers of the run whose peak it is (issue 24, point 12): the
+# peak is accounting's, of the job, so the job script's own count (its launch line's
+# --num-workers 1) outranks a profile's run record (0 workers); a script `apply` tuned is no
+# longer as it ran, so there the measured run's count stays; none known is said so.
+PEAK = {"usage.mem_peak_mib": 1000.0, "job.mem_mib": 8192.0, "job.cpus_per_task": 1}
+LAUNCH_SAYS_1 = {"script.num_workers": 1, "script.num_workers.passed_source": "literal"}
+
+
+def memory_note(facts: dict[str, object]) -> str:
+    asks = [
+        finding("dataloader-bound", script={"num_workers": 4}),
+        finding("over-requested-memory", {"mem": "2G"}),  # the floor is checked on a cut
+    ]
+    plan = make_plan(asks, facts)
+    (note,) = [n for n in plan.notes if n.startswith("memory:")]
+    return note
+
+
+@pytest.mark.parametrize(
+    ("facts", "had", "more"),
+    [
+        ({**PEAK, **LAUNCH_SAYS_1, "alloc.workers": 0}, "1 DataLoader worker;", 3),
+        ({**PEAK, "alloc.workers": 2}, "2 DataLoader workers;", 2),
+        (
+            {**PEAK, **LAUNCH_SAYS_1, "alloc.workers": 0, "job.tuned_from.digest": "ab"},
+            "0 DataLoader workers;",
+            4,
+        ),
+        (PEAK, "an unknown number of DataLoader workers (counted as none);", 4),
+    ],
+)
+def test_the_memory_note_counts_the_workers_of_the_peaks_run(
+    facts: dict[str, object], had: str, more: int
+) -> None:
+    note = memory_note(facts)
+    assert f"was measured with {had} {more} more add {more * 512:,} MiB" in note

@@ -107,7 +107,7 @@ def from_accounting(facts: Mapping[str, object]) -> list[Measured]:
     return out
 
 
-def _workers_now(facts: Mapping[str, object], cores: int | None) -> int | None:
+def script_workers(facts: Mapping[str, object], cores: int | None) -> int | None:
     """The workers the training script starts with ``cores`` cores per task, as the scan
     reads it: a number written down (in the script, or passed to its option on the launch
     line: ``--num-workers 1``), or SLURM_CPUS_PER_TASK (less one when it says so)."""
@@ -188,7 +188,7 @@ def allocation_facts(
     workers = next((m.workers for m in sources if m.workers is not None), None)
     if workers is None:
         seen = facts.get("host.proc.workers.max")
-        workers = seen if isinstance(seen, int) else _workers_now(facts, cores)
+        workers = seen if isinstance(seen, int) else script_workers(facts, cores)
     if workers is not None:
         out["alloc.workers"] = workers
     out.update(node_peak_facts(facts))

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from tuneadvisor.advisor.allocation import script_workers
 from tuneadvisor.advisor.expressions import mem_text, time_text
 from tuneadvisor.advisor.facts import Facts
 from tuneadvisor.advisor.findings import Finding
@@ -178,7 +179,8 @@ def _mem_floor(facts: Facts, workers: Change | None, notes: list[str]) -> float 
     if not isinstance(peak, int | float) or isinstance(peak, bool) or peak <= 0:
         return None
     new = _as_int(workers.value) if workers is not None else None
-    before = _as_int(facts.get("alloc.workers")) or 0
+    known = _peak_workers(facts)
+    before = known or 0  # not known: counted from none, the most memory
     if new is not None and new > before:
         rss = facts.get("host.proc.rss.max_mib")
         procs = _as_int(facts.get("host.proc.count.max"))
@@ -186,14 +188,31 @@ def _mem_floor(facts: Facts, workers: Change | None, notes: list[str]) -> float 
             each, how = rss / procs, "the recording's RSS per process"
         else:
             each, how = WORKER_ALLOWANCE_MIB, f"an allowance of {WORKER_ALLOWANCE_MIB} MiB each"
+        had = (
+            f"{known} DataLoader worker{'' if known == 1 else 's'}"
+            if known is not None
+            else "an unknown number of DataLoader workers (counted as none)"
+        )
         notes.append(
-            f"memory: the peak {peak:,.0f} MiB was measured with {before} DataLoader workers; "
+            f"memory: the peak {peak:,.0f} MiB was measured with {had}; "
             f"{new - before} more add {each * (new - before):,.0f} MiB ({how})"
         )
         extra = each * (new - before)
     else:
         extra = 0.0
     return (_node_peak(facts, float(peak)) + extra / _peak_nodes(facts)) * MEM_HEADROOM
+
+
+def _peak_workers(facts: Facts) -> int | None:
+    """The DataLoader workers of the run whose peak ``usage.mem_peak_mib`` is: accounting's
+    (seff, sacct, jobstats), so the job's, as its script starts them (a number in the script
+    or on its launch line) when the script is as it ran; a script `apply` tuned (its `tuned
+    from` line) no longer is, and a profile's run (``alloc.workers``) is the measured one."""
+    if "job.tuned_from.digest" not in facts:
+        mine = script_workers(facts, _as_int(facts.get("job.cpus_per_task")))
+        if mine is not None:
+            return mine
+    return _as_int(facts.get("alloc.workers"))
 
 
 def _node_peak(facts: Facts, peak: float) -> float:

@@ -113,7 +113,9 @@ def _open_replay(request: ReplayRequest) -> int:
 
     rules = load_rules(rule_dirs(request.rules))
     session = load_replay(request.path, rules, speed=request.speed)
-    return watch.show_screen(session, f"tuneadvisor open: {request.path} (replay)")
+    instead = f"tuneadvisor report --metrics {request.path} reads the recording"
+    title = f"tuneadvisor open: {request.path} (replay)"
+    return watch.show_screen(session, title, command="open", instead=instead)
 
 
 def _check_paths_exist(inputs: Inputs) -> None:

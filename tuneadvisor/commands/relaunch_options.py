@@ -13,19 +13,29 @@ if TYPE_CHECKING:
     from tuneadvisor.relaunch.requests import RelaunchRequest, SettingsOverrides
 
 
-def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
-    """The allocation and the training knobs (shared by ``run`` and ``tune``)."""
-    alloc = parser.add_argument_group("allocation (emulated here; #SBATCH with --submit)")
+def add_settings_arguments(parser: argparse.ArgumentParser, *, submit: bool = False) -> None:
+    """The allocation and the training knobs (shared by ``run`` and ``tune``); ``submit``:
+    the command has --submit (``run``), so the help may name it (``tune`` has none)."""
+    where = "; #SBATCH with --submit" if submit else ", and the winning job script's #SBATCH"
+    alloc = parser.add_argument_group(
+        f"allocation (emulated here{where}; unset: the bundled job's own, or --from's advice)"
+    )
     alloc.add_argument("--cpus-per-task", type=int, metavar="N", help="cores per task")
     alloc.add_argument("--ntasks", type=int, metavar="N", help="tasks (DDP ranks), all nodes")
     alloc.add_argument(
-        "--nodes", type=int, metavar="N", help="nodes (with --submit; tasks spread evenly)"
+        "--nodes",
+        type=int,
+        metavar="N",
+        help="nodes (with --submit; tasks spread evenly)" if submit else "nodes",
     )
     alloc.add_argument("--ntasks-per-node", type=int, metavar="N", help="tasks on each node")
     alloc.add_argument("--gpus", type=int, metavar="N", help="GPUs (--gres=gpu:N)")
     alloc.add_argument("--mem", metavar="SIZE", help="memory per node, as sbatch spells it")
     alloc.add_argument("--time", metavar="LIMIT", help="time limit, as sbatch spells it")
-    knobs = parser.add_argument_group("training knobs (the bundled scripts' flags)")
+    knobs = parser.add_argument_group(
+        "training knobs (the bundled scripts' flags; unset: the script's default, or --from's "
+        "advice)"
+    )
     knobs.add_argument("--num-workers", type=int, metavar="N")
     knobs.add_argument("--batch-size", type=int, metavar="N")
     knobs.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=None)

@@ -35,7 +35,7 @@ DESCRIPTION = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME", help="bundled script: " + BUNDLED_NAMES)
-    add_settings_arguments(parser)
+    add_settings_arguments(parser, submit=True)
     parser.add_argument("--label", help="a name for this run in comparisons")
     parser.add_argument(
         "--profile",

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tuneadvisor.relaunch.runner import RunRequest
-    from tuneadvisor.relaunch.tune import TuneOptions, TuneRequest, TuneResult
+    from tuneadvisor.relaunch.tune import Trial, TuneOptions, TuneRequest, TuneResult
 
 HELP = "short trials over the knobs; writes the winning job"
 
@@ -26,11 +26,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tune.add_argument(
         "--budget", type=float, default=300.0, metavar="S", help="time budget (default: 300 s)"
     )
-    tune.add_argument("--steps", type=int, default=10, metavar="N", help="measured steps per trial")
-    tune.add_argument("--warmup", type=int, default=3, metavar="N", help="warm-up steps per trial")
+    tune.add_argument(
+        "--steps", type=int, default=10, metavar="N", help="measured steps per trial (default: 10)"
+    )
+    tune.add_argument(
+        "--warmup", type=int, default=3, metavar="N", help="warm-up steps per trial (default: 3)"
+    )
     tune.add_argument(
         "--repeats", type=int, default=1, metavar="N",
-        help="repeats per trial (default 1: the spread of its steps after the warm-up)",
+        help="repeats per trial (default: 1; with one, a trial's spread is that of its "
+        "steps after the warm-up, and no setting has a spread over repeats)",
     )  # fmt: skip
     tune.add_argument(
         "--min-gain", type=float, default=5.0, metavar="PCT",
@@ -42,7 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="workers,batch,amp,pin",  # all of relaunch.tune.STAGES
         help="which knobs, in order (default: workers,batch,amp,pin)",
     )
-    tune.add_argument("--max-cores", type=int, metavar="N", help="cores to try up to")
+    tune.add_argument(
+        "--max-cores",
+        type=int,
+        metavar="N",
+        help="cores to try up to (default: the cores this process may use)",
+    )
     parser.add_argument(
         "-o", "--output", metavar="JOB", help="winning job script (default: in the tune folder)"
     )
@@ -107,13 +117,15 @@ def _trials(req: RunRequest, options: TuneOptions) -> TuneResult:
     """The trials, each one line on stderr as it ends."""
     from rich.console import Console
 
-    from tuneadvisor.relaunch.tune import Trial, Tuner, advice_to_judge
+    from tuneadvisor.relaunch.tune import Tuner, advice_to_judge
 
     err = Console(stderr=True)
 
     def show(trial: Trial) -> None:
         rate = (
-            f"{trial.rate:,.1f} samples/s +-{100 * trial.spread:.1f} %" if trial.rate else "failed"
+            f"{trial.rate:,.1f} samples/s +-{100 * trial.spread:.1f} %, {_over_repeats(trial)}"
+            if trial.rate
+            else "failed"
         )
         err.print(f"  {trial.stage:8} {trial.settings.describe():45} {rate}", highlight=False)
 
@@ -134,7 +146,7 @@ def _print_result(console: Console, name: str, result: TuneResult) -> None:
     from tuneadvisor.relaunch.tune import summary_lines
 
     table = Table(title=f"Trials of {name}", title_justify="left")
-    for col in ("stage", "settings", "samples/s", "spread", "against base"):
+    for col in ("stage", "settings", "samples/s", "spread", "over repeats", "against base"):
         table.add_column(col, justify="left" if col in ("stage", "settings") else "right")
     base_rate = result.base.rate if result.base else None
     for trial in result.trials:
@@ -144,8 +156,20 @@ def _print_result(console: Console, name: str, result: TuneResult) -> None:
             trial.settings.describe() + mark,
             f"{trial.rate:,.1f}" if trial.rate else "failed",
             f"+-{100 * trial.spread:.1f} %" if trial.rate else "-",
+            _over_repeats(trial),
             f"{100 * (trial.rate / base_rate - 1):+.1f} %" if trial.rate and base_rate else "-",
         )
     console.print(table)
     for line in summary_lines(result):
         console.print(f"- {line}", highlight=False)
+
+
+def _over_repeats(trial: Trial) -> str:
+    """'118.2-131.0' samples/s, lowest to highest over the repeats; one run has no such
+    spread, and says so."""
+    if not trial.rate:
+        return "-"
+    low_high = trial.rate_range
+    if low_high is None:
+        return "one run"
+    return f"{low_high[0]:,.1f}-{low_high[1]:,.1f}"

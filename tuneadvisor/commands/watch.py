@@ -112,6 +112,9 @@ def _check_schedule(args: argparse.Namespace) -> None:
 
 
 def _check_target(args: argparse.Namespace) -> None:
+    if getattr(args, "end_of_options", False) and not args.watch_command:
+        # else `watch --headless --` would watch the whole node until stopped
+        raise InputError(None, "watch: no command after --: give -- COMMAND [ARGS...]")
     if args.watch_command and (args.pid or args.job):
         raise InputError(None, "watch: give --pid, --job or -- COMMAND, not several")
     if (args.this_node or args.all_nodes) and not args.job:
@@ -138,9 +141,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show_screen(
-    session: WatchSession | ReplaySession, title: str, run: LiveRun | None = None
+    session: WatchSession | ReplaySession,
+    title: str,
+    run: LiveRun | None = None,
+    *,
+    command: str = "watch",
+    instead: str = "use --headless",
 ) -> int:
-    """The live screen (Textual loads only here)."""
+    """The live screen (Textual loads only here, once stdout is known to be a terminal)."""
+    from tuneadvisor.tui.terminal import require_terminal
+
+    require_terminal(command, instead)
     from tuneadvisor.tui.watch_app import run_watch_app
 
     return run_watch_app(session, title=title, run=run)

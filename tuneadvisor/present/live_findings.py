@@ -4,6 +4,7 @@ headless summary (several lines) and on the watch screen (one line)."""
 from __future__ import annotations
 
 from tuneadvisor.present.advice_text import finding_lines
+from tuneadvisor.present.counts import counted
 from tuneadvisor.present.findings import finding_heading
 from tuneadvisor.watch.session import LiveFinding
 
@@ -26,7 +27,7 @@ def summary_lines(live: LiveFinding) -> list[str]:
     lines.insert(
         1,
         f"    window: {live.window_start:.1f}-{live.window_end:.1f} s, "
-        f"{live.rounds} rounds; firing since {live.since:.1f} s",
+        f"{counted(live.rounds, 'round')}; firing since {live.since:.1f} s",
     )
     return lines
 
@@ -37,6 +38,6 @@ def screen_line(live: LiveFinding, evidence: int = 3) -> str:
     values = ", ".join(f"{e.label} {e.value}" for e in f.evidence[:evidence])
     return (
         f"{finding_heading(f)} · {values} · window "
-        f"{live.window_start:.0f}-{live.window_end:.0f} s ({live.rounds} rounds), "
+        f"{live.window_start:.0f}-{live.window_end:.0f} s ({counted(live.rounds, 'round')}), "
         f"since {live.since:.0f} s"
     )

@@ -32,6 +32,14 @@ def memory_use(peak_mib: float, mem_mib: float | None) -> str:
     return f"memory peak {peak_mib:.0f} MiB{of}"
 
 
+def workers_seen(most: int) -> str:
+    """'up to 2 DataLoader workers': the most any round saw (the last round of a run that
+    ended saw none), or 'no DataLoader workers'."""
+    if not most:
+        return "no DataLoader workers"
+    return f"up to {most} DataLoader worker{'' if most == 1 else 's'}"
+
+
 def requests_line(parts: Sequence[str], sep: str) -> str:
     """'Requests vs use: ...' with the parts joined by ``sep`` ('; ' in the summary, ' · '
     on the screen)."""
@@ -80,7 +88,7 @@ def job_request_lines(facts: Mapping[str, object]) -> list[str]:
     cores = _num(facts, "sacct.alloc_cpus") or _num(facts, "seff.cores")
     eff = _num(facts, "usage.cpu_efficiency_pct")
     if eff is not None:
-        of = f" of {cores:g} cores" if cores is not None else ""
+        of = f" of {_count(cores, 'core')}" if cores is not None else ""
         used.append(f"CPU {eff:.1f} %{of}")
     peak = _num(facts, "usage.mem_peak_mib")
     if peak is not None:

@@ -9,6 +9,7 @@ from tuneadvisor.metrics.affinity import rank_bindings
 from tuneadvisor.metrics.model import MetricsSeries, Stats
 from tuneadvisor.metrics.ring import to_series
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, ROLE_WORKER, Snapshot
+from tuneadvisor.present.counts import counted
 from tuneadvisor.present.gpu_figures import activity_parts
 from tuneadvisor.present.live_findings import findings_heading, no_findings, summary_lines
 from tuneadvisor.present.requests_use import (
@@ -17,6 +18,7 @@ from tuneadvisor.present.requests_use import (
     requested_cpus,
     requested_mem_mib,
     requests_line,
+    workers_seen,
 )
 from tuneadvisor.present.terminal_safe import terminal_safe
 from tuneadvisor.watch.merge import node_of
@@ -48,11 +50,14 @@ def _gpu_lines(series: MetricsSeries, no_data: Sequence[str]) -> list[str]:
         activity = "".join(f", {part}" for part in activity_parts(gpu))
         out.append(
             f"{label} {gpu.name or ''} ({gpu.key}): "
+            # a unit only beside a number: "n/a", never "n/a %"
             f"util (time any kernel ran) mean {_f(_get(util, 'mean'), '.0f', ' %')} "
-            f"p95 {_f(_get(util, 'p95'))} %{activity}, "
-            f"memory peak {_f(_get(mem, 'max'))} of {_f(_get(total, 'max'))} MiB, "
-            f"power mean {_f(_get(power, 'mean'))} of {_f(_get(limit, 'max'))} W, "
-            f"temperature max {_f(_get(temp, 'max'))} °C"
+            f"p95 {_f(_get(util, 'p95'), '.0f', ' %')}{activity}, "
+            f"memory peak {_f(_get(mem, 'max'), '.0f', ' MiB')} "
+            f"of {_f(_get(total, 'max'), '.0f', ' MiB')}, "
+            f"power mean {_f(_get(power, 'mean'), '.0f', ' W')} "
+            f"of {_f(_get(limit, 'max'), '.0f', ' W')}, "
+            f"temperature max {_f(_get(temp, 'max'), '.0f', ' °C')}"
         )
     return out
 
@@ -60,9 +65,14 @@ def _gpu_lines(series: MetricsSeries, no_data: Sequence[str]) -> list[str]:
 def _sampler_line(own: Stats | None, interval_s: float, merged: bool) -> str:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     whose = "the busiest node's sampler thread" if merged else "its own thread"
+    if own is None:  # its use is a difference of two readings: one round has none
+        used = f"{whose}'s CPU use is measured from the second round on"
+    else:
+        used = (
+            f"{whose} used {own.mean:.2f} % of one core (p95 {own.p95:.2f} %) at {interval_s:g} s"
+        )
     return (
-        f"Sampler: {whose} used {_f(_get(own, 'mean'), '.2f')} % of one core "
-        f"(p95 {_f(_get(own, 'p95'), '.2f')} %) at {interval_s:g} s; "
+        f"Sampler: {used}; "
         f"the whole watch process {usage.ru_utime + usage.ru_stime:.2f} s CPU, "
         f"peak RSS {usage.ru_maxrss / 1024:.0f} MiB"
     )
@@ -76,7 +86,7 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
     latest = state.latest
     duration = (snaps[-1].t - snaps[0].t) if len(snaps) > 1 else 0.0
     out = [
-        f"tuneadvisor watch: {target}: {state.rounds} rounds over {duration:.1f} s "
+        f"tuneadvisor watch: {target}: {counted(state.rounds, 'round')} over {duration:.1f} s "
         f"every {state.interval_s:g} s ({session.ended_because or 'ended'})"
     ]
     out += _gpu_lines(series, latest.no_data if latest else ())
@@ -87,21 +97,19 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
     if hosts:
         busy = Stats.of(h.busy_cores for h in hosts)
         cores = max(len(h.cpu_pct_per_core) for h in hosts)
+        used_peak = max((h.mem_used_mib or 0) for h in hosts)
         out.append(
-            f"CPU: {cores} cores, busy mean {_f(_get(busy, 'mean'), '.1f')} "
+            f"CPU: {counted(cores, 'core')}, busy mean {_f(_get(busy, 'mean'), '.1f')} "
             f"(p95 {_f(_get(busy, 'p95'), '.1f')}) cores; memory used peak "
-            f"{_f(max((h.mem_used_mib or 0) for h in hosts))} MiB"
+            f"{_f(used_peak)} MiB"
         )
         tree = Stats.of(h.proc_cpu_cores for h in hosts)
         rss = span.proc_rss
         if tree is not None:
-            procs = latest.procs if latest else ()
-            mains = sum(1 for p in procs if p.role == ROLE_MAIN)
-            workers = max((h.workers or 0) for h in hosts)
             out.append(
                 f"Processes: {_f(tree.mean, '.2f')} cores mean (p95 {_f(tree.p95, '.2f')}), "
-                f"peak RSS {_f(_get(rss, 'max'))} MiB; {mains} main, up to {workers} "
-                "DataLoader workers"
+                f"peak RSS {_f(_get(rss, 'max'))} MiB{_shared_pages(rss, used_peak)}; "
+                f"{span.mains} main, {workers_seen(span.workers)}"
             )
             if len(_nodes(snaps)) <= 1:  # requests are per node: see the node lines
                 out += _requests(state.job, tree, rss)
@@ -124,6 +132,15 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
         out.append(f"Recording: {recording} (read it with: tuneadvisor report --metrics FILE)")
     # a mark's text, a command line, a recording's node names: no control character runs
     return terminal_safe("\n".join(out) + "\n")
+
+
+def _shared_pages(rss: Stats | None, used_peak: float) -> str:
+    """Why the processes' RSS can top the node's memory in use: each process counts the
+    pages it shares (forked DataLoader workers share the main's) as its own, and the sum
+    counts them once per process."""
+    if rss is None or used_peak <= 0 or rss.max <= used_peak:
+        return ""
+    return " (summed over the processes, shared pages once per process: above the node's)"
 
 
 def binding_lines(snaps: Sequence[Snapshot]) -> list[str]:
@@ -155,7 +172,6 @@ def _nodes(snaps: Sequence[Snapshot]) -> list[str]:
 def _node_lines(snaps: Sequence[Snapshot], series: MetricsSeries, nodes: list[str]) -> list[str]:
     """A multi-node watch: each node's process tree and GPUs."""
     out = []
-    latest = snaps[-1].procs if snaps else ()
     for node in nodes:
         mine = [[p for p in s.procs if p.node == node] for s in snaps]
         cores = Stats.of(
@@ -164,7 +180,8 @@ def _node_lines(snaps: Sequence[Snapshot], series: MetricsSeries, nodes: list[st
             if any(p.cpu_pct is not None for p in procs)
         )
         rss = max((sum(p.rss_mib or 0.0 for p in procs) for procs in mine), default=0.0)
-        now = [p for p in latest if p.node == node]
+        # the node's last round with processes: after the run ended the last has none
+        now = next((procs for procs in reversed(mine) if procs), [])
         mains = sum(1 for p in now if p.role == ROLE_MAIN)
         workers = sum(1 for p in now if p.role == ROLE_WORKER)
         gpus = [g for g in series.gpus if g.key.startswith(f"{node}:")]
@@ -175,7 +192,8 @@ def _node_lines(snaps: Sequence[Snapshot], series: MetricsSeries, nodes: list[st
             else "no GPU data"
         )
         out.append(
-            f"Node {node}: {len(now)} processes ({mains} main, {workers} DataLoader workers), "
+            f"Node {node}: {counted(len(now), 'process', 'processes')} ({mains} main, "
+            f"{counted(workers, 'DataLoader worker')}), "
             f"{_f(_get(cores, 'mean'), '.2f')} cores mean (p95 {_f(_get(cores, 'p95'), '.2f')}), "
             f"peak RSS {rss:.0f} MiB; {gpu_text}"
         )

@@ -213,7 +213,7 @@ def resources_table(items: Sequence[Item]) -> Table:
             (f"{rss:,.0f} MiB" if isinstance(rss, int | float) else "-") + _share(rss, mem_mib),
             _fmt(settings.gpus if settings else None),
             f"{gpu:.0f} %" if isinstance(gpu, int | float) else "-",
-            f"{samples:.0f} rounds" if sampled and samples else "no",
+            f"{samples:.0f} round{'' if samples == 1 else 's'}" if sampled and samples else "no",
         )
     return table
 

@@ -163,7 +163,8 @@ def miss_reasons(
     workers = prediction.setting.get("num_workers")
     bound = usage.get("affinity_min_cpus")
     if bound is not None and bound <= 1 and (asked or 0) > 1:
-        whose = f"a rank and its {workers} workers" if workers else "a rank"
+        its = f"{workers} worker{'' if workers == 1 else 's'}"
+        whose = f"a rank and its {its}" if workers else "a rank"
         reasons.append(
             f"{whose} bound to {bound:.0f} CPU (host.proc.affinity.min_cpus) of the "
             f"{asked} the setting has"

@@ -79,6 +79,12 @@ class Trial:
         rate = self.rate
         return Rate(rate, self.spread) if rate else None
 
+    @property
+    def rate_range(self) -> tuple[float, float] | None:
+        """Lowest and highest samples/s over its repeats; None with fewer than two (one run
+        has no spread over repeats, only that of its own steady steps)."""
+        return (min(self.rates), max(self.rates)) if len(self.rates) > 1 else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "stage": self.stage,
@@ -87,6 +93,7 @@ class Trial:
             "knobs": dict(self.settings.knobs),
             "samples_per_s": self.rate,
             "repeats": list(self.rates),
+            "range": list(self.rate_range) if self.rate_range else None,  # min, max
             "spread": self.spread,
             "runs": list(self.runs),
             "ok": self.ok,
@@ -100,6 +107,9 @@ class TuneResult:
     trials: list[Trial] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)  # kept / dropped, with numbers
     stopped: str | None = None  # why it stopped early, if it did
+    skipped: list[str] = field(default_factory=list)  # stages not run: out of the budget
+    cut_short: list[str] = field(default_factory=list)  # stages the budget ended midway
+    repeats: int = 1  # runs per setting
     prediction: Prediction | None = None  # what the trials started from, if anything
     predicted: dict[str, Any] | None = None  # that setting's trial against it (predicted.py)
 
@@ -115,6 +125,9 @@ class TuneResult:
             "trials": [t.to_json() for t in self.trials],
             "decisions": self.decisions,
             "stopped": self.stopped,
+            "skipped": self.skipped,
+            "cut_short": self.cut_short,
+            "repeats": self.repeats,
         }
 
 
@@ -183,7 +196,8 @@ def _why_cores(start: Trial, best: Trial, tried: Sequence[Trial]) -> str:
         if top
         else ""
     )
-    return f" with the same {workers} workers: the cores run PyTorch's compute threads{said}"
+    same = f"{workers} worker{'' if workers == 1 else 's'}"
+    return f" with the same {same}: the cores run PyTorch's compute threads{said}"
 
 
 def _spread(trial: Trial) -> str:
@@ -255,10 +269,10 @@ class Tuner:
         self, stage: str, settings: Settings, prediction: Prediction | None = None
     ) -> Trial | None:
         if not self._time_left():
-            self.result.stopped = (
-                f"time budget of {self.options.budget_s:g} s reached before the {stage} stage "
-                "was done"
-            )
+            ran = any(t.stage == stage for t in self.result.trials)
+            cut = self.result.cut_short if ran else self.result.skipped
+            if stage not in cut:
+                cut.append(stage)
             return None
         rates: list[float] = []
         windows: list[Window] = []
@@ -304,31 +318,55 @@ class Tuner:
     ) -> TuneResult:
         """The stages; with ``prediction`` (a report's), workers start at its setting."""
         self.result.prediction = prediction
+        self.result.repeats = self.options.repeats
         base_settings = self.request.settings
         base = self.trial("base", base_settings)
         if base is None or not base.ok:
-            self.result.stopped = "the base run failed: nothing to tune against"
+            self.result.stopped = (
+                f"time budget of {self.options.budget_s:g} s: no time for the base run"
+                if base is None
+                else "the base run failed: nothing to tune against"
+            )
             return self.result
         self.result.base = base
         best = base
         stages = self.options.stages
         if "workers" in stages:
             best = self._workers(best, prediction)
-        if "batch" in stages and self._time_left():
-            best = self._one_change(best, "batch", self._batch_change(best.settings))
-        if "amp" in stages and self._time_left():
-            best = self._one_change(best, "amp", best.settings.with_knobs(amp=True))
-        if "pin" in stages and self._time_left():
-            if best.settings.gpus:
-                best = self._one_change(best, "pin", best.settings.with_knobs(pin_memory=True))
-            else:
+        for stage in (s for s in ("batch", "amp", "pin") if s in stages):
+            if stage == "pin" and not best.settings.gpus:
                 self.result.decisions.append(
                     "pinned memory: not tried, no GPU in this run (it only speeds up "
                     "host-to-GPU copies)"
                 )
+            elif stage == "batch":
+                best = self._one_change(best, "batch", self._batch_change(best.settings))
+            elif stage == "amp":
+                best = self._one_change(best, "amp", best.settings.with_knobs(amp=True))
+            else:
+                best = self._one_change(best, "pin", best.settings.with_knobs(pin_memory=True))
         self.result.best = best
         self._judge_advice(advice or {}, base, best)
+        self._say_what_the_budget_left_out()
         return self.result
+
+    def _say_what_the_budget_left_out(self) -> None:
+        """Stages the budget ended or never reached: named in ``stopped`` with the time
+        (a stage left out without a word reads as a stage that found nothing)."""
+        r = self.result
+        if not (r.skipped or r.cut_short):
+            return
+        parts = []
+        if r.cut_short:
+            parts.append(f"cut short: {', '.join(r.cut_short)}")
+        if r.skipped:
+            parts.append(f"not run: {', '.join(r.skipped)}")
+        used = self.clock() - self._started
+        r.stopped = (
+            f"time budget of {self.options.budget_s:g} s reached ({used:.0f} s used, a trial "
+            f"takes about {self._last_trial_s:.0f} s): {'; '.join(parts)}; a larger --budget "
+            "gives them time"
+        )
 
     def _workers(self, best: Trial, prediction: Prediction | None = None) -> Trial:
         cores = self.options.max_cores or len(available_cores())
@@ -467,6 +505,11 @@ def write_tune_summary(folder: Path, result: TuneResult, extra: Mapping[str, Any
 
 def summary_lines(result: TuneResult) -> Sequence[str]:
     lines = [*result.decisions]
+    if result.repeats == 1 and result.trials:
+        lines.append(
+            "one run per setting: no spread over repeats; each spread is that of the run's "
+            "own steady steps (--repeats 3 measures how much runs differ)"
+        )
     if result.stopped:
         lines.append(f"stopped: {result.stopped}")
     return lines

@@ -314,7 +314,9 @@ def _gpu_metrics(
         found.facts.update(metrics.facts())
     choose_gpu_source(found.facts, metrics, gpu_read, found.notes)
     if metrics is None and "gpu.util.mean" not in found.facts:
-        found.sharpen.append("GPU metrics (--metrics: an nvidia-smi CSV log, a watch recording or DCGM output)")
+        found.sharpen.append(
+            "GPU metrics (--metrics: an nvidia-smi CSV log, a watch recording or DCGM output)"
+        )
     return metrics, measured
 
 

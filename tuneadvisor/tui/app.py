@@ -27,6 +27,7 @@ from tuneadvisor.present.terminal_safe import one_line_safe
 from tuneadvisor.session.workspace import Workspace
 from tuneadvisor.tui.dialogs import HelpScreen, LoadingScreen
 from tuneadvisor.tui.screens import MainScreen
+from tuneadvisor.tui.terminal import require_terminal
 from tuneadvisor.tui.view import READING
 
 QUICK_WORKER = "quick-workspace"
@@ -165,7 +166,9 @@ def run_open(
     """Run the TUI; 0 on quit; bad input raises its InputError once the terminal is back.
 
     ``quick``, when given, loads a partial workspace for the first screen; ``load`` then
-    loads the full one."""
+    loads the full one. Without a terminal on stdout (a batch job, nohup, a pipe) the screen
+    would never end and spin a core: InputError at once instead."""
+    require_terminal("open", "tuneadvisor report takes the same arguments and prints the advice")
     app = TuneAdvisorApp(load=load, title=title, quick=quick)
     app.run()
     if app.load_error is not None:

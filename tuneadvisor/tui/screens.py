@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedCont
 from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.present.counts import counted
 from tuneadvisor.present.numbers import format_seconds
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
@@ -315,7 +316,16 @@ class MainScreen(Screen[None]):
         parts = []
         if self.line_query:
             parts.append(f"/{self.line_query}")
-        if self.kind is not None and shown == 0:
+        if self.kind is not None and shown == 0 and self.line_query:
+            # Both filters on: say which one empties the table, not that the kind is absent.
+            label = kind_label(self.kind)
+            of_kind = len(line_rows(function, self.line_sort, self.kind))
+            matching = len(line_rows(function, self.line_sort, None, self.line_query))
+            parts.append(
+                f"no line matches both ({label}: {counted(of_kind, 'line')}, "
+                f"/{self.line_query}: {counted(matching, 'line')})"
+            )
+        elif self.kind is not None and shown == 0:
             parts.append(f"no {kind_label(self.kind)} lines in {function.qualified}")
         elif shown == 0:
             parts.append("no lines match")

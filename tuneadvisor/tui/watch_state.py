@@ -16,6 +16,7 @@ from rich.text import Text
 from tuneadvisor.metrics.affinity import cpu_list, rank_bindings
 from tuneadvisor.metrics.model import GpuSample
 from tuneadvisor.metrics.snapshot import ROLE_WORKER, GpuProcess, ProcSample, Snapshot
+from tuneadvisor.present.counts import counted
 from tuneadvisor.present.live_findings import findings_heading, no_findings, screen_line
 from tuneadvisor.present.requests_use import (
     LABEL,
@@ -25,6 +26,7 @@ from tuneadvisor.present.requests_use import (
     requested_cpus,
     requested_mem_mib,
     requests_line,
+    workers_seen,
 )
 from tuneadvisor.watch.replay import Playback
 from tuneadvisor.watch.session import LiveState, Span
@@ -138,10 +140,11 @@ def status_text(state: ScreenState) -> str:
         flags.append("ENDED ·")
     if state.playback is not None:
         flags.append(f"REPLAY {replay_position(state.playback)} ·")
+    # the sampler's own use is a difference of two readings: none after one round
+    sampler = f"sampler {own.mean:.1f} % of a core" if own else "sampler: from round 2"
     return (
-        f"{' '.join(flags)} {state.zoom_label} · {live.rounds} rounds every "
-        f"{live.interval_s:g} s · sampler {fmt(own.mean if own else None, '.1f')} % "
-        f"of a core · window {live.window_s:g} s"
+        f"{' '.join(flags)} {state.zoom_label} · {counted(live.rounds, 'round')} every "
+        f"{live.interval_s:g} s · {sampler} · window {live.window_s:g} s"
     ).strip()
 
 
@@ -164,7 +167,7 @@ def detail_text(p: ProcSample, procs: Sequence[ProcSample]) -> str:
     workers = sum(
         1 for q in procs if q.role == ROLE_WORKER and q.ppid == p.pid and q.node == p.node
     )
-    kids = f" · {workers} workers" if workers else ""
+    kids = f" · {counted(workers, 'worker')}" if workers else ""
     cpus = f" · {binding_text(p, procs)}" if p.affinity else ""
     return f"pid {p.pid} ({p.user or '?'}) {p.cmdline or p.name} · {io}{kids}{cpus}{denied}"
 
@@ -204,8 +207,8 @@ def requests_text(state: ScreenState) -> str | Text:
         req.append(cores_use(f"{host.proc_cpu_cores:.2f}", requested_cpus(live.job)))
     if state.span.proc_rss is not None:
         req.append(memory_use(state.span.proc_rss.max, requested_mem_mib(live.job)))
-    if host is not None and host.workers is not None:
-        req.append(f"{host.workers} DataLoader workers")
+    if any(s.host is not None and s.host.workers is not None for s in state.span.rounds):
+        req.append(workers_seen(state.span.workers))
     return requests_line(req, " · ") if req else f"{LABEL}: no process tree"
 
 

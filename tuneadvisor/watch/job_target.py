@@ -48,6 +48,7 @@ class JobPlan:
     nodes: tuple[str, ...] = ()
     facts: Mapping[str, object] = field(default_factory=dict)  # what the job asked for
     std_out: str | None = None  # the job's output file, as slurmctld says (the screen tails it)
+    without_slurm: str | None = None  # how == "environment": why Slurm could not be asked
 
 
 def this_node() -> str:
@@ -73,13 +74,15 @@ def plan_job(job_id: str, client: SlurmClient, where: Where = "auto") -> JobPlan
     """How to watch the job; ``InputError`` (one line, exit 2) when it is not running."""
     fallback = f"job {job_id} on this node (processes matched by their cgroup or SLURM_JOB_ID"
     if client.which("scontrol") is None:
-        return JobPlan(job_id, "environment", f"{fallback}: Slurm's scontrol is not on PATH)")
+        why = "Slurm's scontrol is not on PATH"
+        return JobPlan(job_id, "environment", f"{fallback}: {why})", without_slurm=why)
     try:
         placed = client.placement(job_id)
     except JobArrayError as exc:
         raise InputError(None, f"--job {job_id}: {exc}") from None
     except InputError as exc:  # slurmctld down or unreachable: the environment still works
-        return JobPlan(job_id, "environment", f"{fallback}: Slurm did not answer: {exc})")
+        why = f"Slurm did not answer: {exc}"
+        return JobPlan(job_id, "environment", f"{fallback}: {why})", without_slurm=why)
     if placed is None:
         raise InputError(
             None,
@@ -113,6 +116,22 @@ def plan_job(job_id: str, client: SlurmClient, where: Where = "auto") -> JobPlan
         f"{_script_of(info)}"
     )
     return JobPlan(placed.job_id, "srun", label, nodes, facts, info.std_out)
+
+
+def require_processes_here(plan: JobPlan, sampler: HostSampler | None = None) -> None:
+    """A job matched by its environment (Slurm not asked) must have a process on this node
+    now: else the watch would sample nothing until stopped and then say "Findings: none"
+    (issue 24, point 7). InputError: one line, exit 2, at once."""
+    if plan.how != "environment":
+        return
+    if (sampler or HostSampler(job_id=plan.job_id)).sample().roots_alive:
+        return
+    raise InputError(
+        None,
+        f"--job {plan.job_id}: no process of this job runs on this node (none has its cgroup "
+        f"or SLURM_JOB_ID={plan.job_id}), and {plan.without_slurm}: run the watch on the "
+        "job's node, or check the job id",
+    )
 
 
 def slurm_lister(client: SlurmClient, job_id: str) -> Callable[[], tuple[StepPid, ...]]:

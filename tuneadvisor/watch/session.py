@@ -31,7 +31,7 @@ from tuneadvisor.metrics.model import Stats
 from tuneadvisor.metrics.nvml import NvmlSampler
 from tuneadvisor.metrics.recording import RecordingWriter
 from tuneadvisor.metrics.ring import SnapshotStore, to_series
-from tuneadvisor.metrics.snapshot import Snapshot
+from tuneadvisor.metrics.snapshot import ROLE_MAIN, Snapshot
 
 MIB = 1024 * 1024
 
@@ -68,6 +68,10 @@ class Span:
     rounds: tuple[Snapshot, ...]
     sampler_cpu: Stats | None  # the sampler's own CPU, % of one core
     proc_rss: Stats | None  # the process tree's RSS, MiB
+    # The most main processes and DataLoader workers any round saw: the last round of a run
+    # that ended has none, and a count from it contradicts the run ("0 main").
+    mains: int = 0
+    workers: int = 0
 
     @classmethod
     def of(cls, rounds: Sequence[Snapshot]) -> Span:
@@ -75,6 +79,8 @@ class Span:
             tuple(rounds),
             Stats.of(s.sampler_cpu_pct for s in rounds),
             Stats.of(s.host.proc_rss_mib for s in rounds if s.host is not None),
+            max((sum(p.role == ROLE_MAIN for p in s.procs) for s in rounds), default=0),
+            max((s.host.workers or 0 for s in rounds if s.host is not None), default=0),
         )
 
 

@@ -22,6 +22,7 @@ from tuneadvisor.watch.job_target import (
     JobPlan,
     SlurmPids,
     plan_job,
+    require_processes_here,
     slurm_lister,
     still_running,
     this_node,
@@ -70,6 +71,7 @@ def _target(request: WatchRequest, screen: bool) -> _Target:
         return _Target(f"pid {', '.join(map(str, request.pids))}", list(request.pids), None)
     if request.job:
         plan = plan_job(request.job, SlurmClient(timeout_s=SLURM_TIMEOUT_S), request.where)
+        require_processes_here(plan)
         return _Target(plan.label, None, request.job, plan=plan)
     return _Target("the whole node", None, None)
 
