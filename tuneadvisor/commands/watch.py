@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from tuneadvisor.commands.inputs import add_rules_option
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import is_ascii_digits
 
 if TYPE_CHECKING:
     from tuneadvisor.watch.live_run import LiveRun
@@ -28,7 +29,7 @@ MIN_INTERVAL_S = 0.1
 
 def _pid(text: str) -> int:
     """A process id: 1..PID_MAX (a 20-digit number would overflow the C calls)."""
-    if not (text.isascii() and text.isdigit() and len(text) <= 7 and 0 < int(text) <= PID_MAX):
+    if not (is_ascii_digits(text) and len(text) <= 7 and 0 < int(text) <= PID_MAX):
         raise argparse.ArgumentTypeError(f"not a process id (1..{PID_MAX}): {text[:40]!r}")
     return int(text)
 
@@ -119,7 +120,7 @@ def _check_target(args: argparse.Namespace) -> None:
         raise InputError(None, f"watch: {flag} goes with --job JOBID")
     if args.log and not args.watch_command:
         raise InputError(None, "watch: --log FILE goes with -- COMMAND (a job has its own)")
-    if args.job and not args.job.replace("_", "").isdigit():
+    if args.job and not is_ascii_digits(args.job.replace("_", "")):
         raise InputError(None, f"--job {args.job}: not a Slurm job id")
 
 

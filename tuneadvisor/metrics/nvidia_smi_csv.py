@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 
 # The banner line of the plain `nvidia-smi` table: "| NVIDIA-SMI 550.144.03   Driver ..."
@@ -151,7 +152,7 @@ class _Reader:
         """A line of words where rows have several values (rows start with a timestamp,
         an index or a number; a cut row still does)."""
         single_column = self.columns is not None and len(self.columns) == 1
-        return len(fields) == 1 and not single_column and not fields[0][:1].isdigit()
+        return len(fields) == 1 and not single_column and not is_ascii_digits(fields[0][:1])
 
     def _header(self, number: int, fields: Sequence[str]) -> None:
         self.headers += 1
@@ -320,7 +321,7 @@ def parse_timestamp(raw: str) -> float | None:
 def _parse_index(raw: str) -> int | None:
     if _missing(raw):
         return None
-    if not raw.strip().isdigit():
+    if not is_ascii_digits(raw.strip()):
         raise ValueError(f"index: {raw.strip()!r} is not a GPU index")
     return int(raw)
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.metrics.model import GpuSample
 from tuneadvisor.metrics.snapshot import GpuProcess
 
@@ -107,7 +108,7 @@ def token_matches(token: str, index: int, uuid: str | None, mig_parent: str | No
     """Whether one ``CUDA_VISIBLE_DEVICES`` token names this device: an index names a whole
     GPU (never a MIG instance), a UUID or its prefix names a GPU, a MIG instance, or every
     instance of the GPU it names."""
-    if token.isdigit():
+    if is_ascii_digits(token):
         return mig_parent is None and int(token) == index
     return any(u and u.startswith(token) for u in (uuid, mig_parent))
 

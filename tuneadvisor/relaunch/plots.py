@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.relaunch.compare import Item, scale_points
 from tuneadvisor.relaunch.records import RunRecord
 from tuneadvisor.relaunch.scaling import ScalePoint, steps_per_epoch, world_size
@@ -244,7 +245,7 @@ def write_plot_file(items: Sequence[Item], path: Path) -> Path:
         raise InputError(
             path, "writing plot files needs matplotlib: pip install 'tuneadvisor[plot]'"
         ) from None
-    version = tuple(int(p) for p in matplotlib.__version__.split(".")[:2] if p.isdigit())
+    version = tuple(int(p) for p in matplotlib.__version__.split(".")[:2] if is_ascii_digits(p))
     cols = min(2, len(drawn))
     rows = (len(drawn) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(6.8 * cols, 4.4 * rows), squeeze=False)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.slurm.listpids import ListpidsError, StepPid, parse_listpids
 from tuneadvisor.slurm.placement import (
     JobArrayError,
@@ -286,7 +287,7 @@ class SlurmClient:
             # 22.05's JSON says exit code 0 for a script that exited 3; sacct -P does not.
             said = self._output(doing, "sacct", ["-j", job_id, "-X", "-n", "-P", "-o", "ExitCode"])
             code, _, signal = said.strip().partition(":")
-            if code.isdigit() and signal.isdigit():
+            if is_ascii_digits(code) and is_ascii_digits(signal):
                 job = replace(job, exit_code=int(code), exit_signal=int(signal))
         return job
 

@@ -50,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
+from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.slurm import units
 from tuneadvisor.slurm.states import UNFINISHED
 from tuneadvisor.slurm.units import UnitError
@@ -293,7 +294,7 @@ def _match(pattern: re.Pattern[str], value: str, example: str) -> re.Match[str]:
 
 
 def _int(value: str) -> int:
-    if not value.isdigit():
+    if not is_ascii_digits(value):
         raise SeffError(f"{value!r} is not a whole number")
     return int(value)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.slurm.units import UnitError, gpus_in_gres, parse_timelimit
 
 # partition, CPUs per node, memory per node (MiB), generic resources, nodes, time limit
@@ -34,7 +35,7 @@ class PartitionShape:
 
 def _number(text: str, what: str, line: int) -> int:
     value = text.strip().rstrip("+")
-    if not value.isdigit():
+    if not is_ascii_digits(value):
         raise SinfoError(f"line {line}: {what} {text.strip()!r} is not a whole number")
     return int(value)
 

@@ -25,6 +25,7 @@ from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.advisor.sizing import model_facts
+from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.metrics.affinity import affinity_facts
 from tuneadvisor.metrics.host import HostSampler
 from tuneadvisor.metrics.model import Stats
@@ -151,10 +152,10 @@ def job_facts_from_env(env: Mapping[str, str] | None) -> dict[str, object]:
     if not env:
         return facts
     cpus = env.get("SLURM_CPUS_PER_TASK")
-    if cpus and cpus.isdigit():
+    if cpus and is_ascii_digits(cpus):
         facts["job.cpus_per_task"] = int(cpus)
     mem = env.get("SLURM_MEM_PER_NODE")
-    if mem and mem.isdigit() and int(mem) > 0:  # --mem=0 is "all of the node", not 0 MiB
+    if mem and is_ascii_digits(mem) and int(mem) > 0:  # --mem=0 is "all of the node", not 0 MiB
         facts["job.mem_mib"] = float(mem)
     return facts
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.metrics.nvml import NvmlInventory
 from tuneadvisor.session.site_checks.model import Check
 
@@ -156,7 +157,7 @@ def _torch(answer: Mapping[str, Any]) -> Check:
 
 def _major(version: str | None) -> int | None:
     head = (version or "").split(".")[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if is_ascii_digits(head) else None
 
 
 def _cuda(answer: Mapping[str, Any], inv: NvmlInventory, cuda_visible_ok: bool) -> Check:

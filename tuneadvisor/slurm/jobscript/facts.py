@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.slurm.jobscript.cpu_binding import binding_facts
 from tuneadvisor.slurm.jobscript.launch_mistakes import launch_mistake_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
@@ -181,11 +182,11 @@ def _ranks_per_task(launch: LaunchLine, node_gpus: int) -> int | None:
             return node_gpus or None
         return 1 if spawner.name != "accelerate launch" else None
     value = value.strip("'\"")
-    if value.isdigit() and int(value) >= 1:
+    if is_ascii_digits(value) and int(value) >= 1:
         count = int(value)
         if spawner.name == "accelerate launch":  # all machines' processes: per node
             machines = options.get("--num_machines", options.get("--num-machines", "1"))
-            return math.ceil(count / int(machines)) if machines.isdigit() else None
+            return math.ceil(count / int(machines)) if is_ascii_digits(machines) else None
         return count
     if _PER_GPU.fullmatch(value) and node_gpus:
         return node_gpus

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 
+from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 __all__ = ["srun_tasks_per_node"]
@@ -48,6 +49,6 @@ def _count(options: dict[str, str], *names: str) -> int | None:
     if value is None or _JOBS_OWN.fullmatch(value.strip("'\"")):
         return 0
     value = value.strip("'\"")
-    if "-" in value and value.split("-", 1)[0].isdigit():  # --nodes=2-4: at least 2
+    if "-" in value and is_ascii_digits(value.split("-", 1)[0]):  # --nodes=2-4: at least 2
         value = value.split("-", 1)[0]
-    return int(value) if value.isdigit() and int(value) >= 1 else None
+    return int(value) if is_ascii_digits(value) and int(value) >= 1 else None
