@@ -267,6 +267,18 @@ def finite_float(
     return number
 
 
+def is_finite_number(value: object) -> bool:
+    """A JSON number (not a bool) that ``finite_float`` takes: what a field of numbers may
+    hold."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        finite_float(value, "a number")
+    except ValueError:
+        return False
+    return True
+
+
 def finite_int(
     value: str | float, what: str, error: Callable[[str], Exception] = ValueError
 ) -> int:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
-from tuneadvisor.files import finite_float, finite_int, open_append
+from tuneadvisor.files import finite_float, finite_int, is_finite_number, open_append
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
 
@@ -133,7 +133,7 @@ class RecordingHeader:
             value = obj.get(key)
             if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
                 raise RecordingError(f"header {key} is {value!r}, not {want}")
-            if isinstance(value, int | float) and not _finite(value):
+            if isinstance(value, int | float) and not is_finite_number(value):
                 raise RecordingError(f"header {key} is {value!r}, not a finite number")
             return value
 
@@ -250,7 +250,9 @@ def _build(cls: type[Any], data: Mapping[str, Any], **extra: Any) -> Any:
             value = tuple(value) if isinstance(value, list) else value
             if not _fits(value, hints[key]):
                 raise TypeError(f"{key}: {type(value).__name__} where {hints[key]} belongs")
-            if not all(_finite(v) for v in _numbers(value)):  # arithmetic must not overflow
+            if not all(
+                is_finite_number(v) for v in _numbers(value)
+            ):  # arithmetic must not overflow
                 raise ValueError(f"{key}: {str(value)[:40]} is not a finite number below 1e30")
             args[key] = value
     return cls(**args, **extra)
@@ -286,14 +288,6 @@ def _fits(value: object, hint: Any) -> bool:
         if len(args) == 2 and args[1] is Ellipsis:
             return all(_fits(item, args[0]) for item in value)
         return len(args) == len(value) and all(map(_fits, value, args))
-    return True
-
-
-def _finite(value: int | float) -> bool:
-    try:
-        finite_float(value, "a value")
-    except ValueError:
-        return False
     return True
 
 
