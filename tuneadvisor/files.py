@@ -242,8 +242,12 @@ def is_ascii_digits(text: str) -> bool:
 
 
 def ascii_int(text: str) -> int | None:
-    """The whole number ``text`` holds in ASCII digits, else None."""
-    return int(text) if _ASCII_DIGITS.fullmatch(text) else None
+    """The whole number ``text`` holds in ASCII digits, up to ``MAX_NUMBER``; else None (a
+    count a reader takes as unknown when it is not one)."""
+    if _ASCII_DIGITS.fullmatch(text) is None or len(text) > 31:
+        return None
+    number = int(text)
+    return number if number <= MAX_NUMBER else None
 
 
 def finite_float(

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.files import finite_float, is_ascii_digits
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 
 # The banner line of the plain `nvidia-smi` table: "| NVIDIA-SMI 550.144.03   Driver ..."
@@ -302,7 +302,7 @@ def parse_value(raw: str, unit: str, column: str = "value") -> float | None:
     number, found = match.groups()
     if found and found != unit:
         raise ValueError(f"{column}: unit {found!r} where nvidia-smi writes {unit!r}")
-    return float(number)
+    return finite_float(number, f"{column}: {number[:20]}")
 
 
 def parse_timestamp(raw: str) -> float | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.files import ascii_int, is_ascii_digits
 
 _COLUMNS = ("PID", "JOBID", "STEPID")
 
@@ -41,7 +41,7 @@ class StepPid:
 
 
 def _opt_int(text: str) -> int | None:
-    return int(text) if is_ascii_digits(text) else None
+    return ascii_int(text)
 
 
 def parse_listpids(text: str) -> tuple[StepPid, ...]:

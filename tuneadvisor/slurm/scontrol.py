@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.files import ascii_int, is_ascii_digits
 from tuneadvisor.slurm.states import ACTIVE
 from tuneadvisor.slurm.units import (
     UnitError,
@@ -54,13 +54,12 @@ def _value(record: Mapping[str, str], key: str) -> str | None:
 
 def _int(record: Mapping[str, str], key: str) -> int | None:
     value = _value(record, key)
-    return int(value) if value is not None and is_ascii_digits(value) else None
+    return None if value is None else ascii_int(value)
 
 
 def _minimum(record: Mapping[str, str], key: str) -> int | None:
     """A count, or the minimum of a range (``NumNodes=1-2`` while pending)."""
-    value = (_value(record, key) or "").split("-")[0]
-    return int(value) if is_ascii_digits(value) else None
+    return ascii_int((_value(record, key) or "").split("-")[0])
 
 
 def _mib(record: Mapping[str, str], key: str) -> float | None:

@@ -50,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.files import finite_float, is_ascii_digits
 from tuneadvisor.slurm import units
 from tuneadvisor.slurm.states import UNFINISHED
 from tuneadvisor.slurm.units import UnitError
@@ -207,6 +207,9 @@ class _Builder:
     unread: list[str] = field(default_factory=list)
 
     def set(self, **values: object) -> None:
+        for name, value in values.items():  # every number of the report passes here
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                finite_float(value, f"{name} {str(value)[:20]}", SeffError)
         self.fields.update(values)
 
 
