@@ -25,7 +25,7 @@ from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.advisor.sizing import model_facts
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.files import ascii_int
 from tuneadvisor.metrics.affinity import affinity_facts
 from tuneadvisor.metrics.host import HostSampler
 from tuneadvisor.metrics.model import Stats
@@ -151,11 +151,13 @@ def job_facts_from_env(env: Mapping[str, str] | None) -> dict[str, object]:
     facts: dict[str, object] = {}
     if not env:
         return facts
-    cpus = env.get("SLURM_CPUS_PER_TASK")
-    if cpus and is_ascii_digits(cpus):
-        facts["job.cpus_per_task"] = int(cpus)
-    mem = env.get("SLURM_MEM_PER_NODE")
-    if mem and is_ascii_digits(mem) and int(mem) > 0:  # --mem=0 is "all of the node", not 0 MiB
+    # The environment is whoever started the process's: a count only in ASCII digits and
+    # of a real size (ascii_int), else unknown.
+    cpus = ascii_int(env.get("SLURM_CPUS_PER_TASK", ""))
+    if cpus is not None:
+        facts["job.cpus_per_task"] = cpus
+    mem = ascii_int(env.get("SLURM_MEM_PER_NODE", ""))
+    if mem:  # --mem=0 is "all of the node", not 0 MiB
         facts["job.mem_mib"] = float(mem)
     return facts
 
