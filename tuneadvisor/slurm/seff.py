@@ -296,9 +296,9 @@ def _match(pattern: re.Pattern[str], value: str, example: str) -> re.Match[str]:
     return match
 
 
-def _int(value: str) -> int:
-    if not is_ascii_digits(value):
-        raise SeffError(f"{value!r} is not a whole number")
+def _int(value: str, least: int = 0) -> int:
+    if not is_ascii_digits(value) or int(value) < least:
+        raise SeffError(f"{value!r} is not a whole number of {least} or more")
     return int(value)
 
 
@@ -396,7 +396,7 @@ _HANDLERS: dict[str, Callable[[_Builder, str], bool | None]] = {
     "Cluster": lambda b, v: b.set(cluster=v or None),
     "User/Group": _user_group,
     "State": _state,
-    "Nodes": lambda b, v: b.set(nodes=_int(v)),
+    "Nodes": lambda b, v: b.set(nodes=_int(v, least=1)),
     "Cores per node": lambda b, v: b.set(cores_per_node=_int(v)),
     "Cores": lambda b, v: b.set(cores=_int(v)),
     "Tasks": lambda b, v: b.set(tasks=_int(v)),

@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.files import ascii_int, is_ascii_digits
 from tuneadvisor.slurm.jobscript.cpu_binding import binding_facts
 from tuneadvisor.slurm.jobscript.launch_mistakes import launch_mistake_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
@@ -186,7 +186,8 @@ def _ranks_per_task(launch: LaunchLine, node_gpus: int) -> int | None:
         count = int(value)
         if spawner.name == "accelerate launch":  # all machines' processes: per node
             machines = options.get("--num_machines", options.get("--num-machines", "1"))
-            return math.ceil(count / int(machines)) if is_ascii_digits(machines) else None
+            per = ascii_int(machines)
+            return math.ceil(count / per) if per else None  # 0 machines: no count at all
         return count
     if _PER_GPU.fullmatch(value) and node_gpus:
         return node_gpus
