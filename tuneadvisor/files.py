@@ -210,6 +210,15 @@ def is_regular_file(path: Path) -> bool:
         return False
 
 
+def is_directory(path: Path) -> bool:
+    """Whether a path given or named is a folder here: a name too long for the system
+    (ENAMETOOLONG, which ``Path.is_dir`` raises) or in a folder we may not read is none."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def path_exists(path: Path, what: str) -> bool:
     """Whether ``path`` exists; a folder we may not look into is one line, not a crash."""
     try:

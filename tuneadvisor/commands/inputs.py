@@ -7,6 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import is_directory
 
 if TYPE_CHECKING:
     from tuneadvisor.session.inputs import Inputs
@@ -130,6 +131,6 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
         raise InputError(None, "--metrics-columns: give the --query-gpu list, e.g. "
                          "timestamp,index,utilization.gpu,memory.used")  # fmt: skip
     for root in inputs.source_roots:
-        if not Path(root).is_dir():
+        if not is_directory(Path(root)):
             raise InputError(root, "--source-root is not a directory")
     return inputs

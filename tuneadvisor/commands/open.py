@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from tuneadvisor.commands.inputs import add_inputs, inputs_of
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import is_regular_file, path_exists
 
 if TYPE_CHECKING:
     from tuneadvisor.session.inputs import Inputs
@@ -84,7 +85,7 @@ def _is_recording(path: str) -> bool:
 
     from tuneadvisor.metrics.recording import sniff
 
-    if not Path(path).is_file():  # (a FIFO would block the read)
+    if not is_regular_file(Path(path)):  # (a FIFO would block the read)
         return False
     try:
         with open(path, "rb") as stream:
@@ -110,5 +111,5 @@ def _check_paths_exist(inputs: Inputs) -> None:
 
     named = (inputs.job, inputs.script, inputs.seff, inputs.sacct, inputs.site)
     for path in (*inputs.profiles, *inputs.metrics, *(p for p in named if p)):
-        if not Path(path).exists():
+        if not path_exists(Path(path), "input"):  # a name too long is one line there
             raise InputError(path, "no such file")

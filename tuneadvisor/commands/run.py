@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
+from tuneadvisor.files import is_regular_file
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -154,7 +155,7 @@ def print_record(console: Console, record: RunRecord) -> None:
             highlight=False,
             soft_wrap=True,
         )
-    profiles = [str(p) for p in record.profile_paths() if p.is_file()]
+    profiles = [str(p) for p in record.profile_paths() if is_regular_file(p)]
     if len(profiles) > 1:
         console.print(
             f"  profiles (one per rank): tuneadvisor report {' '.join(profiles)}",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import read_text_input
+from tuneadvisor.files import is_regular_file, read_text_input
 from tuneadvisor.trainscript.local_imports import LoaderModule, local_module_paths
 from tuneadvisor.trainscript.parsed import parse_script
 from tuneadvisor.trainscript.resolve_names import Elsewhere
@@ -49,7 +49,7 @@ def follow_loader(
         for source, package in level:
             for relative in local_module_paths(parse_script(source), package):
                 path = folder / relative
-                if path in seen or len(seen) >= MAX_MODULES or not path.is_file():
+                if path in seen or len(seen) >= MAX_MODULES or not is_regular_file(path):
                     continue
                 seen.append(path)
                 name = relative.as_posix()

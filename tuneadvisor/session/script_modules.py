@@ -11,7 +11,7 @@ from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import read_text_input
+from tuneadvisor.files import is_regular_file, read_text_input
 from tuneadvisor.trainscript.local_imports import local_module_paths
 from tuneadvisor.trainscript.parsed import ParsedScript, parse_script
 from tuneadvisor.trainscript.program_facts import ProgramIndex, program_facts
@@ -50,7 +50,7 @@ def read_program(script_path: str, first: ParsedScript) -> ProgramFiles:
             for relative in local_module_paths(source, package):
                 name = relative.as_posix()
                 path = folder / relative
-                if name in names or len(names) > MAX_MODULES or not path.is_file():
+                if name in names or len(names) > MAX_MODULES or not is_regular_file(path):
                     continue
                 try:
                     module = parse_script(read_text_input(str(path), "module"))
