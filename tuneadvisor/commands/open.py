@@ -7,7 +7,7 @@ import argparse
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from tuneadvisor.commands.inputs import add_inputs, inputs_of
+from tuneadvisor.commands.inputs import add_inputs, finite, inputs_of
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_regular_file, path_exists
 
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_inputs(parser)
     parser.add_argument(
         "--speed",
-        type=float,
+        type=finite,
         default=10.0,
         metavar="X",
         help="replay speed of a watch recording, times the recorded pace (default 10; "

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of
+from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of, seconds
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
 from tuneadvisor.files import is_regular_file
 
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--submit", action="store_true", help="submit through sbatch instead")
     parser.add_argument(
         "--wait",
-        type=float,
+        type=seconds,
         metavar="S",
         help="with --submit: wait up to S seconds for the job, then record its results",
     )
