@@ -188,6 +188,15 @@ def checked_text(text: str, path: str | os.PathLike[str] | None, what: str) -> s
 def open_append(path: str | os.PathLike[str], what: str) -> IO[str]:
     """A regular file opened to append text (made when missing); a FIFO, a device or a
     folder is refused at once (opening a FIFO to write blocks until someone reads it)."""
+    return os.fdopen(_append_fd(path, what), "a", encoding="utf-8")
+
+
+def open_append_bytes(path: str | os.PathLike[str], what: str) -> BinaryIO:
+    """``open_append`` for bytes, unbuffered (a program's output, written as it comes)."""
+    return os.fdopen(_append_fd(path, what), "ab", buffering=0)
+
+
+def _append_fd(path: str | os.PathLike[str], what: str) -> int:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
     except OSError as exc:
@@ -198,7 +207,7 @@ def open_append(path: str | os.PathLike[str], what: str) -> IO[str]:
         os.close(fd)
         raise InputError(path, f"{what}: not a regular file (a FIFO, a device...)")
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "a", encoding="utf-8")
+    return fd
 
 
 def is_regular_file(path: Path) -> bool:
