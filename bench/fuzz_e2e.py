@@ -212,12 +212,15 @@ def _nodes_zero(data: bytes, rng: random.Random) -> bytes:
     return data[: match.start(2)] + b"0" + data[match.end(2) :]
 
 
-def _deep(rng: random.Random) -> Any:
+_DEEP = "\x00deep\x00"  # where _dumps puts nesting too deep for json.dumps to write
+
+
+def _dumps(doc: Any, rng: random.Random) -> str:
+    """The document as JSON, each deep mark nested 100 to 20,000 deep (as text)."""
     depth = rng.choice((100, 1000, 5000, 20000))
-    value: Any = 1
-    for _ in range(depth):
-        value = [value] if rng.random() < 0.5 else {"a": value}
-    return value
+    opening, closing = ("[" * depth, "]" * depth) if rng.random() < 0.5 else (
+        '{"a": ' * depth, "}" * depth)  # fmt: skip
+    return json.dumps(doc).replace(json.dumps(_DEEP), opening + "1" + closing)
 
 
 def _mutate_doc(doc: Any, rng: random.Random) -> Any:
@@ -241,7 +244,7 @@ def _mutate_doc(doc: Any, rng: random.Random) -> Any:
     node, key = rng.choice(slots)
     pick = rng.randrange(7)
     if pick == 0:
-        node[key] = _deep(rng)
+        node[key] = _DEEP
     elif pick == 1:
         node[key] = int("9" * rng.randint(309, 600))
     elif pick == 2:
@@ -275,7 +278,7 @@ def _blob(data: bytes, rng: random.Random) -> bytes:
     elif pick == 2:
         payload = base64.b64encode(gzip.compress(b"[" * 50_000))
     else:
-        text = json.dumps(_mutate_doc(doc, rng), allow_nan=True)
+        text = _dumps(_mutate_doc(doc, rng), rng)
         payload = base64.b64encode(gzip.compress(text.encode()))
     return data[: match.start(1)] + payload + data[match.end(1) :]
 
@@ -287,10 +290,10 @@ def _json_inside(data: bytes, rng: random.Random) -> bytes:
     if spots and len(spots) < len(lines) - 1:  # JSON Lines
         at = rng.choice(spots)
         with contextlib.suppress(ValueError, RecursionError):
-            lines[at] = json.dumps(_mutate_doc(json.loads(lines[at]), rng)).encode()
+            lines[at] = _dumps(_mutate_doc(json.loads(lines[at]), rng), rng).encode()
         return b"\n".join(lines)
     try:
-        return json.dumps(_mutate_doc(json.loads(data), rng)).encode()
+        return _dumps(_mutate_doc(json.loads(data), rng), rng).encode()
     except (ValueError, RecursionError):
         return _number(data, rng)
 
