@@ -49,6 +49,7 @@ __all__ = [
 INT_MAX = 2**31 - 1
 # Slurm's INFINITE and NO_VAL for 32-bit values, as time_str2secs returns them.
 _INFINITE = 0xFFFFFFFF
+_NO_VAL64 = 0xFFFFFFFFFFFFFFFE
 # Slurm's NO_VAL / INFINITE as 32-bit numbers in JSON output (dbv0.0.38): no value.
 NO_VAL32 = 0xFFFFFFFE
 
@@ -226,7 +227,10 @@ def _gres_count(text: str) -> int | None:
     match = _COUNT.fullmatch(text)
     if match:
         factor = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[match.group(2).lower()]
-        return int(match.group(1)) * factor
+        count = int(match.group(1)) * factor
+        if count >= _NO_VAL64:  # slurm reads counts as 64-bit (strtoull): beyond is an error
+            raise ValueError(f"invalid count {text!r}")
+        return count
     if _NUMERIC_LOOKING.match(text):
         raise ValueError(f"invalid count {text!r}")
     return None
