@@ -96,6 +96,8 @@ TARGETS = (
     E2eTarget("e2e training script", ("training_code/*.py",), "train.py",
               (*_reports("--job", "{D}/job.sbatch", "--script", "{F}"),
                ("apply", "--job", "{D}/job.sbatch", "--script", "{F}", "-o", "{D}/out.sbatch"))),
+    E2eTarget("e2e line_profiler text", ("lprof/*.txt",), "profile.txt",
+              (*_reports("--job", "{D}/job.sbatch", "{F}"),)),
     E2eTarget("e2e run record", (), "run/run.json",
               (("compare", "{D}/run", "{D}/base", "--format", "text"),
                ("compare", "{D}/run", "{D}/base", "--format", "json"))),
