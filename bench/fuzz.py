@@ -295,6 +295,16 @@ def _signature(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {where}"
 
 
+KEEP = os.environ.get("FUZZ_KEEP")  # a folder: each escape's first input is written there
+
+
+def _keep(target: Target, name: str, data: bytes) -> None:
+    """The whole input of an escape, to reproduce it (FUZZ_KEEP=DIR)."""
+    if KEEP:
+        slug = re.sub(r"[^A-Za-z0-9.]+", "-", f"{target.name} {name}")[:120]
+        (Path(KEEP) / slug).write_bytes(data)
+
+
 def _on_alarm(signum: int, frame: object) -> None:
     raise Hang
 
@@ -329,7 +339,9 @@ def _campaign(target: Target, count: int, seed: int, hang_s: float, memory_mib: 
         except Exception as exc:
             name = _signature(exc)
             tally.escapes[name] += 1
-            tally.example.setdefault(name, repr(data[:200]))
+            if name not in tally.example:
+                tally.example[name] = repr(data[:200])
+                _keep(target, name, data)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         tally.slowest_s = max(tally.slowest_s, time.monotonic() - start)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from tuneadvisor.commands.inputs import add_rules_option, seconds
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.numbers import is_ascii_digits
 
 if TYPE_CHECKING:
     from tuneadvisor.watch.live_run import LiveRun

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import psutil
 
-from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, ProcSample, Snapshot
+from tuneadvisor.numbers import is_ascii_digits
 
 
 def cpu_list_text(cpus: Iterable[int]) -> str:

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from tuneadvisor.files import finite_float, is_ascii_digits
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
+from tuneadvisor.numbers import finite_float, is_ascii_digits
 
 # The banner line of the plain `nvidia-smi` table: "| NVIDIA-SMI 550.144.03   Driver ..."
 _PLAIN_TABLE = re.compile(r"\|\s*NVIDIA-SMI \d")

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.metrics.model import GpuSample
 from tuneadvisor.metrics.snapshot import GpuProcess
+from tuneadvisor.numbers import is_ascii_digits
 
 MIB = 1024 * 1024
 

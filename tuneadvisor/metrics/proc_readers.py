@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import psutil
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.numbers import is_ascii_digits
 
 ZOMBIE = "zombie"  # psutil.STATUS_ZOMBIE
 STATES = {  # the state letter of /proc/PID/stat, named as psutil's status() names it

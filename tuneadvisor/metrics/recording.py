@@ -31,9 +31,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
-from tuneadvisor.files import finite_float, finite_int, is_finite_number, open_append
+from tuneadvisor.files import open_append
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
+from tuneadvisor.numbers import finite_float, finite_int, is_finite_number
 
 FORMAT = "tuneadvisor-watch"
 VERSION = 1

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import is_ascii_digits, is_finite_number
+from tuneadvisor.numbers import is_ascii_digits, is_finite_number
 from tuneadvisor.relaunch.compare import Item, scale_points
 from tuneadvisor.relaunch.records import RunRecord
 from tuneadvisor.relaunch.scaling import ScalePoint, steps_per_epoch, world_size

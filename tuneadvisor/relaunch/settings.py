@@ -15,7 +15,8 @@ from typing import Any
 
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import is_ascii_digits, load_json_input
+from tuneadvisor.files import load_json_input
+from tuneadvisor.numbers import is_ascii_digits
 
 # runrecord holds the run record's model (below the session); named here too for
 # relaunch's importers.

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import is_finite_number
+from tuneadvisor.numbers import is_finite_number
 
 
 class JsonFields:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
-from tuneadvisor.files import is_finite_number
+from tuneadvisor.numbers import is_finite_number
 from tuneadvisor.runrecord.json_fields import JsonFields
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TypeGuard
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import is_finite_number, load_json_input
+from tuneadvisor.files import load_json_input
+from tuneadvisor.numbers import is_finite_number
 
 KIND = "tuneadvisor-probe"
 SCHEMA = 1

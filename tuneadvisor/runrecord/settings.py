@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import finite_int
+from tuneadvisor.numbers import finite_int
 
 # knob name (as the advisor's plan.script spells it) -> the training scripts' flag and kind:
 # "int", "str", "bool" (--flag / --no-flag) or "flag" (--flag when true).

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import usage_facts
 from tuneadvisor.advisor.rules import Rule
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.slurm.as_run import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.sacct.gpu import accounting_gpu

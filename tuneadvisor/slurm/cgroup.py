@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.numbers import is_ascii_digits
 
 _JOB = re.compile(r"/job_(\d+)(?:/step_([^/\s]+))?")
 

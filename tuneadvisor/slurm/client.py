@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.slurm.listpids import ListpidsError, StepPid, parse_listpids
 from tuneadvisor.slurm.placement import (
     JobArrayError,

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tuneadvisor.files import finite_float, is_ascii_digits
+from tuneadvisor.numbers import finite_float, is_ascii_digits
 
 __all__ = [
     "SAMPLING_PERIOD_S",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tuneadvisor.files import ascii_int, is_ascii_digits
+from tuneadvisor.numbers import ascii_int, is_ascii_digits
 
 _COLUMNS = ("PID", "JOBID", "STEPID")
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tuneadvisor.files import ascii_int, is_ascii_digits
+from tuneadvisor.numbers import ascii_int, is_ascii_digits
 from tuneadvisor.slurm.states import ACTIVE
 from tuneadvisor.slurm.units import (
     UnitError,

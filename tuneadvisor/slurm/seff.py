@@ -50,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
-from tuneadvisor.files import finite_float, is_ascii_digits
+from tuneadvisor.numbers import finite_float, is_ascii_digits
 from tuneadvisor.slurm import units
 from tuneadvisor.slurm.states import UNFINISHED
 from tuneadvisor.slurm.units import UnitError

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tuneadvisor.files import finite_int, is_ascii_digits
+from tuneadvisor.numbers import finite_int, is_ascii_digits
 from tuneadvisor.slurm.units import UnitError, gpus_in_gres, parse_timelimit
 
 # partition, CPUs per node, memory per node (MiB), generic resources, nodes, time limit

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuneadvisor.files import is_finite_number
+from tuneadvisor.numbers import is_finite_number
 from tuneadvisor.slurm.states import ACTIVE
 from tuneadvisor.slurm.units import NO_VAL32
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from tuneadvisor.files import finite_float
+from tuneadvisor.numbers import finite_float
 
 __all__ = [
     "INT_MAX",

@@ -13,7 +13,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.highlight import highlight
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.numbers import is_ascii_digits
 
 
 def resolve_style(spec: str, variables: Mapping[str, str]) -> Style:

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.metrics.host import HostReading, HostSampler
 from tuneadvisor.metrics.proc_roles import tree_totals
 from tuneadvisor.metrics.snapshot import ProcSample
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.slurm.as_run import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.listpids import StepPid

@@ -25,7 +25,6 @@ from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.advisor.sizing import model_facts
-from tuneadvisor.files import ascii_int
 from tuneadvisor.metrics.affinity import affinity_facts
 from tuneadvisor.metrics.host import HostSampler
 from tuneadvisor.metrics.model import Stats
@@ -33,6 +32,7 @@ from tuneadvisor.metrics.nvml import NvmlSampler
 from tuneadvisor.metrics.recording import RecordingWriter
 from tuneadvisor.metrics.ring import SnapshotStore, to_series
 from tuneadvisor.metrics.snapshot import Snapshot
+from tuneadvisor.numbers import ascii_int
 
 MIB = 1024 * 1024
 

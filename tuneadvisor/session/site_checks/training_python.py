@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuneadvisor.files import is_ascii_digits
 from tuneadvisor.metrics.nvml import NvmlInventory
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.session.site_checks.model import Check
 
 # Runs in the training interpreter: stdlib only, every failure caught and said.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.options import MEMORY_OPTIONS, conflicting_with
 from tuneadvisor.slurm.units import render_memory

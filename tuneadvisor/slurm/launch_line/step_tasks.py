@@ -8,8 +8,9 @@ from __future__ import annotations
 import math
 import re
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.numbers import ascii_int, is_ascii_digits
 from tuneadvisor.slurm.launch_line.model import LaunchLine
+from tuneadvisor.slurm.units import INT_MAX
 
 __all__ = ["srun_tasks_per_node"]
 
@@ -51,4 +52,6 @@ def _count(options: dict[str, str], *names: str) -> int | None:
     value = value.strip("'\"")
     if "-" in value and is_ascii_digits(value.split("-", 1)[0]):  # --nodes=2-4: at least 2
         value = value.split("-", 1)[0]
-    return int(value) if is_ascii_digits(value) and int(value) >= 1 else None
+    count = ascii_int(value)
+    # srun reads its counts as C ints: past INT_MAX is no count (nor arithmetic's to do)
+    return count if count is not None and 1 <= count <= INT_MAX else None

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tuneadvisor.files import finite_float
+from tuneadvisor.numbers import finite_float
 from tuneadvisor.slurm.sacct.records import (
     SacctError,
     SacctJob,

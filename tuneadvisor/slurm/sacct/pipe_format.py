@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Literal, TypeVar
 
-from tuneadvisor.files import finite_float, is_ascii_digits
+from tuneadvisor.numbers import finite_float, is_ascii_digits
 from tuneadvisor.slurm.sacct.records import (
     SacctError,
     SacctJob,

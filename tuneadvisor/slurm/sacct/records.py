@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from tuneadvisor.files import is_ascii_digits
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.slurm.states import ENDED
 
 __all__ = [
