@@ -72,7 +72,7 @@ def _stand_in(tmp_path: Path, children: Path, name: str, then: str) -> Path:
 def _python_line(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    return next(c for c in report["checks"] if c["id"] == "python.interpreter")  # type: ignore[no-any-return]
+    return next(c for c in report["checks"] if c["id"] == "python.interpreter")
 
 
 def test_doctor_timeout_bounds_an_interpreter_whose_child_holds_its_output(

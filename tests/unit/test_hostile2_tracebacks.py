@@ -345,7 +345,8 @@ def test_a_diverged_loss_is_left_out_of_compares_plots(
 def test_watch_times_that_are_not_finite_are_usage_errors(
     option: str, value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status, _, lines = cli(tmp_path, capsys, "watch", "--headless", f"{option}={value}", "--", "true")
+    argv = ("watch", "--headless", f"{option}={value}", "--", "true")
+    status, _, lines = cli(tmp_path, capsys, *argv)
     one_line(status, lines, f"argument {option}", f"'{value}'", "finite")
 
 
