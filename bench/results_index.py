@@ -56,7 +56,7 @@ PARTS = (
     ),
     Part(
         "fuzz",
-        "hostile-input campaign per parser (issue 13)",
+        "hostile-input campaign, per parser and end to end (issues 13, 23)",
         ".venv/bin/python bench/fuzz.py --inputs 3000 --seed 13 --record",
     ),
     Part(

@@ -28,7 +28,8 @@ def is_ascii_digits(text: str) -> bool:
 def ascii_int(text: str) -> int | None:
     """The whole number ``text`` holds in ASCII digits, up to ``MAX_NUMBER``; else None (a
     count a reader takes as unknown when it is not one)."""
-    if _ASCII_DIGITS.fullmatch(text) is None or len(text) > 31:
+    # more than 31 significant digits is past MAX_NUMBER (and int() refuses 4,300)
+    if _ASCII_DIGITS.fullmatch(text) is None or len(text.lstrip("0")) > 31:
         return None
     number = int(text)
     return number if number <= MAX_NUMBER else None
