@@ -12,7 +12,7 @@ runs in its own forked process with its address space bounded, every input under
 - a *memory peak* is an input that leaves the process's peak RSS above --memory-mib (or
   that runs out of the bounded address space).
 
-    .venv/bin/python bench/fuzz.py --inputs 3000 --e2e-inputs 300 --seed 13 [--record]
+    .venv/bin/python bench/fuzz.py --inputs 3000 --e2e-inputs 1000 --seed 23 [--record]
 
 The end-to-end targets (``e2e ...``) write each mutated input to a folder and run `report`
 in every format, `apply` and `compare` on it in the campaign's process: an escape there is
@@ -77,7 +77,7 @@ BEFORE_ISSUE_23 = (
     "Before issue 23's fixes (the tree at 4caafc7 with this harness), `--inputs 0 "
     "--e2e-inputs 40 --seed 1` found 8 escapes in 320 inputs: ZeroDivisionError (seff "
     "`Nodes: 0`), OverflowError (seff durations, recordings, compare's scaling), ValueError "
-    "(sacct --json NaN, compare's plots of a NaN loss); the property test "
+    "(sacct --json, compare's plots of a NaN loss); the property test "
     "(tests/unit/test_hostile2_properties.py) found `#SBATCH --nodes=0` (ZeroDivisionError) "
     "and a `--gpus` count of 309 digits (OverflowError) and this campaign a torchrun "
     "`--nproc_per_node` of 75 digits (OverflowError in the plan), each fixed where it arose."
