@@ -1,4 +1,5 @@
-"""A fuzzing campaign against every parser and the rule loader (issue 13), on demand.
+"""A fuzzing campaign against every parser and the rule loader (issue 13), and end to end
+through the command line (issue 23, ``bench/fuzz_e2e.py``), on demand.
 
 Each parser gets mutations of the project's real fixtures (bytes flipped, cut, doubled,
 spliced) and structure-aware hostile inserts (nesting thousands deep, numbers of thousands
@@ -11,7 +12,12 @@ runs in its own forked process with its address space bounded, every input under
 - a *memory peak* is an input that leaves the process's peak RSS above --memory-mib (or
   that runs out of the bounded address space).
 
-    .venv/bin/python bench/fuzz.py --inputs 3000 --seed 13 [--record]
+    .venv/bin/python bench/fuzz.py --inputs 3000 --e2e-inputs 1000 --seed 23 [--record]
+
+The end-to-end targets (``e2e ...``) write each mutated input to a folder and run `report`
+in every format, `apply` and `compare` on it in the campaign's process: an escape there is
+a traceback out of ``cli.main``, an exit status other than 0 or 2, or exit 2 with more than
+one line on stderr. Their timer is --hang-s per command.
 
 With --record it replaces its own section of bench/RESULTS.md (between the fuzz markers).
 """
@@ -63,7 +69,20 @@ from tuneadvisor.slurm.sinfo import SinfoError, parse_sinfo  # noqa: E402
 from tuneadvisor.slurm.squeue import SqueueError, parse_squeue_json  # noqa: E402
 from tuneadvisor.trainscript.scan import scan_script  # noqa: E402
 
+sys.path.insert(0, str(REPO / "bench"))
+import fuzz_e2e  # noqa: E402
+
 RESULTS = REPO / "bench" / "RESULTS.md"
+# What the end-to-end targets found before issue 23's fixes (the harness run on that tree).
+BEFORE_ISSUE_23 = (
+    "Before issue 23's fixes (the tree at 4caafc7 with this harness), `--inputs 0 "
+    "--e2e-inputs 40 --seed 1` found 8 escapes in 320 inputs: ZeroDivisionError (seff "
+    "`Nodes: 0`), OverflowError (seff durations, recordings, compare's scaling), ValueError "
+    "(sacct --json, compare's plots of a NaN loss); the property test "
+    "(tests/unit/test_hostile2_properties.py) found `#SBATCH --nodes=0` (ZeroDivisionError) "
+    "and a `--gpus` count of 309 digits (OverflowError) and this campaign a torchrun "
+    "`--nproc_per_node` of 75 digits (OverflowError in the plan), each fixed where it arose."
+)
 BEGIN = "<!-- fuzz:begin -->"
 END = "<!-- fuzz:end -->"
 FIX = REPO / "tests" / "fixtures"
@@ -80,6 +99,7 @@ class Target:
     seeds: tuple[str, ...]  # globs under tests/fixtures (or the repo)
     parse: Callable[[bytes], object]
     own: tuple[type[BaseException], ...]  # the parser's own error types: not escapes
+    e2e: fuzz_e2e.E2eTarget | None = None  # through the command line, its mutations
 
 
 def _text(parse: Callable[[str], object]) -> Callable[[bytes], object]:
@@ -150,6 +170,14 @@ TARGETS = (
     *bound_targets(Target),
 )  # fmt: skip
 
+
+def _e2e_target(e2e: fuzz_e2e.E2eTarget) -> Target:
+    run = lambda data: fuzz_e2e.run_commands(e2e, data)  # noqa: E731
+    return Target(e2e.name, e2e.seeds, run, (fuzz_e2e.Refused,), e2e)
+
+
+E2E_TARGETS = tuple(_e2e_target(t) for t in fuzz_e2e.TARGETS)
+
 EXPRESSION_SEEDS = (
     b"profile.loader_share >= 0.1",
     b"max(4, job.cpus_per_task * 2) - (0 if profile.loader_share >= 0.5 else 1)",
@@ -184,6 +212,8 @@ def _run_record_seed() -> bytes:
 
 
 def _seeds(target: Target) -> list[bytes]:
+    if target.e2e is not None:
+        return fuzz_e2e.seeds(target.e2e)
     if target.name == "rule expression":
         return list(EXPRESSION_SEEDS)
     if target.name == "run record":
@@ -274,9 +304,21 @@ class Tally:
 
 
 def _signature(exc: BaseException) -> str:
+    if isinstance(exc, fuzz_e2e.Escape):
+        return f"Escape: {exc}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "tuneadvisor" in f.filename]
     where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "?"
     return f"{type(exc).__name__} at {where}"
+
+
+KEEP = os.environ.get("FUZZ_KEEP")  # a folder: each escape's first input is written there
+
+
+def _keep(target: Target, name: str, data: bytes) -> None:
+    """The whole input of an escape, to reproduce it (FUZZ_KEEP=DIR)."""
+    if KEEP:
+        slug = re.sub(r"[^A-Za-z0-9.]+", "-", f"{target.name} {name}")[:120]
+        (Path(KEEP) / slug).write_bytes(data)
 
 
 def _on_alarm(signum: int, frame: object) -> None:
@@ -291,7 +333,11 @@ def _campaign(target: Target, count: int, seed: int, hang_s: float, memory_mib: 
     signal.signal(signal.SIGALRM, _on_alarm)
     rng = random.Random(f"{seed}:{target.name}")
     tally = Tally()
-    source = mutations(_seeds(target), rng)
+    if target.e2e is not None:
+        source = fuzz_e2e.mutations(_seeds(target), rng, mutations)
+        hang_s *= len(target.e2e.commands)  # the timer is per command
+    else:
+        source = mutations(_seeds(target), rng)
     for data in (next(source) for _ in range(count)):
         tally.inputs += 1
         start = time.monotonic()
@@ -309,7 +355,9 @@ def _campaign(target: Target, count: int, seed: int, hang_s: float, memory_mib: 
         except Exception as exc:
             name = _signature(exc)
             tally.escapes[name] += 1
-            tally.example.setdefault(name, repr(data[:200]))
+            if name not in tally.example:
+                tally.example[name] = repr(data[:200])
+                _keep(target, name, data)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         tally.slowest_s = max(tally.slowest_s, time.monotonic() - start)
@@ -340,6 +388,8 @@ def run_target(target: Target, count: int, seed: int, hang_s: float, memory_mib:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inputs", type=int, default=2000, help="inputs per parser")
+    parser.add_argument("--e2e-inputs", type=int, default=300,
+                        help="inputs per end-to-end target (0: none)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--hang-s", type=float, default=5.0)
     parser.add_argument("--memory-mib", type=int, default=500)
@@ -349,10 +399,13 @@ def main() -> int:
     load0 = os.getloadavg()[0]
     t0 = time.monotonic()
     rows: list[tuple[str, Tally]] = []
-    for target in TARGETS:
+    for target in (*TARGETS, *E2E_TARGETS):
         if args.only and target.name != args.only:
             continue
-        tally = run_target(target, args.inputs, args.seed, args.hang_s, args.memory_mib)
+        count = args.e2e_inputs if target.e2e is not None else args.inputs
+        if not count:
+            continue
+        tally = run_target(target, count, args.seed, args.hang_s, args.memory_mib)
         rows.append((target.name, tally))
         escapes = sum(tally.escapes.values())
         print(f"{target.name:22} {tally.inputs:6} inputs  own errors {tally.own_errors:6}  "
@@ -373,19 +426,29 @@ def _record_results(
     load1: float,
 ) -> None:  # fmt: skip
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
-    command = f".venv/bin/python bench/fuzz.py --inputs {args.inputs} --seed {args.seed} --record"
+    command = (f".venv/bin/python bench/fuzz.py --inputs {args.inputs} --e2e-inputs "
+               f"{args.e2e_inputs} --seed {args.seed} --record")  # fmt: skip
     lines = [
         BEGIN,
-        "## Hostile input campaign (issue 13)",
+        "## Hostile input campaign (issues 13 and 23)",
         "",
         f"Recorded {when} UTC by `{command}` in {took:.0f} s (1-minute load average "
         f"{load0:.2f} at the start, {load1:.2f} at the end, on {os.cpu_count()} CPUs). "
-        f"Each parser ran in its own process, every input under a {args.hang_s:.0f} s timer, "
+        f"Each target ran in its own process, every input under a {args.hang_s:.0f} s timer "
+        "(per command for the end-to-end ones), "
         f"the address space capped at {args.memory_mib} MiB + 1 GiB and peak RSS held to "
-        f"{args.memory_mib} MiB; an "
-        "escape is an exception other than the parser's own error types.",
+        f"{args.memory_mib} MiB. For a parser an "
+        "escape is an exception other than its own error types; for an `e2e` target (the "
+        "input through `report` in text, markdown and JSON, `apply` or `compare`, in "
+        "`cli.main`: bench/fuzz_e2e.py) a traceback, an exit status other than 0 or 2, or "
+        "exit 2 with more than one line, and *own errors* counts the inputs refused with one "
+        "line and exit 2. The end-to-end inputs mix the byte-level mutations with issue 23's "
+        "classes: numbers of 309-999 digits, `1e999`, `Infinity` and `NaN`; Unicode digits; "
+        "jobstats' gzip+base64 summary decoded, mutated (nesting up to 20,000 deep, huge "
+        "numbers, Unicode-digit keys) and encoded again; control characters; names of up to "
+        "5,000 characters; 2,000 prefix words on a launch line; `--nodes=0`.",
         "",
-        "| parser | inputs | own errors | escapes | hangs | memory over "
+        "| target | inputs | own errors | escapes | hangs | memory over "
         f"{args.memory_mib} MiB | slowest input | peak RSS |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -398,7 +461,7 @@ def _record_results(
     escapes = Counter[str]()
     for _, t in rows:
         escapes.update(t.escapes)
-    lines += ["", f"{total:,} inputs in all."]
+    lines += ["", f"{total:,} inputs in all.", "", BEFORE_ISSUE_23]
     if escapes:
         lines.append("Escapes by signature: " + "; ".join(f"{n} x {s}" for s, n in escapes.items()))
     lines.append(END)

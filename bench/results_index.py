@@ -61,8 +61,8 @@ PARTS = (
     ),
     Part(
         "fuzz",
-        "hostile-input campaign per parser (issue 13)",
-        ".venv/bin/python bench/fuzz.py --inputs 3000 --seed 13 --record",
+        "hostile-input campaign, per parser and end to end (issues 13, 23)",
+        ".venv/bin/python bench/fuzz.py --inputs 3000 --e2e-inputs 1000 --seed 23 --record",
     ),
     Part(
         "fuzz-bounds",

@@ -187,6 +187,15 @@ def checked_text(text: str, path: str | os.PathLike[str] | None, what: str) -> s
 def open_append(path: str | os.PathLike[str], what: str) -> IO[str]:
     """A regular file opened to append text (made when missing); a FIFO, a device or a
     folder is refused at once (opening a FIFO to write blocks until someone reads it)."""
+    return os.fdopen(_append_fd(path, what), "a", encoding="utf-8")
+
+
+def open_append_bytes(path: str | os.PathLike[str], what: str) -> BinaryIO:
+    """``open_append`` for bytes, unbuffered (a program's output, written as it comes)."""
+    return os.fdopen(_append_fd(path, what), "ab", buffering=0)
+
+
+def _append_fd(path: str | os.PathLike[str], what: str) -> int:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
     except OSError as exc:
@@ -197,7 +206,7 @@ def open_append(path: str | os.PathLike[str], what: str) -> IO[str]:
         os.close(fd)
         raise InputError(path, f"{what}: not a regular file (a FIFO, a device...)")
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "a", encoding="utf-8")
+    return fd
 
 
 def is_regular_file(path: Path) -> bool:
@@ -205,6 +214,15 @@ def is_regular_file(path: Path) -> bool:
     a name too long for the system or in a folder we may not read is simply not one."""
     try:
         return path.is_file()
+    except OSError:
+        return False
+
+
+def is_directory(path: Path) -> bool:
+    """Whether a path given or named is a folder here: a name too long for the system
+    (ENAMETOOLONG, which ``Path.is_dir`` raises) or in a folder we may not read is none."""
+    try:
+        return path.is_dir()
     except OSError:
         return False
 

@@ -126,6 +126,7 @@ LEAN_REPORT = {
     "tuneadvisor.cli",
     "tuneadvisor.errors",
     "tuneadvisor.files",
+    "tuneadvisor.numbers",  # slurm.units' finite numbers (a few lines, no imports)
     "tuneadvisor.commands",
     "tuneadvisor.commands.inputs",
     "tuneadvisor.commands.report",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from tuneadvisor.commands.inputs import seconds
 from tuneadvisor.errors import InputError
 
 HELP = "what tuneadvisor can see on this node: GPUs, Slurm, kernprof, torch"
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=30.0,
         metavar="S",
         help="longest wait for any one command it runs (default: 30)",

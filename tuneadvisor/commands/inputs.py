@@ -4,13 +4,41 @@ they make (argparse only here: building the parser stays fast)."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import is_directory
 
 if TYPE_CHECKING:
     from tuneadvisor.session.inputs import Inputs
+
+
+# The longest time any option in seconds takes (about three years): beyond it, what is
+# counted from it (rounds in a --window, a deadline) leaves the range of a C integer.
+MAX_SECONDS = 1e8
+
+
+def seconds(text: str) -> float:
+    """An argparse type for a time in seconds: a finite number up to ``MAX_SECONDS``
+    (``float`` alone takes ``nan``, ``inf`` and ``1e400``; each ended in a traceback)."""
+    return _finite(text, "seconds", MAX_SECONDS)
+
+
+def finite(text: str) -> float:
+    """An argparse type for a finite number (a speed, a percentage)."""
+    return _finite(text, "a number", 1e30)
+
+
+def _finite(text: str, what: str, most: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or abs(value) > most:
+        raise argparse.ArgumentTypeError(f"{text!r}: {what} are a finite number up to {most:g}")
+    return value
 
 
 def add_rules_option(parser: argparse.ArgumentParser) -> None:
@@ -134,7 +162,7 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
         raise InputError(None, "--metrics-columns: give the --query-gpu list, e.g. "
                          "timestamp,index,utilization.gpu,memory.used")  # fmt: skip
     for root in inputs.source_roots:
-        if not Path(root).is_dir():
+        if not is_directory(Path(root)):
             raise InputError(root, "--source-root is not a directory")
     return inputs
 

@@ -8,8 +8,9 @@ import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from tuneadvisor.commands.inputs import add_inputs, inputs_of
+from tuneadvisor.commands.inputs import add_inputs, finite, inputs_of
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import is_regular_file, path_exists
 
 if TYPE_CHECKING:
     from tuneadvisor.session.inputs import Inputs
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_inputs(parser)
     parser.add_argument(
         "--speed",
-        type=float,
+        type=finite,
         default=10.0,
         metavar="X",
         help="replay speed of a watch recording, times the recorded pace (default 10; "
@@ -96,7 +97,7 @@ def _is_recording(path: str) -> bool:
 
     from tuneadvisor.metrics.recording import sniff
 
-    if not Path(path).is_file():  # (a FIFO would block the read)
+    if not is_regular_file(Path(path)):  # (a FIFO would block the read)
         return False
     try:
         with open(path, "rb") as stream:
@@ -126,7 +127,7 @@ def _check_paths_exist(inputs: Inputs) -> None:
 
     named = (inputs.job, inputs.script, inputs.seff, inputs.sacct, inputs.site)
     for path in (*inputs.profiles, *inputs.traces, *inputs.metrics, *(p for p in named if p)):
-        if not Path(path).exists():
+        if not path_exists(Path(path), "input"):  # a name too long is one line there
             raise InputError(path, "no such file")
     for path in inputs.profiles:  # a job script given as the profile: said before the screen
         if Path(path).is_file() and looks_like_job_script(_head(path)):

@@ -11,8 +11,9 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of
+from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of, seconds
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
+from tuneadvisor.files import is_regular_file
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -60,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--submit", action="store_true", help="submit through sbatch instead")
     parser.add_argument(
         "--wait",
-        type=float,
+        type=seconds,
         metavar="S",
         help="with --submit: wait up to S seconds for the job, then record its results",
     )
@@ -161,7 +162,7 @@ def print_record(console: Console, record: RunRecord) -> None:
             highlight=False,
             soft_wrap=True,
         )
-    profiles = [str(p) for p in record.profile_paths() if p.is_file()]
+    profiles = [str(p) for p in record.profile_paths() if is_regular_file(p)]
     if len(profiles) > 1:
         console.print(
             f"  profiles (one per rank): tuneadvisor report {' '.join(profiles)}",

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tuneadvisor.commands.inputs import finite, seconds
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
 from tuneadvisor.errors import InputError
 
@@ -24,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(parser)
     tune = parser.add_argument_group("trials")
     tune.add_argument(
-        "--budget", type=float, default=300.0, metavar="S", help="time budget (default: 300 s)"
+        "--budget", type=seconds, default=300.0, metavar="S", help="time budget (default: 300 s)"
     )
     tune.add_argument(
         "--steps", type=int, default=10, metavar="N", help="measured steps per trial (default: 10)"
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "steps after the warm-up, and no setting has a spread over repeats)",
     )  # fmt: skip
     tune.add_argument(
-        "--min-gain", type=float, default=5.0, metavar="PCT",
+        "--min-gain", type=finite, default=5.0, metavar="PCT",
         help="a change is kept only if it gains this much and more than the measured spread "
         "(default: 5 %%)",
     )  # fmt: skip

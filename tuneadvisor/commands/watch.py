@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from tuneadvisor.commands.inputs import add_rules_option
+from tuneadvisor.commands.inputs import add_rules_option, seconds
 from tuneadvisor.errors import InputError
+from tuneadvisor.numbers import is_ascii_digits
 
 if TYPE_CHECKING:
     from tuneadvisor.watch.live_run import LiveRun
@@ -28,7 +29,7 @@ MIN_INTERVAL_S = 0.1
 
 def _pid(text: str) -> int:
     """A process id: 1..PID_MAX (a 20-digit number would overflow the C calls)."""
-    if not (text.isascii() and text.isdigit() and len(text) <= 7 and 0 < int(text) <= PID_MAX):
+    if not (is_ascii_digits(text) and len(text) <= 7 and 0 < int(text) <= PID_MAX):
         raise argparse.ArgumentTypeError(f"not a process id (1..{PID_MAX}): {text[:40]!r}")
     return int(text)
 
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     nodes.add_argument("--all-nodes", action="store_true",
                        help="with --job: a sampler on every node of the job through srun "
                        "--overlap, even when it runs on this node alone")  # fmt: skip
-    parser.add_argument("--interval", type=float, default=1.0, metavar="S",
+    parser.add_argument("--interval", type=seconds, default=1.0, metavar="S",
                         help="seconds between samples (default 1, at least 0.1)")  # fmt: skip
     parser.add_argument("--record", metavar="FILE",
                         help="append every sample to FILE (JSON Lines; read it with "
@@ -60,10 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
     # NODE:PID of the watch that started this node's sampler: not one of the job's processes
     parser.add_argument("--watcher", help=argparse.SUPPRESS)
-    parser.add_argument("--duration", type=float, metavar="S",
+    parser.add_argument("--duration", type=seconds, metavar="S",
                         help="stop after S seconds (default: when the watched "
                         "processes end)")  # fmt: skip
-    parser.add_argument("--window", type=float, default=60.0, metavar="S",
+    parser.add_argument("--window", type=seconds, default=60.0, metavar="S",
                         help="evidence window of the live findings (default 60 s)")  # fmt: skip
     parser.add_argument("--gpus", metavar="LIST",
                         help="GPUs to sample: indices or UUIDs (default: the target's "
@@ -122,7 +123,7 @@ def _check_target(args: argparse.Namespace) -> None:
         raise InputError(None, f"watch: {flag} goes with --job JOBID")
     if args.log and not args.watch_command:
         raise InputError(None, "watch: --log FILE goes with -- COMMAND (a job has its own)")
-    if args.job and not args.job.replace("_", "").isdigit():
+    if args.job and not is_ascii_digits(args.job.replace("_", "")):
         raise InputError(None, f"--job {args.job}: not a Slurm job id")
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import psutil
 
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, ProcSample, Snapshot
+from tuneadvisor.numbers import is_ascii_digits
 
 
 def cpu_list_text(cpus: Iterable[int]) -> str:
@@ -40,7 +41,7 @@ def cpu_list(text: str) -> frozenset[int]:
     cpus: set[int] = set()
     for part in text.split(","):
         low, _, high = part.strip().partition("-")
-        if not low.isdigit() or (high and not high.isdigit()):
+        if not is_ascii_digits(low) or (high and not is_ascii_digits(high)):
             continue
         first, last = int(low), int(high or low)
         if last - first > 65536:  # no machine has that many: a crafted range

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
+from tuneadvisor.numbers import finite_float, is_ascii_digits
 
 # The banner line of the plain `nvidia-smi` table: "| NVIDIA-SMI 550.144.03   Driver ..."
 _PLAIN_TABLE = re.compile(r"\|\s*NVIDIA-SMI \d")
@@ -151,7 +152,7 @@ class _Reader:
         """A line of words where rows have several values (rows start with a timestamp,
         an index or a number; a cut row still does)."""
         single_column = self.columns is not None and len(self.columns) == 1
-        return len(fields) == 1 and not single_column and not fields[0][:1].isdigit()
+        return len(fields) == 1 and not single_column and not is_ascii_digits(fields[0][:1])
 
     def _header(self, number: int, fields: Sequence[str]) -> None:
         self.headers += 1
@@ -301,7 +302,7 @@ def parse_value(raw: str, unit: str, column: str = "value") -> float | None:
     number, found = match.groups()
     if found and found != unit:
         raise ValueError(f"{column}: unit {found!r} where nvidia-smi writes {unit!r}")
-    return float(number)
+    return finite_float(number, f"{column}: {number[:20]}")
 
 
 def parse_timestamp(raw: str) -> float | None:
@@ -320,7 +321,7 @@ def parse_timestamp(raw: str) -> float | None:
 def _parse_index(raw: str) -> int | None:
     if _missing(raw):
         return None
-    if not raw.strip().isdigit():
+    if not is_ascii_digits(raw.strip()):
         raise ValueError(f"index: {raw.strip()!r} is not a GPU index")
     return int(raw)
 

@@ -42,6 +42,7 @@ from typing import Any
 from tuneadvisor.metrics import gpm
 from tuneadvisor.metrics.model import GpuSample
 from tuneadvisor.metrics.snapshot import GpuProcess
+from tuneadvisor.numbers import is_ascii_digits
 
 MIB = 1024 * 1024
 
@@ -119,7 +120,7 @@ def token_matches(token: str, index: int, uuid: str | None, mig_parent: str | No
     """Whether one ``CUDA_VISIBLE_DEVICES`` token names this device: an index names a whole
     GPU (never a MIG instance), a UUID or its prefix names a GPU, a MIG instance, or every
     instance of the GPU it names."""
-    if token.isdigit():
+    if is_ascii_digits(token):
         return mig_parent is None and int(token) == index
     return any(u and u.startswith(token) for u in (uuid, mig_parent))
 

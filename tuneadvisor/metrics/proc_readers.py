@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import psutil
 
+from tuneadvisor.numbers import is_ascii_digits
+
 ZOMBIE = "zombie"  # psutil.STATUS_ZOMBIE
 STATES = {  # the state letter of /proc/PID/stat, named as psutil's status() names it
     "R": "running",
@@ -127,7 +129,7 @@ def proc_io(pid: int) -> tuple[int, int] | None:
 
 
 def proc_pids() -> set[int]:
-    return {int(name) for name in os.listdir("/proc") if name.isdigit()}
+    return {int(name) for name in os.listdir("/proc") if is_ascii_digits(name)}
 
 
 def proc_last_pid() -> int | None:

@@ -40,6 +40,7 @@ from typing import IO, Any
 from tuneadvisor.files import open_append
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
+from tuneadvisor.numbers import finite_float, finite_int, is_finite_number
 
 FORMAT = "tuneadvisor-watch"
 VERSION = 1
@@ -155,6 +156,8 @@ class RecordingHeader:
             value = obj.get(key)
             if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
                 raise RecordingError(f"header {key} is {value!r}, not {want}")
+            if isinstance(value, int | float) and not is_finite_number(value):
+                raise RecordingError(f"header {key} is {value!r}, not a finite number")
             return value
 
         nodes = get("nodes", list, "a list of node names")
@@ -271,6 +274,10 @@ def _build(cls: type[Any], data: Mapping[str, Any], **extra: Any) -> Any:
             value = tuple(value) if isinstance(value, list) else value
             if not _fits(value, hints[key]):
                 raise TypeError(f"{key}: {type(value).__name__} where {hints[key]} belongs")
+            if not all(
+                is_finite_number(v) for v in _numbers(value)
+            ):  # arithmetic must not overflow
+                raise ValueError(f"{key}: {str(value)[:40]} is not a finite number below 1e30")
             args[key] = value
     return cls(**args, **extra)
 
@@ -294,10 +301,10 @@ def _fits(value: object, hint: Any) -> bool:
         return any(_fits(value, arg) for arg in typing.get_args(hint))
     if hint is type(None):
         return value is None
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint in (int, str, bool):
-        return isinstance(value, hint) and (hint is bool or not isinstance(value, bool))
+    if hint in (int, float):
+        return isinstance(value, hint | int) and not isinstance(value, bool)
+    if hint in (str, bool):
+        return isinstance(value, hint)
     if origin is tuple:
         args = typing.get_args(hint)
         if not isinstance(value, tuple):
@@ -306,6 +313,21 @@ def _fits(value: object, hint: Any) -> bool:
             return all(_fits(item, args[0]) for item in value)
         return len(args) == len(value) and all(map(_fits, value, args))
     return True
+
+
+def _numbers(value: object) -> Iterator[int | float]:
+    """The numbers of a field's value (a number, or a tuple of them)."""
+    for item in value if isinstance(value, tuple) else (value,):
+        if isinstance(item, int | float) and not isinstance(item, bool):
+            yield item
+
+
+def _optional_number(value: object, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what}: {type(value).__name__} where a number belongs")
+    return finite_float(value, what)
 
 
 def _rows(text: str) -> Iterator[tuple[int, str, bool]]:
@@ -345,7 +367,7 @@ def parse_recording(text: str) -> Recording:
             static = {}
             continue
         try:
-            t = float(obj["t"]) + offset
+            t = finite_float(obj["t"], "t") + offset
             snaps.append(_snapshot(obj, t, static))
         except RoundTooLarge as exc:  # crafted, not cut short: refused wherever it is
             raise RecordingError(f"line {number}: {exc}") from None
@@ -376,7 +398,7 @@ class RowReader:
             self.header, self._static = RecordingHeader.from_json(obj), {}
             return None
         try:
-            return _snapshot(obj, float(obj["t"]), self._static)
+            return _snapshot(obj, finite_float(obj["t"], "t"), self._static)
         except RoundTooLarge as exc:
             raise RecordingError(str(exc)) from None
         except (KeyError, TypeError, ValueError) as exc:
@@ -425,7 +447,9 @@ def _snapshot(obj: Mapping[str, Any], t: float, static: _Static) -> Snapshot:
     host = _build(HostSample, obj["host"], t=t) if "host" in obj else None
     procs = []
     for entry in obj.get("procs", ()):
-        key = (entry.get("node"), int(entry["pid"]))
+        if not isinstance(entry, Mapping):
+            raise TypeError(f"procs: {type(entry).__name__} where an object belongs")
+        key = (entry.get("node"), finite_int(entry["pid"], "pid"))
         if any(k in entry for k in _PROC_STATIC):
             static[key] = {k: entry[k] for k in _PROC_STATIC if k in entry}
         procs.append(_build(ProcSample, {**static.get(key, {}), **entry}))
@@ -436,6 +460,6 @@ def _snapshot(obj: Mapping[str, Any], t: float, static: _Static) -> Snapshot:
         host=host,
         procs=tuple(procs),
         no_data=tuple(obj.get("no_data", ())),
-        sampler_cpu_pct=obj.get("sampler_cpu_pct"),
+        sampler_cpu_pct=_optional_number(obj.get("sampler_cpu_pct"), "sampler_cpu_pct"),
         mark=obj.get("mark"),
     )

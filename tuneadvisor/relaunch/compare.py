@@ -12,6 +12,7 @@ from rich.table import Table
 
 from tuneadvisor.advisor.prediction import Span
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import is_directory, is_regular_file
 from tuneadvisor.relaunch.predicted import Check, Measure, check
 from tuneadvisor.relaunch.records import RECORD_NAME, RunRecord, read_record
 from tuneadvisor.relaunch.scaling import ScalePoint, scaling
@@ -49,20 +50,20 @@ def _kinds_of(paths: Sequence[Path]) -> dict[str, float]:
 
 def load_item(path_text: str) -> Item:
     path = Path(path_text)
-    if path.is_dir() or path.name == RECORD_NAME:
+    if is_directory(path) or path.name == RECORD_NAME:
         run = read_record(path)
         kinds: dict[str, float] = {}
-        profiles = [p for p in run.profile_paths() if p.is_file()]
+        profiles = [p for p in run.profile_paths() if is_regular_file(p)]
         if profiles:
             kinds = _kinds_of(profiles)
         # the recordings themselves where they are (a submitted job writes its own later),
         # else what the run recorded from them
-        recordings = [p for p in run.metrics_paths() if p.is_file()]
+        recordings = [p for p in run.metrics_paths() if is_regular_file(p)]
         metrics = read_usage(recordings) if recordings else dict(run.sampled)
         return Item(run.display_label, str(path), run, kinds, metrics, check(run, metrics))
     if path.suffix == ".lprof" or path.suffix == ".txt":
         return Item(path.stem, str(path), kinds=_kinds_of([path]))
-    if path.is_file():
+    if is_regular_file(path):
         return Item(path.stem, str(path), metrics=read_usage([path]))
     raise InputError(path, "no such run, profile or recording")
 

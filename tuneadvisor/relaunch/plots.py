@@ -8,13 +8,15 @@ terminal command that does not need it)."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.numbers import is_ascii_digits, is_finite_number
 from tuneadvisor.relaunch.compare import Item, scale_points
 from tuneadvisor.relaunch.records import RunRecord
 from tuneadvisor.relaunch.scaling import ScalePoint, steps_per_epoch, world_size
@@ -48,8 +50,8 @@ def _loss_points(run: RunRecord) -> list[tuple[float, float]]:
     points = [
         (s.step / per_epoch, float(s.event["loss"]))
         for s in run.steps
-        if per_epoch and s.step >= 1 and isinstance(s.event.get("loss"), int | float)
-    ]
+        if per_epoch and s.step >= 1 and is_finite_number(s.event.get("loss"))
+    ]  # a diverged step's NaN or infinite loss is no point to draw
     if points:
         return points
     return [
@@ -147,6 +149,25 @@ def _against(items: Sequence[tuple[str, RunRecord]], attr: str, name: str) -> Pa
 
 def panels(items: Sequence[Item]) -> list[Panel]:
     """What to draw, from whatever the items have (a panel without data is left out)."""
+    return [_drawable(p) for p in _panels(items)]
+
+
+def _drawable(panel: Panel) -> Panel:
+    """The panel without points that are NaN or infinite (neither plotext nor matplotlib
+    can place them: a run's figures are finite, but what is computed from them may not be)."""
+    series = []
+    for s in panel.series:
+        if panel.kind == "line":
+            kept = [(x, y) for x, y in zip(s.x, s.y, strict=False) if math.isfinite(x + y)]
+            series.append(replace(s, x=[x for x, _ in kept], y=[y for _, y in kept]))
+        else:  # a bar or a box per run: a missing value is 0 (a bar) or left out (a box)
+            ys = [y if math.isfinite(y) else 0.0 for y in s.y] if panel.kind == "bars" else s.y
+            series.append(replace(s, y=[y for y in ys if math.isfinite(y)]))
+    notes = [(x, y, t) for x, y, t in panel.notes if math.isfinite(x + y)]
+    return replace(panel, series=series, notes=notes)
+
+
+def _panels(items: Sequence[Item]) -> list[Panel]:
     runs = [(i.label, i.run) for i in items if i.run is not None]
     out = _per_epoch(runs)
     bars = _throughput_bars(runs)
@@ -298,7 +319,7 @@ def write_plot_file(items: Sequence[Item], path: Path) -> Path:
         raise InputError(
             path, "writing plot files needs matplotlib: pip install 'tuneadvisor[plot]'"
         ) from None
-    version = tuple(int(p) for p in matplotlib.__version__.split(".")[:2] if p.isdigit())
+    version = tuple(int(p) for p in matplotlib.__version__.split(".")[:2] if is_ascii_digits(p))
     cols = min(2, len(drawn))
     rows = (len(drawn) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(6.8 * cols, 4.4 * rows), squeeze=False)

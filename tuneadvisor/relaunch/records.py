@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import write_atomic
+from tuneadvisor.files import is_directory, is_regular_file, write_atomic
 
 # The model and its reader are runrecord's (below the session, which reads the record beside
 # a profile); named here too, where relaunch's modules have always imported them from.
@@ -45,9 +45,9 @@ def write_record(run_dir: Path, record: RunRecord) -> RunRecord:
 def list_runs(folder: Path) -> list[RunRecord]:
     """Every readable run under ``folder``, oldest first."""
     found: list[RunRecord] = []
-    if folder.is_dir():
+    if is_directory(folder):
         for sub in sorted(folder.iterdir()):
-            if (sub / RECORD_NAME).is_file():
+            if is_regular_file(sub / RECORD_NAME):
                 try:
                     found.append(read_record(sub))
                 except InputError:

@@ -16,6 +16,7 @@ from typing import Any
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import load_json_input
+from tuneadvisor.numbers import is_ascii_digits
 
 # runrecord holds the run record's model (below the session); named here too for
 # relaunch's importers.
@@ -59,7 +60,7 @@ def checked_knob(name: str, value: object, where: str | None) -> object:
         raise InputError(where, f"{what} must be true or false, not {_shown(value)}")
     text = checked_text(value, what, where)
     if text in INPUT_COST_LEVELS or (
-        text.isdigit() and len(text) <= 4 and int(text) <= MAX_INPUT_COST_PX
+        is_ascii_digits(text) and len(text) <= 4 and int(text) <= MAX_INPUT_COST_PX
     ):
         return text
     raise InputError(

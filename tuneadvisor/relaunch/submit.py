@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tuneadvisor import __version__
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import write_atomic
+from tuneadvisor.files import is_regular_file, write_atomic
 from tuneadvisor.relaunch.bundled import script_path
 from tuneadvisor.relaunch.measurements import Measured, Measurements, parse_event
 from tuneadvisor.relaunch.records import (
@@ -135,7 +135,7 @@ def complete_from_output(record: RunRecord, state: str | None) -> RunRecord:
     run_dir = record.path.parent
     log = run_dir / record.paths.log
     measurements = Measurements()
-    if log.is_file():
+    if is_regular_file(log):
         for line in log.read_text(errors="replace").splitlines():
             event = parse_event(line)
             if event is not None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import read_text_input
+from tuneadvisor.files import is_regular_file, read_text_input
 
 # fact name -> key in the run record and in `compare --format json` (keep these keys)
 _FACTS = {
@@ -56,7 +56,7 @@ def read_usage(paths: Sequence[Path]) -> dict[str, float]:
 def recorded_usage(paths: Sequence[Path]) -> dict[str, float]:
     """Like :func:`read_usage` for files a run just wrote: missing, empty or unreadable
     files give nothing rather than an error (the sampler may have found nothing to do)."""
-    present = [p for p in paths if p.is_file() and p.stat().st_size > 0]
+    present = [p for p in paths if is_regular_file(p) and p.stat().st_size > 0]
     try:
         return read_usage(present)
     except InputError:

@@ -4,11 +4,13 @@ names the file and the field (``epochs[2].accuracy``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.numbers import is_finite_number
 
 
 class JsonFields:
@@ -29,7 +31,8 @@ class JsonFields:
             return default
         value = self.data[key]
         if not ok(value):
-            raise InputError(self.file, f"run record: {self.where}{key} is {value!r}, not {want}")
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise InputError(self.file, f"run record: {self.where}{key} is {shown}, not {want}")
         return value
 
     def text(self, key: str, default: str = "") -> str:
@@ -48,8 +51,14 @@ class JsonFields:
 
     def number(self, key: str) -> float | None:
         """A number as written (an int stays an int: the file is rewritten as it was read)."""
-        value = self.get(key, or_none(is_number), "a number or null", None)
+        value = self.get(key, or_none(is_number), "a finite number or null", None)
         return cast("float | None", value)
+
+    def loss(self, key: str) -> float | None:
+        """A training loss: NaN or infinite when the training diverged, which is no number
+        to compute with (None here; the event keeps what was written)."""
+        value = self.get(key, or_none(is_number_or_diverged), "a number or null", None)
+        return cast("float | None", value) if is_number(value) else None
 
     def texts(self, key: str) -> tuple[str, ...]:
         items = self.get(key, list_of(is_str), "a list of strings", [])
@@ -84,11 +93,18 @@ def is_str(value: object) -> bool:
 
 
 def is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int) and is_finite_number(value)
 
 
 def is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """Finite and below 1e30 (``files.finite_float``): ``Infinity`` and a number of 400
+    digits are refused here, not in the arithmetic of whoever reads the record."""
+    return is_finite_number(value)
+
+
+def is_number_or_diverged(value: object) -> bool:
+    """A finite number, NaN or an infinity (a float, as json writes a diverged loss)."""
+    return is_number(value) or (isinstance(value, float) and not math.isfinite(value))
 
 
 def is_mapping(value: object) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
+from tuneadvisor.numbers import is_finite_number
 from tuneadvisor.runrecord.json_fields import JsonFields
 
 # Progress events a run record may hold of each kind (steps, epochs, others): a run reports
@@ -92,7 +93,7 @@ class Epoch:
 
     @classmethod
     def from_json(cls, f: JsonFields) -> Epoch:
-        return cls(f.opt_whole("epoch"), f.number("train_loss"), f.number("accuracy"), f.data)
+        return cls(f.opt_whole("epoch"), f.loss("train_loss"), f.number("accuracy"), f.data)
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ class Measured:
         """What a record holds; past ``most`` steps, epochs or other events, one InputError
         naming the file (a record read by ``compare`` or beside a profile is a file)."""
         return cls(
-            start=f.mapping("start"),
+            start=_start(f),
             summary=Summary.from_json(f.obj("summary")),
             steps=tuple(Step.from_json(s) for s in f.objects("steps", most)),
             epochs=tuple(Epoch.from_json(e) for e in f.objects("epochs", most)),
@@ -140,3 +141,13 @@ class Measured:
             "epochs": [e.to_json() for e in self.epochs],
             "events": [dict(e) for e in self.events],
         }
+
+
+def _start(f: JsonFields) -> dict[str, Any]:
+    """The start event, its numbers finite: its world size, samples and batch size are
+    divided and multiplied by whoever reads the run (scaling, the step-time model)."""
+    start = f.mapping("start")
+    for key, value in start.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            f.obj("start").get(key, is_finite_number, "a finite number", None)
+    return start

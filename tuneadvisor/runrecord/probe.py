@@ -9,7 +9,6 @@ Anything else is one ``InputError`` naming the file.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import TypeGuard
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import load_json_input
+from tuneadvisor.numbers import is_finite_number
 
 KIND = "tuneadvisor-probe"
 SCHEMA = 1
@@ -130,7 +130,7 @@ def _windows(value: object, name: str, bad: _Bad, upper: float | None = None) ->
         raise bad(f"{name} is not a list of 1 to {_MAX_WINDOWS} numbers")
     out = []
     for v in value:
-        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        ok = is_finite_number(v)
         if ok and upper is not None:
             ok = 0 <= v <= upper
         elif ok:

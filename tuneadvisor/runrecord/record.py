@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import load_json_input
+from tuneadvisor.files import is_directory, load_json_input
 from tuneadvisor.runrecord import RECORD_NAME as RECORD_NAME
 from tuneadvisor.runrecord.allocation import Allocation
 from tuneadvisor.runrecord.json_fields import (
@@ -245,7 +245,7 @@ class RunRecord:
 def read_record(path: str | Path) -> RunRecord:
     """A run from its folder or its run.json."""
     file = Path(path)
-    if file.is_dir():
+    if is_directory(file):
         file = file / RECORD_NAME
     data = load_json_input(file, "run record")
     if not isinstance(data, dict):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.numbers import finite_int
 
 # knob name (as the advisor's plan.script spells it) -> the training scripts' flag and kind:
 # "int", "str", "bool" (--flag / --no-flag) or "flag" (--flag when true).
@@ -111,10 +112,10 @@ class Settings:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Settings:
         return cls(
-            nodes=int(data.get("nodes", 1)),
-            ntasks=int(data.get("ntasks", 1)),
-            cpus_per_task=int(data.get("cpus_per_task", 1)),
-            gpus=int(data.get("gpus", 0)),
+            nodes=finite_int(data.get("nodes", 1), "settings.nodes"),
+            ntasks=finite_int(data.get("ntasks", 1), "settings.ntasks"),
+            cpus_per_task=finite_int(data.get("cpus_per_task", 1), "settings.cpus_per_task"),
+            gpus=finite_int(data.get("gpus", 0), "settings.gpus"),
             mem=data.get("mem"),
             time=data.get("time"),
             knobs=dict(data.get("knobs", {})),

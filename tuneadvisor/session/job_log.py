@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import is_regular_file
 
 if TYPE_CHECKING:
     from tuneadvisor.session.live_job import LiveJob
@@ -44,7 +45,7 @@ def _unreadable(path: str) -> str | None:
     if "%" in path:  # a filename pattern slurmctld did not expand
         return "is a pattern, not a file name"
     try:
-        if not Path(path).is_file():
+        if not is_regular_file(Path(path)):
             return "is not a file on this machine"
     except OSError:
         return "is not a file on this machine"

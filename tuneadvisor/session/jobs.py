@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import usage_facts
 from tuneadvisor.advisor.rules import Rule
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.slurm.as_run import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.jobstats import JobstatsError
@@ -84,4 +85,4 @@ def recent_job_rows(
 
 def _job_order(job: SacctJob) -> tuple[int, ...]:
     """Job ids as numbers (array tasks after their job): newest last."""
-    return tuple(int(part) for part in job.job_id.split("_") if part.isdigit())
+    return tuple(int(part) for part in job.job_id.split("_") if is_ascii_digits(part))

@@ -18,7 +18,13 @@ from typing import Protocol
 
 from tuneadvisor.advisor.rules import Rule, RuleError, parse_rule
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import MAX_CONFIG_INPUT, path_exists, read_regular_file, read_text_input
+from tuneadvisor.files import (
+    MAX_CONFIG_INPUT,
+    is_directory,
+    path_exists,
+    read_regular_file,
+    read_text_input,
+)
 
 
 def load_rule(path: Path) -> Rule:
@@ -36,7 +42,7 @@ def load_rules(dirs: Iterable[Path], *, cached: bool = False) -> tuple[Rule, ...
     ``cached``: read them from, or else write them to, the user's cache (see above)."""
     paths: list[Path] = []
     for folder in dirs:
-        if not folder.is_dir():
+        if not is_directory(folder):
             raise RuleError(f"{folder}:1", "rules folder not found")
         paths += sorted(folder.glob("*.toml"))
     cache = _RuleCache.of(paths) if cached else None
@@ -179,7 +185,7 @@ def default_rules_dir() -> Path:
     """The shipped pack: rules/ beside the package in a checkout, or inside the wheel."""
     here = Path(__file__).resolve().parent.parent
     for candidate in (here / "rules", here.parent / "rules"):
-        if candidate.is_dir():
+        if is_directory(candidate):
             return candidate
     return here / "rules"
 

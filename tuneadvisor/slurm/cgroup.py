@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tuneadvisor.numbers import is_ascii_digits
+
 _JOB = re.compile(r"/job_(\d+)(?:/step_([^/\s]+))?")
 
 
@@ -28,7 +30,7 @@ def parse_cgroup(text: str) -> CgroupPlace | None:
     for line in text.splitlines():
         number, sep, rest = line.partition(":")
         controllers, sep2, path = rest.partition(":")
-        if sep and sep2 and number.isdigit():
+        if sep and sep2 and is_ascii_digits(number):
             entries.append((controllers, path.strip()))
     if not entries:
         return None

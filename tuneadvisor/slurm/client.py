@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import checked_text
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.slurm.bounded_run import OutputTooLarge, run_bounded
 from tuneadvisor.slurm.listpids import ListpidsError, StepPid, parse_listpids
 from tuneadvisor.slurm.placement import (
@@ -288,7 +289,7 @@ class SlurmClient:
             # 22.05's JSON says exit code 0 for a script that exited 3; sacct -P does not.
             said = self._output(doing, "sacct", ["-j", job_id, "-X", "-n", "-P", "-o", "ExitCode"])
             code, _, signal = said.strip().partition(":")
-            if code.isdigit() and signal.isdigit():
+            if is_ascii_digits(code) and is_ascii_digits(signal):
                 job = replace(job, exit_code=int(code), exit_signal=int(signal))
         return job
 

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from tuneadvisor.numbers import finite_float, is_ascii_digits
+
 __all__ = [
     "MAX_SUMMARY_BYTES",
     "SAMPLING_PERIOD_S",
@@ -150,6 +152,8 @@ def parse_jobstats(text: str) -> JobstatsSummary:
         raise
     except (binascii.Error, OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError) as e:
         raise JobstatsError(f"the jobstats summary in AdminComment does not decode ({e})") from None
+    except RecursionError:  # a real summary is nested four deep
+        raise JobstatsError("the jobstats summary in AdminComment is nested too deeply") from None
     if not isinstance(document, Mapping) or not isinstance(document.get("nodes"), Mapping):
         raise JobstatsError("the jobstats summary in AdminComment has no 'nodes'")
     return _summary(document)
@@ -219,15 +223,16 @@ def _node_gpus(node: str, data: Mapping[str, Any]) -> list[JobstatsGpu]:
 
 
 def _minor_order(index: str) -> tuple[int, str]:
-    return (int(index), "") if index.isdigit() else (1 << 30, index)
+    return (int(index), "") if is_ascii_digits(index) else (1 << 30, index)
 
 
 def _number(value: Any, path: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise JobstatsError(f"the jobstats summary's {path} is {value!r}, not a number")
-    return float(value)
+    what = f"the jobstats summary's {path}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise JobstatsError(f"{what} is {value!r}, not a number")
+    return finite_float(value, what, JobstatsError)
 
 
 def _mib(value: Any, path: str) -> float | None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tuneadvisor.numbers import ascii_int, is_ascii_digits
+
 _COLUMNS = ("PID", "JOBID", "STEPID")
 
 
@@ -39,7 +41,7 @@ class StepPid:
 
 
 def _opt_int(text: str) -> int | None:
-    return int(text) if text.isdigit() else None
+    return ascii_int(text)
 
 
 def parse_listpids(text: str) -> tuple[StepPid, ...]:
@@ -53,7 +55,7 @@ def parse_listpids(text: str) -> tuple[StepPid, ...]:
     local = header.index("LOCALID") if "LOCALID" in header else None
     rows = []
     for number, cells in enumerate(lines[1:], start=2):
-        if len(cells) < 3 or not cells[0].lstrip("-").isdigit():
+        if len(cells) < 3 or not is_ascii_digits(cells[0].lstrip("-")):
             raise ListpidsError(f"line {number}: not a PID row: {' '.join(cells)[:60]!r}")
         if int(cells[0]) <= 0:
             continue  # a step whose task has not started yet prints PID -1

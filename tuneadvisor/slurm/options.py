@@ -501,7 +501,7 @@ class JobRequest:
         """--nodes (its minimum); else as many nodes as --ntasks needs at --ntasks-per-node
         each (Slurm reads that as a maximum a node); 1 when neither says."""
         if self.nodes is not None:
-            return self.nodes.minimum
+            return max(1, self.nodes.minimum)  # --nodes=0 (sbatch refuses it) divides nothing
         if self.ntasks and self.ntasks_per_node:
             return math.ceil(self.ntasks / self.ntasks_per_node)
         return 1
@@ -514,7 +514,7 @@ class JobRequest:
     @property
     def tasks_per_node(self) -> int:
         """--ntasks-per-node, else the tasks spread evenly (the busiest node's share)."""
-        return self.ntasks_per_node or math.ceil(self.tasks_total / max(self.node_count, 1))
+        return self.ntasks_per_node or max(1, math.ceil(self.tasks_total / self.node_count))
 
     @property
     def node_gpus(self) -> int | None:

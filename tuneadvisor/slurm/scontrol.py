@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tuneadvisor.numbers import ascii_int, is_ascii_digits
 from tuneadvisor.slurm.states import ACTIVE
 from tuneadvisor.slurm.units import (
     UnitError,
@@ -53,13 +54,12 @@ def _value(record: Mapping[str, str], key: str) -> str | None:
 
 def _int(record: Mapping[str, str], key: str) -> int | None:
     value = _value(record, key)
-    return int(value) if value is not None and value.isdigit() else None
+    return None if value is None else ascii_int(value)
 
 
 def _minimum(record: Mapping[str, str], key: str) -> int | None:
     """A count, or the minimum of a range (``NumNodes=1-2`` while pending)."""
-    value = (_value(record, key) or "").split("-")[0]
-    return int(value) if value.isdigit() else None
+    return ascii_int((_value(record, key) or "").split("-")[0])
 
 
 def _mib(record: Mapping[str, str], key: str) -> float | None:
@@ -124,7 +124,7 @@ def job_info(record: Mapping[str, str]) -> JobInfo:
     if job_id is None:
         raise ScontrolError("no JobId= in the scontrol record")
     array_job, task = _value(record, "ArrayJobId"), _value(record, "ArrayTaskId")
-    if array_job and task and task.isdigit():
+    if array_job and task and is_ascii_digits(task):
         job_id = f"{array_job}_{task}"
     tres = parse_tres(_value(record, "TRES") or "")
     gpus = int(tres.get("gres/gpu", 0)) or gpus_in_gres(_value(record, "TresPerNode"))

@@ -50,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
+from tuneadvisor.numbers import finite_float, is_ascii_digits
 from tuneadvisor.slurm import units
 from tuneadvisor.slurm.states import UNFINISHED
 from tuneadvisor.slurm.units import UnitError
@@ -206,6 +207,9 @@ class _Builder:
     unread: list[str] = field(default_factory=list)
 
     def set(self, **values: object) -> None:
+        for name, value in values.items():  # every number of the report passes here
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                finite_float(value, f"{name} {str(value)[:20]}", SeffError)
         self.fields.update(values)
 
 
@@ -292,9 +296,9 @@ def _match(pattern: re.Pattern[str], value: str, example: str) -> re.Match[str]:
     return match
 
 
-def _int(value: str) -> int:
-    if not value.isdigit():
-        raise SeffError(f"{value!r} is not a whole number")
+def _int(value: str, least: int = 0) -> int:
+    if not is_ascii_digits(value) or int(value) < least:
+        raise SeffError(f"{value!r} is not a whole number of {least} or more")
     return int(value)
 
 
@@ -392,7 +396,7 @@ _HANDLERS: dict[str, Callable[[_Builder, str], bool | None]] = {
     "Cluster": lambda b, v: b.set(cluster=v or None),
     "User/Group": _user_group,
     "State": _state,
-    "Nodes": lambda b, v: b.set(nodes=_int(v)),
+    "Nodes": lambda b, v: b.set(nodes=_int(v, least=1)),
     "Cores per node": lambda b, v: b.set(cores_per_node=_int(v)),
     "Cores": lambda b, v: b.set(cores=_int(v)),
     "Tasks": lambda b, v: b.set(tasks=_int(v)),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tuneadvisor.numbers import finite_int, is_ascii_digits
 from tuneadvisor.slurm.units import UnitError, gpus_in_gres, parse_timelimit
 
 # partition, CPUs per node, memory per node (MiB), generic resources, nodes, time limit
@@ -34,9 +35,9 @@ class PartitionShape:
 
 def _number(text: str, what: str, line: int) -> int:
     value = text.strip().rstrip("+")
-    if not value.isdigit():
+    if not is_ascii_digits(value):
         raise SinfoError(f"line {line}: {what} {text.strip()!r} is not a whole number")
-    return int(value)
+    return finite_int(value, f"line {line}: {what}", SinfoError)
 
 
 def _limit(text: str, line: int) -> int | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tuneadvisor.numbers import is_finite_number
 from tuneadvisor.slurm.states import ACTIVE
 from tuneadvisor.slurm.units import NO_VAL32
 
@@ -44,7 +45,7 @@ def _number(value: Any) -> int | None:
         if value.get("infinite") or not value.get("set", True):
             return None
         value = value.get("number")
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_finite_number(value):  # not a number, NaN, infinite or beyond any real one
         return None
     return None if value >= NO_VAL32 else int(value)
 

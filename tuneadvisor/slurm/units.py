@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from tuneadvisor.numbers import finite_float
+
 __all__ = [
     "INT_MAX",
     "NO_VAL32",
@@ -47,6 +49,7 @@ __all__ = [
 INT_MAX = 2**31 - 1
 # Slurm's INFINITE and NO_VAL for 32-bit values, as time_str2secs returns them.
 _INFINITE = 0xFFFFFFFF
+_NO_VAL64 = 0xFFFFFFFFFFFFFFFE
 # Slurm's NO_VAL / INFINITE as 32-bit numbers in JSON output (dbv0.0.38): no value.
 NO_VAL32 = 0xFFFFFFFE
 
@@ -224,7 +227,10 @@ def _gres_count(text: str) -> int | None:
     match = _COUNT.fullmatch(text)
     if match:
         factor = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[match.group(2).lower()]
-        return int(match.group(1)) * factor
+        count = int(match.group(1)) * factor
+        if count >= _NO_VAL64:  # slurm reads counts as 64-bit (strtoull): beyond is an error
+            raise ValueError(f"invalid count {text!r}")
+        return count
     if _NUMERIC_LOOKING.match(text):
         raise ValueError(f"invalid count {text!r}")
     return None
@@ -294,7 +300,8 @@ def parse_duration(text: str) -> float:
         raise UnitError(f"{text.strip()!r} is not a duration like 1-02:03:04 or 00:10.089")
     days, hours, minutes, seconds = match.groups()
     whole = (int(days or 0) * 24 + int(hours or 0)) * 60 + int(minutes)
-    return whole * 60 + float(seconds)
+    what = f"the duration {text.strip()[:20]!r}"
+    return finite_float(finite_float(whole * 60, what, UnitError) + float(seconds), what, UnitError)
 
 
 def parse_timelimit(text: str) -> int | None:
@@ -318,7 +325,8 @@ def parse_size_mib(text: str, bare_unit: Literal["", "K", "M"]) -> float | None:
     if match is None:
         raise UnitError(f"{value!r} is not a size like 323852K or 500M")
     number, suffix, _per = match.groups()
-    return to_mib(float(number), suffix or bare_unit)
+    size = to_mib(finite_float(number, f"the size {value[:20]!r}", UnitError), suffix or bare_unit)
+    return finite_float(size, f"the size {value[:20]!r}", UnitError)
 
 
 def parse_tres(text: str) -> dict[str, float]:
@@ -336,7 +344,7 @@ def parse_tres(text: str) -> dict[str, float]:
             if size is not None:
                 tres[name] = size
         elif _NUMBER.fullmatch(raw.strip()):
-            tres[name] = float(raw)
+            tres[name] = finite_float(raw, f"{name} in TRES", UnitError)
     return tres
 
 

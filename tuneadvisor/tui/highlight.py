@@ -13,6 +13,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.highlight import highlight
 
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.present.terminal_safe import one_line_safe
 
 
@@ -28,7 +29,7 @@ def resolve_style(spec: str, variables: Mapping[str, str]) -> Style:
             next(words, None)
             continue
         if word.endswith("%"):  # translucent text: faint ones (comments) become dim
-            if word[:-1].isdigit() and int(word[:-1]) <= 70:
+            if is_ascii_digits(word[:-1]) and int(word[:-1]) <= 70:
                 kept.append("dim")
             continue
         if word.startswith("$"):

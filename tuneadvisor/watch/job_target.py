@@ -28,6 +28,7 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.host import HostReading, HostSampler
 from tuneadvisor.metrics.proc_roles import tree_totals
 from tuneadvisor.metrics.snapshot import ProcSample
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.slurm.as_run import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient
 from tuneadvisor.slurm.listpids import StepPid
@@ -147,7 +148,7 @@ def slurm_lister(client: SlurmClient, job_id: str) -> Callable[[], tuple[StepPid
             r
             for r in rows
             if r.pid != me
-            and not (own_step.isdigit() and r.job_id == own_job and r.step == own_step)
+            and not (is_ascii_digits(own_step) and r.job_id == own_job and r.step == own_step)
         )
 
     return listed
@@ -156,7 +157,7 @@ def slurm_lister(client: SlurmClient, job_id: str) -> Callable[[], tuple[StepPid
 def watcher_pids(watcher: str | None) -> tuple[int, ...]:
     """``--watcher NODE:PID``: that pid when it is on this node."""
     node, _, pid = (watcher or "").rpartition(":")
-    return (int(pid),) if pid.isdigit() and node == this_node() else ()
+    return (int(pid),) if is_ascii_digits(pid) and node == this_node() else ()
 
 
 def without_subtrees(procs: dict[int, ProcSample], roots: Collection[int]) -> dict[int, ProcSample]:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from tuneadvisor.errors import InputError
+from tuneadvisor.files import open_append_bytes
 from tuneadvisor.watch.output import OutputLines
 
 Capture = Literal["pty", "pipe"]
@@ -49,11 +50,10 @@ def default_log(record: str | None) -> str | None:
 
 
 def open_log(path: str) -> BinaryIO:
-    """Opened for appending, as ``--record`` is; one clear line when it cannot be."""
-    try:
-        return open(path, "ab", buffering=0)  # the reader thread writes it, close() closes it
-    except OSError as exc:
-        raise InputError(path, f"cannot write the program's log: {exc.strerror or exc}") from None
+    """Opened for appending as ``--record`` is (``files.open_append``): a FIFO or a device
+    is refused at once, where ``open`` waited forever for a FIFO's reader. The reader
+    thread writes it, ``close()`` closes it."""
+    return open_append_bytes(path, "program's log")
 
 
 def exit_status(code: int) -> int:

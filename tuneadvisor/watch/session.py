@@ -32,6 +32,7 @@ from tuneadvisor.metrics.nvml import NvmlSampler
 from tuneadvisor.metrics.recording import RecordingWriter
 from tuneadvisor.metrics.ring import SnapshotStore, to_series
 from tuneadvisor.metrics.snapshot import ROLE_MAIN, Snapshot
+from tuneadvisor.numbers import ascii_int
 
 MIB = 1024 * 1024
 
@@ -158,11 +159,13 @@ def job_facts_from_env(env: Mapping[str, str] | None) -> dict[str, object]:
     facts: dict[str, object] = {}
     if not env:
         return facts
-    cpus = env.get("SLURM_CPUS_PER_TASK")
-    if cpus and cpus.isdigit():
-        facts["job.cpus_per_task"] = int(cpus)
-    mem = env.get("SLURM_MEM_PER_NODE")
-    if mem and mem.isdigit() and int(mem) > 0:  # --mem=0 is "all of the node", not 0 MiB
+    # The environment is whoever started the process's: a count only in ASCII digits and
+    # of a real size (ascii_int), else unknown.
+    cpus = ascii_int(env.get("SLURM_CPUS_PER_TASK", ""))
+    if cpus is not None:
+        facts["job.cpus_per_task"] = cpus
+    mem = ascii_int(env.get("SLURM_MEM_PER_NODE", ""))
+    if mem:  # --mem=0 is "all of the node", not 0 MiB
         facts["job.mem_mib"] = float(mem)
     return facts
 

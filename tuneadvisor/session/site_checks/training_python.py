@@ -9,8 +9,11 @@ It starts first and is read last, so importing torch overlaps the other checks.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Mapping
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuneadvisor.metrics.nvml import NvmlInventory
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.session.site_checks.model import Check
 
 # Runs in the training interpreter: stdlib only, every failure caught and said.
@@ -107,6 +111,9 @@ class InterpreterProbe:
                 text=True,
                 errors="replace",
                 env=None if env is None else dict(env),
+                # Its own process group: what it starts (a module or conda wrapper's child
+                # that keeps our pipes open) is killed with it.
+                start_new_session=True,
             )
         except OSError as exc:
             self._problem = f"cannot run it: {exc.strerror or exc}"
@@ -114,15 +121,12 @@ class InterpreterProbe:
     def result(self) -> ProbeResult:
         if self._proc is None:
             return ProbeResult(self.python, None, self._problem)
-        proc = self._proc
-        try:
-            out, err = proc.communicate(timeout=max(0.0, self._deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+        out, err, answered = _read_bounded(self._proc, self._deadline)
+        if not answered:
             return ProbeResult(
                 self.python, None, f"did not answer within {self._timeout_s:g} s (killed)"
             )
+        proc = self._proc
         lines = out.strip().splitlines()
         try:
             answer = json.loads(lines[-1]) if lines else None
@@ -132,6 +136,41 @@ class InterpreterProbe:
             last = err.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
             return ProbeResult(self.python, None, f"printed no answer: {last[0]}")
         return ProbeResult(self.python, answer)
+
+
+_SLICE_S = 0.2  # how often the reader looks whether the interpreter has exited
+_GRACE_S = 2.0  # how long its output may stay open after it exited (or after a kill)
+
+
+def _read_bounded(proc: subprocess.Popen[str], deadline: float) -> tuple[str, str, bool]:
+    """What the interpreter printed, read until the deadline and no later: whether it
+    exited (the third value) and what it wrote. An interpreter that exited while something
+    it started keeps the pipes open (module and conda wrappers do) is read for ``_GRACE_S``
+    more; then, or at the deadline, its process group is killed and the pipes given up."""
+    exited_at: float | None = None
+    while True:
+        limit = deadline if exited_at is None else min(deadline, exited_at + _GRACE_S)
+        wait = min(_SLICE_S, limit - time.monotonic())
+        try:
+            out, err = proc.communicate(timeout=max(0.0, wait))
+            return out, err, True
+        except subprocess.TimeoutExpired:  # retrying communicate loses no output
+            if exited_at is None and proc.poll() is not None:
+                exited_at = time.monotonic()
+            if time.monotonic() >= limit:
+                break
+    exited = proc.poll() is not None
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
+        os.killpg(proc.pid, signal.SIGKILL)
+    try:
+        out, err = proc.communicate(timeout=_GRACE_S)
+    except subprocess.TimeoutExpired:  # a process outside the group holds the pipes
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()  # the leader was killed with its group: no wait
+        out, err = "", ""
+    return out, err, exited
 
 
 def python_checks(
@@ -182,7 +221,7 @@ def torch_check(answer: Mapping[str, Any]) -> Check:
 
 def _major(version: str | None) -> int | None:
     head = (version or "").split(".")[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if is_ascii_digits(head) else None
 
 
 def _cuda(answer: Mapping[str, Any], inv: NvmlInventory, cuda_visible_ok: bool) -> Check:

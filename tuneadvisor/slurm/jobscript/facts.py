@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from tuneadvisor.numbers import ascii_int
 from tuneadvisor.slurm.jobscript.cpu_binding import binding_facts
 from tuneadvisor.slurm.jobscript.launch_mistakes import launch_mistake_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
@@ -17,7 +18,7 @@ from tuneadvisor.slurm.jobscript.syntax import DIRECTIVE_AFTER_COMMAND, SITE_PLU
 from tuneadvisor.slurm.jobscript.tuned_from import read_tuned_from
 from tuneadvisor.slurm.launch_line.lexing import unclosed_quote
 from tuneadvisor.slurm.launch_line.model import LaunchLine
-from tuneadvisor.slurm.units import gpu_count
+from tuneadvisor.slurm.units import INT_MAX, gpu_count
 
 
 def job_facts(
@@ -181,11 +182,12 @@ def _ranks_per_task(launch: LaunchLine, node_gpus: int) -> int | None:
             return node_gpus or None
         return 1 if spawner.name != "accelerate launch" else None
     value = value.strip("'\"")
-    if value.isdigit() and int(value) >= 1:
-        count = int(value)
+    count = ascii_int(value)
+    if count is not None and 1 <= count <= INT_MAX:  # a launcher's count is a C int
         if spawner.name == "accelerate launch":  # all machines' processes: per node
             machines = options.get("--num_machines", options.get("--num-machines", "1"))
-            return math.ceil(count / int(machines)) if machines.isdigit() else None
+            per = ascii_int(machines)
+            return math.ceil(count / per) if per else None  # 0 machines: no count at all
         return count
     if _PER_GPU.fullmatch(value) and node_gpus:
         return node_gpus

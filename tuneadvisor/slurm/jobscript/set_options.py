@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.options import MEMORY_OPTIONS, conflicting_with
 from tuneadvisor.slurm.units import render_memory
@@ -57,7 +58,7 @@ def _cores_per_gpu(job: JobScript, value: str, notes: list[str]) -> JobScript:
     the node's GPUs, else --cpus-per-task in its place."""
     request = job.request()
     gpus, tasks = request.node_gpus or 0, request.tasks_per_node
-    cores = int(value) if value.isdigit() else 0
+    cores = int(value) if is_ascii_digits(value) else 0
     both = job.directive("cpus-per-task") is not None  # sbatch refused the script as given
     if gpus and cores and (cores * tasks) % gpus == 0 and not both:
         per_gpu = str(cores * tasks // gpus)

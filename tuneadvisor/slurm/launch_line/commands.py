@@ -43,8 +43,28 @@ class Found:
     stopped_args: tuple[str, ...] = ()  # the words given to it
 
 
+@dataclass(frozen=True)
+class _Walk:
+    """The words the walk goes on with (what a prefix or a launcher runs)."""
+
+    words: list[str]
+
+
+_Step = Found | None | _Walk
+
+
 def analyse(words: list[str], found: Found) -> Found | None:
-    """Walk one simple command down to the training script, recording what wraps it."""
+    """Walk one simple command down to the training script, recording what wraps it. A loop,
+    one step per wrapper: a launch line of 2,000 prefixes (``env env ...``, ``srun srun
+    ...``) is as deep as one."""
+    step: _Step = _Walk(words)
+    while isinstance(step, _Walk):
+        step = _step(step.words, found)
+    return step
+
+
+def _step(words: list[str], found: Found) -> _Step:
+    """One word of the walk: the program it names, and what it runs."""
     while words and ASSIGNMENT.fullmatch(words[0]):
         key, value = words[0].split("=", 1)
         found.env[key] = value
@@ -54,7 +74,7 @@ def analyse(words: list[str], found: Found) -> Found | None:
     program, rest = os.path.basename(words[0]), words[1:]
     if _EXPANSION.fullmatch(words[0]):
         # `"${watch[@]}" srun ...`, `$PROFILER python x.py`: a wrapper the script set up.
-        return analyse(rest, found)
+        return _Walk(rest)
     if program in _SHELLS and "-c" in rest[:-1]:
         at = rest.index("-c")
         return _shell_string(rest[at + 1], rest[at + 3 :], found)  # after the string: $0 ARGS
@@ -63,15 +83,15 @@ def analyse(words: list[str], found: Found) -> Found | None:
         found.stopped_at, found.stopped_args = rest[0], tuple(rest[1:])
         return None
     if program == "tuneadvisor" and rest[:1] == ["watch"] and "--" in rest:
-        return analyse(rest[rest.index("--") + 1 :], found)  # watch -- COMMAND
+        return _Walk(rest[rest.index("--") + 1 :])  # watch -- COMMAND
     if program in _PREFIXES:
-        return analyse(_skip_flags(rest) if program == "time" else rest, found)
+        return _Walk(_skip_flags(rest) if program == "time" else rest)
     if program == "env":
-        return analyse(_skip_env_options(rest), found)
+        return _Walk(_skip_env_options(rest))
     if program in WRAPPERS:
         options, command = split_options(rest, WRAPPERS[program])
         found.launchers.append(Launcher(program, tuple(options)))
-        return analyse(command, found)
+        return _Walk(command)
     if program in RUNNERS:
         return _runner(program, RUNNERS[program], rest, found)
     if (program, rest[0] if rest else "") in SUBCOMMANDS:
@@ -128,11 +148,11 @@ def with_arguments(words: list[str], values: list[str] | tuple[str, ...]) -> lis
     return out
 
 
-def _subcommand(name: str, spec: Spec, words: list[str], found: Found) -> Found | None:
+def _subcommand(name: str, spec: Spec, words: list[str], found: Found) -> _Step:
     """``apptainer exec [options] IMAGE command``, ``conda run [options] command``..."""
     options, command = split_options(words, spec)
     found.launchers.append(Launcher(name, tuple(options)))
-    return analyse(command, found)
+    return _Walk(command)
 
 
 def _skip_flags(words: list[str]) -> list[str]:
@@ -148,7 +168,7 @@ def _skip_env_options(words: list[str]) -> list[str]:
     return words
 
 
-def _runner(name: str, spec: Spec, words: list[str], found: Found) -> Found | None:
+def _runner(name: str, spec: Spec, words: list[str], found: Found) -> _Step:
     options, rest = split_options(words, spec)
     found.launchers.append(Launcher(name, tuple(options)))
     if not rest:
@@ -157,14 +177,14 @@ def _runner(name: str, spec: Spec, words: list[str], found: Found) -> Found | No
         found.module, found.args = rest[0], tuple(rest[1:])
         return found
     if any(option in ("--no-python", "--no_python") for option in options):
-        return analyse(rest, found)  # `torchrun --no-python bash -c '...'`: a program
+        return _Walk(rest)  # `torchrun --no-python bash -c '...'`: a program
     if _PYTHON.fullmatch(os.path.basename(rest[0])) and rest[1:]:
-        return analyse(rest, found)  # e.g. `deepspeed --no_python python x.py`
+        return _Walk(rest)  # e.g. `deepspeed --no_python python x.py`
     found.script, found.args = rest[0], tuple(rest[1:])
     return found
 
 
-def _python(words: list[str], found: Found) -> Found | None:
+def _python(words: list[str], found: Found) -> _Step:
     """Interpreter options, then ``-m module``, ``-c code`` or the script."""
     while words and words[0].startswith("-") and words[0] != "-":
         word, words = words[0], words[1:]
@@ -190,7 +210,7 @@ def _python(words: list[str], found: Found) -> Found | None:
     return found
 
 
-def _python_module(module: str, words: list[str], found: Found) -> Found | None:
+def _python_module(module: str, words: list[str], found: Found) -> _Step:
     if module in PYTHON_MODULES:
         name, spec = PYTHON_MODULES[module]
         return _runner(name, spec, words, found)

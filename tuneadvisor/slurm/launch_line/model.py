@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -56,7 +57,11 @@ class LaunchLine:
     def chain(self) -> str:
         """How the job reaches the training code: ``srun -> torchrun -> train_ddp.py``."""
         target = self.script if self.script is not None else f"-m {self.module}"
-        return " -> ".join([*(launcher.name for launcher in self.launchers), target])
+        names: list[str] = []  # a launcher repeated in a row once, with its count
+        for name, run in itertools.groupby(launcher.name for launcher in self.launchers):
+            times = len(list(run))
+            names.append(name if times == 1 else f"{name} (x{times})")
+        return " -> ".join([*names, target])
 
 
 def option_values(words: tuple[str, ...] | list[str]) -> dict[str, str]:

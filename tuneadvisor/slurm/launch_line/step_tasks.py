@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 import re
 
+from tuneadvisor.numbers import ascii_int, is_ascii_digits
 from tuneadvisor.slurm.launch_line.model import LaunchLine
+from tuneadvisor.slurm.units import INT_MAX
 
 __all__ = ["srun_tasks_per_node"]
 
@@ -48,6 +50,8 @@ def _count(options: dict[str, str], *names: str) -> int | None:
     if value is None or _JOBS_OWN.fullmatch(value.strip("'\"")):
         return 0
     value = value.strip("'\"")
-    if "-" in value and value.split("-", 1)[0].isdigit():  # --nodes=2-4: at least 2
+    if "-" in value and is_ascii_digits(value.split("-", 1)[0]):  # --nodes=2-4: at least 2
         value = value.split("-", 1)[0]
-    return int(value) if value.isdigit() and int(value) >= 1 else None
+    count = ascii_int(value)
+    # srun reads its counts as C ints: past INT_MAX is no count (nor arithmetic's to do)
+    return count if count is not None and 1 <= count <= INT_MAX else None

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tuneadvisor.numbers import finite_float
 from tuneadvisor.slurm.sacct.records import (
     SacctError,
     SacctJob,
@@ -93,7 +94,7 @@ def _number(value: Any, path: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SacctError(f"{path}: {value!r} is not a number")
-    return float(value)
+    return finite_float(value, path, SacctError)
 
 
 def _json_job(position: int, raw: Any) -> SacctJob:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Literal, TypeVar
 
+from tuneadvisor.numbers import finite_float, is_ascii_digits
 from tuneadvisor.slurm.sacct.records import (
     SacctError,
     SacctJob,
@@ -197,11 +197,11 @@ def _moment(text: str) -> float | None:
     local time; None while unknown (``Unknown``, ``None``: not started or still running) and
     for a site's own SLURM_TIME_FORMAT (only a fallback for a missing Elapsed rests on it)."""
     value = text.strip()
-    if value.isdigit():
-        return float(value)
+    if is_ascii_digits(value):
+        return finite_float(value, "a time", SacctError)
     try:
         return datetime.fromisoformat(value).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 
@@ -262,8 +262,8 @@ def _epoch(text: str) -> int | None:
 
 def _pipe_timelimit(row: dict[str, str]) -> int | None:
     raw = row.get("timelimitraw", "").strip()
-    if raw.isdigit():
-        return int(raw) * 60  # minutes
+    if is_ascii_digits(raw):
+        return (_int_or_none(raw) or 0) * 60  # minutes
     return parse_timelimit(row.get("timelimit", ""))
 
 
@@ -297,7 +297,7 @@ def _exit(text: str) -> tuple[int | None, int | None]:
     code, sep, signal = text.strip().partition(":")
     if not code:
         return None, None
-    if not code.isdigit() or (sep and not signal.isdigit()):
+    if not is_ascii_digits(code) or (sep and not is_ascii_digits(signal)):
         raise SacctError(f"{text.strip()!r} is not an exit code like 0:0")
     return int(code), (int(signal) if sep else None)
 
@@ -306,17 +306,14 @@ def _float_or_none(text: str) -> float | None:
     value = text.strip()
     if not value:
         return None
-    try:
-        number = float(value)
-    except ValueError:
-        raise SacctError(f"{value!r} is not a number") from None
-    return number if math.isfinite(number) else None
+    return finite_float(value, repr(value), SacctError)
 
 
 def _int_or_none(text: str) -> int | None:
     value = text.strip()
     if not value:
         return None
-    if not value.isdigit():
+    if not is_ascii_digits(value):
         raise SacctError(f"{value!r} is not a whole number")
+    finite_float(value, "a whole number", SacctError)  # arithmetic meets it as a float
     return int(value)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from tuneadvisor.numbers import is_ascii_digits
 from tuneadvisor.slurm.states import ENDED
 
 __all__ = [
@@ -262,7 +263,7 @@ def _ids(jobs: Sequence[SacctJob]) -> str:
 def het_base(job_id: str) -> str | None:
     """``1853`` of a heterogeneous component ``1853+1``; None for any other id."""
     base, plus, offset = job_id.partition("+")
-    return base if plus and offset.isdigit() else None
+    return base if plus and is_ascii_digits(offset) else None
 
 
 def merge_het_jobs(jobs: Sequence[SacctJob]) -> tuple[SacctJob, ...]:
