@@ -242,3 +242,38 @@ def test_the_same_traces_are_the_same_evidence_and_a_changed_one_is_not(tmp_path
     victim.write_bytes(bytes(data))
     changed = evidence_stamp(Inputs(traces=(str(folder),)))
     assert changed is not None and changed.digest != first.digest
+
+
+@pytest.mark.parametrize(
+    ("name", "tensor"),
+    [  # kernel names from the H200 and A100 traces in tests/fixtures/realworld/
+        ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma", False),
+        ("void implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false>", False),
+        ("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc", True),
+        ("sm90_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc", True),
+        ("cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4", True),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
+            False,
+        ),
+    ],
+)
+def test_a_kernel_is_tensor_core_math_by_its_name(name: str, tensor: bool) -> None:
+    """An xmma kernel doing FP32 FMAs on the ordinary cores (`ffma`, an FP32 Linear without
+    TF32 on the H200) is not tensor-core math; a TF32 or half one names its type."""
+    from tuneadvisor.profile.trace.classify import is_tensor_core
+
+    assert is_tensor_core(name) is tensor
+
+
+def test_the_bundled_script_on_the_h200_used_tensor_cores_only_in_tf32_convolutions() -> None:
+    """`run --profile torch` on CUDA (FP32, cuDNN's TF32 default for convolutions): the
+    convolutions are TF32 tensor-core kernels, the Linear's FP32 GEMM is not."""
+    from tuneadvisor.profile.trace.reader import read_trace_set
+
+    run = Path(__file__).parents[1] / "fixtures" / "realworld" / "traces-run" / "mnist_single-h200"
+    rank = read_trace_set([str(run)]).ranks[0]
+    assert rank.has_device and rank.copies.htod_pinned_count > 0
+    assert rank.copies.htod_pageable_count == 0  # the bundled scripts pin their batches
+    assert 0 < rank.tensor_core_kernels < rank.kernels
+    assert [s.step for s in rank.steps] == [2, 3, 4]

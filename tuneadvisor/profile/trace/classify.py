@@ -109,5 +109,14 @@ def copy_source(name: str) -> str | None:
     return None
 
 
+# ...but an xmma kernel that does its math in FP32 FMAs on the ordinary cores says so: the
+# H200's ``sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_..._ffma_...`` (an FP32
+# Linear without TF32) is no tensor-core kernel; a TF32 or half one names its type.
+SIMT_RE = re.compile(r"ffma|sgemm", re.IGNORECASE)
+REDUCED_RE = re.compile(r"tf32|bf16|fp16|f16|half|hmma|[hsi](?:884|1688|16816|16832)", re.I)
+
+
 def is_tensor_core(name: str) -> bool:
+    if SIMT_RE.search(name) and not REDUCED_RE.search(name):
+        return False
     return TENSOR_CORE_RE.search(name) is not None
