@@ -160,6 +160,11 @@ LEAN_REPORT = {
     "tuneadvisor.advisor.sizing",
     "tuneadvisor.advisor.steptime",
     "tuneadvisor.profile",
+    "tuneadvisor.profile.trace",  # what names a trace (PROFILE split): its reader stays out
+    # which kind of GPU figure the metrics read are (a few lines, no imports)
+    "tuneadvisor.metrics",
+    "tuneadvisor.metrics.figures",
+    "tuneadvisor.present.gpu_figures",
     "tuneadvisor.profile.alignment",
     "tuneadvisor.profile.analysis",
     "tuneadvisor.profile.facts",

@@ -73,5 +73,5 @@ def test_a_gpu_value_not_read_has_no_unit() -> None:
     gpu = GpuSample(index=0, uuid="GPU-1", name="A100", util_pct=50.0, mem_used_mib=100.0,
                     mem_total_mib=1000.0)  # fmt: skip
     (line,) = _gpu_lines(to_series([Snapshot(t=float(t), gpus=(gpu,)) for t in range(3)]), ())
-    assert "util mean 50 % p95 50 %, memory peak 100 MiB of 1000 MiB" in line
+    assert "util (time any kernel ran) mean 50 % p95 50 %, memory peak 100 MiB of 1000 MiB" in line
     assert "power mean n/a of n/a, temperature max n/a" in line

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import load_json_input
+from tuneadvisor.files import is_directory, load_json_input
 from tuneadvisor.relaunch.records import RECORD_NAME, list_runs
 
 TUNE_SUMMARY = "tune.json"
@@ -18,7 +18,7 @@ TRIALS = "trials"
 
 def is_tune_folder(path: Path) -> bool:
     return (
-        path.is_dir()
+        is_directory(path)  # a name too long for the system is no folder, not a crash
         and not (path / RECORD_NAME).exists()
         and ((path / TUNE_SUMMARY).is_file() or (path / TRIALS).is_dir())
     )
