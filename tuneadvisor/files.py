@@ -187,12 +187,13 @@ def checked_text(text: str, path: str | os.PathLike[str] | None, what: str) -> s
 def open_append(path: str | os.PathLike[str], what: str) -> IO[str]:
     """A regular file opened to append text (made when missing); a FIFO, a device or a
     folder is refused at once (opening a FIFO to write blocks until someone reads it)."""
-    return os.fdopen(_append_fd(path, what), "a", encoding="utf-8")
+    # open() with an opener keeps the path as the file's name (os.fdopen names it by its fd)
+    return open(path, "a", encoding="utf-8", opener=lambda p, _: _append_fd(p, what))
 
 
 def open_append_bytes(path: str | os.PathLike[str], what: str) -> BinaryIO:
     """``open_append`` for bytes, unbuffered (a program's output, written as it comes)."""
-    return os.fdopen(_append_fd(path, what), "ab", buffering=0)
+    return open(path, "ab", buffering=0, opener=lambda p, _: _append_fd(p, what))
 
 
 def _append_fd(path: str | os.PathLike[str], what: str) -> int:

@@ -5,6 +5,7 @@ whole number is ASCII digits only, and a float read from an input is finite and 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -87,3 +88,14 @@ def test_a_json_number_is_finite_bounded_and_no_bool(value: object) -> None:
              and abs(value) <= MAX_NUMBER)
     )  # fmt: skip
     assert is_finite_number(value) == expected
+
+
+def test_a_log_opened_to_append_keeps_its_path_as_its_name(tmp_path: Path) -> None:
+    """The watch screen says where the program's output goes by the log's name: the path,
+    not the descriptor's number (os.fdopen names a file by its fd)."""
+    from tuneadvisor.files import open_append, open_append_bytes
+
+    for opener in (open_append_bytes, open_append):
+        path = tmp_path / f"{opener.__name__}.log"
+        with opener(path, "log") as log:
+            assert log.name == str(path)
