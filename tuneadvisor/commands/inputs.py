@@ -73,8 +73,9 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         action="append",
         default=[],
-        help="GPU metrics: an nvidia-smi --query-gpu --format=csv log or a "
-        "`tuneadvisor watch --record` file (repeatable)",
+        help="GPU metrics: an nvidia-smi --query-gpu --format=csv log, a "
+        "`tuneadvisor watch --record` file, `dcgmi dmon` output or dcgm-exporter text "
+        "(repeatable)",
     )
     parser.add_argument(
         "--metrics-columns",
