@@ -168,42 +168,76 @@ def _from_probe(facts: Mapping[str, object], workers: int) -> StepBudget | None:
     )
 
 
-def _from_profile(facts: Mapping[str, object], workers: int) -> StepBudget | None:
-    wait = _num(facts, "profile.loader_share")
-    if wait is None:
-        return None
-    transfer = _num(facts, "profile.transfer_share") or 0.0
-    compute = _num(facts, "profile.compute_share") or 0.0
-    sync = _num(facts, "profile.sync_share") or 0.0
-    other = max(0.0, 1.0 - wait - transfer - compute - sync)
-    step_s = _num(facts, "profile.step_s")
-    steps = _int(facts, "profile.steps")
-    worker_steps = _worker_steps(workers, wait, facts)
+@dataclass(frozen=True)
+class _Shares:
+    """A step's shares as an instrument measured them (a profile's line kinds, a trace's
+    breakdown), and what to say of that instrument."""
+
+    source: str
+    wait: float
+    transfer: float
+    compute: float
+    sync: float
+    step_s: float | None
+    steps: int | None
+    shares_from: str  # "the profile's line kinds"
+    steps_from: str  # "the profile (100 steps)"
+    spread_why: str
+    overhead: float
+    overhead_why: str
+
+
+def _measured(shares: _Shares, facts: Mapping[str, object], workers: int) -> StepBudget:
+    """One budget from measured shares: the profile's and the trace's alike."""
+    s = shares
+    other = max(0.0, 1.0 - s.wait - s.transfer - s.compute - s.sync)
+    worker_steps = _worker_steps(workers, s.wait, facts)
     basis = [
-        f"waiting for data {wait:.0%}, copies {transfer:.0%}, compute {compute:.0%}, "
-        f"syncs {sync:.0%}, other {other:.0%} of the step: measured, the profile's line kinds",
-        _worker_note(workers, worker_steps, "the profile"),
-        f"spread {PROFILE_SPREAD:.0%}: assumed, one profiled run measures no spread",
-        f"up to {PROFILER_OVERHEAD:.0%} faster without line_profiler: assumed (8-14 % measured "
-        "on the bundled MNIST loop), the range's fast side only",
+        f"waiting for data {s.wait:.0%}, copies {s.transfer:.0%}, compute {s.compute:.0%}, "
+        f"syncs {s.sync:.0%}, other {other:.0%} of the step: measured, {s.shares_from}",
+        _worker_note(workers, worker_steps, f"the {s.source}"),
+        f"spread {PROFILE_SPREAD:.0%}: assumed, {s.spread_why}",
+        f"up to {s.overhead:.0%} faster without {s.overhead_why}, the range's fast side only",
     ]
-    if step_s is not None and steps:
-        basis.insert(1, f"step time {_s(step_s)}: measured, the profile ({steps} steps)")
+    if s.step_s is not None and s.steps:
+        basis.insert(1, f"step time {_s(s.step_s)}: measured, {s.steps_from}")
     return StepBudget(
-        source="profile",
-        wait=wait,
-        transfer=transfer,
-        compute=compute,
-        sync=sync,
+        source=s.source,
+        wait=s.wait,
+        transfer=s.transfer,
+        compute=s.compute,
+        sync=s.sync,
         other=other,
         workers=workers,
         worker_steps=worker_steps,
         spread=PROFILE_SPREAD,
-        step_s=step_s,
+        step_s=s.step_s,
         storage_bound=storage_bound(facts),
         basis=tuple(basis),
-        overhead=PROFILER_OVERHEAD,
+        overhead=s.overhead,
     )
+
+
+def _from_profile(facts: Mapping[str, object], workers: int) -> StepBudget | None:
+    wait = _num(facts, "profile.loader_share")
+    if wait is None:
+        return None
+    steps = _int(facts, "profile.steps")
+    shares = _Shares(
+        source="profile",
+        wait=wait,
+        transfer=_num(facts, "profile.transfer_share") or 0.0,
+        compute=_num(facts, "profile.compute_share") or 0.0,
+        sync=_num(facts, "profile.sync_share") or 0.0,
+        step_s=_num(facts, "profile.step_s"),
+        steps=steps,
+        shares_from="the profile's line kinds",
+        steps_from=f"the profile ({steps} steps)",
+        spread_why="one profiled run measures no spread",
+        overhead=PROFILER_OVERHEAD,
+        overhead_why="line_profiler: assumed (8-14 % measured on the bundled MNIST loop)",
+    )
+    return _measured(shares, facts, workers)
 
 
 def _from_trace(facts: Mapping[str, object], workers: int) -> StepBudget | None:
@@ -212,41 +246,26 @@ def _from_trace(facts: Mapping[str, object], workers: int) -> StepBudget | None:
     wait = _num(facts, "trace.dataloader_share")
     if wait is None:
         return None
-    compute = (_num(facts, "trace.kernel_share") or 0.0) + (
-        _num(facts, "trace.communication_share") or 0.0
-    )
-    transfer = (_num(facts, "trace.memcpy_share") or 0.0) + (
-        _num(facts, "trace.memset_share") or 0.0
-    )
-    other = max(0.0, 1.0 - wait - compute - transfer)
-    step_s = _num(facts, "trace.step_s")
+
+    def share(*names: str) -> float:
+        return sum(_num(facts, f"trace.{name}_share") or 0.0 for name in names)
+
     steps = _int(facts, "trace.steps")
-    worker_steps = _worker_steps(workers, wait, facts)
-    basis = [
-        f"waiting for data {wait:.0%}, kernels {compute:.0%}, copies {transfer:.0%}, "
-        f"other {other:.0%} of the step: measured, the torch.profiler trace's breakdown",
-        _worker_note(workers, worker_steps, "the trace"),
-        f"spread {PROFILE_SPREAD:.0%}: assumed, a few traced steps measure no spread",
-        f"up to {TRACE_OVERHEAD:.0%} faster without torch.profiler: assumed, the range's "
-        "fast side only",
-    ]
-    if step_s is not None and steps:
-        basis.insert(1, f"step time {_s(step_s)}: measured, the trace ({steps} steps a rank)")
-    return StepBudget(
+    shares = _Shares(
         source="trace",
         wait=wait,
-        transfer=transfer,
-        compute=compute,
-        sync=0.0,
-        other=other,
-        workers=workers,
-        worker_steps=worker_steps,
-        spread=PROFILE_SPREAD,
-        step_s=step_s,
-        storage_bound=storage_bound(facts),
-        basis=tuple(basis),
+        transfer=share("memcpy", "memset"),
+        compute=share("kernel", "communication"),
+        sync=0.0,  # a trace's syncs are host time in runtime calls: in "other"
+        step_s=_num(facts, "trace.step_s"),
+        steps=steps,
+        shares_from="the torch.profiler trace's breakdown",
+        steps_from=f"the trace ({steps} steps a rank)",
+        spread_why="a few traced steps measure no spread",
         overhead=TRACE_OVERHEAD,
+        overhead_why="torch.profiler: assumed",
     )
+    return _measured(shares, facts, workers)
 
 
 def _from_recording(facts: Mapping[str, object], workers: int) -> StepBudget | None:
