@@ -239,20 +239,7 @@ def _json_mutation(data: bytes, rng: random.Random) -> bytes | None:
         doc = json.loads(data)
     except ValueError:
         return None
-    slots: list[tuple[Any, Any]] = []
-
-    def walk(node: Any, depth: int) -> None:
-        if depth > 12 or len(slots) > 2000:
-            return
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, value in list(items):
-            slots.append((node, key))
-            if isinstance(value, dict | list):
-                walk(value, depth + 1)
-
-    if not isinstance(doc, dict | list):
-        return None
-    walk(doc, 0)
+    slots = fuzz_e2e.json_slots(doc, max_depth=12, max_slots=2000)
     if not slots:
         return None
     node, key = rng.choice(slots)

@@ -226,12 +226,13 @@ def _dumps(doc: Any, rng: random.Random) -> str:
     return json.dumps(doc).replace(json.dumps(_DEEP), opening + "1" + closing)
 
 
-def _mutate_doc(doc: Any, rng: random.Random) -> Any:
-    """One value of a decoded JSON document replaced by a hostile one."""
+def json_slots(doc: Any, *, max_depth: int, max_slots: int) -> list[tuple[Any, Any]]:
+    """Every (container, key) of a decoded JSON document, down to ``max_depth``: the places a
+    mutation may put a value (fuzz.py's JSON mutations use it too)."""
     slots: list[tuple[Any, Any]] = []
 
     def walk(node: Any, depth: int) -> None:
-        if depth > 10 or len(slots) > 500:
+        if depth > max_depth or len(slots) > max_slots:
             return
         items = node.items() if isinstance(node, dict) else enumerate(node)
         for key, value in list(items):
@@ -239,9 +240,14 @@ def _mutate_doc(doc: Any, rng: random.Random) -> Any:
             if isinstance(value, dict | list):
                 walk(value, depth + 1)
 
-    if not isinstance(doc, dict | list):
-        return doc
-    walk(doc, 0)
+    if isinstance(doc, dict | list):
+        walk(doc, 0)
+    return slots
+
+
+def _mutate_doc(doc: Any, rng: random.Random) -> Any:
+    """One value of a decoded JSON document replaced by a hostile one."""
+    slots = json_slots(doc, max_depth=10, max_slots=500)
     if not slots:
         return doc
     node, key = rng.choice(slots)
