@@ -201,6 +201,16 @@ def test_open_a_recording_with_a_job_joins_the_metrics_and_leaves_the_arguments_
     assert (args.profiles, args.metrics) == ([RECORDING, PROFILE], [])  # not rewritten
 
 
+def test_open_a_trace_folder_beside_a_recording_is_read_as_traces() -> None:
+    """`open` takes recordings out of PROFILE first: what is left is split into .lprof files
+    and torch.profiler traces as `report` splits it (a trace folder is no profile)."""
+    traces = str(REPO / "tests" / "fixtures" / "realworld" / "traces" / "ddp-2rank-sampled")
+    request = open_request(parsed("open", traces, PROFILE, RECORDING))
+    assert request == Inputs(profiles=(PROFILE,), traces=(traces,), metrics=(RECORDING,))
+    alone = open_request(parsed("open", traces))
+    assert isinstance(alone, Inputs) and (alone.profiles, alone.traces) == ((), (traces,))
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -57,7 +57,10 @@ def open_request(args: argparse.Namespace) -> Inputs | ReplayRequest:
         return ReplayRequest(str(metrics[0]), tuple(args.rules), args.speed)
     if len(recordings) > 1 and not any(others):
         raise InputError(None, "open: one watch recording at a time to replay it")
-    return replace(inputs_of(args), profiles=profiles, metrics=metrics)
+    from tuneadvisor.session.inputs import split_profiles
+
+    profiles, traces = split_profiles(profiles)  # recordings out, then .lprof from traces
+    return replace(inputs_of(args), profiles=profiles, traces=traces, metrics=metrics)
 
 
 def run(args: argparse.Namespace) -> int:
