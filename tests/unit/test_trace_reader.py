@@ -58,9 +58,11 @@ def test_progress_reaches_the_total() -> None:
         (b'{"traceEvents": [{"ph": "X", "ts": NaN}]}', "not JSON"),
         (b'{"traceEvents": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "nested deeper"),
         (b'{"a": ' + b"[" * 100 + b"]" * 100 + b', "traceEvents": []}', "nested deeper"),
-        (gzip.compress(b'{"traceEvents": [{"ph": "X"}, ' * 200)[:300], "ends early"),
+        # mtime=0: the same bytes in every pytest-xdist worker (the ids must match)
+        (gzip.compress(b'{"traceEvents": [{"ph": "X"}, ' * 200, mtime=0)[:300], "ends early"),
         (b"\x1f\x8bnot gzip at all", "gzip"),
     ],
+    ids=["empty", "array", "no-events", "nan", "deep-events", "deep-head", "cut-gz", "bad-gz"],
 )
 def test_hostile_files_are_one_line_naming_the_file(
     tmp_path: Path, content: bytes, says: str
