@@ -122,3 +122,25 @@ def test_compare_json_carries_the_scaling_and_the_png_is_written(
     rows = [(r["group"], r["world_size"], r["efficiency"]) for r in out["scaling"]]
     assert ("1 cpu per task", 4, 0.75) in rows and len(rows) == 5
     assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_run_label_handed_over_is_shown_not_obeyed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run.json from someone else: its label's escape sequences and Rich markup are printed
+    as they are written (issue 23, point 11), in the tables, the findings and the plots."""
+    hostile = "\x1b]0;owned\x07[bold red]fast[/]\x1b[2J"
+    folders = [
+        _ddp_run(tmp_path, 1, 1, 1, 100.0, [0.30, 0.32, 0.31, 0.35]),
+        _ddp_run(tmp_path, 2, 1, 1, 180.0, [0.34, 0.36, 0.35, 0.40]),
+    ]
+    record = folders[1] / "run.json"
+    data = json.loads(record.read_text())
+    data["label"] = hostile
+    record.write_text(json.dumps(data))
+    assert main(["compare", *map(str, folders)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b]0;owned\\x07[bold red]fast[/]" in out  # the label as written, visibly
+    assert main(["compare", "--format", "json", *map(str, folders)]) == 0
+    assert hostile in json.loads(capsys.readouterr().out)["items"][1]["label"]  # exact in JSON

@@ -49,6 +49,12 @@ def run(args: argparse.Namespace) -> int:
         paths = [str(r.path.parent) for r in found if r.path is not None]
     items = [load_item(p) for p in _tune_folders_as_runs(paths)]
     plot_path = None
+    if args.format != "json":  # a label is a run's own (run.json, handed over): shown, not obeyed
+        from dataclasses import replace
+
+        from tuneadvisor.present.terminal_safe import one_line_safe
+
+        items = [replace(item, label=one_line_safe(item.label)) for item in items]
     if args.plot:
         from tuneadvisor.relaunch.plots import write_plot_file
 
@@ -62,11 +68,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     # tables are wide: a pipe or a file gets 120 columns, not rich's 80
-    console = Console() if sys.stdout.isatty() else Console(width=120)
+    # no markup in the tables' cells: a label "[bold]x" is printed as it is written
+    console = Console(markup=False) if sys.stdout.isatty() else Console(width=120, markup=False)
     for table in tables(items):
         console.print(table)
     for line in findings(items):
-        console.print(f"[bold]{FINDING_ID}[/]: {line}", highlight=False, soft_wrap=True)
+        console.print(f"[bold]{FINDING_ID}[/]: ", markup=True, highlight=False, end="")
+        console.print(line, highlight=False, soft_wrap=True)
     if not args.no_plots:
         from tuneadvisor.relaunch.plots import terminal_plots
 
