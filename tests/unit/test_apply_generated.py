@@ -178,3 +178,37 @@ def test_mem_per_cpu_with_more_cores(tmp_path: Path, script: bytes, seff: str) -
     again.write_bytes(once)
     twice, _ = apply_once(replace(inputs, job=str(again)))
     assert twice is None, twice
+
+
+# Found by the property above (CI, 2026-11-27): a 2-node job killed at 512.4 GB of 488; the
+# site's nodes have 256G, less than the 256.2 GB a node used. Capped at the node, --mem would
+# be under the peak and the job killed again: none is written, and the plan says what fits.
+OOM_OVER_THE_NODE = (
+    b"#!/bin/bash\n#SBATCH --cpus-per-task=1\n#SBATCH --nodes=2\n#SBATCH --ntasks=2\n"
+    b"#SBATCH --ntasks-per-node=1\n#SBATCH --cpus-per-task=2\n"
+    b"#SBATCH --mem=244G --time=01:00:00\n\nmodule load cuda\nsrun python train.py\n"
+)
+OOM_OVER_THE_NODE_SEFF = (
+    "Job ID: 4242\nCluster: gen\nUser/Group: alice/users\n"
+    "State: OUT_OF_MEMORY (exit code 1)\nNodes: 2\nCores per node: 2\n"
+    "CPU Utilized: 00:01:12\nCPU Efficiency: 3.00% of 00:40:00 core-walltime\n"
+    "Job Wall-clock time: 00:10:00\nMemory Utilized: 512.40 GB\n"
+    "Memory Efficiency: 105.00% of 488.00 GB\n"
+)
+
+
+def test_no_mem_is_written_when_no_node_holds_what_a_node_used(tmp_path: Path) -> None:
+    job, seff, site = tmp_path / "job.sbatch", tmp_path / "seff.txt", tmp_path / "site.toml"
+    job.write_bytes(OOM_OVER_THE_NODE)
+    seff.write_text(OOM_OVER_THE_NODE_SEFF)
+    site.write_text(LARGE.site())
+    workspace = load_workspace(Inputs(job=str(job), seff=str(seff), site=str(site)))
+    assert workspace.advice is not None
+    plan = workspace.advice.plan
+    assert "mem" not in plan.sbatch
+    assert any("--mem not changed" in n and "more than the 256G" in n for n in plan.notes), (
+        plan.notes
+    )
+    tuned = workspace.tuned.tuned_job
+    written = tuned.render() if tuned is not None else OOM_OVER_THE_NODE
+    assert JobScript.parse(written).directives().get("mem") == "244G"

@@ -215,6 +215,16 @@ def _peak_workers(facts: Facts) -> int | None:
     return _as_int(facts.get("alloc.workers"))
 
 
+def _least_node_need(facts: Facts) -> float | None:
+    """The least a node of the job needs of the measured peak: its even share over the
+    nodes (the busiest node may have needed more: accounting often cannot tell). None
+    without a recorded peak."""
+    peak = facts.get("usage.mem_peak_mib")
+    if not isinstance(peak, int | float) or isinstance(peak, bool) or peak <= 0:
+        return None
+    return float(peak) / _peak_nodes(facts)
+
+
 def _node_peak(facts: Facts, peak: float) -> float:
     """The job-wide peak's part on its busiest node (usage.mem_peak_node_mib: a run whose
     peak was one task's needs all of it on that node), else its share per node."""
@@ -270,6 +280,17 @@ def _bound_memory(
             return None
     node_mem = facts.get("node.mem_mib")
     if isinstance(node_mem, int | float) and mib is not None and mib > node_mem:
+        need = _least_node_need(facts)
+        if need is not None and need > node_mem and facts.get("node.assumed") is not True:
+            # Capped at the node it would be under what the run used: the job would be killed
+            # again. Neither is written; what would fit is said instead. (Not against the
+            # default ceiling: the node's size is not known.)
+            notes.append(
+                f"--mem not changed: the run used at least {mem_text(math.ceil(need))} a node, "
+                f"more than the {mem_text(node_mem)} a node has; spread the ranks over more nodes "
+                "or need less memory a rank (a smaller batch, fewer DataLoader workers)"
+            )
+            return None
         notes.append(f"--mem capped at the node's {mem_text(node_mem)}")
         if bound is not None:
             bound.append("--mem")
