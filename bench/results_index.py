@@ -92,8 +92,9 @@ PARTS = (
     Part(
         "trace-bench",
         "torch.profiler traces: HTA agreement, speed and memory, 1 GB, `report` (issue 22)",
-        "/work/hta-venv/bin/python bench/trace_bench.py",
-        "a venv with HolisticTraceAnalysis 0.5.0 (HTA's side); ~2 GB free in the temp folder",
+        "bench/.hta-venv/bin/python bench/trace_bench.py",
+        "HolisticTraceAnalysis 0.5.0 in a venv of its own: `bash bench/hta_venv.sh`; "
+        "~2 GB free in the temp folder",
     ),
 )
 

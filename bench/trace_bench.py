@@ -1,11 +1,12 @@
 """torch.profiler traces (issue 22): agreement with HTA, speed and memory against HTA's parser,
 a generated 1 GB trace, and `report` of a trace of a few MB.
 
-    /work/hta-venv/bin/python bench/trace_bench.py            # the recorded run
-    /work/hta-venv/bin/python bench/trace_bench.py --gb 0.05  # a quick check of the harness
+    bash bench/hta_venv.sh                                      # HTA in a venv of its own
+    bench/.hta-venv/bin/python bench/trace_bench.py             # the recorded run
+    bench/.hta-venv/bin/python bench/trace_bench.py --gb 0.05   # a quick check of the harness
 
 Run with an interpreter that has HolisticTraceAnalysis 0.5.0; tuneadvisor's children run with
-$TUNEADVISOR_PYTHON (default /work/main/.venv/bin/python: the project's dependencies), the
+$TUNEADVISOR_PYTHON (default the checkout's .venv/bin/python: the project's dependencies), the
 worktree on PYTHONPATH. Each measurement runs in its own child process, so its peak RSS is its
 own:
 
@@ -138,7 +139,9 @@ print(json.dumps({"exact": shares(spans), "truncated": shares(cut)}))
 
 
 # tuneadvisor runs with the project's interpreter (its dependencies), HTA with this one
-OURS_PY = os.environ.get("TUNEADVISOR_PYTHON", "/work/main/.venv/bin/python")
+OURS_PY = os.environ.get(
+    "TUNEADVISOR_PYTHON", str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "python")
+)
 
 
 def child(code: str, *args: str) -> dict[str, object]:
@@ -331,7 +334,7 @@ def main() -> None:
                  report_startup(tmp)]  # fmt: skip
     load1 = os.getloadavg()[0]
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
-    cmd = "/work/hta-venv/bin/python bench/trace_bench.py"
+    cmd = "bench/.hta-venv/bin/python bench/trace_bench.py"
     cmd += f" --gb {args.gb}" if args.gb != 1.0 else ""
     cmd += f" --speed-mb {args.speed_mb:g}" if args.speed_mb != 100.0 else ""
     body = [
