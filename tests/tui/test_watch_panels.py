@@ -124,9 +124,29 @@ async def test_gpu_panel_shows_sm_activity_beside_utilization_where_the_gpu_give
         assert util0.startswith("util ") and util0.endswith(" 100%")
         assert sm0.startswith("SM ") and sm0.endswith("   0%")  # 0.31 % of the SMs busy
         assert mem0.startswith("mem ") and util1.startswith("util ") and mem1.startswith("mem ")
-        assert panel.border_subtitle == "util: time any kernel ran · SM: share of SMs busy"
+        assert panel.border_subtitle == "util: time a kernel ran · SM: SMs busy"
         label = text_of(next(iter(panel.query(".gpu-label").results(Static))))
         assert label.endswith("tensor 0%  DRAM 0%")
+
+
+@async_test
+async def test_a_narrow_gpu_panel_breaks_between_fields_and_spaces_its_charts() -> None:
+    """At 100x30 the panel is half the screen: the GPU's line wraps between its fields
+    ("410/700 W" stays whole) and the SM chart stands apart from util's value."""
+    from dataclasses import replace
+
+    busy = replace(gpu(0, 100.0, 0.0), name="NVIDIA H200", sm_active_pct=0.31, power_w=410.0,
+                   power_limit_w=700.0, tensor_active_pct=0.0, dram_active_pct=0.0)  # fmt: skip
+    rounds = [Snapshot(t=float(i), gpus=(busy,)) for i in range(3)]
+    panel = GpuPanel(id="gpus")
+    async with OnePanel(panel).run_test(size=(48, 12)) as pilot:
+        await shown(pilot, panel, state_of(rounds))
+        label = text_of(next(iter(panel.query(".gpu-label").results(Static))))
+        lines = label.splitlines()
+        assert len(lines) > 1 and all(len(line) <= panel.content_region.width for line in lines)
+        assert any("410/700 W" in line for line in lines), label
+        util, sm, _mem = panel.query(LevelChart)
+        assert sm.region.x >= util.region.right + 2
 
 
 @async_test

@@ -83,7 +83,8 @@ class GpuPanel(Vertical):
                 self._note.update(Text(text))
         for i, gpu in enumerate(gpus):
             label, util, sm, mem = self._rows[i]
-            label.update(gpu_line(gpu, selected=i == state.gpu_index))
+            width = self.content_region.width or self.size.width  # 0 before the first layout
+            label.update(gpu_line(gpu, selected=i == state.gpu_index, width=width))
             label.set_class(i == state.gpu_index, "selected")
             mine = [g for s in state.span.rounds for g in s.gpus if g.gpu_key == gpu.gpu_key]
             util.show([g.util_pct or 0.0 for g in mine], pct_text(gpu.util_pct))

@@ -57,7 +57,7 @@ def fmt(value: float | None, spec: str = ".0f") -> str:
 
 
 # The GPU panel's subtitle where SM activity is shown: which chart is which figure.
-FIGURES = "util: time any kernel ran · SM: share of SMs busy"
+FIGURES = "util: time a kernel ran · SM: SMs busy"  # fits the panel at 100 columns
 
 
 def has_activity(gpu: GpuSample) -> bool:
@@ -65,22 +65,37 @@ def has_activity(gpu: GpuSample) -> bool:
     return gpu.sm_active_pct is not None
 
 
-def gpu_line(gpu: GpuSample, selected: bool) -> str:
+def gpu_fields(gpu: GpuSample, selected: bool) -> list[str]:
     """The GPU's name and the values without a chart (utilisation, SM activity and memory
-    have one); tensor-pipe and DRAM activity where the GPU gives them."""
+    have one); tensor-pipe and DRAM activity where the GPU gives them. A field is never
+    split across lines ("410/700 W"): ``gpu_line`` breaks between them."""
     name = gpu.name or gpu.gpu_key
-    mem = f"{fmt(gpu.mem_used_mib)}/{fmt(gpu.mem_total_mib)} MiB"
-    power = f"{fmt(gpu.power_w)}/{fmt(gpu.power_limit_w)} W"
     mark = "▶ " if selected else "  "
     label = f"GPU {gpu.index}" if gpu.index is not None else gpu.gpu_key
-    line = (
-        f"{mark}{label} {name}  {mem}  {power}  {fmt(gpu.temp_c)}°C  SM {fmt(gpu.sm_clock_mhz)} MHz"
-    )
+    fields = [
+        f"{mark}{label} {name}",
+        f"{fmt(gpu.mem_used_mib)}/{fmt(gpu.mem_total_mib)} MiB",
+        f"{fmt(gpu.power_w)}/{fmt(gpu.power_limit_w)} W",
+        f"{fmt(gpu.temp_c)}°C",
+        f"SM {fmt(gpu.sm_clock_mhz)} MHz",
+    ]
     if gpu.tensor_active_pct is not None:
-        line += f"  tensor {pct_text(gpu.tensor_active_pct)}"
+        fields.append(f"tensor {pct_text(gpu.tensor_active_pct)}")
     if gpu.dram_active_pct is not None:
-        line += f"  DRAM {pct_text(gpu.dram_active_pct)}"
-    return line
+        fields.append(f"DRAM {pct_text(gpu.dram_active_pct)}")
+    return fields
+
+
+def gpu_line(gpu: GpuSample, selected: bool, width: int = 0) -> str:
+    """``gpu_fields`` two spaces apart, a new line where the next would pass ``width`` (0:
+    one line)."""
+    lines: list[str] = []
+    for field in gpu_fields(gpu, selected):
+        if lines and (not width or len(lines[-1]) + 2 + len(field) <= width):
+            lines[-1] += "  " + field
+        else:
+            lines.append(field if not lines else "  " + field)
+    return "\n".join(lines)
 
 
 def mem_pct(gpu: GpuSample) -> float | None:
