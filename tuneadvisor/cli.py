@@ -4,11 +4,41 @@ load only when they run, so `tuneadvisor --help` stays fast."""
 
 from __future__ import annotations
 
+# signal's C module: one C call each, no Python frame of signal.py or enum a Ctrl-C could land
+# in while the quiet handler goes in
+import _signal  # type: ignore[import-not-found]  # (no stubs: it is signal.py's C half)
+import os
 import sys
 
-from tuneadvisor import __version__
-from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
-from tuneadvisor.present.terminal_safe import one_line_safe
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """Ctrl-C before main's guard: exit 130 at once, with nothing printed. The console
+    script imports this module and calls main outside any handler of ours, a signal can land
+    on main's very first line, before its try, and an exception raised here can land in a
+    callback of the import machinery, which prints it and goes on. Nothing is written before
+    the guard, so there is nothing to flush or undo."""
+    os._exit(130)  # EXIT_INTERRUPTED, defined below
+
+
+def _interrupts_as_usual() -> None:
+    """Inside main's guard: Ctrl-C is KeyboardInterrupt again (watch forwards it to its
+    program, run stops its ranks)."""
+    try:
+        if _signal.getsignal(_signal.SIGINT) is _interrupted_while_starting:
+            _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    except ValueError:
+        pass
+
+
+try:  # at module level: a Ctrl-C before this line is the interpreter's to report
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _interrupted_while_starting)
+except ValueError:  # imported from another thread: signals are the main thread's
+    pass
+
+from tuneadvisor import __version__  # noqa: E402 - after the quiet handler is in place
+from tuneadvisor.errors import EXIT_BAD_INPUT, InputError  # noqa: E402
+from tuneadvisor.present.terminal_safe import one_line_safe  # noqa: E402
 
 TYPE_CHECKING = False  # typing's own constant would load typing (milliseconds) unguarded
 if TYPE_CHECKING:
@@ -83,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     try:
+        _interrupts_as_usual()
         argv = sys.argv[1:] if argv is None else list(argv)
         # `tuneadvisor report ...` imports the report command alone, not every command's
         # module: start-up pays only for what runs.
@@ -103,3 +134,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return 0
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except RuntimeError as err:
+        # a Ctrl-C while a class is made (functools' __set_name__ during an import) comes
+        # wrapped: "Error calling __set_name__", caused by the KeyboardInterrupt
+        if isinstance(err.__cause__, KeyboardInterrupt):
+            return EXIT_INTERRUPTED
+        raise

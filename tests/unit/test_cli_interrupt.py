@@ -48,3 +48,20 @@ def test_the_hook_is_only_the_commands(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(FAKE, "run", lambda args: 0)
     assert cli.main(["report"]) == 0
     assert sys.unraisablehook is before
+
+
+def test_a_ctrl_c_wrapped_by_a_class_being_made_is_still_130(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ctrl-C inside ``__set_name__`` (functools.cached_property while a command's module
+    loads) reaches main as RuntimeError("Error calling __set_name__") caused by it."""
+    from tuneadvisor import cli
+
+    def interrupted_while_loading(name: str) -> object:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as err:
+            raise RuntimeError("Error calling __set_name__ on '_lazy'") from err
+
+    monkeypatch.setattr(cli, "command", interrupted_while_loading)
+    assert cli.main(["report", "x.lprof"]) == cli.EXIT_INTERRUPTED
