@@ -147,13 +147,11 @@ def main() -> None:
             if name not in ("before", "after"):
                 lines.append(f"| (for scale) {name} | {kind} | | {s.text()} | |")
     lines.append(END)
-    results = ROOT / "bench" / "RESULTS.md"
     section = "\n".join(lines)
     sys.path.insert(0, str(ROOT / "bench"))
-    from results_index import refresh as refresh_index
-    from results_index import with_section
+    from results_index import record_section
 
-    results.write_text(refresh_index(with_section(results.read_text(), section, BEGIN, END)))
+    record_section(section, BEGIN, END)
     print(section)
 
 

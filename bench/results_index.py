@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 INDEX_BEGIN = "<!-- index:begin -->"
 INDEX_END = "<!-- index:end -->"
@@ -172,6 +173,13 @@ def with_section(text: str, section: str, begin: str, end: str) -> str:
         head, rest = text.split(begin, 1)
         return head + section + rest.split(end, 1)[1]
     return text.rstrip() + "\n\n" + section + "\n"
+
+
+def record_section(section: str, begin: str, end: str) -> None:
+    """Write ``section`` (which holds both markers) into bench/RESULTS.md in place of the part
+    between them, and rebuild the index: what every bench's ``--record`` does."""
+    results = Path(__file__).resolve().parent / "RESULTS.md"
+    results.write_text(refresh(with_section(results.read_text(), section, begin, end)))
 
 
 def refresh(text: str) -> str:

@@ -164,12 +164,10 @@ def main() -> None:
     lines += ["", f"50,000-line profile ({n_big} rounds):", "", "| command | wall |", "|---|---|"]
     lines += [f"| {name} | {samples.text()} |" for name, samples in large.items()]
     lines += ["", *NOTES, END]
-    results = ROOT / "bench" / "RESULTS.md"
     section = "\n".join(lines)
-    from results_index import refresh as refresh_index
-    from results_index import with_section
+    from results_index import record_section
 
-    results.write_text(refresh_index(with_section(results.read_text(), section, BEGIN, END)))
+    record_section(section, BEGIN, END)
     print(section)
 
 

@@ -362,11 +362,9 @@ def main() -> None:
     if args.no_record:
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from results_index import refresh as refresh_index
-    from results_index import with_section
+    from results_index import record_section
 
-    results = ROOT / "bench" / "RESULTS.md"
-    results.write_text(refresh_index(with_section(results.read_text(), section, BEGIN, END)))
+    record_section(section, BEGIN, END)
 
 
 if __name__ == "__main__":
