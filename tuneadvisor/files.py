@@ -210,6 +210,19 @@ def _append_fd(path: str | os.PathLike[str], what: str) -> int:
     return fd
 
 
+def peek(path: str | os.PathLike[str], size: int = 4096) -> bytes:
+    """The first ``size`` bytes of a regular file, to tell what it is; b"" for anything else
+    and for a file that cannot be read. A sniff never blocks (a FIFO) and never fails: the
+    file is refused with its one line where it is read as what it was given as."""
+    if not is_regular_file(Path(path)):
+        return b""
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(size)
+    except OSError:
+        return b""
+
+
 def is_regular_file(path: Path) -> bool:
     """Whether a path named inside an input (a script on a launch line) is a file here:
     a name too long for the system or in a folder we may not read is simply not one."""

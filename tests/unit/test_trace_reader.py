@@ -175,3 +175,36 @@ def test_a_run_folder_reads_its_traces_and_compares_as_a_run(tmp_path: Path) -> 
     only_records.mkdir()
     (only_records / "tune.json").write_text("{}")
     assert split_profiles([str(only_records)]) == ((str(only_records),), ())
+
+
+def test_telling_a_trace_from_a_profile_never_blocks_on_a_fifo(tmp_path: Path) -> None:
+    """PROFILE is split by a peek at each file's start: a FIFO given there is no trace, and
+    the peek does not wait for a writer; `report` refuses it in one line."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    from tuneadvisor.session.inputs import split_profiles
+
+    fifo = tmp_path / "profile"
+    os.mkfifo(fifo)
+    assert split_profiles([str(fifo)]) == ((str(fifo),), ())
+    done = subprocess.run(
+        [sys.executable, "-m", "tuneadvisor", "report", str(fifo)],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "not a regular file" in done.stderr
+
+
+def test_a_gzipped_trace_without_its_suffix_is_told_by_what_it_holds(tmp_path: Path) -> None:
+    from tuneadvisor.session.inputs import split_profiles
+
+    named = tmp_path / "rank0.data"
+    named.write_bytes((REAL / "h200-pinned.pt.trace.json.gz").read_bytes())
+    assert split_profiles([str(named)]) == ((), (str(named),))
+    broken = tmp_path / "broken.data"
+    broken.write_bytes(b"\x1f\x8b" + b"\x00" * 64)
+    assert split_profiles([str(broken)]) == ((str(broken),), ())

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from tuneadvisor.commands.inputs import add_inputs, finite, inputs_of
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import is_regular_file, path_exists
+from tuneadvisor.files import path_exists, peek
 
 if TYPE_CHECKING:
     from tuneadvisor.session.inputs import Inputs
@@ -96,18 +96,9 @@ def screen_title(inputs: Inputs) -> str:
 
 def _is_recording(path: str) -> bool:
     """Sniffs the first bytes: a `watch --record` file, whatever its name."""
-    from pathlib import Path
-
     from tuneadvisor.metrics.recording import sniff
 
-    if not is_regular_file(Path(path)):  # (a FIFO would block the read)
-        return False
-    try:
-        with open(path, "rb") as stream:
-            head = stream.read(4096)
-    except OSError:
-        return False  # reported as the input it was given as, further on
-    return sniff(head.decode("utf-8", errors="replace"))
+    return sniff(peek(path).decode("utf-8", errors="replace"))
 
 
 def _open_replay(request: ReplayRequest) -> int:
@@ -133,13 +124,5 @@ def _check_paths_exist(inputs: Inputs) -> None:
         if not path_exists(Path(path), "input"):  # a name too long is one line there
             raise InputError(path, "no such file")
     for path in inputs.profiles:  # a job script given as the profile: said before the screen
-        if Path(path).is_file() and looks_like_job_script(_head(path)):
+        if looks_like_job_script(peek(path).decode("utf-8", errors="replace")):
             raise InputError(path, JOB_SCRIPT_GIVEN)
-
-
-def _head(path: str) -> str:
-    try:
-        with open(path, "rb") as stream:
-            return stream.read(4096).decode("utf-8", errors="replace")
-    except OSError:
-        return ""  # reported as the profile it was given as, further on

@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tuneadvisor.files import peek
 from tuneadvisor.profile.trace import RUN_RECORDS, TRACE_SUFFIXES, trace_names
 
 # keys kineto writes first; a watch recording (JSON lines) has none of them
@@ -62,23 +63,22 @@ def split_profiles(paths: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ..
 
 def _is_trace(path: str) -> bool:
     if os.path.isdir(path):  # a folder of ranks' traces (a run folder of `run --profile torch`)
-        return any(trace_names(os.listdir(path)))
+        try:
+            return any(trace_names(os.listdir(path)))
+        except OSError:
+            return False  # refused with its one line where it is read
     if path.endswith(TRACE_SUFFIXES):
         return True
     if path.endswith((".lprof", ".txt", ".jsonl")):
         return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-            if head.startswith(b"\x1f\x8b"):
-                import gzip
-                import zlib
+    head = peek(path)
+    if head.startswith(b"\x1f\x8b"):  # gzip: the start of what it holds, bounded
+        import zlib
 
-                f.seek(0)
-                try:
-                    head = gzip.GzipFile(fileobj=f).read(4096)
-                except (OSError, EOFError, zlib.error):
-                    return False
-    except OSError:
-        return False  # read (and refused with its one line) as a profile
+        try:
+            head = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16).decompress(
+                peek(path, 1 << 16), 4096
+            )
+        except zlib.error:
+            return False
     return head.lstrip().startswith(b"{") and any(key in head for key in _TRACE_KEYS)
