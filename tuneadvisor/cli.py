@@ -10,6 +10,9 @@ import _signal  # type: ignore[import-not-found]  # (no stubs: it is signal.py's
 import os
 import sys
 
+# The exit status of a run interrupted by Ctrl-C (128 + SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 130
+
 
 def _interrupted_while_starting(signum: int, frame: object) -> None:
     """Ctrl-C before main's guard: exit 130 at once, with nothing printed. The console
@@ -17,7 +20,7 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
     on main's very first line, before its try, and an exception raised here can land in a
     callback of the import machinery, which prints it and goes on. Nothing is written before
     the guard, so there is nothing to flush or undo."""
-    os._exit(130)  # EXIT_INTERRUPTED, defined below
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _interrupts_as_usual() -> None:
@@ -49,9 +52,6 @@ if TYPE_CHECKING:
 # Nothing heavier than sys and os loads before main's guard: the console script imports this
 # module outside any handler of ours, so a Ctrl-C while argparse or typing loads would be a
 # traceback. argparse is imported inside build_parser, which runs inside the guard.
-
-# The exit status of a run interrupted by Ctrl-C (128 + SIGINT), as a shell reports it.
-EXIT_INTERRUPTED = 130
 
 # The commands, in the order `--help` lists them; each is the module of that name in
 # tuneadvisor.commands.
