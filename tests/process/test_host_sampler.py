@@ -134,6 +134,30 @@ def test_first_sight_of_a_process_is_no_data_not_zero(procs: list[subprocess.Pop
     assert first.host.cpu_pct_per_core == ()  # per-core needs two readings too
 
 
+def test_a_command_line_read_inside_an_exec_is_read_again(
+    procs: list[subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exec names the process before it lays out its arguments: a round that reads in
+    between gets an empty command line. The process is read again the next round, not shown
+    as a nameless command for the rest of the watch (seen in CI: `sleep` with no argv)."""
+    import psutil
+
+    sleeper = spawn("sleep", "600")
+    procs.append(sleeper)
+    real = psutil.Process.cmdline
+    calls = {"n": 0}
+
+    def inside_the_exec(self: psutil.Process) -> list[str]:
+        calls["n"] += 1
+        return [] if calls["n"] == 1 else real(self)
+
+    monkeypatch.setattr(psutil.Process, "cmdline", inside_the_exec)
+    sampler = HostSampler([sleeper.pid])
+    assert sleeper.pid not in {p.pid for p in sampler.sample().procs}  # again next round
+    (seen,) = sampler.sample().procs
+    assert (seen.name, seen.cmdline) == ("sleep", "sleep 600")
+
+
 def test_a_child_that_exits_mid_watch_is_dropped(procs: list[subprocess.Popen[str]]) -> None:
     code = (
         "import subprocess, sys\n"

@@ -88,6 +88,15 @@ class _Row:
     io_denied: bool
 
 
+# Rounds a process whose command line reads empty is read again before it is shown so.
+EMPTY_CMDLINE_RETRIES = 3
+
+
+def _kernel_thread(pid: int, ppid: int) -> bool:
+    """kthreadd (pid 2) and its children have no command line at all."""
+    return pid == 2 or ppid == 2
+
+
 class HostSampler:
     """Sample the node and the target's processes; one instance per watch."""
 
@@ -456,6 +465,13 @@ class HostSampler:
             now = row.st
         if now is None or now.start != tr.start or now.image != tr.image:
             return False  # it exec'd (or ended) while we read: again next round
+        if not cmdline and "cmdline" not in denied and not _kernel_thread(row.pid, row.st.ppid):
+            # An exec names the process before it lays out its arguments: read in between,
+            # the command line is empty and would stay so. Again next round (a few times:
+            # a process may have emptied its own).
+            tr.empty_cmdlines += 1
+            if tr.empty_cmdlines <= EMPTY_CMDLINE_RETRIES:
+                return False
         tr.static = ProcStatic(name, cmdline, " ".join(cmdline), user, env, tuple(denied))
         return True
 

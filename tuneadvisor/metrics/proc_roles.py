@@ -72,6 +72,7 @@ class Tracked:
     role: tuple[str, int | None] | None = None  # cached with what it was decided from:
     role_ppid: int | None = None
     role_parent: ProcStatic | None = None
+    empty_cmdlines: int = 0  # rounds its command line read empty (caught inside its exec)
 
 
 # ---------------------------------------------------------------------- roles
