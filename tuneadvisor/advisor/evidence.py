@@ -5,9 +5,10 @@ pure fact logic that needs no file."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from tuneadvisor.advisor.fact_view import Usage, first, view
 from tuneadvisor.slurm.states import UNFINISHED
 
 if TYPE_CHECKING:
@@ -42,6 +43,22 @@ class Gathered:
     stamp: EvidenceStamp | None = None  # None without measured evidence
 
 
+# usage.* that accounting gives and a running job's partial accounting must not: all but
+# the state (checked at import: a misspelt field is a KeyError)
+_PARTIAL = tuple(
+    Usage.fact_name(f)
+    for f in (
+        "cores",
+        "cpu_efficiency_pct",
+        "mem_peak_mib",
+        "elapsed_s",
+        "mem_efficiency_pct",
+        "mem_requested_mib",
+        "nodes",
+    )
+)
+
+
 def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> None:
     """usage.* from sacct, else seff: rules read one name whichever the user gave.
 
@@ -53,52 +70,47 @@ def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> Non
     Only ``usage.state`` while the job runs: a peak so far would make over-requested-memory
     cut --mem below what the rest of the run needs, and efficiency so far is not the job's.
     """
-    pairs = {
-        "usage.state": ("sacct.state", "seff.state"),
-        "usage.cores": ("sacct.alloc_cpus", "seff.cores", "jobstats.cores"),
-        "usage.cpu_efficiency_pct": (
-            "jobstats.cpu_efficiency_pct",
-            "sacct.cpu_efficiency_pct",
-            "seff.cpu_efficiency_pct",
+    v = view(facts)
+    sacct, seff, jobstats = v.sacct, v.seff, v.jobstats
+    peaks = [
+        p for p in (jobstats.mem_peak_mib, sacct.mem_peak_mib, seff.mem_used_mib) if p is not None
+    ]
+    usage = Usage(
+        state=first(sacct.state, seff.state),
+        cores=first(sacct.alloc_cpus, seff.cores, jobstats.cores),
+        cpu_efficiency_pct=first(
+            jobstats.cpu_efficiency_pct, sacct.cpu_efficiency_pct, seff.cpu_efficiency_pct
         ),
-        "usage.mem_peak_mib": ("jobstats.mem_peak_mib", "sacct.mem_peak_mib", "seff.mem_used_mib"),
-        "usage.elapsed_s": ("sacct.elapsed_s", "seff.wall_s"),
-        "usage.mem_efficiency_pct": (
-            "jobstats.mem_efficiency_pct",
-            "sacct.mem_efficiency_pct",
-            "seff.mem_efficiency_pct",
+        # the largest: memory advice never rests on the lower figure
+        mem_peak_mib=max(peaks) if peaks else None,
+        elapsed_s=first(sacct.elapsed_s, seff.wall_s),
+        mem_efficiency_pct=first(
+            jobstats.mem_efficiency_pct, sacct.mem_efficiency_pct, seff.mem_efficiency_pct
         ),
         # the memory asked for, job-wide: seff prints it ("... of 80.00 GB"), so seff alone
         # is enough for over-requested-memory
-        "usage.mem_requested_mib": ("sacct.req_mem_mib", "seff.mem_requested_mib"),
-        "usage.nodes": ("sacct.alloc_nodes", "seff.nodes"),
-    }
-    for usage, sources in pairs.items():
-        for source in sources:
-            if source in facts:
-                facts[usage] = facts[source]
-                break
-    peaks = [facts[s] for s in pairs["usage.mem_peak_mib"] if isinstance(facts.get(s), int | float)]
-    if peaks:
-        facts["usage.mem_peak_mib"] = max(peaks)  # type: ignore[type-var]
-    mem, nodes = facts.get("job.mem_mib"), facts.get("job.nodes")
-    if isinstance(mem, int | float) and isinstance(nodes, int):  # the request to resubmit
-        facts["usage.mem_requested_mib"], facts["usage.nodes"] = mem * nodes, nodes
-    state = facts.get("usage.state")
-    if state in UNFINISHED or facts.get("seff.final") is False:
-        for usage in pairs:
-            if usage != "usage.state":
-                facts.pop(usage, None)
+        mem_requested_mib=first(sacct.req_mem_mib, seff.mem_requested_mib),
+        nodes=first(sacct.alloc_nodes, seff.nodes),
+    )
+    mem, nodes = v.job.mem_mib, v.job.nodes
+    if mem is not None and nodes is not None:  # the request to resubmit
+        usage = replace(usage, mem_requested_mib=mem * nodes, nodes=nodes)
+    facts.update(usage.facts())
+    state = Usage.read(facts).state
+    if state in UNFINISHED or seff.final is False:
+        for name in _PARTIAL:
+            facts.pop(name, None)
         if notes is not None:
             notes.append(
                 f"the job is {str(state).lower()}: its accounting is partial, so no advice "
                 "rests on it yet (run again once it has ended)"
             )
         return
-    if isinstance(state, str):
+    if state is not None:
         # Slurm says OUT_OF_MEMORY when a cgroup killed the job; JobAcctGatherParams=
         # OverMemoryKill kills it with SIGKILL instead: FAILED, its peak over the request.
-        over = facts.get("usage.mem_efficiency_pct")
-        facts["usage.killed_for_memory"] = state == "OUT_OF_MEMORY" or (
-            state in ("FAILED", "CANCELLED") and isinstance(over, int | float) and over >= 100
+        over = Usage.read(facts).mem_efficiency_pct
+        killed = state == "OUT_OF_MEMORY" or (
+            state in ("FAILED", "CANCELLED") and over is not None and over >= 100
         )
+        facts.update(Usage(killed_for_memory=killed).facts())

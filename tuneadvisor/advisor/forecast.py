@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tuneadvisor.advisor.fact_view import FactView, as_view
 from tuneadvisor.advisor.plan import Plan
 from tuneadvisor.advisor.prediction import Prediction, Span
-from tuneadvisor.advisor.sizing import caps, ranks_per_task, size, wanted_workers
-from tuneadvisor.advisor.steptime import StepBudget, measured_workers, step_budget
+from tuneadvisor.advisor.sizing import StepModel, ranks_per_task, step_model, wanted_workers
+from tuneadvisor.advisor.steptime import StepBudget
 
 NO_EVIDENCE = (
     "no prediction: a line_profiler profile of the run (kernprof), or a probe's result, "
@@ -33,14 +34,14 @@ MOVERS = (
 )
 
 
-def _planned(plan: Plan, facts: Mapping[str, object]) -> tuple[int, int] | None:
+def _planned(plan: Plan, v: FactView) -> tuple[int, int] | None:
     """The workers and cores per task of the run with the plan; None when it changes
     neither or either is not known."""
     workers_change, cores_change = plan.script.get("num_workers"), plan.sbatch.get("cpus-per-task")
     if workers_change is None and cores_change is None:
         return None
-    workers = workers_change.value if workers_change else measured_workers(facts)
-    cores = cores_change.value if cores_change else facts.get("alloc.cpus_per_task")
+    workers = workers_change.value if workers_change else v.alloc.workers
+    cores = cores_change.value if cores_change else v.alloc.cpus_per_task
     if isinstance(workers, int) and isinstance(cores, int) and not isinstance(workers, bool):
         return workers, cores
     return None
@@ -54,28 +55,29 @@ def usable_workers(budget: StepBudget, workers: int, cores: int, ranks: int) -> 
     return min(float(workers), max(1.0, cores / ranks - budget.busy))
 
 
-def _ceiling(
-    budget: StepBudget, facts: Mapping[str, object], usable: float, speed: float
-) -> str | None:
+def _ceiling(budget: StepBudget, model: StepModel, usable: float, speed: float) -> str | None:
     want = wanted_workers(budget)
-    if usable >= want:
+    if usable >= want or model.sizing is None:
         return None
-    sizing = size(budget, facts)
+    sizing = model.sizing
     by = sizing.cap.by if sizing.cap else "the cores asked for"
-    limits = caps(facts)
-    cores = limits[0].cores if limits else sizing.cores_per_task
+    cores = model.caps[0].cores if model.caps else sizing.cores_per_task
     return (
         f"capped by {by} ({cores} cores per task): {want} workers would keep up, the cores "
         f"run {usable:.1f} workers' worth; predicted ceiling {speed:.1f}x; to move it: {MOVERS}"
     )
 
 
-def predict(facts: Mapping[str, object], plan: Plan) -> tuple[Prediction | None, str | None]:
+def predict(
+    facts: Mapping[str, object] | FactView, plan: Plan, model: StepModel | None = None
+) -> tuple[Prediction | None, str | None]:
     """The plan's setting predicted; or None and the line saying which evidence would give
     one (None and None where the plan changes neither workers nor cores: nothing to
-    predict, nothing to say)."""
-    budget = step_budget(facts)
-    planned = _planned(plan, facts)
+    predict, nothing to say). ``model``: the step-time model ``advise`` built already."""
+    v = as_view(facts)
+    model = model if model is not None else step_model(v)
+    budget = model.budget
+    planned = _planned(plan, v)
     if budget is not None and budget.storage_bound:
         return None, STORAGE
     if "num_workers" not in plan.script and "cpus-per-task" not in plan.sbatch:
@@ -87,7 +89,7 @@ def predict(facts: Mapping[str, object], plan: Plan) -> tuple[Prediction | None,
     if budget.step_s is None:
         return None, NO_STEP_TIME
     workers, cores = planned
-    ranks = ranks_per_task(facts)
+    ranks = ranks_per_task(v)
     usable = usable_workers(budget, workers, cores, ranks)
     # the plan adds workers or cores, never takes them away: never slower than measured
     relative = min(budget.step_with(usable), 1.0)
@@ -111,7 +113,7 @@ def predict(facts: Mapping[str, object], plan: Plan) -> tuple[Prediction | None,
                 f"the pipeline then makes {usable / budget.worker_steps:.2f} batches a "
                 f"measured step, the loop needs {1 / budget.busy:.2f}: estimated, the model",
             ),
-            ceiling=_ceiling(budget, facts, usable, speed),
+            ceiling=_ceiling(budget, model, usable, speed),
         ),
         None,
     )

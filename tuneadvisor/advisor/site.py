@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tuneadvisor.advisor.fact_view import FactView, Node, as_view, positive
 from tuneadvisor.advisor.toml_text import parse_toml
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.units import parse_memory, parse_memory_mib, parse_time, render_memory
@@ -38,20 +39,15 @@ class NodeShape:
     assumed: bool = False  # the default ceiling, the node's size being unknown
 
     def facts(self) -> dict[str, object]:
-        facts: dict[str, object] = {}
-        if self.cores:
-            facts["node.cores"] = self.cores
-        if self.mem_mib:
-            facts["node.mem_mib"] = float(self.mem_mib)
-        if self.gpus is not None:
-            facts["node.gpus"] = self.gpus
-        if self.max_cores_per_gpu:
-            facts["node.max_cores_per_gpu"] = self.max_cores_per_gpu
-        if self.max_time_s:
-            facts["node.max_time_s"] = self.max_time_s
-        if self.assumed:
-            facts["node.assumed"] = True
-        return facts
+        """``node.*``: the sizes given (0 cores, memory or limits are none; 0 GPUs are)."""
+        return Node(
+            cores=self.cores or None,
+            mem_mib=float(self.mem_mib) if self.mem_mib else None,
+            gpus=self.gpus,
+            max_cores_per_gpu=self.max_cores_per_gpu or None,
+            max_time_s=self.max_time_s or None,
+            assumed=True if self.assumed else None,
+        ).facts()
 
 
 @dataclass(frozen=True)
@@ -138,20 +134,20 @@ DEFAULT_NODE_CORES = 64
 DEFAULT_NODE_MEM_MIB = 512 * 1024
 
 
-def _amount(facts: Mapping[str, object], name: str) -> float:
-    value = facts.get(name)
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-    return float(value) if ok else 0.0  # type: ignore[arg-type]
+def _amount(value: float | None) -> float:
+    """A positive figure, else 0 (none known)."""
+    return float(positive(value) or 0)
 
 
-def assumed_node(facts: Mapping[str, object]) -> NodeShape:
+def assumed_node(facts: Mapping[str, object] | FactView) -> NodeShape:
     """The default ceiling, raised to what the job asks for now or had when measured (a node
     ran it, so it is at least that big): with it a tuned request never grows past the ceiling
     and never shrinks below what the user wrote."""
-    tasks = max(1, int(_amount(facts, "job.tasks_per_node")))
+    v = as_view(facts)
+    tasks = max(1, int(_amount(v.job.tasks_per_node)))
     cores = max(
-        _amount(facts, "job.cpus_per_task") * tasks,
-        _amount(facts, "alloc.cpus_per_task") * tasks,
+        _amount(v.job.cpus_per_task) * tasks,
+        _amount(v.alloc.cpus_per_task) * tasks,
         DEFAULT_NODE_CORES,
     )
     # the peak per node as the plan's memory floor counts it: over the fewer of the nodes it
@@ -159,28 +155,29 @@ def assumed_node(facts: Mapping[str, object]) -> NodeShape:
     nodes = [
         n
         for n in (
-            _amount(facts, "sacct.alloc_nodes") or _amount(facts, "seff.nodes"),
-            _amount(facts, "job.nodes"),
+            _amount(v.sacct.alloc_nodes) or _amount(v.seff.nodes),
+            _amount(v.job.nodes),
         )
         if n
     ]
     mem = max(
-        _amount(facts, "job.mem_mib"),
-        _amount(facts, "alloc.mem_mib"),
-        _amount(facts, "usage.mem_peak_mib") / min(nodes, default=1.0),
+        _amount(v.job.mem_mib),
+        _amount(v.alloc.mem_mib),
+        _amount(v.usage.mem_peak_mib) / min(nodes, default=1.0),
         DEFAULT_NODE_MEM_MIB,
     )
     mem_mib = -(-math.ceil(mem) // 1024) * 1024  # whole GiB, rounded up
     return NodeShape(cores=int(cores), mem_mib=mem_mib, assumed=True)
 
 
-def ceiling_notes(plan: Plan, facts: Mapping[str, object]) -> list[str]:
+def ceiling_notes(plan: Plan, facts: Mapping[str, object] | FactView) -> list[str]:
     """Where a request reached the assumed node's size: say that it is a default ceiling
     (the node's size is unknown), not the cluster's."""
-    if facts.get("node.assumed") is not True:
+    v = as_view(facts)
+    if v.node.assumed is not True:
         return []
-    cores, mem = _amount(facts, "node.cores"), _amount(facts, "node.mem_mib")
-    tasks = max(1, int(_amount(facts, "job.tasks_per_node")))
+    cores, mem = _amount(v.node.cores), _amount(v.node.mem_mib)
+    tasks = max(1, int(_amount(v.job.tasks_per_node)))
     reached = []
     change = plan.sbatch.get("cpus-per-task")
     if change is not None and isinstance(change.value, int) and change.value * tasks >= cores:

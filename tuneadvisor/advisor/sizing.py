@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tuneadvisor.advisor.fact_view import FactView, Model, as_view, first, positive
 from tuneadvisor.advisor.steptime import StepBudget, step_budget
 
 # The pipeline must make batches this much faster than the loop takes them: workers' times
@@ -35,28 +36,29 @@ class Sizing:
     cap: Cap | None  # the cap that bound, if one did
 
 
-def _int(facts: Mapping[str, object], name: str) -> int | None:
-    value = facts.get(name)
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return int(value)
-    return None
+def ranks_per_task(facts: Mapping[str, object] | FactView) -> int:
+    return positive(as_view(facts).job.ranks_per_task) or 1
 
 
-def ranks_per_task(facts: Mapping[str, object]) -> int:
-    return _int(facts, "job.ranks_per_task") or 1
-
-
-def caps(facts: Mapping[str, object]) -> list[Cap]:
-    """The limits on cores per task, tightest first."""
-    tasks = _int(facts, "job.tasks_per_node") or 1
-    node_cores, node_gpus = _int(facts, "node.cores"), _int(facts, "node.gpus")
-    gpus, per_gpu = _int(facts, "job.gpus"), _int(facts, "node.max_cores_per_gpu")
+def caps(
+    facts: Mapping[str, object] | FactView,
+    tasks_per_node: int | None = None,
+    fair_share: bool = True,
+) -> list[Cap]:
+    """The limits on cores per task (each of ``tasks_per_node`` tasks, else the job's),
+    tightest first: the node's cores and the site's cores per GPU (the plan's bound), and
+    with ``fair_share`` the cores of the GPUs the job has, of a node shared with others."""
+    v = as_view(facts)
+    tasks = tasks_per_node or positive(v.job.tasks_per_node) or 1
+    node_cores, node_gpus = positive(v.node.cores), positive(v.node.gpus)
+    gpus, per_gpu = positive(v.job.gpus), positive(v.node.max_cores_per_gpu)
     out = []
     if node_cores:
+        # never 0: sbatch refuses --cpus-per-task=0
         out.append(Cap(max(1, node_cores // tasks), "the node's cores"))
     if per_gpu and gpus:
         out.append(Cap(per_gpu * max(1, gpus // tasks), "the site's cores per GPU"))
-    if node_cores and node_gpus and gpus and gpus < node_gpus:
+    if fair_share and node_cores and node_gpus and gpus and gpus < node_gpus:
         share = node_cores * gpus // node_gpus
         out.append(Cap(max(1, share // tasks), "a fair share of the node (its cores per GPU)"))
     return sorted(out, key=lambda c: c.cores)
@@ -69,53 +71,74 @@ def wanted_workers(budget: StepBudget) -> int:
     return max(1, math.ceil(budget.worker_steps * (1 + MARGIN) / budget.busy - 1e-9))
 
 
-def size(budget: StepBudget, facts: Mapping[str, object]) -> Sizing:
-    ranks = ranks_per_task(facts)
+def size(budget: StepBudget, facts: Mapping[str, object] | FactView) -> Sizing:
+    v = as_view(facts)
+    ranks = ranks_per_task(v)
     want = wanted_workers(budget)
     cores = ranks * (want + 1)
-    limits = caps(facts)
+    limits = caps(v)
     cap = limits[0] if limits and limits[0].cores < cores else None
     workers = want
     if cap is not None:
         cores = cap.cores
         per_rank = cores // ranks
         workers = max(1, per_rank if budget.wait >= MAIN_WAITS_SHARE else per_rank - 1)
-    measured = _int(facts, "alloc.cpus_per_task")
+    measured = positive(v.alloc.cpus_per_task)
     if measured and measured > cores:  # the run had more: never fewer (others size down)
         cores = measured
     return Sizing(workers=min(workers, want), cores_per_task=cores, wanted_workers=want, cap=cap)
 
 
-def _fallback(facts: Mapping[str, object]) -> dict[str, object]:
+@dataclass(frozen=True)
+class StepModel:
+    """The step-time model of one report, built once (``step_model``) and handed to the
+    ``model.*`` facts, the plan's prediction and its ceiling."""
+
+    budget: StepBudget | None  # None: no evidence makes one
+    sizing: Sizing | None  # None without a budget, or where the pipeline waits on storage
+    caps: tuple[Cap, ...]  # the limits on cores per task, tightest first
+
+
+def step_model(facts: Mapping[str, object] | FactView) -> StepModel:
+    v = as_view(facts)
+    budget = step_budget(v)
+    sized = size(budget, v) if budget is not None and not budget.storage_bound else None
+    return StepModel(budget, sized, tuple(caps(v)))
+
+
+def _fallback(v: FactView) -> Model:
     """Today's doubling where the model cannot size (the measured run's workers unknown)."""
-    cores = max(FALLBACK_MIN_CORES, (_int(facts, "alloc.cpus_per_task") or 1) * 2)
-    share = facts.get("profile.loader_share", facts.get("trace.dataloader_share"))
-    waits = isinstance(share, int | float) and share >= MAIN_WAITS_SHARE
-    workers = max(1, cores // ranks_per_task(facts) - (0 if waits else 1))
-    return {"model.storage_bound": False, "model.workers": workers, "model.cores_per_task": cores}
+    cores = max(FALLBACK_MIN_CORES, (positive(v.alloc.cpus_per_task) or 1) * 2)
+    share = first(v.profile.loader_share, v.trace.dataloader_share)
+    waits = share is not None and share >= MAIN_WAITS_SHARE
+    workers = max(1, cores // ranks_per_task(v) - (0 if waits else 1))
+    return Model(storage_bound=False, workers=workers, cores_per_task=cores)
 
 
-def model_facts(facts: Mapping[str, object]) -> dict[str, object]:
+def _model(v: FactView, model: StepModel) -> Model | None:
+    budget = model.budget
+    if budget is None:
+        waiting = (
+            v.profile.loader_share is not None
+            or v.trace.dataloader_share is not None
+            or v.host.proc__main_cpu_pct__mean is not None
+        )
+        return _fallback(v) if waiting and v.alloc.cpus_per_task is not None else None
+    if budget.storage_bound or model.sizing is None:  # the measured setting stays
+        cores = positive(v.alloc.cpus_per_task)
+        return Model(storage_bound=True, workers=budget.workers, cores_per_task=cores)
+    return Model(
+        storage_bound=False,
+        workers=model.sizing.workers,
+        cores_per_task=model.sizing.cores_per_task,
+    )
+
+
+def model_facts(
+    facts: Mapping[str, object] | FactView, model: StepModel | None = None
+) -> dict[str, object]:
     """``model.*``: the sizing the dataloader-bound rules suggest, and whether the pipeline
     waits on storage (then no sizing: more workers will not help)."""
-    budget = step_budget(facts)
-    if budget is None:
-        waiting = any(
-            name in facts
-            for name in (
-                "profile.loader_share",
-                "trace.dataloader_share",
-                "host.proc.main_cpu_pct.mean",
-            )
-        )
-        return _fallback(facts) if waiting and "alloc.cpus_per_task" in facts else {}
-    if budget.storage_bound:  # the measured setting stays: more workers will not help
-        kept: dict[str, object] = {"model.storage_bound": True, "model.workers": budget.workers}
-        cores = _int(facts, "alloc.cpus_per_task")
-        return kept | ({"model.cores_per_task": cores} if cores else {})
-    sizing = size(budget, facts)
-    return {
-        "model.storage_bound": False,
-        "model.workers": sizing.workers,
-        "model.cores_per_task": sizing.cores_per_task,
-    }
+    v = as_view(facts)
+    sized = _model(v, model if model is not None else step_model(v))
+    return {} if sized is None else sized.facts()

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from tuneadvisor.advisor.fact_view import FactView, as_view
+
 # How far a figure is trusted when the evidence gives no spread of its own: a profile's
 # shares come from one run (its noise unmeasured); a recording's GPU busy share is a coarser
 # stand-in for the compute time.
@@ -73,30 +75,18 @@ class StepBudget:
         return max(self.busy, self.worker_steps / workers)
 
 
-def _num(facts: Mapping[str, object], name: str) -> float | None:
-    value = facts.get(name)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
-def _int(facts: Mapping[str, object], name: str) -> int | None:
-    value = facts.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _s(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def _worker_steps(workers: int, wait: float, facts: Mapping[str, object]) -> float:
+def _worker_steps(workers: int, wait: float, v: FactView) -> float:
     """One worker's time per batch on a core of its own, in measured steps: W workers that
     kept the loop waiting made a batch a step between them, on the cores they had (4
     workers sharing 2 cores with the main process are 1.5 cores' worth, not 4)."""
     if workers < 1:
         return wait
-    cores = _num(facts, "alloc.cpus_per_task")
-    ranks = _num(facts, "job.ranks_per_task") or 1.0
+    cores = v.alloc.cpus_per_task
+    ranks = v.job.ranks_per_task or 1.0
     if cores is None:
         return float(workers)
     return min(float(workers), max(1.0, cores / ranks - (1.0 - wait)))
@@ -114,13 +104,14 @@ def _worker_note(workers: int, worker_steps: float, how: str) -> str:
     )
 
 
-def storage_bound(facts: Mapping[str, object]) -> bool:
+def storage_bound(facts: Mapping[str, object] | FactView) -> bool:
     """A recording where the workers were there but mostly idle while the loop waited: the
     pipeline waits on storage; more workers will not help."""
-    workers = _int(facts, "host.proc.workers.max")
-    cores = _num(facts, "host.proc.cpu_cores.mean")
-    main = _num(facts, "host.proc.main_cpu_pct.mean")
-    util = _num(facts, "gpu.util.mean")
+    v = as_view(facts)
+    workers = v.host.proc__workers__max
+    cores = v.host.proc__cpu_cores__mean
+    main = v.host.proc__main_cpu_pct__mean
+    util = v.gpu.util__mean
     if not workers or cores is None or main is None or util is None:
         return False
     waiting = util < 50.0 and main < 85.0  # neither the GPU nor the main process is busy
@@ -128,17 +119,17 @@ def storage_bound(facts: Mapping[str, object]) -> bool:
     return waiting and per_worker < WORKER_BUSY_MIN
 
 
-def _from_probe(facts: Mapping[str, object], workers: int) -> StepBudget | None:
-    loop = _num(facts, "probe.loop_step_s")
-    ceiling = _num(facts, "probe.ceiling_step_s")
+def _from_probe(v: FactView, workers: int) -> StepBudget | None:
+    loop = v.probe.loop_step_s
+    ceiling = v.probe.ceiling_step_s
     if not loop or ceiling is None or loop <= 0:
         return None
-    stall = _num(facts, "probe.stall_share")
+    stall = v.probe.stall_share
     wait = min(1.0, max(0.0, stall if stall is not None else 1.0 - ceiling / loop))
     compute = min(ceiling / loop, 1.0 - wait)
-    spread = _num(facts, "probe.loop_step_spread") or PROFILE_SPREAD
-    worker_steps = _worker_steps(workers, wait, facts)
-    enough = _int(facts, "probe.workers_for_95pct")
+    spread = v.probe.loop_step_spread or PROFILE_SPREAD
+    worker_steps = _worker_steps(workers, wait, v)
+    enough = v.probe.workers_for_95pct
     basis = [
         f"step time {_s(loop)} (spread {spread:.0%}): measured, the probe's loop",
         f"ceiling {_s(ceiling)} a step (one batch on the device, repeated): measured, the probe",
@@ -149,7 +140,7 @@ def _from_probe(facts: Mapping[str, object], workers: int) -> StepBudget | None:
         basis.append(f"{enough} workers reach 95 % of the ceiling: measured, the probe")
     else:
         basis.append(_worker_note(workers, worker_steps, "the probe"))
-    if facts.get("probe.test_mode") is True:
+    if v.probe.test_mode is True:
         basis.append("the probe ran with the device-time stand-in (a test mode, not the GPU)")
     return StepBudget(
         source="probe",
@@ -162,7 +153,7 @@ def _from_probe(facts: Mapping[str, object], workers: int) -> StepBudget | None:
         worker_steps=worker_steps,
         spread=spread,
         step_s=loop,
-        batch_size=_int(facts, "probe.batch_size"),
+        batch_size=v.probe.batch_size,
         workers_measured=enough,
         basis=tuple(basis),
     )
@@ -187,11 +178,11 @@ class _Shares:
     overhead_why: str
 
 
-def _measured(shares: _Shares, facts: Mapping[str, object], workers: int) -> StepBudget:
+def _measured(shares: _Shares, v: FactView, workers: int) -> StepBudget:
     """One budget from measured shares: the profile's and the trace's alike."""
     s = shares
     other = max(0.0, 1.0 - s.wait - s.transfer - s.compute - s.sync)
-    worker_steps = _worker_steps(workers, s.wait, facts)
+    worker_steps = _worker_steps(workers, s.wait, v)
     basis = [
         f"waiting for data {s.wait:.0%}, copies {s.transfer:.0%}, compute {s.compute:.0%}, "
         f"syncs {s.sync:.0%}, other {other:.0%} of the step: measured, {s.shares_from}",
@@ -212,24 +203,24 @@ def _measured(shares: _Shares, facts: Mapping[str, object], workers: int) -> Ste
         worker_steps=worker_steps,
         spread=PROFILE_SPREAD,
         step_s=s.step_s,
-        storage_bound=storage_bound(facts),
+        storage_bound=storage_bound(v),
         basis=tuple(basis),
         overhead=s.overhead,
     )
 
 
-def _from_profile(facts: Mapping[str, object], workers: int) -> StepBudget | None:
-    wait = _num(facts, "profile.loader_share")
+def _from_profile(v: FactView, workers: int) -> StepBudget | None:
+    wait = v.profile.loader_share
     if wait is None:
         return None
-    steps = _int(facts, "profile.steps")
+    steps = v.profile.steps
     shares = _Shares(
         source="profile",
         wait=wait,
-        transfer=_num(facts, "profile.transfer_share") or 0.0,
-        compute=_num(facts, "profile.compute_share") or 0.0,
-        sync=_num(facts, "profile.sync_share") or 0.0,
-        step_s=_num(facts, "profile.step_s"),
+        transfer=v.profile.transfer_share or 0.0,
+        compute=v.profile.compute_share or 0.0,
+        sync=v.profile.sync_share or 0.0,
+        step_s=v.profile.step_s,
         steps=steps,
         shares_from="the profile's line kinds",
         steps_from=f"the profile ({steps} steps)",
@@ -237,27 +228,28 @@ def _from_profile(facts: Mapping[str, object], workers: int) -> StepBudget | Non
         overhead=PROFILER_OVERHEAD,
         overhead_why="line_profiler: assumed (8-14 % measured on the bundled MNIST loop)",
     )
-    return _measured(shares, facts, workers)
+    return _measured(shares, v, workers)
 
 
-def _from_trace(facts: Mapping[str, object], workers: int) -> StepBudget | None:
+def _from_trace(v: FactView, workers: int) -> StepBudget | None:
     """A torch.profiler trace: the plugin's exclusive breakdown of the steps. The DataLoader
     share is time in ``__next__`` with the device idle: the wait; kernels are the compute."""
-    wait = _num(facts, "trace.dataloader_share")
+    t = v.trace
+    wait = t.dataloader_share
     if wait is None:
         return None
 
-    def share(*names: str) -> float:
-        return sum(_num(facts, f"trace.{name}_share") or 0.0 for name in names)
+    def share(*values: float | None) -> float:
+        return sum(value or 0.0 for value in values)
 
-    steps = _int(facts, "trace.steps")
+    steps = t.steps
     shares = _Shares(
         source="trace",
         wait=wait,
-        transfer=share("memcpy", "memset"),
-        compute=share("kernel", "communication"),
+        transfer=share(t.memcpy_share, t.memset_share),
+        compute=share(t.kernel_share, t.communication_share),
         sync=0.0,  # a trace's syncs are host time in runtime calls: in "other"
-        step_s=_num(facts, "trace.step_s"),
+        step_s=t.step_s,
         steps=steps,
         shares_from="the torch.profiler trace's breakdown",
         steps_from=f"the trace ({steps} steps a rank)",
@@ -265,17 +257,17 @@ def _from_trace(facts: Mapping[str, object], workers: int) -> StepBudget | None:
         overhead=TRACE_OVERHEAD,
         overhead_why="torch.profiler: assumed",
     )
-    return _measured(shares, facts, workers)
+    return _measured(shares, v, workers)
 
 
-def _from_recording(facts: Mapping[str, object], workers: int) -> StepBudget | None:
-    util = _num(facts, "gpu.util.mean")
-    main = _num(facts, "host.proc.main_cpu_pct.mean")
+def _from_recording(v: FactView, workers: int) -> StepBudget | None:
+    util = v.gpu.util__mean
+    main = v.host.proc__main_cpu_pct__mean
     if util is None or main is None:
         return None
     busy = min(1.0, max(0.0, util / 100.0))
     wait = 1.0 - busy
-    worker_steps = _worker_steps(workers, wait, facts)
+    worker_steps = _worker_steps(workers, wait, v)
     return StepBudget(
         source="recording",
         wait=wait,
@@ -286,7 +278,7 @@ def _from_recording(facts: Mapping[str, object], workers: int) -> StepBudget | N
         workers=workers,
         worker_steps=worker_steps,
         spread=RECORDING_SPREAD,
-        storage_bound=storage_bound(facts),
+        storage_bound=storage_bound(v),
         basis=(
             f"compute {busy:.0%} of the step: estimated, the GPU's mean busy share (recording)",
             f"waiting for data {wait:.0%}: estimated, the GPU's idle share (recording)",
@@ -296,24 +288,25 @@ def _from_recording(facts: Mapping[str, object], workers: int) -> StepBudget | N
     )
 
 
-def measured_workers(facts: Mapping[str, object]) -> int | None:
+def measured_workers(facts: Mapping[str, object] | FactView) -> int | None:
     """The measured run's workers (``alloc.workers``: what it was given or seen with)."""
-    return _int(facts, "alloc.workers")
+    return as_view(facts).alloc.workers
 
 
-def step_budget(facts: Mapping[str, object]) -> StepBudget | None:
+def step_budget(facts: Mapping[str, object] | FactView) -> StepBudget | None:
     """The budget from the most direct evidence given; None when none can make one (no
     profile, recording or probe, or the measured run's workers are unknown)."""
-    workers = measured_workers(facts)
+    v = as_view(facts)
+    workers = v.alloc.workers
     if workers is None:
         return None
     for make in (_from_probe, _from_profile, _from_trace, _from_recording):
-        budget = make(facts, workers)
+        budget = make(v, workers)
         if budget is not None:
             if budget.batch_size is None:  # the script's, else its run record's
-                batch = _int(facts, "script.batch_size") or _int(facts, "run.batch_size")
+                batch = v.script.batch_size or v.run.batch_size
                 budget = replace(budget, batch_size=batch)
-            rate = _num(facts, "run.samples_per_s")
+            rate = v.run.samples_per_s
             if rate is not None:
                 budget = replace(
                     budget,
