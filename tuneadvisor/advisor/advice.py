@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import Gathered
+from tuneadvisor.advisor.fact_view import FactView, Model, view
 from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
 from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.plan import Change, Plan, make_plan
 from tuneadvisor.advisor.rules import Rule
-from tuneadvisor.advisor.sizing import model_facts
+from tuneadvisor.advisor.sizing import model_facts, step_model
 
 if TYPE_CHECKING:  # the annotation only: forecast.py makes them
     from tuneadvisor.advisor.prediction import Prediction
@@ -59,13 +60,11 @@ def _coupled(findings: Iterable[Finding], plan: Plan) -> tuple[Finding, ...]:
     )
 
 
-def _not_from_another_program(
-    plan: Plan, rules: Iterable[Rule], facts: Mapping[str, object]
-) -> Plan:
+def _not_from_another_program(plan: Plan, rules: Iterable[Rule], v: FactView) -> Plan:
     """A profile of another program says nothing about this script's settings: the script
     changes that a rule reading the profile asked for are left out (the job-script changes
     stay: they size the allocation the profile's run had)."""
-    if facts.get("profile.other_program") is not True:
+    if v.profile.other_program is not True:
         return plan
     profiled = {r.id for r in rules if any(f.startswith("profile.") for f in r.when.facts)}
     kept = {k: c for k, c in plan.script.items() if not set(c.because) & profiled}
@@ -81,11 +80,17 @@ def _not_from_another_program(
 
 def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     rules = tuple(rules)
-    facts = {**gathered.facts, **model_facts(gathered.facts)}  # the model's sizing for the rules
+    # the facts typed once, and the step-time model built once, for the model's sizing (the
+    # rules read it as facts), the plan and the prediction
+    typed = view(gathered.facts)
+    model = step_model(typed)
+    sized = model_facts(typed, model)
+    facts = {**gathered.facts, **sized}
+    typed = replace(typed, model=Model.read(facts))
     evaluation = evaluate(rules, facts)
-    plan = make_plan(evaluation.findings, facts)
-    plan = _not_from_another_program(plan, rules, facts)
-    prediction, no_prediction = predict(facts, plan)
+    plan = make_plan(evaluation.findings, typed)
+    plan = _not_from_another_program(plan, rules, typed)
+    prediction, no_prediction = predict(typed, plan, model)
     return Advice(
         findings=_coupled(evaluation.findings, plan),
         skipped=evaluation.skipped,

@@ -18,8 +18,10 @@ from types import MappingProxyType
 
 from tuneadvisor.advisor.allocation import script_workers
 from tuneadvisor.advisor.expressions import mem_text, time_text
+from tuneadvisor.advisor.fact_view import FactView, as_view, positive
 from tuneadvisor.advisor.facts import Facts
 from tuneadvisor.advisor.findings import Finding
+from tuneadvisor.advisor.sizing import caps
 from tuneadvisor.slurm.units import parse_memory, parse_time
 
 # Memory headroom over the observed peak, as jobstats suggests.
@@ -110,29 +112,16 @@ def _pick(key: str, values: Sequence[Suggested]) -> Change:
     return Change(values[-1].value, because)
 
 
-def _positive(facts: Facts, name: str) -> bool:
-    value = facts.get(name)
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-
-
 def _as_int(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _core_limit(facts: Facts, tasks_per_node: int | None = None) -> int | None:
+def _core_limit(v: FactView, tasks_per_node: int | None = None) -> int | None:
     """The most --cpus-per-task the node allows each task (of ``tasks_per_node``, else the
-    job's); None when unknown."""
-    limit = None
-    node_cores = _as_int(facts.get("node.cores"))
-    tasks = tasks_per_node or _as_int(facts.get("job.tasks_per_node")) or 1
-    if node_cores:
-        limit = max(1, node_cores // tasks)  # never 0: sbatch refuses --cpus-per-task=0
-    per_gpu = _as_int(facts.get("node.max_cores_per_gpu"))
-    gpus = _as_int(facts.get("job.gpus"))
-    if per_gpu and gpus:
-        gpu_limit = per_gpu * max(1, gpus // tasks)
-        limit = gpu_limit if limit is None else min(limit, gpu_limit)
-    return limit
+    job's): the node's cores and the site's cores per GPU, as the step-time model caps
+    them; None when unknown."""
+    limits = caps(v, tasks_per_node, fair_share=False)
+    return limits[0].cores if limits else None
 
 
 def _planned_tasks_per_node(sbatch: Mapping[str, Change]) -> int | None:
@@ -147,7 +136,7 @@ def _planned_tasks_per_node(sbatch: Mapping[str, Change]) -> int | None:
 def _bound_cores(
     cores_change: Change | None,
     workers: Change | None,
-    facts: Facts,
+    v: FactView,
     notes: list[str],
     tasks_per_node: int | None = None,
     bound: list[str] | None = None,
@@ -155,7 +144,7 @@ def _bound_cores(
     """--cpus-per-task within the node, and num_workers with it: the rules' workers, less
     as many as the cap took cores away (they keep the rules' choice of a main core)."""
     cores = _as_int(cores_change.value) if cores_change else None
-    limit = _core_limit(facts, tasks_per_node)
+    limit = _core_limit(v, tasks_per_node)
     if cores_change is None or cores is None or limit is None or cores <= limit:
         return cores_change, workers
     notes.append(f"--cpus-per-task {cores} capped at {limit}: the node allows no more per task")
@@ -172,19 +161,18 @@ def _bound_cores(
     return capped, Change(fewer, workers.because)
 
 
-def _mem_floor(facts: Facts, workers: Change | None, notes: list[str]) -> float | None:
+def _mem_floor(v: FactView, workers: Change | None, notes: list[str]) -> float | None:
     """The least --mem the plan may write: 1.2 x the peak, the peak grown by the workers
     the plan adds (each is a process with its own memory); None without a recorded peak."""
-    peak = facts.get("usage.mem_peak_mib")
-    if not isinstance(peak, int | float) or isinstance(peak, bool) or peak <= 0:
+    peak = positive(v.usage.mem_peak_mib)
+    if peak is None:
         return None
     new = _as_int(workers.value) if workers is not None else None
-    known = _peak_workers(facts)
+    known = _peak_workers(v)
     before = known or 0  # not known: counted from none, the most memory
     if new is not None and new > before:
-        rss = facts.get("host.proc.rss.max_mib")
-        procs = _as_int(facts.get("host.proc.count.max"))
-        if isinstance(rss, int | float) and procs:
+        rss, procs = v.host.proc__rss__max_mib, v.host.proc__count__max
+        if rss is not None and procs:
             each, how = rss / procs, "the recording's RSS per process"
         else:
             each, how = WORKER_ALLOWANCE_MIB, f"an allowance of {WORKER_ALLOWANCE_MIB} MiB each"
@@ -200,53 +188,53 @@ def _mem_floor(facts: Facts, workers: Change | None, notes: list[str]) -> float 
         extra = each * (new - before)
     else:
         extra = 0.0
-    return (_node_peak(facts, float(peak)) + extra / _peak_nodes(facts)) * MEM_HEADROOM
+    return (_node_peak(v, float(peak)) + extra / _peak_nodes(v)) * MEM_HEADROOM
 
 
-def _peak_workers(facts: Facts) -> int | None:
+def _peak_workers(v: FactView) -> int | None:
     """The DataLoader workers of the run whose peak ``usage.mem_peak_mib`` is: accounting's
     (seff, sacct, jobstats), so the job's, as its script starts them (a number in the script
     or on its launch line) when the script is as it ran; a script `apply` tuned (its `tuned
     from` line) no longer is, and a profile's run (``alloc.workers``) is the measured one."""
-    if "job.tuned_from.digest" not in facts:
-        mine = script_workers(facts, _as_int(facts.get("job.cpus_per_task")))
+    if v.job.tuned_from__digest is None:
+        mine = script_workers(v, v.job.cpus_per_task)
         if mine is not None:
             return mine
-    return _as_int(facts.get("alloc.workers"))
+    return v.alloc.workers
 
 
-def _least_node_need(facts: Facts) -> float | None:
+def _least_node_need(v: FactView) -> float | None:
     """The least a node of the job needs of the measured peak: its even share over the
     nodes (the busiest node may have needed more: accounting often cannot tell). None
     without a recorded peak."""
-    peak = facts.get("usage.mem_peak_mib")
-    if not isinstance(peak, int | float) or isinstance(peak, bool) or peak <= 0:
+    peak = positive(v.usage.mem_peak_mib)
+    if peak is None:
         return None
-    return float(peak) / _peak_nodes(facts)
+    return float(peak) / _peak_nodes(v)
 
 
-def _node_peak(facts: Facts, peak: float) -> float:
+def _node_peak(v: FactView, peak: float) -> float:
     """The job-wide peak's part on its busiest node (usage.mem_peak_node_mib: a run whose
     peak was one task's needs all of it on that node), else its share per node."""
-    node = facts.get("usage.mem_peak_node_mib")
-    if isinstance(node, int | float) and not isinstance(node, bool) and node >= 0:
+    node = v.usage.mem_peak_node_mib
+    if node is not None and node >= 0:
         return float(node)
-    return peak / _peak_nodes(facts)
+    return peak / _peak_nodes(v)
 
 
-def _peak_nodes(facts: Facts) -> int:
+def _peak_nodes(v: FactView) -> int:
     """What the job-wide peak is divided by for a per-node --mem: the fewer of the nodes it
     was measured over and the nodes the script asks for now. A run measured on 2 nodes and
     now asked on 1 needs the whole peak there; one measured on 1 node may keep its tasks
     together on each node of a wider job: never the smaller share."""
-    measured = _as_int(facts.get("sacct.alloc_nodes")) or _as_int(facts.get("seff.nodes"))
-    counts = [n for n in (measured, _as_int(facts.get("job.nodes"))) if n]
+    measured = v.sacct.alloc_nodes or v.seff.nodes
+    counts = [n for n in (measured, v.job.nodes) if n]
     return min(counts, default=1)
 
 
 def _bound_memory(
     change: Change | None,
-    facts: Facts,
+    v: FactView,
     notes: list[str],
     workers: Change | None = None,
     bound: list[str] | None = None,
@@ -260,28 +248,28 @@ def _bound_memory(
     if mib is not None and mib <= 0:  # --mem=0 is all of a node's memory, never a guess
         notes.append("--mem=0 not written: it asks for all of a node's memory")
         return None
-    if facts.get("usage.killed_for_memory") is True and not _positive(facts, "usage.mem_peak_mib"):
+    if v.usage.killed_for_memory is True and not positive(v.usage.mem_peak_mib):
         notes.append(
             "the peak memory was not recorded before the job was killed: --mem is set from "
             "the request it ran with"
         )
-    now_mib = facts.get("job.mem_mib")
-    cut = isinstance(now_mib, int | float) and mib is not None and mib < now_mib
-    floor = _mem_floor(facts, workers, notes)
+    now_mib = v.job.mem_mib
+    cut = now_mib is not None and mib is not None and mib < now_mib
+    floor = _mem_floor(v, workers, notes)
     if floor is not None and mib is not None and mib < floor:
         floor_mib = math.ceil(floor / 1024) * 1024
         notes.append(f"--mem raised to {mem_text(floor_mib)}: never below 1.2 x the peak")
         change = Change(mem_text(floor_mib), change.because)
         mib = floor_mib
-        now = facts.get("job.mem_mib")
-        if cut and isinstance(now, int | float) and mib >= now:
+        now = v.job.mem_mib
+        if cut and now is not None and mib >= now:
             # a cut that the workers' memory undoes: no cut at all
             notes.append(f"--mem {mem_text(now)} left as it is: the run needs about that")
             return None
-    node_mem = facts.get("node.mem_mib")
-    if isinstance(node_mem, int | float) and mib is not None and mib > node_mem:
-        need = _least_node_need(facts)
-        if need is not None and need > node_mem and facts.get("node.assumed") is not True:
+    node_mem = v.node.mem_mib
+    if node_mem is not None and mib is not None and mib > node_mem:
+        need = _least_node_need(v)
+        if need is not None and need > node_mem and v.node.assumed is not True:
             # Capped at the node it would be under what the run used: the job would be killed
             # again. Neither is written; what would fit is said instead. (Not against the
             # default ceiling: the node's size is not known.)
@@ -298,9 +286,9 @@ def _bound_memory(
     return change
 
 
-def _bound_time(change: Change | None, facts: Facts, notes: list[str]) -> Change | None:
+def _bound_time(change: Change | None, v: FactView, notes: list[str]) -> Change | None:
     """sbatch refuses a --time over the partition's MaxTime: suggest the limit instead."""
-    limit = _as_int(facts.get("node.max_time_s"))
+    limit = v.node.max_time_s
     if change is None or not limit:
         return change
     try:
@@ -325,16 +313,16 @@ def _reserves_main_core(cores: Change | None, workers: Change | None) -> bool:
 
 
 def _already_has_cores(
-    cores: Change | None, workers: Change | None, facts: Facts, notes: list[str]
+    cores: Change | None, workers: Change | None, v: FactView, notes: list[str]
 ) -> tuple[Change | None, Change | None]:
     """No cores change where the script already asks for at least as many as the measured
     run led to (it was changed since, maybe by an earlier apply): the advice does not
     compound. The workers then follow the script's cores, keeping the rules' main core."""
     new = _as_int(cores.value) if cores else None
-    now = _as_int(facts.get("job.cpus_per_task"))
+    now = v.job.cpus_per_task
     if cores is None or new is None or now is None or now < new:
         return cores, workers
-    limit = _core_limit(facts)
+    limit = _core_limit(v)
     if limit is not None and now > limit:  # more than the node allows: the cap is the plan
         return cores, workers
     if now > new:
@@ -348,48 +336,48 @@ def _already_has_cores(
     return None, workers
 
 
-def _not_lower_than_now(change: Change | None, facts: Facts, notes: list[str]) -> Change | None:
+def _not_lower_than_now(change: Change | None, v: FactView, notes: list[str]) -> Change | None:
     """A --mem raised for a run killed for memory never lowers what the script asks for
     now (an earlier apply, or the user, gave it more already)."""
-    if change is None or facts.get("usage.killed_for_memory") is not True:
+    if change is None or v.usage.killed_for_memory is not True:
         return change
-    now = facts.get("job.mem_mib")
+    now = v.job.mem_mib
     try:
         mib = parse_memory(str(change.value))
     except ValueError:
         return change
-    if isinstance(now, int | float) and now >= mib:
+    if now is not None and now >= mib:
         if now > mib:
             notes.append(f"--mem {mem_text(now)} kept: more than this evidence asks for")
         return None
     return change
 
 
-def _under_the_peak(facts: Facts) -> Change | None:
+def _under_the_peak(v: FactView) -> Change | None:
     """A --mem the script asks for now that is below the measured peak (per node) is raised
     to it (the floor then adds the headroom): a tuned script never asks for less than the
     run used."""
-    now, peak = facts.get("job.mem_mib"), facts.get("usage.mem_peak_mib")
-    if not isinstance(now, int | float) or not isinstance(peak, int | float) or peak <= 0:
+    now, peak = v.job.mem_mib, v.usage.mem_peak_mib
+    if now is None or peak is None or peak <= 0:
         return None
-    node = _node_peak(facts, float(peak))
+    node = _node_peak(v, float(peak))
     if now >= node:
         return None
     return Change(mem_text(math.ceil(node)), (PEAK_REASON,))
 
 
-def _over_the_node(facts: Facts, notes: list[str]) -> Change | None:
+def _over_the_node(v: FactView, notes: list[str]) -> Change | None:
     """A --mem the script asks for now over what the site's node has: no node can hold it
     and sbatch refuses the job, so it is lowered to the node. Not against an assumed node
     (the size is not known), and not under a peak measured over it (then the site file is
     what is wrong, and the note says so)."""
-    now, node = facts.get("job.mem_mib"), facts.get("node.mem_mib")
-    if facts.get("node.assumed") is True:
+    now, node = v.job.mem_mib, v.node.mem_mib
+    if v.node.assumed is True:
         return None
-    if not isinstance(now, int | float) or not isinstance(node, int | float) or now <= node:
+    if now is None or node is None or now <= node:
         return None
-    peak = facts.get("usage.mem_peak_mib")
-    if isinstance(peak, int | float) and _node_peak(facts, float(peak)) > node:
+    peak = v.usage.mem_peak_mib
+    if peak is not None and _node_peak(v, float(peak)) > node:
         notes.append(
             f"--mem {mem_text(now)} kept: the run used more than the {mem_text(node)} the "
             "site file gives a node; check the site file"
@@ -402,7 +390,8 @@ def _over_the_node(facts: Facts, notes: list[str]) -> Change | None:
     return Change(mem_text(node), (NODE_REASON,))
 
 
-def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
+def make_plan(findings: Iterable[Finding], facts: Facts | FactView) -> Plan:
+    v = as_view(facts)
     findings = list(findings)
     sbatch = {k: _pick(k, v) for k, v in _merge(findings, "sbatch").items()}
     script = {k: _pick(k, v) for k, v in _merge(findings, "script").items()}
@@ -414,26 +403,26 @@ def make_plan(findings: Iterable[Finding], facts: Facts) -> Plan:
     cores, workers = _bound_cores(
         sbatch.get("cpus-per-task"),
         script.get("num_workers"),
-        facts,
+        v,
         notes,
         _planned_tasks_per_node(sbatch),
         capped,
     )
-    cores, workers = _already_has_cores(cores, workers, facts, notes)
+    cores, workers = _already_has_cores(cores, workers, v, notes)
     mem = (
-        _not_lower_than_now(sbatch.get("mem"), facts, notes)
-        or _under_the_peak(facts)
-        or _over_the_node(facts, notes)
+        _not_lower_than_now(sbatch.get("mem"), v, notes)
+        or _under_the_peak(v)
+        or _over_the_node(v, notes)
     )
     bounded = {
         "cpus-per-task": cores,
-        "mem": _bound_memory(mem, facts, notes, workers, capped),
-        "time": _bound_time(sbatch.get("time"), facts, notes),
+        "mem": _bound_memory(mem, v, notes, workers, capped),
+        "time": _bound_time(sbatch.get("time"), v, notes),
     }
     if bounded["mem"] is not None:
         sbatch.setdefault("mem", bounded["mem"])  # raised to the peak: no finding asked
     sbatch = {k: c for k, c in ((k, bounded.get(k, c)) for k, c in sbatch.items()) if c}
-    if "mem" in sbatch and _same_memory(sbatch["mem"].value, facts.get("job.mem_mib")):
+    if "mem" in sbatch and _same_memory(sbatch["mem"].value, v.job.mem_mib):
         del sbatch["mem"]
     if workers is not None:
         script["num_workers"] = workers
