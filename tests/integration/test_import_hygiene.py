@@ -150,6 +150,7 @@ LEAN_REPORT = {
     "tuneadvisor.advisor.evidence",
     "tuneadvisor.advisor.expressions",
     "tuneadvisor.advisor.facts",
+    "tuneadvisor.advisor.fact_view",  # the typed view the model and the plan read (issue 29)
     "tuneadvisor.advisor.findings",
     "tuneadvisor.advisor.plan",
     "tuneadvisor.advisor.rules",

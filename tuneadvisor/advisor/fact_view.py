@@ -17,7 +17,6 @@ A field is None where the fact is absent or of another type. Values are not conv
 from __future__ import annotations
 
 import dataclasses
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Self, TypeVar
@@ -53,7 +52,7 @@ def first(*values: T | None) -> T | None:
     return next((v for v in values if v is not None), None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Section:
     """Facts of one prefix. Subclasses are frozen dataclasses whose fields all default to
     None."""
@@ -93,7 +92,7 @@ class Section:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Job(Section):
     """The job script as sbatch applies it (or the job as Slurm ran it)."""
 
@@ -116,7 +115,7 @@ class Job(Section):
     tuned_from__workers: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Node(Section):
     PREFIX = "node"
     cores: int | None = None
@@ -127,7 +126,7 @@ class Node(Section):
     assumed: bool | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Alloc(Section):
     """The allocation the evidence was measured under."""
 
@@ -137,7 +136,7 @@ class Alloc(Section):
     workers: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Usage(Section):
     """sacct's, else seff's (jobstats' where it measured): advisor/evidence.py."""
 
@@ -154,7 +153,7 @@ class Usage(Section):
     mem_peak_node_mib: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Seff(Section):
     PREFIX = "seff"
     state: str | None = None
@@ -171,7 +170,7 @@ class Seff(Section):
     mem_used_node_mib: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Sacct(Section):
     PREFIX = "sacct"
     state: str | None = None
@@ -187,7 +186,7 @@ class Sacct(Section):
     mem_peak_node_mib: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Jobstats(Section):
     PREFIX = "jobstats"
     cores: int | None = None
@@ -197,7 +196,7 @@ class Jobstats(Section):
     mem_efficiency_pct: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Profile(Section):
     PREFIX = "profile"
     loader_share: float | None = None
@@ -209,7 +208,7 @@ class Profile(Section):
     other_program: bool | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Trace(Section):
     PREFIX = "trace"
     dataloader_share: float | None = None
@@ -221,7 +220,7 @@ class Trace(Section):
     steps: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Probe(Section):
     PREFIX = "probe"
     loop_step_s: float | None = None
@@ -233,7 +232,7 @@ class Probe(Section):
     batch_size: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Host(Section):
     """A watch recording's host figures (the job's process tree)."""
 
@@ -250,7 +249,7 @@ class Host(Section):
     proc__affinity__short_ranks: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Gpu(Section):
     PREFIX = "gpu"
     count: int | None = None
@@ -258,7 +257,7 @@ class Gpu(Section):
     mem_used__max_mib: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Run(Section):
     """The run record beside a profile."""
 
@@ -267,7 +266,7 @@ class Run(Section):
     samples_per_s: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Script(Section):
     """The training script's settings, as its scan read them."""
 
@@ -280,7 +279,7 @@ class Script(Section):
     num_workers__passed_source: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Model(Section):
     """The step-time model's sizing (advisor/sizing.py)."""
 
@@ -309,7 +308,7 @@ SECTIONS: tuple[type[Section], ...] = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FactView:
     """Every section, read once from one report's facts (``view``)."""
 
@@ -350,21 +349,21 @@ def view(facts: Mapping[str, object]) -> FactView:
     )
 
 
-_KINDS = {int: "int", float: "float", bool: "bool", str: "str"}
-
-
 def field_kind(section: type[Section], field: str) -> str:
-    """The registry type a field's annotation (``int | None``, ...) stands for."""
-    hint = typing.get_type_hints(section)[field]
-    (kind,) = (arg for arg in typing.get_args(hint) if arg is not type(None))
-    return _KINDS[kind]
+    """The registry type a field's annotation (``int | None``, ...) stands for: read from
+    its text (the module's annotations are strings), which costs nothing at start-up."""
+    annotation = section.__annotations__[field]
+    kind, none = annotation.split(" | ")
+    if none != "None" or kind not in ("int", "float", "bool", "str"):
+        raise TypeError(f"{section.__name__}.{field}: {annotation} is no fact's type")
+    return kind
 
 
 def _check() -> None:
     """Every field a registered fact of the registry's type; every section in the view."""
-    hints = typing.get_type_hints(FactView)
+    sections = FactView.__annotations__
     for section in SECTIONS:
-        if hints.get(section.PREFIX) is not section:
+        if sections.get(section.PREFIX) != section.__name__:
             raise TypeError(f"FactView.{section.PREFIX} is not the {section.__name__} section")
         for field, name in section.names().items():
             if name not in FACTS:

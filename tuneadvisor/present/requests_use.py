@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from tuneadvisor.advisor.fact_view import Job, view
+
 LABEL = "Requests vs use"
 
 
 def requested_cpus(job: Mapping[str, object]) -> int | None:
     """``--cpus-per-task`` as the watch knows it (``job.cpus_per_task``), or None."""
-    cpus = job.get("job.cpus_per_task")
-    return cpus if isinstance(cpus, int) else None
+    return Job.read(job).cpus_per_task
 
 
 def requested_mem_mib(job: Mapping[str, object]) -> float | None:
     """The memory asked for in MiB (``job.mem_mib``), or None."""
-    mem = job.get("job.mem_mib")
-    return mem if isinstance(mem, float) else None
+    mem = Job.read(job).mem_mib
+    return mem if isinstance(mem, float) else None  # as the watch gives it
 
 
 def cores_use(used: str, cpus: int | None) -> str:
@@ -53,11 +54,6 @@ def per_node_heading(job: Mapping[str, object]) -> str:
     return f"Use per node{asked}"
 
 
-def _num(facts: Mapping[str, object], name: str) -> float | None:
-    value = facts.get(name)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _count(value: float, one: str) -> str:
     return f"{value:g} {one}" + ("" if value == 1 else "s")
 
@@ -68,34 +64,34 @@ def job_request_lines(facts: Mapping[str, object]) -> list[str]:
     nodes; a multi-node job's are also given per node (the busiest node's estimate where one
     task's peak or the tasks per node say more than the mean), so that they compare with
     --mem, which is per node."""
-    nodes = (
-        _num(facts, "job.nodes") or _num(facts, "sacct.alloc_nodes") or _num(facts, "seff.nodes")
-    )
+    v = view(facts)
+    job, seff = v.job, v.seff
+    nodes = job.nodes or v.sacct.alloc_nodes or seff.nodes
     if nodes is None or not any(k.startswith(("sacct.", "seff.")) for k in facts):
         return []
     asked = [_count(nodes, "node")]
-    if (tasks := _num(facts, "job.tasks_per_node")) is not None:
+    if (tasks := job.tasks_per_node) is not None:
         asked[0] += f" x {_count(tasks, 'task')}"
-    if (cpus := _num(facts, "job.cpus_per_task")) is not None:
+    if (cpus := job.cpus_per_task) is not None:
         per_node = f" ({cpus * tasks:g} per node)" if tasks is not None else ""
         asked.append(f"{_count(cpus, 'core')} per task{per_node}")
-    if (mem := _num(facts, "job.mem_mib")) is not None:
+    if (mem := job.mem_mib) is not None:
         asked.append(f"{mem:.0f} MiB per node")
-    if gpus := _num(facts, "job.gpus"):
+    if gpus := job.gpus:
         asked.append(f"{_count(gpus, 'GPU')} per node")
     lines = [f"  asked: {', '.join(asked)}"]
     used: list[str] = []
-    cores = _num(facts, "sacct.alloc_cpus") or _num(facts, "seff.cores")
-    eff = _num(facts, "usage.cpu_efficiency_pct")
+    cores = v.sacct.alloc_cpus or seff.cores
+    eff = v.usage.cpu_efficiency_pct
     if eff is not None:
         of = f" of {_count(cores, 'core')}" if cores is not None else ""
         used.append(f"CPU {eff:.1f} %{of}")
-    peak = _num(facts, "usage.mem_peak_mib")
+    peak = v.usage.mem_peak_mib
     if peak is not None:
-        estimated = facts.get("sacct.mem_peak_estimated") or facts.get("seff.mem_used_estimated")
+        estimated = v.sacct.mem_peak_estimated or seff.mem_used_estimated
         how = " (estimated: the largest task's peak x tasks)" if estimated else ""
         # the busiest node's estimate (advisor/allocation.py), else the mean; said as which
-        node_peak = _num(facts, "usage.mem_peak_node_mib")
+        node_peak = v.usage.mem_peak_node_mib
         per_node = (
             f", about {node_peak:.0f} MiB on the busiest node"
             if node_peak is not None and nodes > 1 and node_peak > peak / nodes + 0.5
@@ -108,10 +104,10 @@ def job_request_lines(facts: Mapping[str, object]) -> list[str]:
         used.append(f"memory peak {peak:.0f} MiB{per_node}{of}{how}")
     if used:
         lines.append(f"  used: {'; '.join(used)}")
-    seff_nodes, seff_cores = _num(facts, "seff.nodes"), _num(facts, "seff.cores_per_node")
+    seff_nodes, seff_cores = seff.nodes, seff.cores_per_node
     if seff_nodes is not None:
         per = f", {seff_cores:g} cores per node" if seff_cores is not None else ""
-        if (seff_mem := _num(facts, "seff.mem_efficiency_pct")) is not None:
+        if (seff_mem := seff.mem_efficiency_pct) is not None:
             per += f", memory efficiency {seff_mem:.1f} %"
         lines.append(f"  seff: {_count(seff_nodes, 'node')}{per}")
     return [f"{LABEL} (the job as it ran):", *lines]

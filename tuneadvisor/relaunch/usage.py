@@ -10,24 +10,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from tuneadvisor.advisor.fact_view import FactView, view
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_regular_file, read_text_input
 
-# fact name -> key in the run record and in `compare --format json` (keep these keys)
-_FACTS = {
-    "host.proc.cpu_cores.mean": "cores_used",
-    "host.proc.cpu_cores.p95": "cores_used_p95",
-    "host.proc.rss.max_mib": "max_rss_mib",
-    "host.proc.workers.max": "workers_max",
-    "host.samples": "samples",
-    "host.duration_s": "duration_s",
-    "gpu.count": "gpus",
-    "gpu.util.mean": "gpu_util_pct",
-    "gpu.mem_used.max_mib": "gpu_mem_max_mib",
-    # CPU binding (metrics/affinity.py): a prediction's miss says when a rank had one CPU
-    "host.proc.affinity.min_cpus": "affinity_min_cpus",
-    "host.proc.affinity.short_ranks": "affinity_short_ranks",
-}
+
+def _usage(v: FactView) -> dict[str, float | None]:
+    """The recording's facts under their keys in the run record and in `compare --format
+    json` (keep these keys)."""
+    host, gpu = v.host, v.gpu
+    return {
+        "cores_used": host.proc__cpu_cores__mean,
+        "cores_used_p95": host.proc__cpu_cores__p95,
+        "max_rss_mib": host.proc__rss__max_mib,
+        "workers_max": host.proc__workers__max,
+        "samples": host.samples,
+        "duration_s": host.duration_s,
+        "gpus": gpu.count,
+        "gpu_util_pct": gpu.util__mean,
+        "gpu_mem_max_mib": gpu.mem_used__max_mib,
+        # CPU binding (metrics/affinity.py): a prediction's miss says when a rank had one CPU
+        "affinity_min_cpus": host.proc__affinity__min_cpus,
+        "affinity_short_ranks": host.proc__affinity__short_ranks,
+    }
 
 
 def read_usage(paths: Sequence[Path]) -> dict[str, float]:
@@ -44,13 +49,8 @@ def read_usage(paths: Sequence[Path]) -> dict[str, float]:
             raise InputError(path, str(exc)) from None
     if not series:
         return {}
-    facts = merge_series(series).facts()
-    out: dict[str, float] = {}
-    for fact, key in _FACTS.items():
-        value = facts.get(fact)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            out[key] = round(float(value), 3)
-    return out
+    usage = _usage(view(merge_series(series).facts()))
+    return {key: round(float(value), 3) for key, value in usage.items() if value is not None}
 
 
 def recorded_usage(paths: Sequence[Path]) -> dict[str, float]:
