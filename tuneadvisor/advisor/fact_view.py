@@ -352,7 +352,7 @@ def view(facts: Mapping[str, object]) -> FactView:
 def field_kind(section: type[Section], field: str) -> str:
     """The registry type a field's annotation (``int | None``, ...) stands for: read from
     its text (the module's annotations are strings), which costs nothing at start-up."""
-    annotation = section.__annotations__[field]
+    annotation = str(section.__annotations__[field])
     kind, none = annotation.split(" | ")
     if none != "None" or kind not in ("int", "float", "bool", "str"):
         raise TypeError(f"{section.__name__}.{field}: {annotation} is no fact's type")
