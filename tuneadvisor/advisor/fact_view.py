@@ -359,17 +359,24 @@ def field_kind(section: type[Section], field: str) -> str:
     return kind
 
 
+def check(section: type[Section]) -> None:
+    """Every field of ``section`` a registered fact of the registry's type (a TypeError
+    naming the field otherwise)."""
+    for field, name in section.names().items():
+        if name not in FACTS:
+            raise TypeError(f"{section.__name__}.{field}: {name} is not a registered fact")
+        if field_kind(section, field) != FACTS[name].type:
+            raise TypeError(f"{section.__name__}.{field}: {name} is {FACTS[name].type}")
+
+
 def _check() -> None:
-    """Every field a registered fact of the registry's type; every section in the view."""
+    """Every section checked, and each in the view under its prefix: at import, so that a
+    misspelt field stops the program instead of reading as absent."""
     sections = FactView.__annotations__
     for section in SECTIONS:
         if sections.get(section.PREFIX) != section.__name__:
             raise TypeError(f"FactView.{section.PREFIX} is not the {section.__name__} section")
-        for field, name in section.names().items():
-            if name not in FACTS:
-                raise TypeError(f"{section.__name__}.{field}: {name} is not a registered fact")
-            if field_kind(section, field) != FACTS[name].type:
-                raise TypeError(f"{section.__name__}.{field}: {name} is {FACTS[name].type}")
+        check(section)
 
 
 _check()
