@@ -1,0 +1,53 @@
+"""Count the registered fact names written as string literals in the Python that uses facts
+(issue 29 §1): `advisor/` (the registry aside), `present/`, `relaunch/`, `session/`.
+
+A literal counts when it is exactly a name of `advisor/facts.py: FACTS`. f-strings that build
+a name (``f"trace.{name}_share"``) are not counted: the script prints them apart.
+
+Rerun: .venv/bin/python bench/fact_names.py [--list]
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import Counter
+from pathlib import Path
+
+from tuneadvisor.advisor.facts import FACTS
+
+ROOT = Path(__file__).resolve().parent.parent / "tuneadvisor"
+PLACES = ("advisor", "present", "relaunch", "session")
+REGISTRY = {ROOT / "advisor" / "facts.py", ROOT / "advisor" / "typed_facts.py"}
+
+
+def literals(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in FACTS
+    ]
+
+
+def main(argv: list[str]) -> int:
+    per_file: Counter[str] = Counter()
+    rows = []
+    for place in PLACES:
+        for path in sorted((ROOT / place).rglob("*.py")):
+            if path in REGISTRY:
+                continue
+            for line, name in literals(path):
+                rel = str(path.relative_to(ROOT.parent))
+                per_file[rel] += 1
+                rows.append(f"{rel}:{line}: {name}")
+    if "--list" in argv:
+        print("\n".join(rows))
+    for rel, n in per_file.most_common():
+        print(f"{n:4d}  {rel}")
+    print(f"{sum(per_file.values()):4d}  total")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
