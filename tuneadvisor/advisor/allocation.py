@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tuneadvisor.advisor.expressions import mem_text
-from tuneadvisor.advisor.fact_view import Alloc, FactView, Usage, as_view, positive, view
+from tuneadvisor.advisor.fact_view import Alloc, FactView, Job, Usage, as_view, positive, view
 
 
 @dataclass(frozen=True)
@@ -193,14 +193,18 @@ def _cores(n: int) -> str:
 
 # The script and Slurm's record of the same job are two inputs: comparing them is the
 # advisor's, as comparing the measured run with the script is.
-_OPTIONS = {  # job.* fact -> the sbatch option and unit it comes from
-    "job.time_s": ("--time", " s"),
-    "job.partition": ("--partition", ""),
-    "job.cpus_per_task": ("--cpus-per-task", ""),
-    "job.mem_mib": ("--mem", " MiB"),
-    "job.mem_per_cpu_mib": ("--mem-per-cpu", " MiB"),
-    "job.nodes": ("--nodes", ""),
-    "job.tasks_per_node": ("--ntasks-per-node", ""),
+_OPTIONS = {  # job.* fact -> the sbatch option and unit it comes from (a KeyError at import
+    # for a field Job does not have)
+    Job.fact_name(field): (option, unit)
+    for field, option, unit in (
+        ("time_s", "--time", " s"),
+        ("partition", "--partition", ""),
+        ("cpus_per_task", "--cpus-per-task", ""),
+        ("mem_mib", "--mem", " MiB"),
+        ("mem_per_cpu_mib", "--mem-per-cpu", " MiB"),
+        ("nodes", "--nodes", ""),
+        ("tasks_per_node", "--ntasks-per-node", ""),
+    )
 }
 
 

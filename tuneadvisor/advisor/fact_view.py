@@ -289,6 +289,16 @@ class Model(Section):
     cores_per_task: int | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class Slurm(Section):
+    """The Slurm that runs the job (advisor/slurm_release.py)."""
+
+    PREFIX = "slurm"
+    version: str | None = None
+    srun_drops_cpus: bool | None = None
+    version_note: str | None = None
+
+
 SECTIONS: tuple[type[Section], ...] = (
     Job,
     Node,
@@ -305,6 +315,7 @@ SECTIONS: tuple[type[Section], ...] = (
     Run,
     Script,
     Model,
+    Slurm,
 )
 
 
@@ -327,6 +338,7 @@ class FactView:
     run: Run
     script: Script
     model: Model
+    slurm: Slurm
 
 
 def view(facts: Mapping[str, object]) -> FactView:
@@ -346,6 +358,7 @@ def view(facts: Mapping[str, object]) -> FactView:
         run=Run.read(facts),
         script=Script.read(facts),
         model=Model.read(facts),
+        slurm=Slurm.read(facts),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from tuneadvisor.advisor.fact_view import Slurm
 from tuneadvisor.advisor.facts import Facts
 
 # [first, last] releases (year, month) whose srun reads SRUN_CPUS_PER_TASK only.
@@ -20,14 +21,14 @@ _RELEASE = re.compile(r"(\d+)\.(\d+)")
 
 def release_facts(facts: Facts) -> dict[str, object]:
     """``slurm.srun_drops_cpus`` and ``slurm.version_note``, always."""
-    version = facts.get("slurm.version")
-    found = _RELEASE.match(version) if isinstance(version, str) else None
+    version = Slurm.read(facts).version
+    found = _RELEASE.match(version) if version is not None else None
     if found is None:
-        return {
-            "slurm.srun_drops_cpus": True,
-            "slurm.version_note": "not known (no cluster asked: --jobid or apply --submit asks "
+        return Slurm(
+            srun_drops_cpus=True,
+            version_note="not known (no cluster asked: --jobid or apply --submit asks "
             "srun --version); 22.05 and 23.02 ignore SLURM_CPUS_PER_TASK",
-        }
+        ).facts()
     release = (int(found.group(1)), int(found.group(2)))
     drops = DROPS_FROM <= release < DROPS_BEFORE
-    return {"slurm.srun_drops_cpus": drops, "slurm.version_note": f"{version} (srun --version)"}
+    return Slurm(srun_drops_cpus=drops, version_note=f"{version} (srun --version)").facts()
