@@ -63,6 +63,41 @@ def cases() -> list[tuple[str, list[str]]]:
         out.append((f"scriptapply.{name}", ["apply", *args, "-o", "@OUT@/t.sh"]))
     helper = FIX / "helper_loader"
     out.append(("helper.job", ["report", "--job", str(helper / "job.sbatch"), "--format", "json"]))
+    out += _measured_cases(ex)
+    return out
+
+
+def _measured_cases(ex: list[str]) -> list[tuple[str, list[str]]]:
+    """The step-time model's and the plan's other evidence (issue 29): every metrics file
+    with the example and with its job alone, every trace, the multi-rank profiles, and a site
+    file whose node caps the cores and memory, alone and with each real seff file."""
+    out: list[tuple[str, list[str]]] = []
+    job = ["--job", str(EX / "mnist.sbatch")]
+    recordings = [FIX / "watch" / "replay-a100.jsonl", FIX / "watch" / "storage-a100.jsonl"]
+    metrics = [
+        *recordings,
+        *sorted(REAL.glob("nvidia-smi/*.csv")),
+        *sorted(REAL.glob("dcgm/*.txt")),
+    ]
+    for m in metrics:
+        out.append((f"metrics.{m.name}", ["report", *ex, "--metrics", str(m), "--format", "json"]))
+        out.append(
+            (f"metricsjob.{m.name}", ["report", *job, "--metrics", str(m), "--format", "json"])
+        )
+    traces = [p for p in sorted(REAL.glob("traces*/*")) if p.name != "MANIFEST.md"]
+    for t in traces:
+        out.append(
+            (f"trace.{t.parent.name}-{t.name}", ["report", str(t), *job, "--format", "json"])
+        )
+    for ranks in sorted(p for p in (FIX / "multinode").iterdir() if p.is_dir()):
+        lprofs = sorted(str(p) for p in ranks.glob("*.lprof"))
+        out.append((f"ranks.{ranks.name}", ["report", *lprofs, "--format", "json"]))
+    site = ["--site", str(ROOT / "bench" / "snapshot-site.toml")]
+    out.append(("site.replay", ["report", *ex, *site, "--metrics", str(recordings[0])]))
+    for seff in sorted(REAL.glob("accounting/*.seff.txt")):
+        args = [*ex, *site, "--seff", str(seff), "--metrics", str(recordings[1])]
+        out.append((f"site.{seff.name}", ["report", *args, "--format", "json"]))
+        out.append((f"siteapply.{seff.name}", ["apply", *args, "-o", "@OUT@/t.sh"]))
     return out
 
 
