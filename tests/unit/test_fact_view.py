@@ -143,3 +143,12 @@ def test_advise_builds_the_step_time_model_once(counted: dict[str, int]) -> None
     assert counted == {"step_budget": 1, "size": 1}
     # the facts the rules read are the model's, as model_facts gives them alone
     assert {k: v for k, v in advice.facts.items() if k.startswith("model.")} == model_facts(facts)
+
+
+def test_few_fact_names_are_written_as_strings() -> None:
+    """The Python that uses facts reads the view (issue 29: at most 40 names as strings in
+    advisor/, present/, relaunch/ and session/; bench/fact_names.py lists them)."""
+    from bench.fact_names import found
+
+    rows = found()
+    assert len(rows) <= 40, "\n".join(f"{f}:{line}: {name}" for f, line, name in rows)
