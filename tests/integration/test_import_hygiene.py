@@ -118,6 +118,11 @@ def test_start_up_imports(case: Case) -> None:
     assert sorted(loaded.intersection(case.present)) == sorted(case.present)
 
 
+READERS = (
+    "derived", "job_log", "job_script", "live_job", "metrics", "probe", "profile",
+    "run_record", "sacct", "seff", "site", "traces", "training_script",
+)  # fmt: skip
+
 # `tuneadvisor report X.lprof` with the rule pack cached: every tuneadvisor module it imports.
 # A module added here is start-up time for every report: import it where it is needed instead
 # (a text table, a job script, Slurm, metrics and the other commands each load their own).
@@ -141,6 +146,11 @@ LEAN_REPORT = {
     "tuneadvisor.session.read_files",
     "tuneadvisor.session.read_measured",
     "tuneadvisor.session.site_file",
+    # the readers gather walks over (each imports its parser inside its read)
+    "tuneadvisor.session.readers",
+    "tuneadvisor.session.readers.base",
+    "tuneadvisor.session.readers.registry",
+    *(f"tuneadvisor.session.readers.{name}" for name in READERS),
     "tuneadvisor.session.tuned_files",
     "tuneadvisor.runrecord",  # the record's file name, looked for beside the profile
     "tuneadvisor.advisor",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.engine import evaluate
-from tuneadvisor.advisor.evidence import Gathered
+from tuneadvisor.advisor.evidence import Gathered, NotRead
 from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
 from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.plan import Change, Plan, make_plan
@@ -35,6 +35,7 @@ class Advice:
     # ``no_prediction`` saying which evidence would support one
     prediction: Prediction | None = None
     no_prediction: str | None = None
+    not_read: tuple[NotRead, ...] = ()  # the inputs' parts that could not be read (Gathered's)
 
 
 def _coupled(findings: Iterable[Finding], plan: Plan) -> tuple[Finding, ...]:
@@ -97,4 +98,5 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
         launch_chain=gathered.launch.chain if gathered.launch is not None else None,
         prediction=prediction,
         no_prediction=no_prediction,
+        not_read=gathered.not_read,
     )
