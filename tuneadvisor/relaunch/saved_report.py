@@ -106,7 +106,8 @@ def check_report(doc: object, source: str | None) -> None:
 def _said(error: ValidationError) -> str:
     """Where and what, in words that quote the schema and the place, never the value (a
     report may hold anything)."""
-    where = _safe(error.json_path.removeprefix("$.").removeprefix("$") or "the top")
+    place = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    where = _safe(place.removeprefix(".") or "the top")
     rule = error.validator
     wanted: Any = error.validator_value  # the schema's value for the rule that failed
     if rule == "required" and isinstance(error.instance, Mapping):
