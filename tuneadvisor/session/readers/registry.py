@@ -14,6 +14,7 @@ from tuneadvisor.session.readers import (
     profile,
     run_record,
     sacct,
+    scontrol,
     seff,
     site,
     traces,
@@ -26,6 +27,7 @@ READERS: tuple[Reader, ...] = (
     traces.READER,
     live_job.READER,
     job_script.READER,
+    scontrol.READER,  # the job as it ran (a saved record) over the script's #SBATCH lines
     live_job.AS_RUN,  # sbatch's command line wins over the script's #SBATCH lines
     training_script.READER,  # after the job script: its launch line names the script
     seff.READER,
