@@ -93,11 +93,13 @@ def test_an_older_record_without_a_prediction_still_loads(
 
 
 def test_a_recorded_prediction_that_is_not_one_is_an_error_naming_the_run(tmp_path: Path) -> None:
-    run = _record(tmp_path, STEADY, prediction={"setting": {"num_workers": -1}})
+    run = _record(
+        tmp_path, STEADY, prediction={**PREDICTION.as_json(), "setting": {"num_workers": -1}}
+    )
     with pytest.raises(InputError) as caught:
         load_item(str(run))
     assert str(run / "run.json") in str(caught.value)
-    assert "prediction.setting" in str(caught.value)
+    assert "prediction.setting.num_workers: must be at least 0" in str(caught.value)
 
 
 def _report(tmp_path: Path, prediction: object) -> Path:

@@ -145,12 +145,22 @@ def _changes(table: Mapping[str, Any], source: str) -> dict[str, Change]:
 
 def prediction_of(raw: object, source: str | Path | None, where: str) -> Prediction | None:
     """A report's ``advice.prediction`` (a run record keeps the same object): None when it
-    predicts nothing; one that does not hold together (a range out of order) is an
-    InputError naming ``source`` and ``where``."""
+    predicts nothing; one off the schema's ``prediction``, or that does not hold together (a
+    range out of order), is an InputError naming ``source`` and ``where``."""
     if raw is None:
         return None
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
     from tuneadvisor.advisor.prediction import Prediction
 
+    # a run record's copy is held to the report's definition of a prediction too
+    part = {"$defs": report_schema()["$defs"], "$ref": "#/$defs/prediction"}
+    error = best_match(Draft202012Validator(part).iter_errors(raw))
+    if error is not None:
+        said = _said(error)
+        place = said.removeprefix("the top") if said.startswith("the top") else f".{said}"
+        raise InputError(source, f"{where}prediction{place}")
     try:
         return Prediction.from_json(raw)
     except ValueError as exc:
