@@ -1,17 +1,20 @@
 """The reader protocol of gathering (session/readers/): every reader module is registered
 once, gathering walks the registry in order (a later reader's facts win), an input not given
 says what it would add, and what a reader could not read is kept, with why, for the report's
-"Not read" part."""
+"Not read" part; each kind of metrics file is recognised by its first lines."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 from tuneadvisor.advisor.evidence import NotRead
 from tuneadvisor.session.gather import gather
 from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.session.read_measured import METRICS_FORMATS
 from tuneadvisor.session.readers.base import Gathering, Reader
 from tuneadvisor.session.readers.registry import READERS
 
@@ -98,3 +101,24 @@ def test_every_input_read_cleanly_leaves_nothing_not_read(tmp_path: Path) -> Non
     seff = REPO / "tests" / "fixtures" / "seff" / "one-busy-core.txt"
     gathered = gather(Inputs(seff=str(seff)), None, env={})
     assert gathered.not_read == ()
+
+
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        (FIXTURES / "watch" / "replay-a100.jsonl", "tuneadvisor watch recording"),
+        (FIXTURES / "realworld" / "dcgm" / "h800-dmon-nvlink-4gpu.txt", "dcgmi dmon output"),
+        (FIXTURES / "realworld" / "dcgm" / "a30-mig-exporter-two-scrapes.txt",
+         "dcgm-exporter text"),
+        (FIXTURES / "nvidia-smi" / "a100-2gpu-one-idle.csv", "nvidia-smi --query-gpu CSV log"),
+        (FIXTURES / "nvidia-smi" / "noheader-nounits.csv", "nvidia-smi --query-gpu CSV log"),
+        (FIXTURES / "slurm-22.05" / "05-sacct.json", "JSON or XML of another kind"),
+    ],
+)  # fmt: skip
+def test_each_kind_of_metrics_file_is_recognised_by_its_first_lines(path: Path, kind: str) -> None:
+    """The first format of METRICS_FORMATS that claims a real file is its own kind."""
+    text = path.read_text(encoding="utf-8")
+    assert next(f.name for f in METRICS_FORMATS if f.sniff(text)) == kind
