@@ -122,3 +122,26 @@ def test_each_kind_of_metrics_file_is_recognised_by_its_first_lines(path: Path, 
     """The first format of METRICS_FORMATS that claims a real file is its own kind."""
     text = path.read_text(encoding="utf-8")
     assert next(f.name for f in METRICS_FORMATS if f.sniff(text)) == kind
+
+
+def test_a_profiled_file_whose_source_is_not_here_is_not_read(tmp_path: Path) -> None:
+    from tests.conftest import tutorial_profile
+    from tuneadvisor.profile.analysis import analyze
+    from tuneadvisor.profile.model import ProfileSet
+    from tuneadvisor.profile.source import SourceFinder
+
+    gone = "/no-such-cluster/home/alice/train.py"
+    analysis = analyze(ProfileSet.of([tutorial_profile(gone)]), SourceFinder(cwd=tmp_path))
+    gathered = gather(Inputs(profiles=("x.lprof",)), analysis, env={})
+    (not_read,) = [n for n in gathered.not_read if n.what == gone]
+    assert "source not found" in not_read.why and "--source-root" in not_read.why
+
+
+def test_what_a_trace_could_not_show_is_not_read() -> None:
+    from tuneadvisor.profile.trace.model import RankTrace, TraceSet
+
+    note = "no ProfilerStep#N in the trace: no step breakdown"
+    traces = TraceSet(ranks=(RankTrace(path="rank0.json", rank=0, notes=(note,)),))
+    gathered = gather(Inputs(traces=("rank0.json",)), None, env={}, traces=traces)
+    assert NotRead("rank0.json", note) in gathered.not_read
+    assert f"rank0.json: {note}" in gathered.notes  # said as before

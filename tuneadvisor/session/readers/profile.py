@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tuneadvisor.advisor.evidence import NotRead
 from tuneadvisor.session.readers.base import Gathering, Reader
 
 
@@ -11,6 +12,11 @@ def _read(state: Gathering) -> None:
     from tuneadvisor.profile.facts import profile_facts
 
     state.facts.update(profile_facts(state.analysis))
+    # said in the profile's own notes already: kept here for the "Not read" part
+    state.not_read += [
+        NotRead(path, "source not found: no source text or line kinds (--source-root DIR)")
+        for path in state.analysis.missing_sources
+    ]
 
 
 READER = Reader(

@@ -3,6 +3,7 @@ could not show."""
 
 from __future__ import annotations
 
+from tuneadvisor.advisor.evidence import NotRead
 from tuneadvisor.session.readers.base import Gathering, Reader
 
 
@@ -15,6 +16,8 @@ def _read(state: Gathering) -> None:
     state.notes += traces.notes
     for rank in traces.ranks:
         state.notes += [f"{rank.path}: {note}" for note in rank.notes]
+        # what each file could not show, and why (no steps, too short to judge)
+        state.not_read += [NotRead(rank.path, note) for note in rank.notes]
 
 
 READER = Reader("torch.profiler traces", _read, given=lambda state: state.traces is not None)
