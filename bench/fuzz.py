@@ -58,6 +58,7 @@ from tuneadvisor.metrics.recording import RecordingError, parse_recording  # noq
 from tuneadvisor.profile.safe_pickle import PickleRejected, load_linestats  # noqa: E402
 from tuneadvisor.profile.text_table import TableError, parse_table  # noqa: E402
 from tuneadvisor.relaunch.records import read_record  # noqa: E402
+from tuneadvisor.relaunch.saved_report import parse_report  # noqa: E402
 from tuneadvisor.relaunch.settings import Settings, settings_from_report  # noqa: E402
 from tuneadvisor.slurm.jobscript.model import JobScript  # noqa: E402
 from tuneadvisor.slurm.sacct import parse_sacct  # noqa: E402
@@ -124,7 +125,7 @@ def _report(data: bytes) -> object:
     doc = parse_json(data.decode("utf-8", "replace"), "report.json", "report")
     if not isinstance(doc, dict):
         raise InputError("report.json", "not a report")
-    return settings_from_report(Settings(), doc, "report.json")
+    return settings_from_report(Settings(), parse_report(doc, "report.json"))
 
 
 _SAMPLES = {name: sample_value(name) for name in FACTS}

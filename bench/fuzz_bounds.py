@@ -248,8 +248,10 @@ def import_entry(data: bytes) -> object:
 def report_seeds() -> list[bytes]:
     def report(directives: dict[str, str], script: dict[str, Any]) -> bytes:
         plan = {"script": {k: {"value": v, "because": ["x"]} for k, v in script.items()}}
+        plan = {"sbatch": {}, "env": {}, **plan}  # a report the schema takes
         return json.dumps({"tool": {"name": "tuneadvisor", "version": "0", "schema": 1},
-                           "job": {"directives": directives},
+                           "profile": None, "findings": [],
+                           "job": {"path": "job.sbatch", "directives": directives},
                            "advice": {"plan": plan}}).encode()  # fmt: skip
 
     return [
@@ -263,12 +265,11 @@ def report_entry(data: bytes) -> object:
     from tuneadvisor.files import parse_json
     from tuneadvisor.relaunch.allocation import emulate
     from tuneadvisor.relaunch.local_processes import check_local_processes
+    from tuneadvisor.relaunch.saved_report import parse_report
     from tuneadvisor.relaunch.settings import Settings, settings_from_report
 
     doc = parse_json(data.decode("utf-8", "replace"), "report.json", "report")
-    if not isinstance(doc, dict):
-        raise InputError("report.json", "not a report")
-    settings = settings_from_report(Settings(), doc, "report.json")
+    settings = settings_from_report(Settings(), parse_report(doc, "report.json"))
     check_local_processes(settings, 2, "report.json", tasks_given=False, workers_given=False)
     return emulate(settings, name="fuzz", submit_dir=".", cores=[0, 1])
 

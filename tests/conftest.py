@@ -16,8 +16,9 @@ REPO = Path(__file__).resolve().parent.parent
 TUTORIAL_SEFF = REPO / "tests" / "fixtures" / "advice" / "tutorial" / "seff.txt"
 # seff of a short job on the local cluster: one busy core, 316 MB of 8 GB
 BUSY_CORE_SEFF = REPO / "tests" / "fixtures" / "seff" / "one-busy-core.txt"
-# the multi-node jobs, shared by the `multinode` test modules (run once per session)
-pytest_plugins = ["tests.integration.multinode_jobs"]
+# the multi-node jobs, shared by the `multinode` test modules (run once per session),
+# and every JSON report a test writes, checked against its schema (tests/report_schema.py)
+pytest_plugins = ["tests.integration.multinode_jobs", "tests.report_schema"]
 
 TRAIN_SOURCE = """\
 import torch

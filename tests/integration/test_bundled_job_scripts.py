@@ -18,6 +18,7 @@ import pytest
 
 from tests.integration.slurm_cluster import Cluster, start_cluster
 from tests.integration.test_training_mnist import _make_data, _need
+from tests.report_schema import checked
 from tuneadvisor.metrics.recording import parse_recording
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,7 +66,7 @@ def test_mnist_single_sbatch_leaves_a_profile_and_a_recording(
         "--metrics", metrics.name, "--format", "json",
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
-    doc = json.loads(report.stdout)
+    doc = checked(json.loads(report.stdout))
     (train,) = [f for f in doc["profile"]["functions"] if f["name"] == "train"]
     assert any(line["kind"] == "dataloader" for line in train["lines"])
     facts = doc["advice"]["facts"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.report_schema import checked
 from tests.unit.test_readme_first_hour import REPO, first_hour, tuneadvisor_argv
 
 CHEAP = ("report", "apply")  # no torch, no training, a second or two each
@@ -70,7 +71,7 @@ def test_the_cheap_first_hour_commands_run_as_written(
     tuned = work / "examples" / "mnist" / "mnist.tuned.sbatch"
     (cores,) = re.findall(r"^#SBATCH --cpus-per-task=(\d+)", tuned.read_text(), re.MULTILINE)
     assert int(cores) > 1  # the example's one core, raised for the workers it advises
-    saved = json.loads((work / "report.json").read_text())
+    saved = checked(json.loads((work / "report.json").read_text()))
     assert any(f["id"] == "dataloader-bound" for f in saved["findings"])
 
 

@@ -118,6 +118,10 @@ def test_start_up_imports(case: Case) -> None:
     assert sorted(loaded.intersection(case.present)) == sorted(case.present)
 
 
+# every reader of session/readers/ loads for every report: each imports its parser inside
+# its read (docs/ARCHITECTURE.md, "Add an input")
+READERS = sorted(p.stem for p in (REPO / "tuneadvisor" / "session" / "readers").glob("*.py"))
+
 # `tuneadvisor report X.lprof` with the rule pack cached: every tuneadvisor module it imports.
 # A module added here is start-up time for every report: import it where it is needed instead
 # (a text table, a job script, Slurm, metrics and the other commands each load their own).
@@ -141,6 +145,8 @@ LEAN_REPORT = {
     "tuneadvisor.session.read_files",
     "tuneadvisor.session.read_measured",
     "tuneadvisor.session.site_file",
+    "tuneadvisor.session.readers",  # the readers gather walks over
+    *(f"tuneadvisor.session.readers.{name}" for name in READERS if name != "__init__"),
     "tuneadvisor.session.tuned_files",
     "tuneadvisor.runrecord",  # the record's file name, looked for beside the profile
     "tuneadvisor.advisor",

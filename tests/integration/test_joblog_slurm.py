@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.integration.slurm_cluster import Cluster, start_cluster
+from tests.report_schema import checked
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -26,7 +27,7 @@ def cluster() -> Cluster:
 def report(cluster: Cluster, folder: Path, *args: str) -> dict[str, Any]:
     done = cluster.tuneadvisor(folder, "report", *args, "--format", "json")
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
+    return checked(json.loads(done.stdout))  # type: ignore[no-any-return]
 
 
 def log_findings(report: dict[str, Any]) -> dict[str, str]:

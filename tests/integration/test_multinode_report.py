@@ -13,6 +13,7 @@ import pytest
 
 from tests.integration.multinode_cluster import MultiCluster
 from tests.integration.multinode_jobs import FinishedJob
+from tests.report_schema import checked
 
 pytestmark = [
     pytest.mark.multinode,
@@ -29,7 +30,7 @@ def _report(mn: MultiCluster, job: FinishedJob, *args: str) -> str:
 
 
 def test_json_facts_are_the_job_as_it_ran(mn: MultiCluster, ddp_job: FinishedJob) -> None:
-    report: dict[str, Any] = json.loads(_report(mn, ddp_job, "--format", "json"))
+    report: dict[str, Any] = checked(json.loads(_report(mn, ddp_job, "--format", "json")))
     facts = report["advice"]["facts"]
     assert report["job"]["directives"]["nodes"] == "1"  # the script says one node...
     assert facts["job.nodes"] == facts["sacct.alloc_nodes"] == facts["seff.nodes"] == 3

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.integration.test_training_mnist import _make_data, _need
+from tests.report_schema import checked
 
 pytestmark = [pytest.mark.torch]
 
@@ -86,8 +87,9 @@ def test_run_records_a_profiled_run_inside_its_allocation(
 def test_run_from_a_report_applies_its_advice(
     torch_python: str, mnist: Path, tmp_path: Path
 ) -> None:
-    report = {
+    report: dict[str, Any] = {
         "tool": {"name": "tuneadvisor", "version": "0.1.0", "schema": 1},
+        "profile": None,
         "job": {"path": "mnist.sbatch", "directives": {"cpus-per-task": "1", "ntasks": "1"}},
         "findings": [],
         "advice": {"plan": {
@@ -175,7 +177,7 @@ def test_tune_on_a_tiny_budget_writes_the_winning_job(
     assert 'watch --headless --interval 1 --pid "$train_pid"' in job
     report = _cli(torch_python, tmp_path, "report", "--job", "tuned.sbatch", "--format", "json")
     assert report.returncode == 0, report.stderr
-    assert "script.num_workers.source" in json.loads(report.stdout)["advice"]["facts"]
+    assert "script.num_workers.source" in checked(json.loads(report.stdout))["advice"]["facts"]
 
 
 def test_run_submit_writes_the_job_script_and_calls_sbatch(
@@ -239,7 +241,7 @@ def test_run_torchrun_profiles_every_rank(torch_python: str, mnist: Path, tmp_pa
     profiles = [str(folder / name) for name in run["paths"]["profiles"]]
     report = _cli(torch_python, tmp_path, "report", *profiles, "--format", "json")
     assert report.returncode == 0, report.stderr
-    data = json.loads(report.stdout)
+    data = checked(json.loads(report.stdout))
     (train,) = [f for f in data["profile"]["functions"] if f["name"] == "Trainer.train"]
     loader = [line for line in train["lines"] if line["kind"] == "dataloader"]
     assert len(loader) == 1 and "enumerate(self.train_loader)" in loader[0]["source"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.slurm_cluster import Cluster, burner, start_cluster, with_burner
+from tests.report_schema import checked
 from tuneadvisor.slurm.client import SlurmError
 from tuneadvisor.slurm.sacct.records import SacctJob
 from tuneadvisor.slurm.seff import SeffReport
@@ -60,7 +61,7 @@ def test_report_jobid_reads_the_job_from_slurm(cluster: Cluster, tmp_path: Path)
     cluster.wait(job_id)
     done = cluster.tuneadvisor(tmp_path, "report", "--jobid", job_id, "--format", "json")
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = checked(json.loads(done.stdout))
     assert report["job"]["directives"]["time"] == "00:05:00"  # the script slurmctld kept
     assert report["job"]["directives"]["cpus-per-task"] == "1"
     facts = report["advice"]["facts"]

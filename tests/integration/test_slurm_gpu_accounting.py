@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.slurm_cluster import Cluster, burner, start_cluster, with_burner
+from tests.report_schema import checked
 from tests.unit.test_jobstats import blob
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -49,7 +50,7 @@ def summary(util: float, elapsed: int) -> str:
 def report(cluster: Cluster, folder: Path, job_id: str) -> dict[str, object]:
     done = cluster.tuneadvisor(folder, "report", "--jobid", job_id, "--format", "json")
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
+    return checked(json.loads(done.stdout))  # type: ignore[no-any-return]
 
 
 def test_22_05_records_no_gpu_use(cluster: Cluster, tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.report_schema import checked
+
 REPO = Path(__file__).parents[2]
 REAL = REPO / "tests" / "fixtures" / "realworld" / "traces"
 LPROF = REPO / "tests" / "fixtures" / "lprof" / "lp4.1.3.lprof"
@@ -23,7 +25,7 @@ def cli(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
 def test_report_of_a_folder_of_ranks_gives_the_trace_findings(tmp_path: Path) -> None:
     run = cli("report", str(REAL / "ddp-2rank-sampled"), "--format", "json", tmp=tmp_path)
     assert run.returncode == 0, run.stderr
-    ids = {f["id"] for f in json.loads(run.stdout)["findings"]}
+    ids = {f["id"] for f in checked(json.loads(run.stdout))["findings"]}
     assert {"communication-exposed", "low-gpu-util-trace"} <= ids
     assert run.stderr == ""  # no progress line where stderr is not a terminal
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.report_schema import checked
+
 REPO = Path(__file__).resolve().parent.parent.parent
 LOADER = REPO / "tests" / "fixtures" / "watch" / "loader.py"
 FAKE = REPO / "tests" / "fixtures" / "nvml" / "fake"
@@ -142,7 +144,7 @@ def test_dataloader_bound_seen_live_recorded_and_reported(tmp_path: Path) -> Non
         "report", "--metrics", str(record), "--rules", str(rules), "--format", "json"
     )
     assert report.returncode == 0, report.stderr
-    ids = {f["id"] for f in json.loads(report.stdout)["findings"]}
+    ids = {f["id"] for f in checked(json.loads(report.stdout))["findings"]}
     assert {"some-gpus-idle", "dataloader-bound-live"} <= ids and "low-gpu-util" not in ids
 
 

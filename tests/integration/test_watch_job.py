@@ -23,6 +23,7 @@ import psutil
 import pytest
 
 from tests.integration.slurm_cluster import REPO, WAIT_S, Cluster, start_cluster
+from tests.report_schema import checked
 from tuneadvisor.metrics.recording import parse_recording
 from tuneadvisor.metrics.snapshot import ROLE_LAUNCHER, ROLE_MAIN, ROLE_WORKER
 
@@ -152,7 +153,7 @@ def test_every_node_through_srun_overlap(cluster: Cluster, job: str, tmp_path: P
     _only_the_jobs_own_steps(cluster, job)
     report = cluster.tuneadvisor(tmp_path, "report", "--metrics", str(record), "--format", "json")
     assert report.returncode == 0, report.stderr
-    assert "findings" in json.loads(report.stdout)
+    assert "findings" in checked(json.loads(report.stdout))
 
 
 def _only_the_jobs_own_steps(cluster: Cluster, job: str) -> None:

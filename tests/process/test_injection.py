@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.report_schema import minimal_report
 from tests.unit.test_advice_acceptance import (
     SEFF_ONE_CORE_BUSY,
     job_text,
@@ -53,11 +54,7 @@ class Submit:
         )  # fmt: skip
 
     def report(self, plan: dict[str, Any], directives: dict[str, Any] | None = None) -> str:
-        doc = {
-            "tool": {"name": "tuneadvisor", "version": "0", "schema": 1},
-            "job": {"directives": directives or {}},
-            "advice": {"plan": plan},
-        }
+        doc = minimal_report(directives or {}, plan)  # the schema's shape, hostile values
         path = self.folder / "report.json"
         path.write_text(json.dumps(doc))
         return str(path)

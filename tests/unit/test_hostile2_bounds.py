@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.report_schema import minimal_report
 from tuneadvisor.files import MAX_JOB_SCRIPT
 from tuneadvisor.metrics.recording import MAX_GPUS_PER_NODE
 from tuneadvisor.runrecord.measured import MAX_EVENTS
@@ -311,11 +312,7 @@ def test_a_script_of_twenty_thousand_imports_is_read_in_bounded_work(tmp_path: P
 
 def _report(folder: Path, directives: dict[str, str], script: dict[str, Any]) -> Path:
     plan = {"script": {k: {"value": v, "because": ["x"]} for k, v in script.items()}}
-    doc = {
-        "tool": {"name": "tuneadvisor", "version": "0", "schema": 1},
-        "job": {"directives": directives},
-        "advice": {"plan": plan},
-    }
+    doc = minimal_report(directives, plan)  # a report the schema takes: its values are the test
     path = folder / "report.json"
     path.write_text(json.dumps(doc))
     (folder / "data" / "MNIST" / "raw").mkdir(parents=True, exist_ok=True)

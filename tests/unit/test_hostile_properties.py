@@ -26,6 +26,7 @@ from tuneadvisor.metrics.recording import RecordingError, parse_recording
 from tuneadvisor.profile.safe_pickle import PickleRejected, load_linestats
 from tuneadvisor.profile.table_cells import TableError
 from tuneadvisor.profile.text_table import parse_table
+from tuneadvisor.relaunch.saved_report import parse_report
 from tuneadvisor.relaunch.settings import Settings, settings_from_report
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.sacct import parse_sacct
@@ -111,7 +112,7 @@ def _report(text: str) -> object:
     doc = parse_json(text, "r.json", "report")
     if not isinstance(doc, dict):
         raise InputError("r.json", "not a report")
-    return settings_from_report(Settings(), doc, "r.json")
+    return settings_from_report(Settings(), parse_report(doc, "r.json"))
 
 
 SAMPLES = {name: sample_value(name) for name in FACTS}

@@ -8,15 +8,22 @@ from pathlib import Path
 
 import pytest
 
+from tests.report_schema import minimal_report
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, settings_overrides
 from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.allocation import clean_environ, emulate
 from tuneadvisor.relaunch.requests import SettingsOverrides, settings_with
+from tuneadvisor.relaunch.saved_report import parse_report
 from tuneadvisor.relaunch.settings import Settings, render_job_script, settings_from_report
 from tuneadvisor.slurm.jobscript.model import JobScript
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = json.loads((REPO / "tests" / "golden" / "example-report.json").read_text())
+
+
+def _saved(report: object, source: str = "r.json") -> Settings:
+    """The settings of a saved report, read as `run --from` reads it."""
+    return settings_from_report(Settings(), parse_report(report, source))
 
 
 def _flags(*argv: str) -> SettingsOverrides:
@@ -39,7 +46,7 @@ def test_knobs_become_the_training_scripts_flags() -> None:
 
 
 def test_the_tutorial_report_advises_the_models_cores_and_workers() -> None:
-    settings = settings_from_report(Settings(), GOLDEN, "example-report.json")
+    settings = _saved(GOLDEN, "example-report.json")
     # the job had 1 core, 1 worker and a GPU; the step-time model sizes 7 workers (80 % on
     # the loader) and a core each plus one for the main process
     assert settings.cpus_per_task == 8 and settings.gpus == 1 and settings.mem == "8G"
@@ -50,7 +57,7 @@ def test_the_tutorial_report_advises_the_models_cores_and_workers() -> None:
 
 def test_flags_win_over_the_advice_and_lose_its_reason() -> None:
     flags = _flags("--num-workers", "1", "--cpus-per-task", "2", "--amp")
-    advised = settings_from_report(Settings(), GOLDEN, "example-report.json")
+    advised = _saved(GOLDEN, "example-report.json")
     settings = settings_with(flags, advised)
     assert (settings.cpus_per_task, settings.knobs["num_workers"]) == (2, 1)
     assert settings.knobs["amp"] is True
@@ -72,28 +79,24 @@ def test_the_advice_of_the_inputs_gives_what_the_saved_report_gives(
     monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
     inputs = Inputs(profiles=("examples/mnist/24752610.lprof",), job="examples/mnist/mnist.sbatch")
     direct = settings_from_workspace(Settings(), load_workspace(inputs), "the inputs")
-    assert direct == settings_from_report(Settings(), GOLDEN, "example-report.json")
+    assert direct == _saved(GOLDEN, "example-report.json")
     assert direct.cpus_per_task == 8 and direct.knobs["num_workers"] == 7
 
 
 def test_advice_that_is_no_knob_becomes_a_note() -> None:
-    report = {
-        "tool": {"name": "tuneadvisor"},
-        "job": None,
-        "advice": {"plan": {"sbatch": {}, "env": {}, "script": {
-            "sampler": {"value": "DistributedSampler(dataset)",
-                        "because": ["ddp-missing-distributed-sampler"]},
-            "pin_memory": {"value": "True", "because": ["pin-memory-off"]},
-        }}},
-    }  # fmt: skip
-    settings = settings_from_report(Settings(), report, "r.json")
+    report = minimal_report(plan={"script": {
+        "sampler": {"value": "DistributedSampler(dataset)",
+                    "because": ["ddp-missing-distributed-sampler"]},
+        "pin_memory": {"value": "True", "because": ["pin-memory-off"]},
+    }})  # fmt: skip
+    settings = _saved(report)
     assert settings.knobs == {"pin_memory": True}
     assert any("sampler" in n and "not a setting" in n for n in settings.notes)
 
 
 def test_a_file_that_is_no_report_is_refused() -> None:
     with pytest.raises(InputError, match="not a report"):
-        settings_from_report(Settings(), {"findings": []}, "x.json")
+        _saved({"findings": []}, "x.json")
 
 
 def test_job_script_carries_the_settings_and_parses_back(tmp_path: Path) -> None:
@@ -122,9 +125,7 @@ def test_nodes_spread_the_tasks_evenly_in_the_job_script(tmp_path: Path) -> None
     assert "ntasks" not in directives  # --ntasks could pile the tasks on the first node
     assert "2 nodes x 3 tasks" in settings.describe()
     # read back from the job script it wrote, and from a record
-    again = settings_from_report(
-        Settings(), {"tool": {"name": "tuneadvisor"}, "job": {"directives": directives}}, "r"
-    )
+    again = _saved(minimal_report(directives))
     assert (again.nodes, again.ntasks) == (2, 6)
     assert Settings.from_json(settings.to_json()) == settings
     one = render_job_script(Settings(ntasks=2), name="x", launch=["srun", "python", "t.py"],
@@ -137,10 +138,8 @@ def test_nodes_alone_keep_the_tasks_of_each_node() -> None:
     assert settings_with(_flags("--ntasks", "6", "--nodes", "3")).tasks_per_node == 2
     advised = Settings(ntasks=2)
     assert settings_with(_flags("--nodes", "3"), advised).ntasks == 6
-    ranged = settings_from_report(  # --nodes=2-4: the fewest the job is sure to get
-        Settings(), {"tool": {"name": "tuneadvisor"},
-                     "job": {"directives": {"nodes": "2-4", "ntasks-per-node": "2"}}}, "r",
-    )  # fmt: skip
+    # --nodes=2-4: the fewest the job is sure to get
+    ranged = _saved(minimal_report({"nodes": "2-4", "ntasks-per-node": "2"}))
     assert (ranged.nodes, ranged.ntasks) == (2, 4)
 
 

@@ -13,9 +13,10 @@ from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.compare import findings, load_item, prediction_table, tables
-from tuneadvisor.relaunch.predicted import FINDING_ID, check, report_prediction
+from tuneadvisor.relaunch.predicted import FINDING_ID, check
 from tuneadvisor.relaunch.records import RunRecord, read_record, write_record
 from tuneadvisor.relaunch.requests import RelaunchRequest, advised_settings
+from tuneadvisor.relaunch.saved_report import read_report
 from tuneadvisor.relaunch.settings import Settings
 
 BATCH = 64
@@ -92,16 +93,19 @@ def test_an_older_record_without_a_prediction_still_loads(
 
 
 def test_a_recorded_prediction_that_is_not_one_is_an_error_naming_the_run(tmp_path: Path) -> None:
-    run = _record(tmp_path, STEADY, prediction={"setting": {"num_workers": -1}})
+    run = _record(
+        tmp_path, STEADY, prediction={**PREDICTION.as_json(), "setting": {"num_workers": -1}}
+    )
     with pytest.raises(InputError) as caught:
         load_item(str(run))
     assert str(run / "run.json") in str(caught.value)
-    assert "prediction.setting" in str(caught.value)
+    assert "prediction.setting.num_workers: must be at least 0" in str(caught.value)
 
 
 def _report(tmp_path: Path, prediction: object) -> Path:
-    report = {
+    report: dict[str, Any] = {
         "tool": {"name": "tuneadvisor", "version": "0.1.0", "schema": 1},
+        "profile": None,
         "job": {"path": "mnist.sbatch", "directives": {"cpus-per-task": "1"}},
         "findings": [],
         "advice": {
@@ -144,7 +148,7 @@ def test_run_from_a_report_with_a_malformed_prediction_is_one_line_and_exit_2(
 ) -> None:
     path = _report(tmp_path, bad)
     with pytest.raises(InputError):
-        report_prediction(json.loads(path.read_text()), path)
+        read_report(str(path))
     code = main(["run", "mnist_single", "--from", str(path), "--runs", str(tmp_path / "runs"),
                  "--data-dir", str(tmp_path)])  # fmt: skip
     err = capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,8 +30,9 @@ def test_run_from_a_report_records_the_prediction_and_compare_checks_it(
     python = _need("torch", "torchvision")
     mnist = tmp_path / "mnist"
     _make_data(python, mnist, 128, 32)
-    report = {
+    report: dict[str, Any] = {
         "tool": {"name": "tuneadvisor", "version": "0.1.0", "schema": 1},
+        "profile": None,
         "job": {"path": "mnist.sbatch", "directives": {"cpus-per-task": "1", "ntasks": "1"}},
         "findings": [],
         "advice": {

@@ -12,7 +12,9 @@ from tuneadvisor.present.numbers import heat_bar
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze, kind_summary_text
 from tuneadvisor.profile.model import ProfileSet
 from tuneadvisor.profile.source import SourceFinder
-from tuneadvisor.report.json_report import to_json
+from tuneadvisor.report import (
+    json_report,
+)  # looked up when called: checked (tests/report_schema.py)
 from tuneadvisor.report.markdown import render_markdown
 from tuneadvisor.report.text import render_text
 from tuneadvisor.session.workspace import JobScriptText, Workspace
@@ -63,7 +65,9 @@ def test_markdown_report_is_a_table_of_the_same_lines(tutorial_analysis: Profile
 
 def test_json_report_follows_the_design_interface(tutorial_analysis: ProfileAnalysis) -> None:
     job = JobScriptText("job.sbatch", "#!/bin/bash\n")
-    doc = json.loads(json.dumps(to_json(Workspace(analysis=tutorial_analysis, job=job))))
+    doc = json.loads(
+        json.dumps(json_report.to_json(Workspace(analysis=tutorial_analysis, job=job)))
+    )
     func = doc["profile"]["functions"][0]
     assert func["name"] == "train"
     line = next(ln for ln in func["lines"] if ln["kind"] == "dataloader")

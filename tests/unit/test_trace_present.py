@@ -20,7 +20,9 @@ from tuneadvisor.present.trace_text import (
     text_bar,
 )
 from tuneadvisor.profile.trace.model import RankTrace, StepTime, TraceSet
-from tuneadvisor.report.json_report import to_json
+from tuneadvisor.report import (
+    json_report,
+)  # looked up when called: checked (tests/report_schema.py)
 from tuneadvisor.report.markdown import render_markdown
 from tuneadvisor.report.text import render_text
 from tuneadvisor.session.workspace import Workspace
@@ -120,7 +122,7 @@ def test_the_markdown_report_tables_the_breakdown() -> None:
 
 
 def test_the_json_report_keys_traces_by_ids_in_microseconds_and_fractions() -> None:
-    data = json.loads(json.dumps(to_json(_traced(ddp_resnet()))))
+    data = json.loads(json.dumps(json_report.to_json(_traced(ddp_resnet()))))
     traces = data["traces"]
     assert traces["ordered_by"] == "rank" and traces["straggler"]["rank"] == 2
     ranks = traces["ranks"]
@@ -140,7 +142,7 @@ def test_the_json_report_keys_traces_by_ids_in_microseconds_and_fractions() -> N
 
 
 def test_a_cpu_only_trace_has_no_gpu_figures_in_json() -> None:
-    data = to_json(_traced(cpu_only()))["traces"]
+    data = json_report.to_json(_traced(cpu_only()))["traces"]
     (rank,) = data["ranks"]
     assert rank["rank"] is None and rank["has_device"] is False
     assert rank["gpu_busy_share"] is None and rank["tiny_kernel_share"] is None
@@ -150,5 +152,5 @@ def test_a_cpu_only_trace_has_no_gpu_figures_in_json() -> None:
 
 def test_a_workspace_without_traces_has_no_steps_anywhere() -> None:
     plain = Workspace(analysis=None, job=None)
-    assert "traces" not in to_json(plain)
+    assert "traces" not in json_report.to_json(plain)
     assert "Steps" not in render_text(plain) and "## Steps" not in render_markdown(plain)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.engine import evaluate
-from tuneadvisor.advisor.evidence import Gathered
+from tuneadvisor.advisor.evidence import Gathered, NotRead
 from tuneadvisor.advisor.fact_view import FactView, Model, view
 from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
 from tuneadvisor.advisor.forecast import predict
@@ -36,6 +36,7 @@ class Advice:
     # ``no_prediction`` saying which evidence would support one
     prediction: Prediction | None = None
     no_prediction: str | None = None
+    not_read: tuple[NotRead, ...] = ()  # the inputs' parts that could not be read (Gathered's)
 
 
 def _coupled(findings: Iterable[Finding], plan: Plan) -> tuple[Finding, ...]:
@@ -102,4 +103,5 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
         launch_chain=gathered.launch.chain if gathered.launch is not None else None,
         prediction=prediction,
         no_prediction=no_prediction,
+        not_read=gathered.not_read,
     )

@@ -29,6 +29,21 @@ class EvidenceStamp:
 
 
 @dataclass(frozen=True)
+class NotRead:
+    """One input, or one part of an input, that could not be read or followed, and why: what
+    a report's "Not read" part lists. ``what`` names it as the user knows it (a path, "job
+    1234's StdErr", "the training script"); ``why`` is one short clause ("is not a file on this
+    machine"). Written by the readers (session/readers/), kept in ``Gathered.not_read`` in the
+    order they ran."""
+
+    what: str
+    why: str
+
+    def line(self) -> str:
+        return f"{self.what}: {self.why}"
+
+
+@dataclass(frozen=True)
 class Gathered:
     facts: Mapping[str, object]
     job: JobScript | None = None
@@ -41,6 +56,7 @@ class Gathered:
     sharpen: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
     stamp: EvidenceStamp | None = None  # None without measured evidence
+    not_read: tuple[NotRead, ...] = ()  # what each reader could not read, and why
 
 
 # usage.* that accounting gives and a running job's partial accounting must not: all but

@@ -52,8 +52,8 @@ def add_rules_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_inputs(parser: argparse.ArgumentParser) -> None:
-    """PROFILE..., --job, --script, --metrics, --log, --probe, --seff, --sacct, --jobid, --site,
-    --rules, --source-root: what `report`, `open`, `apply` and `run` read."""
+    """PROFILE..., --job, --script, --metrics, --log, --probe, --seff, --scontrol, --sacct,
+    --jobid, --site, --rules, --source-root: what `report`, `open`, `apply` and `run` read."""
     parser.add_argument(
         "profiles",
         nargs="*",
@@ -99,6 +99,12 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
         "batch on the device, the input pipeline per worker count and the real loop, timed",
     )
     parser.add_argument("--seff", metavar="FILE", help="saved `seff JOBID` output")
+    parser.add_argument(
+        "--scontrol",
+        metavar="FILE",
+        help="saved `scontrol show job -o JOBID` output: the job as it ran (sbatch's "
+        "command-line options over the script's #SBATCH lines), once Slurm has forgotten it",
+    )
     parser.add_argument("--sacct", metavar="FILE", help="saved `sacct -j JOBID --json` output")
     parser.add_argument(
         "--jobid",
@@ -126,7 +132,7 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
 def has_inputs(args: argparse.Namespace) -> bool:
     return bool(
         args.profiles or args.job or args.jobid or args.seff or args.sacct or args.logs
-        or args.probe
+        or args.probe or args.scontrol
     )  # fmt: skip
 
 
@@ -153,6 +159,7 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
         cluster=getattr(args, "submit", False),
         logs=tuple(args.logs),
         probe=args.probe,
+        scontrol=args.scontrol,
     )
     if inputs.is_empty():
         raise InputError(

@@ -9,11 +9,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tuneadvisor.advisor.prediction import Prediction, Span
-from tuneadvisor.errors import InputError
+from tuneadvisor.relaunch.saved_report import prediction_of
 from tuneadvisor.runrecord.measured import Step
 from tuneadvisor.runrecord.record import RunRecord
 from tuneadvisor.runrecord.window import WARMUP_STEPS, window
@@ -23,27 +22,10 @@ SLOW_WARMUP = 1.5  # the first steps this much slower than the rest: a warm-up t
 IDLE_CORES = 0.5  # under this share of the cores asked in use: the loop waited on something
 
 
-def report_prediction(report: Mapping[str, Any], source: str | Path) -> Prediction | None:
-    """The saved report's ``advice.prediction`` (None: the report predicts nothing); a
-    malformed one is an InputError naming the report."""
-    advice = report.get("advice")
-    raw = advice.get("prediction") if isinstance(advice, Mapping) else None
-    if raw is None:
-        return None
-    try:
-        return Prediction.from_json(raw)
-    except ValueError as exc:
-        raise InputError(source, f"advice.{exc}") from None
-
-
 def record_prediction(record: RunRecord) -> Prediction | None:
-    """The prediction a run recorded (None for runs without one, older records included)."""
-    if record.prediction is None:
-        return None
-    try:
-        return Prediction.from_json(record.prediction)
-    except ValueError as exc:
-        raise InputError(record.path, f"run record: {exc}") from None
+    """The prediction a run recorded, read as a saved report's is (None for runs without
+    one, older records included)."""
+    return prediction_of(record.prediction, record.path, "run record: ")
 
 
 @dataclass(frozen=True)

@@ -118,14 +118,14 @@ def advised_settings(request: RelaunchRequest) -> Advised:
     """The advice's settings, their source and prediction: a saved report (``--from``; a
     malformed prediction in it is one InputError naming it), else the advice on the inputs
     given; all None without either."""
-    from tuneadvisor.relaunch.predicted import report_prediction
-    from tuneadvisor.relaunch.settings import Settings, load_report, settings_from_report
+    from tuneadvisor.relaunch.settings import Settings, settings_from_report
 
     if request.from_report:
-        source = request.from_report
-        report = load_report(source)
-        settings = settings_from_report(Settings(), report, source)
-        return Advised(settings, source, report_prediction(report, source))
+        from tuneadvisor.relaunch.saved_report import read_report
+
+        report = read_report(request.from_report)
+        settings = settings_from_report(Settings(), report)
+        return Advised(settings, report.source, report.prediction)
     inputs = request.inputs
     if inputs is not None:
         from tuneadvisor.session.workspace import load_workspace

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tuneadvisor.advisor.plan import Change, Plan
+from tuneadvisor.advisor.plan import Plan
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import load_json_input
 from tuneadvisor.numbers import is_ascii_digits
 
 # runrecord holds the run record's model (below the session); named here too for
@@ -30,6 +29,9 @@ from tuneadvisor.slurm.safe_words import (
     checked_text,
     shell_word,
 )
+
+if TYPE_CHECKING:
+    from tuneadvisor.relaunch.saved_report import SavedReport
 
 # --input-cost: a level, or a decode size in pixels (as the bundled trainkit reads it).
 INPUT_COST_LEVELS = ("none", "low", "medium", "high")
@@ -194,53 +196,9 @@ def settings_from_advice(
     )
 
 
-def _changes(table: object, source: str) -> dict[str, Change]:
-    """A plan section as ``report --format json`` writes it: key -> {value, because}. The
-    finding ids are written into the job script's comments: checked as text."""
-    if not isinstance(table, Mapping):
-        return {}
-    changes: dict[str, Change] = {}
-    for key, entry in table.items():
-        if not isinstance(entry, Mapping):
-            continue
-        because = entry.get("because", ())
-        if not isinstance(because, list | tuple):
-            raise InputError(source, f"plan {key}: 'because' must be a list of finding ids")
-        ids = tuple(checked_text(b, f"plan {key}: a finding id", source) for b in because)
-        changes[checked_text(key, "a plan setting", source)] = Change(entry.get("value"), ids)
-    return changes
-
-
-def _table(parent: Mapping[str, Any], key: str, source: str) -> Mapping[str, Any]:
-    """``parent[key]`` as a table ({} when absent); InputError when it is something else."""
-    value = parent.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InputError(source, f"report: {key} must be a table, not {type(value).__name__}")
-    return value
-
-
-def settings_from_report(base: Settings, report: Mapping[str, Any], source: str) -> Settings:
+def settings_from_report(base: Settings, report: SavedReport) -> Settings:
     """``base`` with a saved report's job directives, then its plan, applied."""
-    tool = report.get("tool") if isinstance(report, Mapping) else None
-    if not isinstance(tool, Mapping) or tool.get("name") != "tuneadvisor":
-        raise InputError(source, "not a report of `tuneadvisor report --format json`")
-    job = _table(report, "job", source)
-    plan = _table(_table(report, "advice", source), "plan", source)
-    saved = Plan(
-        sbatch=_changes(plan.get("sbatch"), source),
-        script=_changes(plan.get("script"), source),
-        env=_changes(plan.get("env"), source),
-    )
-    return settings_from_advice(base, _table(job, "directives", source), saved, source)
-
-
-def load_report(path: str) -> dict[str, Any]:
-    data = load_json_input(path, "report")
-    if not isinstance(data, dict):
-        raise InputError(path, "not a report of `tuneadvisor report --format json`")
-    return data
+    return settings_from_advice(base, report.directives, report.plan, report.source)
 
 
 # --------------------------------------------------------------------------- job scripts

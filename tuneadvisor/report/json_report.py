@@ -1,4 +1,7 @@
-"""The JSON report: an interface other tools rely on (see DESIGN.md). Add keys, never rename."""
+"""The JSON report: an interface other tools rely on. Its schema is
+``tuneadvisor/schema/report-vN.json`` (N: ``SCHEMA_VERSION``, in the report as
+``tool.schema``): add keys (and add them to the schema), never rename; read back by
+``relaunch/saved_report.py``."""
 
 from __future__ import annotations
 
@@ -15,15 +18,12 @@ from tuneadvisor.profile.analysis import (
     KindShare,
     ProfileAnalysis,
 )
+from tuneadvisor.relaunch.saved_report import SCHEMA_VERSION
 from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.session.workspace import Workspace
 
 if TYPE_CHECKING:
     from tuneadvisor.profile.trace.model import NamedTime, RankTrace, TraceSet
-
-# 2: findings[].evidence_by_fact (evidence keyed by fact id, the label beside); the keys of
-# schema 1 are all kept
-SCHEMA_VERSION = 2
 
 
 def _evidence_by_fact(finding: Finding) -> dict[str, dict[str, Any]]:

@@ -46,8 +46,8 @@ def _trace_files(paths: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def evidence_stamp(inputs: Inputs) -> EvidenceStamp | None:
-    """The stamp of the measured evidence (profiles, seff, sacct, metrics, a probe, a live job
-    id);
+    """The stamp of the measured evidence (profiles, seff, sacct, metrics, a probe, a saved
+    scontrol record, a live job id);
     None without any (the job script alone is no evidence of a run) or when a file cannot be
     read again (it was read once already: a file that vanished since gets no stamp)."""
     kinds = (
@@ -56,6 +56,7 @@ def evidence_stamp(inputs: Inputs) -> EvidenceStamp | None:
         ("sacct", (inputs.sacct,) if inputs.sacct else ()),
         ("metrics", inputs.metrics),
         ("probe", (inputs.probe,) if inputs.probe else ()),
+        ("scontrol", (inputs.scontrol,) if inputs.scontrol else ()),
         ("trace", _trace_files(inputs.traces)),
     )
     digest = hashlib.sha256()

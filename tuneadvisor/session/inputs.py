@@ -31,11 +31,12 @@ class Inputs:
     logs: tuple[str, ...] = ()  # the job's output logs (--log), read for why it died
     probe: str | None = None  # a bundled script's --probe file: probe.* facts
     traces: tuple[str, ...] = ()  # torch.profiler traces: files and folders (one per rank)
+    scontrol: str | None = None  # saved `scontrol show job -o ID`: the job as it ran
 
     def is_empty(self) -> bool:
         return not (self.profiles or self.job or self.script or self.metrics or self.seff
                     or self.sacct or self.jobid or self.logs or self.probe
-                    or self.traces)  # fmt: skip
+                    or self.traces or self.scontrol)  # fmt: skip
 
     @property
     def live(self) -> bool:
