@@ -96,7 +96,7 @@ def test_each_command_of_the_docs_parses(page: str, line: str) -> None:
 
 def _rule_names_in_tables(text: str) -> set[str]:
     """The rule ids a table row of rules/README.md names in its first cell ("a, b (sizing)")."""
-    names = set()
+    names: set[str] = set()
     for line in text.splitlines():
         if not line.startswith("| ") or line.startswith("| rule |"):
             continue

@@ -19,3 +19,9 @@ def test_a_test_sees_no_user_config(tmp_path_factory: pytest.TempPathFactory) ->
     assert not (config / "tuneadvisor").exists()  # no rules, no site.toml
     for name in USER_SETTINGS:
         assert name not in os.environ, name
+
+
+def test_a_hanging_test_has_a_time_limit(request: pytest.FixtureRequest) -> None:
+    """pytest-timeout is loaded and pyproject gives every test a limit (issue 29, point 5)."""
+    assert request.config.pluginmanager.hasplugin("timeout")
+    assert 0 < float(request.config.getini("timeout")) <= 600
