@@ -100,13 +100,25 @@ def tutorial_seff(
     return text
 
 
+# What a developer's own setup would add to every test's evidence: their rules and site file
+# (also what processes started by a test inherit), and a runs folder of their own.
+USER_SETTINGS = ("TUNEADVISOR_SITE", "TUNEADVISOR_RULES", "TUNEADVISOR_RUNS_DIR")
+
+
 @pytest.fixture(autouse=True)
-def _no_user_cache(
+def _no_user_config(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The compiled rule pack is cached in $XDG_CACHE_HOME: tests keep theirs out of the
-    user's home (one folder per test session; the cache is keyed by content)."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+    """Every test runs without the user's config: $XDG_CONFIG_HOME (rules and site.toml) is an
+    empty folder and the variables naming rules, a site or a runs folder are unset, so a new
+    test file cannot pick up a developer's own rules. The compiled rule pack is cached in
+    $XDG_CACHE_HOME: tests keep theirs out of the user's home too (one folder per test
+    session; the cache is keyed by content). A test that wants any of these sets it."""
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "no-user-config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
+    for name in USER_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
 
 
 def without_tuned_from(text: str) -> str:

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,9 +108,9 @@ def ddp_job(
 @pytest.fixture(scope="session")
 def torchrun_job(
     mn: MultiCluster, mnist_data: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[FinishedJob]:
+) -> FinishedJob:
     folder = _job_folder(
         tmp_path_factory.mktemp("torchrun") / "job", mnist_data, "mnist_torchrun.sbatch"
     )
-    yield _run(mn, folder, "mnist_torchrun.sbatch", "--nodes=2", "--ntasks-per-node=1",
-               "--cpus-per-task=2", "--mem=5000M")  # fmt: skip
+    return _run(mn, folder, "mnist_torchrun.sbatch", "--nodes=2", "--ntasks-per-node=1",
+                "--cpus-per-task=2", "--mem=5000M")  # fmt: skip

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -180,11 +181,26 @@ def test_q_asks_and_leave_it_running_keeps_the_program(tmux: Tmux, tmp_path: Pat
             os.kill(pid, signal.SIGKILL)
 
 
-def test_a_terminal_that_hangs_up_ends_the_watch(tmux: Tmux, tmp_path: Path) -> None:
-    """An ssh session to the login node drops: the terminal hangs up under the screen. The
-    watch ends, and its program gets the hang-up as from a terminal. (Seen once on a loaded
-    machine, not reproduced since: the watch had ended but Textual's input thread spun on the
-    dead terminal, a core at 100 % for good; run_watch_app now stops that thread itself.)"""
+def _ended(process: Any) -> bool:
+    """Gone, or a zombie: it has exited (who reaps an orphan, and when, is the system's)."""
+    import psutil
+
+    try:
+        return bool(process.status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_ended(*processes: Any) -> list[Any]:
+    """Wait (bounded) until every process has exited; those still running."""
+    deadline = time.monotonic() + WAIT_S
+    while (running := [p for p in processes if not _ended(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return running
+
+
+def _watch_and_program(tmux: Tmux, tmp_path: Path) -> tuple[Any, Any]:
+    """A watch of the trainer on a 100x30 screen, once the trainer's steps show."""
     import psutil
 
     command, _ = _watch_command(
@@ -192,15 +208,55 @@ def test_a_terminal_that_hangs_up_ends_the_watch(tmux: Tmux, tmp_path: Path) -> 
     )
     tmux.run("new-session", "-d", "-s", "watch", "-x", "100", "-y", "30", command)
     screen = tmux.wait_for("the steps", _from_step(1))
-    program = int(re.search(r"watch: pid (\d+)", screen).group(1))  # type: ignore[union-attr]
-    watch = psutil.Process(program).parent()
+    program = psutil.Process(int(re.search(r"watch: pid (\d+)", screen).group(1)))  # type: ignore[union-attr]
+    watch = program.parent()
     assert watch is not None and "watch" in " ".join(watch.cmdline())
+    return watch, program
+
+
+def _ends_with_its_program(watch: Any, program: Any) -> None:
     try:
-        tmux.run("kill-server")  # every pane's terminal hangs up
-        _, alive = psutil.wait_procs([watch], timeout=WAIT_S)
-        assert not alive, f"the watch ran on after its terminal hung up: {watch.threads()}"
-        assert not psutil.pid_exists(program) or psutil.Process(program).status() == "zombie"
+        running = _wait_ended(watch)
+        assert not running, f"the watch ran on after its terminal hung up: {watch.threads()}"
+        # the hang-up reaches the program too (from the watch, as from a terminal)
+        assert not _wait_ended(program), "the program ran on after the watch ended"
     finally:
-        for pid in (program, watch.pid):
+        for process in (program, watch):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+                os.kill(process.pid, signal.SIGKILL)
+
+
+def test_a_terminal_that_hangs_up_ends_the_watch(tmux: Tmux, tmp_path: Path) -> None:
+    """An ssh session to the login node drops: the terminal hangs up under the screen. The
+    watch ends, and its program gets the hang-up as from a terminal."""
+    watch, program = _watch_and_program(tmux, tmp_path)
+    tmux.run("kill-server")  # every pane's terminal hangs up
+    _ends_with_its_program(watch, program)
+
+
+def test_a_terminal_that_stalls_then_hangs_up_ends_the_watch(tmux: Tmux, tmp_path: Path) -> None:
+    """The same on a loaded machine (issue 33, point 5): the terminal stops reading for a
+    while, Textual's queue of writes fills, and then it hangs up. The watch hung there for good
+    in 2 of 10 tries (py-spy: its main thread in Textual's stop_application_mode, waiting for
+    room in the queue whose writer thread had died on the hang-up; tui/hangup_driver.py)."""
+    watch, program = _watch_and_program(tmux, tmp_path)
+    server = int(tmux.run("display-message", "-p", "#{pid}").stdout)
+    os.kill(server, signal.SIGSTOP)  # the terminal reads nothing: the screen's writes pile up
+    try:
+        deadline = time.monotonic() + WAIT_S  # until the watch's writes wait for the terminal
+        while not _writes_wait(watch) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        os.kill(server, signal.SIGKILL)  # ... then it hangs up
+    _ends_with_its_program(watch, program)
+
+
+def _writes_wait(watch: Any) -> bool:
+    """Whether the watch's screen waits for the terminal: a thread asleep in a write to the
+    full pty (the kernel's wait_woken), and the main thread waiting for room in the queue of
+    writes (a futex) behind it."""
+    waits = {}
+    for thread in watch.threads():
+        with contextlib.suppress(OSError):
+            waits[thread.id] = Path(f"/proc/{watch.pid}/task/{thread.id}/wchan").read_text()
+    return "wait_woken" in waits.values() and "futex" in waits.get(watch.pid, "")

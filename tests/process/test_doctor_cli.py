@@ -1,6 +1,6 @@
 """`python -m tuneadvisor doctor` as a user runs it: here (no GPU: every GPU line says why;
 this machine's Slurm may or may not answer), with the NVML stand-in for the GPU paths, with a
-Slurm that hangs, and with bad arguments. The README lists exactly the ids it prints."""
+Slurm that hangs, and with bad arguments. docs/commands.md lists exactly the ids it prints."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def documented_ids() -> list[str]:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "commands.md").read_text(encoding="utf-8")
     return re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \|", readme, re.MULTILINE)
 
 

@@ -37,13 +37,6 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    for name in ("TUNEADVISOR_SITE", "TUNEADVISOR_RULES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_cpu_binding_of_a_real_job_script(name: str, tmp_path: Path) -> None:
     srun_fires, threads = EXPECTED[name]

@@ -1,14 +1,29 @@
 """Every real file written by other people (tests/fixtures/realworld/) through the real command
-line: no traceback, exit 0 or one line and exit 2, and a job script that `apply` writes still
-parses as bash. The files' own expectations are tested where each kind is read."""
+line, in the text report a user reads: a job script is reported and `apply` writes one that
+still parses as bash; every profile, seff, sacct and nvidia-smi file is read into what its row
+in tests/process/test_realworld_evidence.py says a careful reader concludes (the hottest line
+and its share, the job's state, CPU efficiency and memory peak, the GPUs), or, where that row
+says the file is refused, refused in one line that names the file and says why. No traceback
+either way; no file may be refused that its row does not name."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.process.test_realworld_evidence import (
+    EXPECTED,
+    Expectation,
+    Gpus,
+    Hottest,
+    Job,
+    Jobstats,
+    NoTime,
+    Refused,
+)
 from tuneadvisor.cli import main
 
 REALWORLD = Path(__file__).resolve().parents[1] / "fixtures" / "realworld"
@@ -18,6 +33,14 @@ LPROFS = sorted((REALWORLD / "profiles").glob("*.lprof"))
 SACCT = sorted((REALWORLD / "accounting").glob("*sacct*"))
 SEFF = sorted((REALWORLD / "accounting").glob("*.seff.txt"))
 NVIDIA_SMI = sorted((REALWORLD / "nvidia-smi").iterdir())
+# the finding (or note) a job's end state gives in the report; COMPLETED gives none of them
+STATE_SAYS = {
+    "TIMEOUT": "job-timed-out",
+    "OUT_OF_MEMORY": "job-out-of-memory",
+    "CANCELLED": "job-cancelled",
+    "FAILED": "job-failed",
+    "RUNNING": "the job is running",
+}
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -32,7 +55,8 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def _parses(script: Path) -> bool:
-    return subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+    done = subprocess.run(["bash", "-n", str(script)], capture_output=True, check=False)
+    return done.returncode == 0
 
 
 def test_the_corpus_is_there() -> None:
@@ -49,34 +73,77 @@ def test_a_real_job_script_is_reported_and_applied_to_valid_bash(
     tuned = tmp_path / "tuned.sh"
     code, _, _ = run(capsys, "apply", "--job", str(job), "-o", str(tuned))
     assert code == 0 and tuned.exists()
-    checked = subprocess.run(["bash", "-n", str(tuned)], capture_output=True, text=True)
+    checked = subprocess.run(
+        ["bash", "-n", str(tuned)], capture_output=True, text=True, check=False
+    )
     # a published script bash cannot parse (an unclosed quote) stays as broken as it was
     assert checked.returncode == 0 or not _parses(job), checked.stderr
     assert job.read_bytes().count(b"\n") <= tuned.read_bytes().count(b"\n") + 1
 
 
-@pytest.mark.parametrize("table", TABLES + LPROFS, ids=[p.name for p in TABLES + LPROFS])
-def test_a_real_profile_is_reported(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "report", str(table))
-    assert code == 2 or "Total time" in out
+def _option(expected: Expectation) -> str | None:
+    """The option that hands the file to the reader its row is about."""
+    if isinstance(expected, Job | Refused):
+        return expected.option
+    if isinstance(expected, Jobstats):
+        return "--sacct"
+    return "--metrics" if isinstance(expected, Gpus) else None
 
 
-@pytest.mark.parametrize("sacct", SACCT, ids=[p.name for p in SACCT])
-def test_a_real_sacct_output_is_read_or_refused_in_one_line(
-    sacct: Path, capsys: pytest.CaptureFixture[str]
+def _says_the_hottest_line(out: str, expected: Hottest) -> None:
+    assert f"{expected.function}()" in out, out
+    row = re.compile(rf"^ +{expected.line} +\d+ .* {expected.percent:.1f} ", re.MULTILINE)
+    assert row.search(out), f"no row for line {expected.line} at {expected.percent:.1f} %"
+
+
+def _says_the_job(out: str, state: str, cpu_pct: float | None, mem_mib: float | None) -> None:
+    if cpu_pct is not None:
+        assert f"CPU {cpu_pct:.1f} %" in out, out
+    if mem_mib is not None:
+        assert f"memory peak {mem_mib:.0f} MiB" in out, out
+    for other, says in STATE_SAYS.items():
+        assert (says in out) == (other == state), f"{state}: {says}"
+
+
+def _says_the_gpus(out: str, expected: Gpus) -> None:
+    assert re.search(rf"\b{expected.count} GPUs?\b", out), out
+    if expected.util_mean is None:
+        assert "utilisation mean" not in out and "utilization mean" not in out
+    if expected.mem_peak_mib is not None:
+        assert f"memory peak {expected.mem_peak_mib:.0f} " in out, out
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_real_file_gives_the_user_what_its_row_says(
+    name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run(capsys, "report", "--sacct", str(sacct))
+    expected = EXPECTED[name]
+    path = str(REALWORLD / name)
+    option = _option(expected)
+    code, out, err = run(capsys, "report", *([option, path] if option else [path]))
+    if isinstance(expected, Refused):
+        assert code == 2 and path in err and expected.says in err, err
+        return
+    assert code == 0, f"{name} is refused, but its row says what it holds: {err}"
+    if isinstance(expected, Hottest):
+        assert "Total time" in out
+        _says_the_hottest_line(out, expected)
+    elif isinstance(expected, NoTime):
+        assert (
+            f"{expected.function}()" in out and f"no time recorded in {expected.function}()" in out
+        )
+    elif isinstance(expected, Job):
+        _says_the_job(out, expected.state, expected.cpu_efficiency_pct, expected.mem_peak_mib)
+    elif isinstance(expected, Jobstats):
+        _says_the_job(out, expected.state, expected.cpu_efficiency_pct, expected.mem_peak_mib)
+        if expected.gpus is not None:
+            assert "GPU: from jobstats (AdminComment)" in out, out
+            assert f"utilization mean {expected.gpus.util_mean:.1f} %" in out, out
+    else:
+        _says_the_gpus(out, expected)
 
 
-@pytest.mark.parametrize("seff", SEFF, ids=[p.name for p in SEFF])
-def test_a_real_seff_output_is_read_or_refused_in_one_line(
-    seff: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    run(capsys, "report", "--seff", str(seff))
-
-
-@pytest.mark.parametrize("log", NVIDIA_SMI, ids=[p.name for p in NVIDIA_SMI])
-def test_a_real_nvidia_smi_log_is_read_or_refused_in_one_line(
-    log: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    run(capsys, "report", "--metrics", str(log))
+def test_the_sweep_covers_every_real_file_the_globs_find() -> None:
+    for path in TABLES + LPROFS + SACCT + SEFF + NVIDIA_SMI:
+        if path.name != "MANIFEST.md":
+            assert str(path.relative_to(REALWORLD)) in EXPECTED, path

@@ -36,13 +36,6 @@ ACCOUNTING = FIXTURES / "realworld" / "accounting"
 DATA_PARALLEL_TEXT = (FIXTURES / "scan_scripts" / "data_parallel.py").read_text()
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def report(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
     code = main(["report", *args, "--format", "json"])
     out, err = capsys.readouterr()

@@ -38,13 +38,6 @@ def seff(cores: int, state: str = "COMPLETED", used: str = "1.31 GB", req: str =
     return tutorial_seff(cores=cores, state=state, used=used, requested=req)
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def case(tmp_path: Path, job: str = JOB, train: str = TRAIN, seff_text: str = seff(1)) -> Path:
     (tmp_path / "job.sbatch").write_text(job)
     (tmp_path / "train.py").write_text(train)

@@ -40,13 +40,6 @@ for data, target in loader:
 SEFF = TUTORIAL_SEFF.read_text()
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "run"

@@ -36,13 +36,6 @@ PROFILE = REPO / "examples" / "mnist" / "24752610.lprof"
 EXAMPLES = int(os.environ.get("TUNEADVISOR_EXAMPLES", "60"))  # more for a one-off search
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def written_problems(script: bytes) -> list[str]:
     """What is wrong with a written script: an option set twice, or anything sbatch refuses
     (the model runs sbatch's own checks, conflicting options among them)."""

@@ -47,13 +47,6 @@ EVIDENCE = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def _tuned(job: Path, seff: Path, site: Path) -> tuple[bytes | None, dict[str, object]]:
     workspace = load_workspace(Inputs(job=str(job), seff=str(seff), site=str(site)))
     advice, tuned = workspace.advice, workspace.tuned

@@ -37,13 +37,6 @@ def _facts(body: str, head: str = DDP) -> dict[str, object]:
     return binding_facts(*_read(head + body))
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    for name in ("TUNEADVISOR_SITE", "TUNEADVISOR_RULES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 # --------------------------------------------------------------------------- srun's cores
 
 

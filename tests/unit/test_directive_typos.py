@@ -21,13 +21,6 @@ REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / "tests" / "fixtures" / "realworld" / "jobscripts"
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def job(*header: str) -> str:
     return "#!/bin/bash\n" + "".join(f"{line}\n" for line in header) + "\npython train.py\n"
 

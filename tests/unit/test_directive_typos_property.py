@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,13 +58,6 @@ def headers(draw: st.DrawFn) -> list[str]:
 def _pairs(job: JobScript) -> set[frozenset[str]]:
     names = set(job.directives())
     return {frozenset({a, b}) for a in names for b in conflicting_with(a) & names}
-
-
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
 
 
 @settings(

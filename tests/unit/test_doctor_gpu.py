@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,10 +24,10 @@ GPU_IDS = ("gpu.devices", "gpu.visible", "gpu.mig", "gpu.processes", "gpu.proces
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+def fake(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     module = _fake_module()
     monkeypatch.setitem(sys.modules, "pynvml", module)
-    yield module
+    return module
 
 
 def taken(fake: ModuleType, fixture: Path | Mapping[str, object], tmp_path: Path) -> NvmlInventory:

@@ -10,7 +10,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,10 +31,10 @@ RECORDED_H200: dict[str, Any] = json.loads(H200.read_text())
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+def fake(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     module = _fake_module()
     monkeypatch.setitem(sys.modules, "pynvml", module)
-    yield module
+    return module
 
 
 def recorded_h200(

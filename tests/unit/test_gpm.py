@@ -10,7 +10,6 @@ import ctypes
 import importlib.util
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -30,13 +29,13 @@ SM_LEVEL = {"busy-but-underused", "tensor-cores-idle", "memory-bandwidth-bound"}
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+def fake(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     spec = importlib.util.spec_from_file_location("pynvml", FIXTURES / "fake" / "pynvml.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     monkeypatch.setitem(sys.modules, "pynvml", module)
-    yield module
+    return module
 
 
 def h200_under(load: str) -> dict[str, Any]:

@@ -2,13 +2,19 @@
 from issue 23's classes of values (numbers of 309-999 digits, ``1e999``, ``Infinity`` and
 ``NaN``, Unicode digits, control characters, zero counts) goes through the whole command
 line, the advice, the plan and every renderer, and ends in exit 0 or in one line and exit 2:
-never a traceback. Few examples by default (the test command stays fast); bench/fuzz.py's
+never a traceback. What the user gets either way: exit 2 is one line that names the hostile
+file, with nothing on stdout and nothing written (no tuned script, no other file in the
+folder); exit 0 is a report with no raw control character in it (text and markdown) or JSON a
+strict parser reads (no NaN or Infinity), and an `apply` that writes a whole tuned script.
+Few examples by default (the test command stays fast); bench/fuzz.py's
 end-to-end targets are the long campaign."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
+import re
 import tempfile
 from pathlib import Path
 
@@ -75,11 +81,40 @@ def recording(draw: st.DrawFn) -> tuple[str, str]:
     return "m.jsonl", f"{head}\n{round_}\n"
 
 
-def _run(folder: Path, *argv: str) -> tuple[int, list[str]]:
+def _run(folder: Path, *argv: str) -> tuple[int, str, list[str]]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(list(argv))
-    return status, err.getvalue().strip().splitlines()
+    return status, out.getvalue(), err.getvalue().strip().splitlines()
+
+
+# a control character a terminal would act on (tab and newline are layout)
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _strict_json(text: str) -> object:
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"the JSON report holds {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _check_refusal(argv: list[str], hostile: Path, out: str, said: list[str]) -> None:
+    assert len(said) == 1 and said[0].startswith("tuneadvisor: "), said
+    assert str(hostile) in said[0], (argv, said)  # names the file, not some other input
+    assert not RAW_CONTROL.search(said[0]), said
+    assert out == "", (argv, out)
+
+
+def _check_output(argv: list[str], out: str, written: Path) -> None:
+    if argv[0] == "apply":
+        text = written.read_text(encoding="utf-8")
+        assert text.startswith("#!") and text.endswith("\n"), text
+        assert not RAW_CONTROL.search(out), out
+    elif argv[-1] == "json":
+        assert isinstance(_strict_json(out), dict)
+    else:
+        assert out.strip() and not RAW_CONTROL.search(out), out
 
 
 OPTION = {"seff.txt": "--seff", "sacct.txt": "--sacct", "m.jsonl": "--metrics"}
@@ -101,8 +136,12 @@ def test_any_hostile_input_through_every_format_is_exit_0_or_one_line(
         commands = [["report", "--job", job, *given_input, "--format", fmt]
                     for fmt in ("text", "markdown", "json")]  # fmt: skip
         commands.append(["apply", "--job", job, *given_input, "-o", str(base / "out.sbatch")])
+        before = sorted(base.iterdir())
         for argv in commands:
-            status, said = _run(base, *argv)
+            status, out, said = _run(base, *argv)
             assert status in (0, 2), (argv, said)
             if status == 2:
-                assert len(said) == 1 and said[0].startswith("tuneadvisor: "), said
+                _check_refusal(argv, base / name, out, said)
+                assert sorted(base.iterdir()) == before, argv  # nothing written
+            else:
+                _check_output(argv, out, base / "out.sbatch")

@@ -43,13 +43,6 @@ REAL_MULTINODE = [
 _UNITS = {"KB": 1 / 1024, "MB": 1.0, "GB": 1024.0, "TB": 1024.0**2}
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def _read(text: str) -> dict[str, float]:
     """What a reader takes from a seff text by eye: nodes, cores, peak and request (MiB)."""
     out: dict[str, float] = {}

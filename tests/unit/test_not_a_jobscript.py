@@ -24,13 +24,6 @@ NOT_SCRIPTS = {
 SHEBANG = "The first line must start with #! followed by the path to an interpreter."
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -34,10 +33,10 @@ def _fake_module() -> ModuleType:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+def fake(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     module = _fake_module()
     monkeypatch.setitem(sys.modules, "pynvml", module)
-    yield module
+    return module
 
 
 def opened(fake: ModuleType, fixture: str, **kwargs: object) -> NvmlSampler:

@@ -6,6 +6,8 @@ tests/integration/test_first_hour_readme.py runs the cheap ones for real."""
 
 from __future__ import annotations
 
+import fnmatch
+import itertools
 import re
 import shlex
 import textwrap
@@ -121,3 +123,46 @@ def test_the_two_commands_are_the_ones_ci_runs() -> None:
 def test_the_readme_says_where_the_command_lives() -> None:
     text = README.read_text(encoding="utf-8")
     assert "`.venv/bin`" in text and "source .venv/bin/activate" in text
+
+
+def _written(lines: list[str]) -> list[str]:
+    """What the first hour's commands write in the checkout: each output option's value,
+    `apply`'s JOB.tuned.sbatch beside its job, the data folder and the runs folder."""
+    out = ["runs/"]
+    for line in lines:
+        words = shlex.split(line)
+        out += [word for before, word in itertools.pairwise(words) if before in OUTPUT_OPTIONS]
+        if words[:2] == ["tuneadvisor", "apply"] and "-o" not in words:
+            job = words[words.index("--job") + 1]
+            out.append(job.removesuffix(".sbatch") + ".tuned.sbatch")
+        if "scripts/make_mnist_data.py" in words:
+            out.append(words[words.index("scripts/make_mnist_data.py") + 1] + "/")
+    return out
+
+
+def _ignored(path: str, patterns: list[str]) -> bool:
+    """Whether one of .gitignore's ``patterns`` (anchored ones, with * and folders) holds
+    ``path``, a path from the checkout's root (a folder ends in /)."""
+    for pattern in patterns:
+        anchored = pattern.startswith("/")
+        pattern = pattern.lstrip("/")
+        if pattern.endswith("/"):
+            if path.startswith(pattern):
+                return True
+        elif fnmatch.fnmatchcase(path, pattern) or (
+            not anchored and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], pattern)
+        ):
+            return True
+    return False
+
+
+def test_git_ignores_what_the_first_hour_writes() -> None:
+    """Issue 33, point 5: following the first hour leaves nothing git would take for a change
+    (the tests do not read these either: they copy the examples or run elsewhere)."""
+    written = _written(first_hour())
+    assert {"report.json", "compare.png", "mnist.tuned.sbatch"} <= set(written), written
+    assert "examples/mnist/mnist.tuned.sbatch" in written
+    lines = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+    patterns = [line for line in lines if line.strip() and not line.startswith("#")]
+    for path in written:
+        assert _ignored(path, patterns), f".gitignore does not name {path}"

@@ -26,13 +26,6 @@ ONE_DEVICE = textwrap.dedent(
 MODEL = "import torch\nclass Net(torch.nn.Module):\n    pass\n"
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def _use(*sources: str) -> tuple[bool, int | None, str | None]:
     use = device_use([parse_script(textwrap.dedent(s)) for s in sources])
     return use.single, use.line, use.why_not

@@ -37,13 +37,6 @@ TRAIN = textwrap.dedent(
 )
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def _parser(*sources: str) -> CliParser:
     return read_parser([parse_script(textwrap.dedent(s)) for s in sources])
 

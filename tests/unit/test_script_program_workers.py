@@ -19,13 +19,6 @@ from tuneadvisor.trainscript.program_facts import elsewhere_for, module_dotted
 from tuneadvisor.trainscript.scan import scan_script
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def _workers(files: dict[str, str], launch: dict[str, str] | None = None) -> dict[str, object]:
     """The num_workers facts of the first file, read with the others as its program."""
     names = list(files)

@@ -17,13 +17,6 @@ STEM = "chhajedvaibhav-aimos-codes-pyramidnet-schedular"
 INPUTS = ["--job", str(JOBS / f"{STEM}.sh"), "--script", str(JOBS / f"{STEM}.py")]
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def test_the_report_names_the_refused_option_and_the_idle_gpus(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

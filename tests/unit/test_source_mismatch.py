@@ -24,13 +24,6 @@ SCRIPT = MNIST / "mnist_classify.py"
 LOADER_TEXT = "for batch_idx, (data, target) in enumerate(train_loader):"
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 def _case(tmp_path: Path, script_lines: list[str]) -> Path:
     """The table next to a script with these lines; returns the table's path."""
     tmp_path.mkdir(parents=True, exist_ok=True)

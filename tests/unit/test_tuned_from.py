@@ -27,13 +27,6 @@ EXAMPLE = REPO / "examples" / "mnist"
 JOB = "#!/bin/bash\n#SBATCH --cpus-per-task=2\n#SBATCH --mem=8G\n\nsrun python train.py\n"
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-
-
 # --------------------------------------------------------------------------- the line itself
 
 

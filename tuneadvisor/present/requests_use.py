@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tuneadvisor.advisor.fact_view import Job, view
+from tuneadvisor.advisor.fact_view import FactView, Job, view
 
 LABEL = "Requests vs use"
 
@@ -63,12 +63,19 @@ def job_request_lines(facts: Mapping[str, object]) -> list[str]:
     sacct say it used. Accounting's memory and core figures are the job's, over all its
     nodes; a multi-node job's are also given per node (the busiest node's estimate where one
     task's peak or the tasks per node say more than the mean), so that they compare with
-    --mem, which is per node."""
+    --mem, which is per node. Where no node count was read (a seff without its Nodes line),
+    what was used is still said, with no "asked" line and no per-node share."""
     v = view(facts)
-    job, seff = v.job, v.seff
-    nodes = job.nodes or v.sacct.alloc_nodes or seff.nodes
-    if nodes is None or not any(k.startswith(("sacct.", "seff.")) for k in facts):
+    nodes = v.job.nodes or v.sacct.alloc_nodes or v.seff.nodes
+    if not any(k.startswith(("sacct.", "seff.")) for k in facts):
         return []
+    lines = [] if nodes is None else [_asked_line(v, nodes)]
+    lines += _used_lines(v, nodes)
+    return [f"{LABEL} (the job as it ran):", *lines] if lines else []
+
+
+def _asked_line(v: FactView, nodes: float) -> str:
+    job = v.job
     asked = [_count(nodes, "node")]
     if (tasks := job.tasks_per_node) is not None:
         asked[0] += f" x {_count(tasks, 'task')}"
@@ -79,7 +86,13 @@ def job_request_lines(facts: Mapping[str, object]) -> list[str]:
         asked.append(f"{mem:.0f} MiB per node")
     if gpus := job.gpus:
         asked.append(f"{_count(gpus, 'GPU')} per node")
-    lines = [f"  asked: {', '.join(asked)}"]
+    return f"  asked: {', '.join(asked)}"
+
+
+def _used_lines(v: FactView, nodes: float | None) -> list[str]:
+    """'used: CPU ... of N cores; memory peak ...', and seff's own 'seff: ...' line."""
+    seff = v.seff
+    lines: list[str] = []
     used: list[str] = []
     cores = v.sacct.alloc_cpus or seff.cores
     eff = v.usage.cpu_efficiency_pct
@@ -88,20 +101,7 @@ def job_request_lines(facts: Mapping[str, object]) -> list[str]:
         used.append(f"CPU {eff:.1f} %{of}")
     peak = v.usage.mem_peak_mib
     if peak is not None:
-        estimated = v.sacct.mem_peak_estimated or seff.mem_used_estimated
-        how = " (estimated: the largest task's peak x tasks)" if estimated else ""
-        # the busiest node's estimate (advisor/allocation.py), else the mean; said as which
-        node_peak = v.usage.mem_peak_node_mib
-        per_node = (
-            f", about {node_peak:.0f} MiB on the busiest node"
-            if node_peak is not None and nodes > 1 and node_peak > peak / nodes + 0.5
-            else f", {peak / nodes:.0f} MiB per node (the mean)"
-            if nodes > 1
-            else ""
-        )
-        of = f" of {mem:.0f} MiB per node" if mem is not None and nodes > 1 else ""
-        of = of or (f" of {mem:.0f} MiB" if mem is not None else "")
-        used.append(f"memory peak {peak:.0f} MiB{per_node}{of}{how}")
+        used.append(_memory_used(v, peak, nodes))
     if used:
         lines.append(f"  used: {'; '.join(used)}")
     seff_nodes, seff_cores = seff.nodes, seff.cores_per_node
@@ -110,4 +110,23 @@ def job_request_lines(facts: Mapping[str, object]) -> list[str]:
         if (seff_mem := seff.mem_efficiency_pct) is not None:
             per += f", memory efficiency {seff_mem:.1f} %"
         lines.append(f"  seff: {_count(seff_nodes, 'node')}{per}")
-    return [f"{LABEL} (the job as it ran):", *lines]
+    return lines
+
+
+def _memory_used(v: FactView, peak: float, nodes: float | None) -> str:
+    mem = v.job.mem_mib
+    estimated = v.sacct.mem_peak_estimated or v.seff.mem_used_estimated
+    how = " (estimated: the largest task's peak x tasks)" if estimated else ""
+    # the busiest node's estimate (advisor/allocation.py), else the mean; said as which
+    node_peak = v.usage.mem_peak_node_mib
+    several = nodes is not None and nodes > 1
+    per_node = (
+        f", about {node_peak:.0f} MiB on the busiest node"
+        if several and nodes and node_peak is not None and node_peak > peak / nodes + 0.5
+        else f", {peak / nodes:.0f} MiB per node (the mean)"
+        if several and nodes
+        else ""
+    )
+    of = f" of {mem:.0f} MiB per node" if mem is not None and several else ""
+    of = of or (f" of {mem:.0f} MiB" if mem is not None else "")
+    return f"memory peak {peak:.0f} MiB{per_node}{of}{how}"
