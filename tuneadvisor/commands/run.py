@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of, seconds
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
+from tuneadvisor.errors import EXIT_INTERRUPTED
 from tuneadvisor.files import is_regular_file
 
 if TYPE_CHECKING:
@@ -237,6 +238,10 @@ def run(args: argparse.Namespace) -> int:
     with ProgressView(console, label, req.settings, live) as view:
         record = run_local(req, on_event=view)
     print_record(Console(), record)
+    if record.interrupted:
+        # Ctrl-C: the tasks' own KeyboardInterrupt tracebacks stay in their logs
+        print(f"tuneadvisor: run {record.id} interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if not record.ok:
         tail = stderr_tail(record)
         print(f"tuneadvisor: run {record.id} {record.status}", file=sys.stderr)

@@ -33,6 +33,10 @@ KIND = "tuneadvisor-run"
 SCHEMA = 1
 
 
+# The status of a run stopped by Ctrl-C (its record is complete, its training is not).
+INTERRUPTED = "interrupted"
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunRecord:
     """One run as ``run.json`` stores it. Fields a kind of run does not have are None and
@@ -224,6 +228,11 @@ class RunRecord:
     @property
     def ok(self) -> bool:
         return self.status == "completed"
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by Ctrl-C (``run`` and ``tune`` then exit 130)."""
+        return self.status == INTERRUPTED
 
     def profile_paths(self) -> list[Path]:
         return self._paths(self.paths.profiles)
