@@ -229,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     req = resolve_run(request)
+    req = _as_the_job_runs(req)
     for note in req.settings.notes:
         console.print(f"note: {note}", highlight=False)
     if request.submit:
@@ -249,6 +250,17 @@ def run(args: argparse.Namespace) -> int:
             print(tail, file=sys.stderr)
         return EXIT_RUN_FAILED
     return 0
+
+
+def _as_the_job_runs(req: RunRequest) -> RunRequest:
+    """The run as long as the bundled job's (its ``--epochs``) unless told otherwise: the
+    training script's own default is far longer (``tune`` sets its trials' length itself)."""
+    from dataclasses import replace
+
+    from tuneadvisor.relaunch.bundled import as_the_job_runs
+
+    knobs = as_the_job_runs(req.spec, req.settings.knobs)
+    return replace(req, settings=replace(req.settings, knobs=knobs))
 
 
 def _submit(req: RunRequest, wait_s: float | None, console: Console) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,19 +27,22 @@ class Bundled:
     dataset: str  # "mnist" or "cifar100"
     job: str  # the bundled job script in slurm/
     summary: str
+    # The job script's own `--epochs`: `run` runs as the job does (one epoch of MNIST ends
+    # in minutes on a laptop's CPU; the script's own default, 14, takes most of an hour)
+    epochs: int
 
 
 BUNDLED: dict[str, Bundled] = {
     b.name: b
     for b in (
         Bundled("mnist_single", "mnist_single.py", "python", "mnist", "mnist_single.sbatch",
-                "MNIST CNN on one GPU or the CPU (the profiling courses' script)"),
+                "MNIST CNN on one GPU or the CPU (the profiling courses' script)", 1),
         Bundled("mnist_ddp", "mnist_ddp.py", "srun", "mnist", "mnist_ddp.sbatch",
-                "MNIST DDP, one process per task started by srun"),
+                "MNIST DDP, one process per task started by srun", 1),
         Bundled("mnist_torchrun", "mnist_torchrun.py", "torchrun", "mnist", "mnist_torchrun.sbatch",
-                "MNIST DDP under torchrun, snapshots and elastic restart"),
+                "MNIST DDP under torchrun, snapshots and elastic restart", 5),
         Bundled("cifar100_wrn", "cifar100_wrn.py", "srun", "cifar100", "cifar100_wrn.sbatch",
-                "CIFAR-100 wide ResNet, DDP, mixed precision, early stop"),
+                "CIFAR-100 wide ResNet, DDP, mixed precision, early stop", 30),
     )
 }  # fmt: skip
 
@@ -58,6 +62,14 @@ def training_dir() -> Path:
     if not folder.is_dir():
         raise InputError(folder, "no bundled training scripts here (set TUNEADVISOR_TRAINING_DIR)")
     return folder
+
+
+def as_the_job_runs(spec: Bundled, knobs: Mapping[str, object]) -> dict[str, object]:
+    """``knobs`` with the bundled job's ``--epochs`` where neither ``--epochs`` nor
+    ``--max-steps`` was given (by a flag or by the advice)."""
+    if knobs.get("epochs") is not None or knobs.get("max_steps") is not None:
+        return dict(knobs)
+    return {**knobs, "epochs": spec.epochs}
 
 
 def script_path(spec: Bundled) -> Path:
