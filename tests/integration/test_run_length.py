@@ -22,9 +22,10 @@ def test_run_is_as_long_as_the_bundled_job_unless_told(
     flags: tuple[str, ...],
     epochs: int,
 ) -> None:
-    proc = _cli(torch_python, tmp_path, "run", "mnist_single", "--data-dir", str(mnist),
-                "--cpus-per-task", "1", "--num-workers", "0", "--batch-size", "64",
-                "--log-interval", "1", "--max-eval-batches", "1", "--no-progress", *flags)  # fmt: skip
+    quick = ["--cpus-per-task", "1", "--num-workers", "0", "--batch-size", "64",
+             "--log-interval", "1", "--max-eval-batches", "1", "--no-progress"]  # fmt: skip
+    proc = _cli(torch_python, tmp_path, "run", "mnist_single", "--data-dir", str(mnist), *quick,
+                *flags)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     (record,) = (tmp_path / "runs").glob("*/run.json")
     run = json.loads(record.read_text())
