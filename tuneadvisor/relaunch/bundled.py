@@ -8,8 +8,10 @@ wheel, copies), so ``run`` works from an installed wheel as from a checkout.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,12 +109,23 @@ def synthetic_data(dataset: str, cache: Path, n_train: int, python: str) -> Path
     if not generator.is_file():
         raise InputError(generator, "the synthetic-data generator is missing")
     n_test = max(64, n_train // 6)
-    done = subprocess.run(
-        [python, str(generator), str(root), "--train", str(n_train), "--test", str(n_test),
-         "--quiet"],
-        capture_output=True, text=True, timeout=1800, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
-        raise InputError(generator, f"could not make synthetic {dataset} data: {last}")
+    # Made in a folder of its own and renamed into place whole: a run stopped (Ctrl-C) or
+    # failed while it is made leaves no half-written data set that a later run would take
+    # for a whole one (has_data looks for one file).
+    cache.mkdir(parents=True, exist_ok=True)
+    part = Path(tempfile.mkdtemp(prefix=f".{root.name}.", suffix=".part", dir=cache))
+    try:
+        done = subprocess.run(
+            [python, str(generator), str(part), "--train", str(n_train), "--test", str(n_test),
+             "--quiet"],
+            capture_output=True, text=True, timeout=1800, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
+            raise InputError(generator, f"could not make synthetic {dataset} data: {last}")
+        if root.exists():  # an incomplete set of ours (has_data said so): made again
+            shutil.rmtree(root)
+        part.rename(root)
+    finally:
+        shutil.rmtree(part, ignore_errors=True)
     return root
