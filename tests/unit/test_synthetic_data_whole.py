@@ -4,6 +4,7 @@ no folder a later run would take for the data set (has_data looks for one file).
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from tuneadvisor.relaunch.bundled import has_data, synthetic_data
 
 # writes the training images first, then fails or finishes
 GENERATOR = """
+import subprocess
 import sys
 from pathlib import Path
 raw = Path(sys.argv[1]) / "MNIST" / "raw"
@@ -56,7 +58,7 @@ def test_ctrl_c_while_it_is_made_leaves_nothing(
         raise KeyboardInterrupt
 
     _generator(tmp_path, monkeypatch, "ok")
-    monkeypatch.setattr(bundled.subprocess, "run", interrupted)
+    monkeypatch.setattr(subprocess, "run", interrupted)
     with pytest.raises(KeyboardInterrupt):
         synthetic_data("mnist", cache, 64, sys.executable)
     assert _left(cache) == []
