@@ -77,8 +77,9 @@ PARTS = (
     ),
     Part(
         "startup-bench",
-        "`report` start-up vs line_profiler, S1-S2 (issue 19)",
-        ".venv/bin/python bench/startup_bench.py --before f058d82",
+        "`report` start-up vs line_profiler, the 50,000-line report and its memory, S1-S3 "
+        "(issues 19, 29)",
+        ".venv/bin/python bench/startup_bench.py --before fca2d76",
     ),
     Part(
         "joblog-bench",

@@ -79,14 +79,54 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tuneadvisor",
         description="Profile viewer and tuning advisor for PyTorch training on Slurm.",
+        formatter_class=_formatter(),
     )
     parser.add_argument("--version", action="version", version=f"tuneadvisor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS if only is None else (only,):
         module = command(name)
         description = getattr(module, "DESCRIPTION", None)
-        module.add_arguments(sub.add_parser(name, help=module.HELP, description=description))
+        module.add_arguments(
+            sub.add_parser(
+                name, help=module.HELP, description=description, formatter_class=_formatter()
+            )
+        )
     return parser
+
+
+def _formatter() -> type[argparse.HelpFormatter]:
+    """argparse's help formatter, measuring the terminal as it does but without importing
+    shutil for it (which loads bz2 and lzma: a tenth of `report`'s start-up): every parser
+    makes a formatter as its arguments are added, not only for --help."""
+    import argparse
+
+    class Formatter(argparse.HelpFormatter):
+        def __init__(
+            self,
+            prog: str,
+            indent_increment: int = 2,
+            max_help_position: int = 24,
+            width: int | None = None,
+        ) -> None:
+            if width is None:
+                width = terminal_columns() - 2  # as argparse does
+            super().__init__(prog, indent_increment, max_help_position, width)
+
+    return Formatter
+
+
+def terminal_columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 
 EXIT_BAD_INPUT = 2
+# Ctrl-C (128 + SIGINT), as a shell reports it; cli.EXIT_INTERRUPTED is the same number,
+# defined there before any import so that a Ctrl-C while starting can use it.
+EXIT_INTERRUPTED = 130
 
 
 class InputError(Exception):

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,6 +49,8 @@ def write_atomic(path: Path, data: bytes, mode_from: Path | None = None) -> Path
     mode_model = (_stat(mode_from) if mode_from is not None else None) or old
     owner_model = old or mode_model
     try:
+        import tempfile  # here: it loads shutil (bz2, lzma), a cost to every command's start
+
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise InputError(path, f"cannot write here: {exc.strerror or exc}") from None

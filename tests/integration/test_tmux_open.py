@@ -108,3 +108,37 @@ def test_the_launch_line_change_is_on_screen(tmux: Tmux, width: int, height: int
     assert "-kernprof" in screen and "+kernprof" in screen
     for line in screen.splitlines():
         assert len(line) <= width
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        ((PROFILE, "--job", JOB), "train()"),  # the profile
+        (("examples/mnist/watch-24752610.jsonl",), "REPLAY"),  # the replay of a recording
+    ],
+    ids=["profile", "replay"],
+)
+def test_ctrl_c_in_a_real_terminal_exits_130(
+    tmux: Tmux, tmp_path: Path, args: tuple[str, ...], shown: str
+) -> None:
+    """Ctrl-C, typed into the terminal (C-c), ends `open` with status 130 and no
+    traceback (issue 33, point 2: it said "press ctrl+q"; the replay exited 0)."""
+    status_file = tmp_path / "status"
+    # the pane stays open after the exit (Textual draws on stderr: it is the terminal), so
+    # that what was printed can be read
+    command = (
+        f"{shlex.quote(str(BINARY))} open {' '.join(args)}; "
+        f"echo $? > {shlex.quote(str(status_file))}; sleep 60"
+    )
+    tmux.run(
+        "new-session", "-d", "-s", tmux.session, "-x", str(WIDTH), "-y", str(HEIGHT),
+        "-c", str(REPO), "sh", "-c", command,
+    )  # fmt: skip
+    tmux.wait_for("the screen", lambda s: shown in s)
+    tmux.keys("C-c")
+    deadline = time.monotonic() + WAIT_S
+    while not status_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert status_file.exists(), "tuneadvisor did not exit on Ctrl-C:\n" + tmux.screen()
+    assert status_file.read_text().strip() == "130"
+    assert "Traceback" not in tmux.screen()

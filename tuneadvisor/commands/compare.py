@@ -94,10 +94,13 @@ def _tune_folders_as_runs(paths: list[str]) -> list[str]:
 
 
 def _all_traces(paths: list[str]) -> bool:
+    from tuneadvisor.runrecord.record import is_run_record
     from tuneadvisor.session.inputs import is_run_folder, split_profiles
 
-    # a run folder of `run --profile torch` holds traces too: compare reads it as a run
-    return not split_profiles(paths)[0] and not any(map(is_run_folder, paths))
+    # a run folder of `run --profile torch` holds traces too, and run.json is JSON as a trace
+    # is: compare reads both as runs (a record is told by its content, not its name)
+    runs = any(is_run_folder(p) or is_run_record(p) for p in paths)
+    return not runs and not split_profiles(paths)[0]
 
 
 def _compare_traces(paths: list[str], fmt: str) -> int:

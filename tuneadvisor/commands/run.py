@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of, seconds
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
+from tuneadvisor.errors import EXIT_INTERRUPTED
 from tuneadvisor.files import is_regular_file
 
 if TYPE_CHECKING:
@@ -228,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     req = resolve_run(request)
+    req = _as_the_job_runs(req)
     for note in req.settings.notes:
         console.print(f"note: {note}", highlight=False)
     if request.submit:
@@ -237,6 +239,10 @@ def run(args: argparse.Namespace) -> int:
     with ProgressView(console, label, req.settings, live) as view:
         record = run_local(req, on_event=view)
     print_record(Console(), record)
+    if record.interrupted:
+        # Ctrl-C: the tasks' own KeyboardInterrupt tracebacks stay in their logs
+        print(f"tuneadvisor: run {record.id} interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if not record.ok:
         tail = stderr_tail(record)
         print(f"tuneadvisor: run {record.id} {record.status}", file=sys.stderr)
@@ -244,6 +250,17 @@ def run(args: argparse.Namespace) -> int:
             print(tail, file=sys.stderr)
         return EXIT_RUN_FAILED
     return 0
+
+
+def _as_the_job_runs(req: RunRequest) -> RunRequest:
+    """The run as long as the bundled job's (its ``--epochs``) unless told otherwise: the
+    training script's own default is far longer (``tune`` sets its trials' length itself)."""
+    from dataclasses import replace
+
+    from tuneadvisor.relaunch.bundled import as_the_job_runs
+
+    knobs = as_the_job_runs(req.spec, req.settings.knobs)
+    return replace(req, settings=replace(req.settings, knobs=knobs))
 
 
 def _submit(req: RunRequest, wait_s: float | None, console: Console) -> int:

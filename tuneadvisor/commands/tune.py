@@ -4,12 +4,13 @@ Only argparse loads at start-up."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuneadvisor.commands.inputs import finite, seconds
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
-from tuneadvisor.errors import InputError
+from tuneadvisor.errors import EXIT_INTERRUPTED, InputError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -95,7 +96,13 @@ def run(args: argparse.Namespace) -> int:
     req = resolve_run(request.relaunch)
     tune_id, folder = new_run_dir(req.runs_root, f"tune-{req.spec.name}")
     req = replace(req, runs_root=folder / "trials")
-    result = _trials(req, request.options)
+    try:
+        result = _trials(req, request.options)
+    except KeyboardInterrupt:
+        # nothing is written for an interrupted tune: no summary, no winning job script
+        print(f"tuneadvisor: tune interrupted; its trials so far are in {folder}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_INTERRUPTED
     console = Console()
     _print_result(console, req.spec.name, result)
     winner = winning_settings(result)

@@ -8,8 +8,11 @@ wheel, copies), so ``run`` works from an installed wheel as from a checkout.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,19 +29,22 @@ class Bundled:
     dataset: str  # "mnist" or "cifar100"
     job: str  # the bundled job script in slurm/
     summary: str
+    # The job script's own `--epochs`: `run` runs as the job does (one epoch of MNIST ends
+    # in minutes on a laptop's CPU; the script's own default, 14, takes most of an hour)
+    epochs: int
 
 
 BUNDLED: dict[str, Bundled] = {
     b.name: b
     for b in (
         Bundled("mnist_single", "mnist_single.py", "python", "mnist", "mnist_single.sbatch",
-                "MNIST CNN on one GPU or the CPU (the profiling courses' script)"),
+                "MNIST CNN on one GPU or the CPU (the profiling courses' script)", 1),
         Bundled("mnist_ddp", "mnist_ddp.py", "srun", "mnist", "mnist_ddp.sbatch",
-                "MNIST DDP, one process per task started by srun"),
+                "MNIST DDP, one process per task started by srun", 1),
         Bundled("mnist_torchrun", "mnist_torchrun.py", "torchrun", "mnist", "mnist_torchrun.sbatch",
-                "MNIST DDP under torchrun, snapshots and elastic restart"),
+                "MNIST DDP under torchrun, snapshots and elastic restart", 5),
         Bundled("cifar100_wrn", "cifar100_wrn.py", "srun", "cifar100", "cifar100_wrn.sbatch",
-                "CIFAR-100 wide ResNet, DDP, mixed precision, early stop"),
+                "CIFAR-100 wide ResNet, DDP, mixed precision, early stop", 30),
     )
 }  # fmt: skip
 
@@ -58,6 +64,14 @@ def training_dir() -> Path:
     if not folder.is_dir():
         raise InputError(folder, "no bundled training scripts here (set TUNEADVISOR_TRAINING_DIR)")
     return folder
+
+
+def as_the_job_runs(spec: Bundled, knobs: Mapping[str, object]) -> dict[str, object]:
+    """``knobs`` with the bundled job's ``--epochs`` where neither ``--epochs`` nor
+    ``--max-steps`` was given (by a flag or by the advice)."""
+    if knobs.get("epochs") is not None or knobs.get("max_steps") is not None:
+        return dict(knobs)
+    return {**knobs, "epochs": spec.epochs}
 
 
 def script_path(spec: Bundled) -> Path:
@@ -95,12 +109,23 @@ def synthetic_data(dataset: str, cache: Path, n_train: int, python: str) -> Path
     if not generator.is_file():
         raise InputError(generator, "the synthetic-data generator is missing")
     n_test = max(64, n_train // 6)
-    done = subprocess.run(
-        [python, str(generator), str(root), "--train", str(n_train), "--test", str(n_test),
-         "--quiet"],
-        capture_output=True, text=True, timeout=1800, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
-        raise InputError(generator, f"could not make synthetic {dataset} data: {last}")
+    # Made in a folder of its own and renamed into place whole: a run stopped (Ctrl-C) or
+    # failed while it is made leaves no half-written data set that a later run would take
+    # for a whole one (has_data looks for one file).
+    cache.mkdir(parents=True, exist_ok=True)
+    part = Path(tempfile.mkdtemp(prefix=f".{root.name}.", suffix=".part", dir=cache))
+    try:
+        done = subprocess.run(
+            [python, str(generator), str(part), "--train", str(n_train), "--test", str(n_test),
+             "--quiet"],
+            capture_output=True, text=True, timeout=1800, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
+            raise InputError(generator, f"could not make synthetic {dataset} data: {last}")
+        if root.exists():  # an incomplete set of ours (has_data said so): made again
+            shutil.rmtree(root)
+        part.rename(root)
+    finally:
+        shutil.rmtree(part, ignore_errors=True)
     return root

@@ -17,6 +17,7 @@ from tuneadvisor.relaunch.predicted import Check, Measure, check
 from tuneadvisor.relaunch.records import RECORD_NAME, RunRecord, read_record
 from tuneadvisor.relaunch.scaling import ScalePoint, scaling
 from tuneadvisor.relaunch.usage import read_usage
+from tuneadvisor.runrecord.record import is_run_record
 from tuneadvisor.slurm.units import parse_memory_mib
 
 
@@ -36,6 +37,27 @@ class Item:
     def samples_per_s(self) -> float | None:
         return self.run.samples_per_s if self.run else None
 
+    @property
+    def counted(self) -> bool:
+        """A run that completed: only such a run is a speedup's baseline or a point of a
+        trend (scaling, throughput against a setting); an interrupted or failed run is shown,
+        marked, with what it measured before it stopped."""
+        return self.run is not None and self.run.ok
+
+
+def baseline(items: Sequence[Item]) -> Item | None:
+    """What speedups are against: the first completed run with a throughput."""
+    return next((i for i in items if i.counted and i.samples_per_s), None)
+
+
+def _speedup(item: Item, base: Item | None) -> float | None:
+    rate, base_rate = item.samples_per_s, base.samples_per_s if base is not None else None
+    return rate / base_rate if item.counted and rate and base_rate else None
+
+
+def _status(run: RunRecord) -> str:
+    return run.status if run.ok else f"{run.status}: not compared"
+
 
 def _kinds_of(paths: Sequence[Path]) -> dict[str, float]:
     from tuneadvisor.profile.analysis import analyze
@@ -50,7 +72,7 @@ def _kinds_of(paths: Sequence[Path]) -> dict[str, float]:
 
 def load_item(path_text: str) -> Item:
     path = Path(path_text)
-    if is_directory(path) or path.name == RECORD_NAME:
+    if is_directory(path) or path.name == RECORD_NAME or is_run_record(path):
         run = read_record(path)
         kinds: dict[str, float] = {}
         profiles = [p for p in run.profile_paths() if is_regular_file(p)]
@@ -79,24 +101,25 @@ def _fmt(value: Any, spec: str = "", none: str = "-") -> str:
 
 
 def throughput_table(items: Sequence[Item]) -> Table:
-    table = Table(title="Throughput (speedup against the first)", title_justify="left")
+    base = baseline(items)
+    against = f"speedup against {base.label}" if base is not None else "no completed run"
+    table = Table(title=f"Throughput ({against})", title_justify="left")
     for name in ("run", "settings", "samples/s", "speedup", "step time", "accuracy", "status"):
         table.add_column(name, justify="right" if name not in ("run", "settings") else "left")
-    base = items[0].samples_per_s if items else None
     for item in items:
         run = item.run
         rate = item.samples_per_s
-        speedup = f"{rate / base:.2f}x" if rate and base else "-"
+        speedup = _speedup(item, base)
         step = run.summary.step_time_s_median if run else None
         acc = run.summary.final_accuracy if run else None
         table.add_row(
             item.label,
             run.settings.describe() if run else "(profile/recording)",
             _fmt(rate, ",.1f"),
-            speedup,
+            f"{speedup:.2f}x" if speedup is not None else "-",
             f"{1000 * step:.1f} ms" if isinstance(step, int | float) else "-",
             f"{100 * acc:.1f} %" if isinstance(acc, int | float) else "-",
-            run.status if run else "-",
+            _status(run) if run else "-",
         )
     return table
 
@@ -152,7 +175,7 @@ def findings(items: Sequence[Item]) -> list[str]:
 
 
 def scale_points(items: Sequence[Item]) -> list[ScalePoint]:
-    return scaling([(i.label, i.run) for i in items if i.run is not None])
+    return scaling([(i.label, i.run) for i in items if i.run is not None and i.counted])
 
 
 def scaling_table(items: Sequence[Item]) -> Table | None:
@@ -270,16 +293,19 @@ def tables(items: Sequence[Item]) -> list[Table]:
 
 
 def to_json(items: Sequence[Item]) -> list[dict[str, Any]]:
-    base = items[0].samples_per_s if items else None
+    base = baseline(items)
     out = []
     for item in items:
-        rate = item.samples_per_s
         out.append(
             {
                 "label": item.label,
                 "path": item.path,
-                "samples_per_s": rate,
-                "speedup": rate / base if rate and base else None,
+                "status": item.run.status if item.run else None,
+                # false: an interrupted or failed run, never a baseline or a trend point
+                "counted": item.counted,
+                "baseline": item is base,
+                "samples_per_s": item.samples_per_s,
+                "speedup": _speedup(item, base),
                 "settings": item.run.settings.to_json() if item.run else None,
                 "summary": _summary_json(item.run) if item.run else None,
                 "resources": _resources_json(item.run) if item.run else None,

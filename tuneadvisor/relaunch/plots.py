@@ -169,13 +169,16 @@ def _drawable(panel: Panel) -> Panel:
 
 def _panels(items: Sequence[Item]) -> list[Panel]:
     runs = [(i.label, i.run) for i in items if i.run is not None]
+    # throughput is compared between completed runs only: an interrupted or failed run is
+    # no bar and no point of a trend (its loss and step times are still its own)
+    completed = [(i.label, i.run) for i in items if i.run is not None and i.counted]
     out = _per_epoch(runs)
-    bars = _throughput_bars(runs)
+    bars = _throughput_bars(completed)
     if bars is not None:
         out.append(bars)
     out += _scaling(items)
     for attr, name in (("cpus_per_task", "--cpus-per-task"), ("gpus", "GPUs")):
-        panel = _against(runs, attr, name)
+        panel = _against(completed, attr, name)
         if panel is not None:
             out.append(panel)
     box = _step_times(runs)

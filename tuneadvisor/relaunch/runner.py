@@ -36,6 +36,7 @@ from tuneadvisor.relaunch.records import (
 from tuneadvisor.relaunch.settings import Settings
 from tuneadvisor.relaunch.usage import recorded_usage
 from tuneadvisor.relaunch.watcher import Watcher
+from tuneadvisor.runrecord.record import INTERRUPTED
 
 EventSink = Callable[[Mapping[str, Any]], None]
 LOG_NAME = "output.log"  # rank 0's output, in the run's folder
@@ -352,7 +353,8 @@ def _run_tasks(
         launched.follow(run_dir / LOG_NAME, run_dir / EVENTS_NAME, measurements, on_event)
         status = launched.wait(reaper, notes)
     except KeyboardInterrupt:
-        status = "interrupted"
+        # a complete record of an incomplete run: the caller exits 130 (tune stops there)
+        status = INTERRUPTED
         launched.stop()
     finally:
         wall = time.perf_counter() - t0

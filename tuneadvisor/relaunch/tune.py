@@ -287,6 +287,8 @@ class Tuner:
                 prediction=prediction,
             )  # fmt: skip
             record = run_local(req)
+            if record.interrupted:  # Ctrl-C: tuning stops here, no trial counted, no winner
+                raise KeyboardInterrupt
             runs.append(record.id)
             steady = steady_window(record, self.options.warmup_steps) if record.ok else None
             if steady is None:

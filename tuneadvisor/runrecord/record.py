@@ -7,13 +7,16 @@ never rename them.
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.files import is_directory, load_json_input
+from tuneadvisor.files import is_directory, load_json_input, peek
 from tuneadvisor.runrecord import RECORD_NAME as RECORD_NAME
 from tuneadvisor.runrecord.allocation import Allocation
 from tuneadvisor.runrecord.json_fields import (
@@ -31,6 +34,35 @@ from tuneadvisor.runrecord.window import WARMUP_STEPS, window
 
 KIND = "tuneadvisor-run"
 SCHEMA = 1
+
+
+# How run.json begins as `run` writes it (json.dumps keeps the key order of to_json).
+_RECORD_HEAD = re.compile(rb'\A\s*\{\s*"kind"\s*:\s*"tuneadvisor-run"')
+# A record is a few kB: a JSON file up to this size is read whole to find its kind
+_SMALL_JSON = 1 << 20
+
+
+def is_run_record(path: str | Path) -> bool:
+    """Whether the file is a run record, told by its content, not its name: ``compare
+    A/run.json B/run.json`` must not read them as torch.profiler traces, which are JSON too.
+    Never raises: a file that cannot be read is refused where it is read."""
+    head = peek(path, 256)
+    if _RECORD_HEAD.match(head):
+        return True
+    if not head.lstrip().startswith(b"{"):
+        return False
+    try:  # the keys in another order (a record rewritten by a tool): small files only
+        if os.path.getsize(path) > _SMALL_JSON:
+            return False
+        with open(path, "rb") as stream:
+            data = json.loads(stream.read(_SMALL_JSON + 1))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("kind") == KIND
+
+
+# The status of a run stopped by Ctrl-C (its record is complete, its training is not).
+INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,6 +256,11 @@ class RunRecord:
     @property
     def ok(self) -> bool:
         return self.status == "completed"
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by Ctrl-C (``run`` and ``tune`` then exit 130)."""
+        return self.status == INTERRUPTED
 
     def profile_paths(self) -> list[Path]:
         return self._paths(self.paths.profiles)

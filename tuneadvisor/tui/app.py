@@ -21,7 +21,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
-from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
+from tuneadvisor.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError
 from tuneadvisor.present.numbers import format_seconds
 from tuneadvisor.present.terminal_safe import one_line_safe
 from tuneadvisor.session.workspace import Workspace
@@ -74,6 +74,9 @@ class TuneAdvisorApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
+        # Ctrl-C ends it with 130, as a shell reports a Ctrl-C (Textual's own binding only
+        # says "press ctrl+q"); above every widget's, the search prompt's included
+        Binding("ctrl+c", "interrupt", show=False, priority=True),
     ]
 
     def __init__(
@@ -89,6 +92,11 @@ class TuneAdvisorApp(App[None]):
         self.sub_title = ""
         self.workspace: Workspace | None = None
         self.load_error: InputError | None = None
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: the app ends with exit status 130 (nothing is written: a tuned file is
+        only written by its own key, whole)."""
+        self.exit(return_code=EXIT_INTERRUPTED)
 
     def on_mount(self) -> None:
         self.sub_title = "loading…"

@@ -45,6 +45,7 @@ from textual.reactive import var
 from textual.widgets import Footer, Header, RichLog, Static
 from textual.worker import Worker, WorkerState
 
+from tuneadvisor.errors import EXIT_INTERRUPTED
 from tuneadvisor.present.terminal_safe import one_line_safe
 from tuneadvisor.tui.dialogs import QuitAnswer, QuitScreen
 from tuneadvisor.tui.hangup_driver import hangup_safe
@@ -313,10 +314,12 @@ class WatchApp(App[int]):
 
     def action_interrupt(self) -> None:
         """Ctrl-C: SIGINT to the program's process group, as a terminal would; the screen
-        records until it exits. With no program of ours running, it quits (as q)."""
+        records until it exits. With no program of ours running (a replay, `--job`, `--pid`,
+        a program that ended), it ends the watch itself: exit status 130, as a shell reports
+        a Ctrl-C."""
         program = self.live.program
         if program is None or not program.running or self.replay is not None:
-            self.action_quit_asking()
+            self.exit(return_code=EXIT_INTERRUPTED)
             return
         if program.interrupt():
             self.notify(f"SIGINT sent to pid {program.pid}'s process group; recording until "
