@@ -68,13 +68,12 @@ def checking(write: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, An
 
 
 @pytest.fixture(autouse=True)
-def _json_reports_match_their_schema(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _json_reports_match_their_schema(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every report ``to_json`` makes in a test, checked (the CLI's `report --format json`
     included: it looks ``to_json`` up when it runs)."""
     from tuneadvisor.report import json_report
 
     monkeypatch.setattr(json_report, "to_json", checking(json_report.to_json))
-    yield
 
 
 def minimal_report(
