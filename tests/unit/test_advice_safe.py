@@ -308,7 +308,7 @@ def test_output_over_an_existing_file_needs_force(
 
 def test_low_gpu_util_judges_the_busy_gpus_not_a_mean_with_an_idle_one() -> None:
     from tuneadvisor.advisor.engine import evaluate
-    from tuneadvisor.session.rule_files import load_rules, rule_dirs
+    from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
     samples = [
         GpuSample(t=float(t), index=i, uuid=f"GPU-{i}", util_pct=util)
@@ -326,7 +326,7 @@ def test_the_loader_share_is_a_percent_and_not_called_most_below_half(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tuneadvisor.advisor.engine import evaluate
-    from tuneadvisor.session.rule_files import load_rules, rule_dirs
+    from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
     rules = [r for r in load_rules(rule_dirs(())) if r.id == "dataloader-bound"]
     [finding] = evaluate(rules, {"profile.loader_share": 0.3, "alloc.cpus_per_task": 1}).findings

@@ -63,8 +63,8 @@ def test_the_advice_of_the_inputs_gives_what_the_saved_report_gives(
     """`run NAME INPUTS` takes the advice itself; `run --from REPORT.json` reads it back from
     the report: the same settings either way (the example's report is the golden file)."""
     from tuneadvisor.relaunch.requests import settings_from_workspace
-    from tuneadvisor.session.inputs import Inputs
-    from tuneadvisor.session.workspace import load_workspace
+    from tuneadvisor.workspace.inputs import Inputs
+    from tuneadvisor.workspace.load import load_workspace
 
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(REPO / "tests" / "no-such-config"))

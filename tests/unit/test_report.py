@@ -15,8 +15,8 @@ from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.report.json_report import to_json
 from tuneadvisor.report.markdown import render_markdown
 from tuneadvisor.report.text import render_text
-from tuneadvisor.session.workspace import JobScriptText, Workspace
 from tuneadvisor.trainscript.kinds import LineKind
+from tuneadvisor.workspace.load import JobScriptText, Workspace
 
 
 def test_percentages_are_of_the_function_as_line_profiler_prints_them(

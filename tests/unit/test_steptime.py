@@ -21,8 +21,8 @@ from tuneadvisor.advisor.sizing import MARGIN, model_facts, size
 from tuneadvisor.advisor.steptime import step_budget
 from tuneadvisor.cli import main
 from tuneadvisor.present.prediction_text import headline
-from tuneadvisor.session.read_measured import read_metrics
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.workspace.read_measured import read_metrics
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 EXAMPLE = ["examples/mnist/24752610.lprof", "--job", "examples/mnist/mnist.sbatch"]
 

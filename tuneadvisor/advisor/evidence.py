@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EvidenceStamp:
-    """The measured evidence given, named and digested (session/evidence_stamp.py): what a
+    """The measured evidence given, named and digested (workspace/evidence_stamp.py): what a
     tuned script says it was tuned from."""
 
     evidence: str  # "profile 24752610.lprof + seff seff.txt"

@@ -22,8 +22,8 @@ from tuneadvisor.present.prediction_text import prediction_lines
 from tuneadvisor.present.terminal_safe import terminal_safe
 from tuneadvisor.present.training_script import training_script_line
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
-from tuneadvisor.session.tuned_files import TunedFiles
-from tuneadvisor.session.workspace import Workspace
+from tuneadvisor.workspace.load import Workspace
+from tuneadvisor.workspace.tuned_files import TunedFiles
 
 if TYPE_CHECKING:
     from tuneadvisor.profile.trace.model import TraceSet

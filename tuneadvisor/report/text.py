@@ -20,7 +20,7 @@ from tuneadvisor.present.terminal_safe import terminal_safe
 from tuneadvisor.present.training_script import training_script_line
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.profile.skew import rank_skews, skew_text
-from tuneadvisor.session.workspace import Workspace
+from tuneadvisor.workspace.load import Workspace
 
 _HEADER = ("Line", "Hits", "Time", "Per hit", "%", "Heat", "Kind", "Source")
 

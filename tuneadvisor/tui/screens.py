@@ -24,14 +24,6 @@ from tuneadvisor.present.numbers import format_seconds
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.model import FunctionKey
-from tuneadvisor.session.apply import (
-    ApplyTarget,
-    apply_target,
-    apply_workspace,
-    can_apply,
-    planned_writes,
-)
-from tuneadvisor.session.workspace import Workspace
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.advice_widgets import AdviceBar, DiffPanel, FindingsPanel
 from tuneadvisor.tui.dialogs import ApplyScreen
@@ -60,6 +52,14 @@ from tuneadvisor.tui.widgets import (
     NotesPanel,
     PartsTable,
 )
+from tuneadvisor.workspace.apply import (
+    ApplyTarget,
+    apply_target,
+    apply_workspace,
+    can_apply,
+    planned_writes,
+)
+from tuneadvisor.workspace.load import Workspace
 
 Pane = Literal["functions", "lines"]
 
