@@ -13,9 +13,11 @@ with (at a dot), so a module line wins over its package's line. What is rewritte
 
 It is idempotent: a name whose longest known prefix is a new path is left alone, and the map
 is refused if an old path is also a new path or the prefix of one (a second run would move
-it again). Usage: ``scripts/apply-module-moves.py [--check] [ROOT]`` (ROOT: the checkout,
-by default this script's parent's parent; the map is ROOT/scripts/module-moves.txt unless
-``--map`` says otherwise). ``--check`` changes nothing and exits 1 if anything would change.
+it again). A file that holds the words "apply-module-moves: skip" is left alone.
+
+Usage: ``scripts/apply-module-moves.py [--check] [--map FILE] [ROOT]``. ROOT is the
+checkout (default: this script's folder's parent), the map ROOT/scripts/module-moves.txt;
+``--check`` changes nothing and exits 1 if anything would change.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ SKIP_DIRS = {
     ".hypothesis",
 }
 SKIP_PATHS = {"tests/fixtures"}  # data read as text (real scripts, fake modules)
+SKIP_MARK = "apply-module-moves: skip"  # a file that names old paths on purpose (its tests)
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _DOTTED = re.compile(rf"(?<![\w.]){ROOT_PACKAGE}(?:\.{_IDENT})+")
@@ -167,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             text = file.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
+            continue
+        if SKIP_MARK in text:
             continue
         new = rewrite(text, moves)
         if new != text:
