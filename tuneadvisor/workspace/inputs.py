@@ -1,5 +1,5 @@
 """The one request of every evidence-reading command: the inputs named on the command line
-(paths only; nothing is read until the session loads them)."""
+(paths only; nothing is read until the workspace loads them)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """GPU (and per-node host) figures in a job's accounting, with no log: Princeton jobstats'
 summary in AdminComment, else Slurm's own GPU TRES of the job's steps.
 
-jobstats (``slurm.jobstats``): one mean utilization and one memory peak per GPU over the
+jobstats (``slurm.accounting.jobstats``): one mean utilization and one memory peak per GPU over the
 whole run, and per node the cores, CPU time and memory peak. Facts: ``gpu.count``,
 ``gpu.util.mean`` (the GPUs' means averaged: they cover the same run), ``gpu.util.min_gpu_mean``,
 ``gpu.idle_count``, ``gpu.mem_used.max_mib``, ``gpu.mem_total_mib``, ``gpu.mem_used.max_pct``,
