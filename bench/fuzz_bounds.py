@@ -261,7 +261,7 @@ def report_seeds() -> list[bytes]:
 
 def report_entry(data: bytes) -> object:
     from tuneadvisor.files import parse_json
-    from tuneadvisor.relaunch.allocation import emulate
+    from tuneadvisor.relaunch.local_allocation import emulate
     from tuneadvisor.relaunch.local_processes import check_local_processes
     from tuneadvisor.relaunch.settings import Settings, settings_from_report
 

@@ -145,7 +145,7 @@ LEAN_REPORT = {
     "tuneadvisor.runrecord",  # the record's file name, looked for beside the profile
     "tuneadvisor.advisor",
     "tuneadvisor.advisor.advice",
-    "tuneadvisor.advisor.allocation",
+    "tuneadvisor.advisor.measured_allocation",
     "tuneadvisor.advisor.engine",
     "tuneadvisor.advisor.evidence",
     "tuneadvisor.advisor.expressions",
@@ -190,7 +190,7 @@ LEAN_REPORT = {
     "tuneadvisor.present.advice_text",
     "tuneadvisor.present.findings",
     "tuneadvisor.present.metrics_read",
-    "tuneadvisor.present.numbers",
+    "tuneadvisor.present.number_text",
     "tuneadvisor.present.plan_rows",
     "tuneadvisor.present.prediction_text",
     "tuneadvisor.present.requests_use",

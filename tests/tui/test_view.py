@@ -23,7 +23,7 @@ from tuneadvisor.present.findings import (
     suggestion_texts,
     top_finding,
 )
-from tuneadvisor.present.numbers import format_seconds, heat_bar
+from tuneadvisor.present.number_text import format_seconds, heat_bar
 from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.trainscript.kinds import LineKind

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tutorial_seff
-from tuneadvisor.advisor.allocation import Measured, allocation_facts
+from tuneadvisor.advisor.measured_allocation import Measured, allocation_facts
 from tuneadvisor.cli import main
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 from tuneadvisor.slurm.jobscript.model import JobScript

@@ -17,8 +17,8 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import REPO
-from tuneadvisor.advisor.allocation import allocation_facts
 from tuneadvisor.advisor.facts import FACTS, type_matches
+from tuneadvisor.advisor.measured_allocation import allocation_facts
 from tuneadvisor.advisor.site import NodeShape, parse_site
 from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.advisor.slurm_release import release_facts

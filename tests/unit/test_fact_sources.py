@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tuneadvisor.advisor.allocation import ran_differently
+from tuneadvisor.advisor.measured_allocation import ran_differently
 from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.relaunch.records import write_record
@@ -50,7 +50,7 @@ def test_the_job_as_slurm_ran_it_is_the_slurm_packages_and_the_comparison_the_ad
     assert as_run_facts.__module__ == "tuneadvisor.slurm.accounting.as_run"
     assert as_run_facts(None, None) == {}
     # comparing two inputs (the script with Slurm's record) is the advisor's business
-    assert ran_differently.__module__ == "tuneadvisor.advisor.allocation"
+    assert ran_differently.__module__ == "tuneadvisor.advisor.measured_allocation"
     (note,) = ran_differently({"job.cpus_per_task": 1}, {"job.cpus_per_task": 4})
     assert "--cpus-per-task 4" in note
 

@@ -10,7 +10,7 @@ import pytest
 
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, settings_overrides
 from tuneadvisor.errors import InputError
-from tuneadvisor.relaunch.allocation import clean_environ, emulate
+from tuneadvisor.relaunch.local_allocation import clean_environ, emulate
 from tuneadvisor.relaunch.requests import SettingsOverrides, settings_with
 from tuneadvisor.relaunch.settings import Settings, render_job_script, settings_from_report
 from tuneadvisor.slurm.jobscript.model import JobScript

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tuneadvisor.advisor.allocation import allocation_facts
+from tuneadvisor.advisor.measured_allocation import allocation_facts
 from tuneadvisor.cli import main
 from tuneadvisor.slurm.accounting.sacct.gpu import accounting_gpu
 from tuneadvisor.slurm.accounting.sacct.pipe_format import parse_sacct_pipe

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TRAIN_SOURCE, line_of, tutorial_profile
-from tuneadvisor.present.numbers import heat_bar
+from tuneadvisor.present.number_text import heat_bar
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze, kind_summary_text
 from tuneadvisor.profile.model import ProfileSet
 from tuneadvisor.profile.source import SourceFinder

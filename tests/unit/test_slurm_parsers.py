@@ -153,7 +153,7 @@ def test_a_cpus_per_gpu_job_ran_with_the_cores_its_script_asked_for() -> None:
     """`--gpus=1 --cpus-per-gpu=2`: slurmctld says CPUs/Task=1 but NumCPUs=2 and
     CpusPerTres=gres:gpu:2. The job ran with 2 cores per task, as its script says: no note
     that the command line overrode the script."""
-    from tuneadvisor.advisor.allocation import ran_differently
+    from tuneadvisor.advisor.measured_allocation import ran_differently
     from tuneadvisor.slurm.accounting.as_run import as_run_facts
 
     text = (FIXTURES / "18-scontrol-cpus-per-gpu.txt").read_text()

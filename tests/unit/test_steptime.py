@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import REPO
-from tuneadvisor.advisor.allocation import allocation_facts
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.forecast import STORAGE, predict
+from tuneadvisor.advisor.measured_allocation import allocation_facts
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.advisor.sizing import MARGIN, model_facts, size

@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from tuneadvisor.advisor.allocation import script_workers
 from tuneadvisor.advisor.expressions import mem_text, time_text
 from tuneadvisor.advisor.facts import Facts
 from tuneadvisor.advisor.findings import Finding
+from tuneadvisor.advisor.measured_allocation import script_workers
 from tuneadvisor.slurm.units import parse_memory, parse_time
 
 # Memory headroom over the observed peak, as jobstats suggests.

@@ -94,7 +94,7 @@ def job_request_lines(facts: Mapping[str, object]) -> list[str]:
     if peak is not None:
         estimated = facts.get("sacct.mem_peak_estimated") or facts.get("seff.mem_used_estimated")
         how = " (estimated: the largest task's peak x tasks)" if estimated else ""
-        # the busiest node's estimate (advisor/allocation.py), else the mean; said as which
+        # the busiest node's estimate (advisor/measured_allocation.py), else the mean; said as which
         node_peak = _num(facts, "usage.mem_peak_node_mib")
         per_node = (
             f", about {node_peak:.0f} MiB on the busiest node"

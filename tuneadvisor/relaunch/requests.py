@@ -163,7 +163,7 @@ def _check_nodes(spec: Bundled, settings: Settings, *, submit: bool) -> None:
 
 
 def _check_local(overrides: SettingsOverrides, settings: Settings, source: str | None) -> None:
-    from tuneadvisor.relaunch.allocation import available_cores
+    from tuneadvisor.relaunch.local_allocation import available_cores
     from tuneadvisor.relaunch.local_processes import check_local_processes
 
     check_local_processes(

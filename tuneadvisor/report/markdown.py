@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.present.findings import evidence_text, rationale_line, suggestion_items
 from tuneadvisor.present.metrics_read import metrics_lines
-from tuneadvisor.present.numbers import (
+from tuneadvisor.present.number_text import (
     column_unit,
     heat_bar,
     in_unit,

@@ -6,7 +6,7 @@ import os
 
 from tuneadvisor.present.advice_text import render_advice
 from tuneadvisor.present.metrics_read import metrics_lines
-from tuneadvisor.present.numbers import (
+from tuneadvisor.present.number_text import (
     column_unit,
     heat_bar,
     in_unit,

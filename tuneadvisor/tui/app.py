@@ -22,7 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import EXIT_BAD_INPUT, InputError
-from tuneadvisor.present.numbers import format_seconds
+from tuneadvisor.present.number_text import format_seconds
 from tuneadvisor.present.terminal_safe import one_line_safe
 from tuneadvisor.tui.dialogs import HelpScreen, LoadingScreen
 from tuneadvisor.tui.screens import MainScreen

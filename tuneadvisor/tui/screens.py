@@ -20,7 +20,7 @@ from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.present.counts import counted
-from tuneadvisor.present.numbers import format_seconds
+from tuneadvisor.present.number_text import format_seconds
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.model import FunctionKey

@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
-from tuneadvisor.present.numbers import format_seconds, heat_bar, percent, top_kinds_text
+from tuneadvisor.present.number_text import format_seconds, heat_bar, percent, top_kinds_text
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.profile.analysis import (
     KIND_LABELS,

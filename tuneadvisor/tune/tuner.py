@@ -23,7 +23,7 @@ from typing import Any
 
 from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.files import write_atomic
-from tuneadvisor.relaunch.allocation import available_cores
+from tuneadvisor.relaunch.local_allocation import available_cores
 from tuneadvisor.relaunch.predicted import check
 from tuneadvisor.relaunch.records import RunRecord
 from tuneadvisor.relaunch.requests import RelaunchRequest

@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tuneadvisor.advisor.allocation import allocation_facts
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.findings import Finding
+from tuneadvisor.advisor.measured_allocation import allocation_facts
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.metrics.affinity import affinity_facts

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.allocation import Measured, allocation_facts, recorded_allocation
 from tuneadvisor.advisor.evidence import EvidenceStamp, Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
+from tuneadvisor.advisor.measured_allocation import Measured, allocation_facts, recorded_allocation
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import (
     read_text_input,
@@ -193,7 +193,7 @@ def _job_script(
 
 def _as_run(found: _Found, live: LiveJob) -> None:
     """sacct.* and seff.* of the live job, then job.* as it ran over the script's."""
-    from tuneadvisor.advisor.allocation import ran_differently
+    from tuneadvisor.advisor.measured_allocation import ran_differently
 
     as_run = live.as_run()
     found.notes += ran_differently(found.facts, as_run)

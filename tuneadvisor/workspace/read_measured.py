@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.allocation import Measured
+from tuneadvisor.advisor.measured_allocation import Measured
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_regular_file, read_text_input
 

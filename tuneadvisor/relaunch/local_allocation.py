@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 # runrecord holds the run record's model (below the session); named here too for
 # relaunch's importers.
-from tuneadvisor.runrecord.allocation import Allocation as Allocation
+from tuneadvisor.runrecord.allocation_record import Allocation as Allocation
 from tuneadvisor.runrecord.settings import Settings
 
 

@@ -1,4 +1,4 @@
-"""The emulated allocation of a local run, as its run record keeps it (relaunch/allocation.py
+"""The emulated allocation of a local run, as its run record keeps it (relaunch/local_allocation.py
 makes one)."""
 
 from __future__ import annotations
