@@ -8,6 +8,12 @@ with (at a dot), so a module line wins over its package's line. What is rewritte
 - dotted names that start with the root package: imports, ``mock.patch``/``monkeypatch``
   targets, import-linter contracts, docs (``tuneadvisor.slurm.seff.parse_seff``);
 - ``from PARENT import MODULE`` where ``PARENT.MODULE`` moved (``as MODULE`` kept);
+- a class (or other name) renamed in its module, on a line whose last part starts with a
+  capital (``tuneadvisor.watch.session.Span tuneadvisor.watch.session.WatchSpan``): in the
+  module itself and in every module that imports it by name (``from M import Span``: the
+  import and each use; ``m.Span`` through ``from P import m`` or ``import M as m``), read
+  from the syntax tree so prose and strings that merely say the word are left alone. Run
+  ``ruff check --fix`` after: an import list may need sorting again;
 - file paths: ``tuneadvisor/session/gather.py`` and, with at least one ``/``, the same path
   without the root (``session/gather.py``, ``session/``), as the docs write them.
 
@@ -23,6 +29,7 @@ checkout (default: this script's folder's parent), the map ROOT/scripts/module-m
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import sys
@@ -72,6 +79,8 @@ def read_map(path: Path) -> dict[str, str]:
         if old in moves and moves[old] != new:
             raise ValueError(f"{path}:{number}: {old} is moved twice")
         moves[old] = new
+        if is_name(old) and old.rpartition(".")[0] != new.rpartition(".")[0]:
+            raise ValueError(f"{path}:{number}: a name is renamed inside its module: {raw!r}")
     news = set(moves.values())
     for old in moves:
         if old in news or any(n.startswith(old + ".") for n in news):
@@ -88,8 +97,12 @@ def _prefixes(name: str) -> Iterator[str]:
         yield ".".join(parts[:end])
 
 
-def moved(name: str, moves: Mapping[str, str], news: set[str]) -> str | None:
-    """The new dotted name, or None where it did not move (or moved already)."""
+def is_name(dotted: str) -> bool:
+    """A class or other name in a module (``...session.Span``), not a module."""
+    return dotted.rpartition(".")[2][:1].isupper()
+
+
+def _moved_once(name: str, moves: Mapping[str, str], news: set[str]) -> str | None:
     for prefix in _prefixes(name):
         if prefix in moves:
             return moves[prefix] + name[len(prefix) :]
@@ -98,12 +111,85 @@ def moved(name: str, moves: Mapping[str, str], news: set[str]) -> str | None:
     return None
 
 
-def rewrite(text: str, moves: Mapping[str, str]) -> str:
+def moved(name: str, moves: Mapping[str, str], news: set[str]) -> str | None:
+    """The new dotted name, or None where it did not move (or moved already). A name in a
+    moved module that is renamed too takes both lines, the module's first."""
+    result = None
+    for _ in range(len(moves)):
+        again = _moved_once(result or name, moves, news)
+        if again is None:
+            break
+        result = again
+    return result
+
+
+Renames = Mapping[str, Mapping[str, str]]  # module -> {old name: new name}
+
+
+def rename_names(text: str, renames: Renames, module: str) -> str:
+    """Names renamed in their module, where this Python source defines or imports them by
+    name; a source that does not parse is left as it is."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return text
+    here = dict(renames.get(module, {}))  # bare names to rename in this source
+    via: dict[str, Mapping[str, str]] = {}  # a module bound to a name: its renamed names
+    lines = text.splitlines(keepends=True)
+    edits: dict[tuple[int, int], tuple[int, str]] = {}  # (line, char) -> (length, new)
+
+    def edit(line: int, byte: int, old: str, new: str) -> None:
+        col = len(lines[line - 1].encode()[:byte].decode(errors="replace"))
+        if lines[line - 1][col : col + len(old)] == old:
+            edits[(line, col)] = (len(old), new)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            table = renames.get(node.module, {})
+            for alias in node.names:
+                if alias.name in table:
+                    edit(alias.lineno, alias.col_offset, alias.name, table[alias.name])
+                    if alias.asname is None:
+                        here[alias.name] = table[alias.name]
+                if f"{node.module}.{alias.name}" in renames:
+                    via[alias.asname or alias.name] = renames[f"{node.module}.{alias.name}"]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in renames:
+                    via[alias.asname] = renames[alias.name]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in here:
+            edit(node.lineno, node.col_offset, node.id, here[node.id])
+        elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.name in renames.get(module, {}):
+                found = re.search(rf"\b(?:class|def)\s+({node.name})\b", lines[node.lineno - 1])
+                if found:
+                    edits[(node.lineno, found.start(1))] = (len(node.name), here[node.name])
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.attr in via.get(node.value.id, {})
+            and node.end_lineno is not None
+            and node.end_col_offset is not None
+        ):
+            byte = node.end_col_offset - len(node.attr.encode())
+            edit(node.end_lineno, byte, node.attr, via[node.value.id][node.attr])
+    for (row, col), (length, new) in sorted(edits.items(), reverse=True):
+        text_line = lines[row - 1]
+        lines[row - 1] = text_line[:col] + new + text_line[col + length :]
+    return "".join(lines)
+
+
+def rewrite(text: str, moves: Mapping[str, str], module: str | None = None) -> str:
+    """``text`` with its references to moved modules and renamed names rewritten; ``module``
+    is its dotted name where it is Python source ("" outside the package)."""
     news = set(moves.values())
     tops = {old.split(".")[1] for old in moves if old.count(".") >= 1}
+    modules = {old: new for old, new in moves.items() if not is_name(old)}
+    module_news = set(modules.values())
 
     def from_import(m: re.Match[str]) -> str:
-        new = moved(f"{m['parent']}.{m['name']}", moves, news)
+        new = moved(f"{m['parent']}.{m['name']}", modules, module_news)
         if new is None:
             return m[0]
         parent, _, leaf = new.rpartition(".")
@@ -132,7 +218,25 @@ def rewrite(text: str, moves: Mapping[str, str]) -> str:
 
     text = _FROM_IMPORT.sub(from_import, text)
     text = _DOTTED.sub(dotted, text)
-    return _PATH.sub(path, text)
+    text = _PATH.sub(path, text)
+    renames: dict[str, dict[str, str]] = {}
+    for old, new in moves.items():
+        if is_name(old):
+            parent, _, name = old.rpartition(".")
+            renames.setdefault(parent, {})[name] = new.rpartition(".")[2]
+    if module is not None and renames:
+        text = rename_names(text, renames, module)
+    return text
+
+
+def module_name(root: Path, file: Path) -> str | None:
+    """The dotted name of a Python source ("" for one outside the package), else None."""
+    if file.suffix not in (".py", ".pyi"):
+        return None
+    parts = list(file.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) if parts and parts[0] == ROOT_PACKAGE else ""
 
 
 def files(root: Path, skip: set[Path]) -> Iterator[Path]:
@@ -173,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if SKIP_MARK in text:
             continue
-        new = rewrite(text, moves)
+        new = rewrite(text, moves, module_name(root, file))
         if new != text:
             changed.append(file.relative_to(root).as_posix())
             if not args.check:

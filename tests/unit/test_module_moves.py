@@ -6,6 +6,7 @@ apply-module-moves: skip (this file names old paths on purpose)."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import subprocess
 import sys
@@ -21,6 +22,8 @@ tuneadvisor.session tuneadvisor.workspace
 tuneadvisor.session.workspace tuneadvisor.workspace.load
 tuneadvisor.slurm.seff tuneadvisor.slurm.accounting.seff  # trailing comment
 tuneadvisor.trainscript.scan_ddp tuneadvisor.trainscript.scans.ddp
+tuneadvisor.watch.session.Span tuneadvisor.watch.session.WatchSpan
+tuneadvisor.slurm.accounting.seff.Seff tuneadvisor.slurm.accounting.seff.SeffReport
 """
 
 BEFORE = {
@@ -46,6 +49,28 @@ def test(monkeypatch):
 `tuneadvisor/slurm/seff.py`, `tests/unit/test_session.py`.
 """,
     "pyproject.toml": 'layers = ["tuneadvisor.session", "tuneadvisor.slurm"]\n',
+    "tuneadvisor/watch/session.py": """\
+\"\"\"A Span of rounds.\"\"\"
+from tuneadvisor.advisor.prediction import Span as PredictedSpan
+
+
+class Span:
+    def widen(self) -> Span:  # a Span, wider
+        return Span()
+""",
+    "tuneadvisor/tui/watch.py": """\
+from tuneadvisor.watch.session import (
+    Span,
+    WatchSession,
+)
+from tuneadvisor.watch import session
+from tuneadvisor.advisor.prediction import Span as Predicted
+import tuneadvisor.slurm.seff as seff_mod
+from tuneadvisor.slurm.seff import Seff as S
+
+x: list[Span] = [Span(), session.Span(), Predicted(), seff_mod.Seff(), S()]
+label = "Span"
+""",
 }
 
 AFTER = {
@@ -71,6 +96,28 @@ def test(monkeypatch):
 `tuneadvisor/slurm/accounting/seff.py`, `tests/unit/test_session.py`.
 """,
     "pyproject.toml": 'layers = ["tuneadvisor.workspace", "tuneadvisor.slurm"]\n',
+    "tuneadvisor/watch/session.py": """\
+\"\"\"A Span of rounds.\"\"\"
+from tuneadvisor.advisor.prediction import Span as PredictedSpan
+
+
+class WatchSpan:
+    def widen(self) -> WatchSpan:  # a Span, wider
+        return WatchSpan()
+""",
+    "tuneadvisor/tui/watch.py": """\
+from tuneadvisor.watch.session import (
+    WatchSpan,
+    WatchSession,
+)
+from tuneadvisor.watch import session
+from tuneadvisor.advisor.prediction import Span as Predicted
+import tuneadvisor.slurm.accounting.seff as seff_mod
+from tuneadvisor.slurm.accounting.seff import SeffReport as S
+
+x: list[WatchSpan] = [WatchSpan(), session.WatchSpan(), Predicted(), seff_mod.SeffReport(), S()]
+label = "Span"
+""",
 }
 
 
@@ -124,6 +171,8 @@ def test_check_names_what_is_stale_and_changes_nothing(tmp_path: Path) -> None:
         "stale: docs/ARCH.md",
         "stale: pkg/a.py",
         "stale: pyproject.toml",
+        "stale: tuneadvisor/tui/watch.py",
+        "stale: tuneadvisor/watch/session.py",
     ]
     assert _read(tmp_path) == BEFORE
 
@@ -135,6 +184,7 @@ def test_check_names_what_is_stale_and_changes_nothing(tmp_path: Path) -> None:
         "tuneadvisor.a tuneadvisor.b\ntuneadvisor.b tuneadvisor.c\n",  # a chain
         "tuneadvisor.a\n",
         "tuneadvisor.a tuneadvisor/b\n",
+        "tuneadvisor.a.Span tuneadvisor.b.Span\n",  # a name is renamed inside its module
     ],
 )
 def test_a_map_that_cannot_be_applied_twice_is_refused(
@@ -163,4 +213,6 @@ def test_the_projects_own_map_is_applied(moves: ModuleType) -> None:
     stale = [line for line in done.stdout.splitlines() if line != "stale: README.md"]
     assert stale == []
     for new in moves.read_map(root / "scripts" / "module-moves.txt").values():
-        assert importlib.util.find_spec(new) is not None, new
+        module, _, name = new.rpartition(".") if moves.is_name(new) else (new, "", "")
+        assert importlib.util.find_spec(module) is not None, new
+        assert not name or hasattr(importlib.import_module(module), name), new
