@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tutorial_seff
-from tuneadvisor.advisor.measured_allocation import Measured, allocation_facts
+from tuneadvisor.advisor.measured_allocation import MeasuredAllocation, allocation_facts
 from tuneadvisor.cli import main
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 from tuneadvisor.slurm.jobscript.model import JobScript
@@ -114,7 +114,7 @@ def test_measured_allocation_sources_in_order() -> None:
         "this sacct record is of a 3-core run; the job script now asks for 4 cores: the "
         "advice is computed from the run that was measured"
     ]
-    alloc, _ = allocation_facts(facts, [Measured("this recording", 5)])
+    alloc, _ = allocation_facts(facts, [MeasuredAllocation("this recording", 5)])
     assert alloc["alloc.cpus_per_task"] == 5  # what the watched job was given comes first
     alloc, notes = allocation_facts({"job.cpus_per_task": 4, "job.mem_mib": 2048.0})
     assert alloc == {"alloc.cpus_per_task": 4, "alloc.mem_mib": 2048.0}

@@ -21,7 +21,7 @@ from tuneadvisor.advisor.expressions import mem_text
 
 
 @dataclass(frozen=True)
-class Measured:
+class MeasuredAllocation:
     """What one input says the run was given: ``source`` names it in notes ("this
     recording"), the values are per task (cores) and per node (memory)."""
 
@@ -90,7 +90,7 @@ def node_peak_facts(facts: Mapping[str, object]) -> dict[str, object]:
     return {"usage.mem_peak_node_mib": min(float(peak), node)}
 
 
-def from_accounting(facts: Mapping[str, object]) -> list[Measured]:
+def from_accounting(facts: Mapping[str, object]) -> list[MeasuredAllocation]:
     """sacct's allocation, then seff's: cores per task, memory per node (both print the
     job's totals over its nodes)."""
     out = []
@@ -98,12 +98,14 @@ def from_accounting(facts: Mapping[str, object]) -> list[Measured]:
     req = _number(facts.get("sacct.req_mem_mib"))
     cores = _per_task(_number(facts.get("sacct.alloc_cpus")), nodes, facts)
     if cores or req:
-        out.append(Measured("this sacct record", cores, req / nodes if req else None))
+        out.append(MeasuredAllocation("this sacct record", cores, req / nodes if req else None))
     seff_nodes = _count(facts, "seff.nodes") or 1
     seff_mem = _number(facts.get("seff.mem_requested_mib"))
     seff_cores = _per_task(_number(facts.get("seff.cores")), seff_nodes, facts)
     if seff_cores or seff_mem:
-        out.append(Measured("this seff", seff_cores, seff_mem / seff_nodes if seff_mem else None))
+        out.append(
+            MeasuredAllocation("this seff", seff_cores, seff_mem / seff_nodes if seff_mem else None)
+        )
     return out
 
 
@@ -127,7 +129,9 @@ def script_workers(facts: Mapping[str, object], cores: int | None) -> int | None
     return None
 
 
-def recorded_allocation(facts: Mapping[str, object], digest: str | None) -> Measured | None:
+def recorded_allocation(
+    facts: Mapping[str, object], digest: str | None
+) -> MeasuredAllocation | None:
     """What the script's `# tuneadvisor: tuned from` line says the evidence was measured
     under, when the evidence given now is that evidence (``digest`` is its digest): a profile
     alone applied again to the script it tuned is read as of the run it measured, not of the
@@ -137,7 +141,7 @@ def recorded_allocation(facts: Mapping[str, object], digest: str | None) -> Meas
         return None
     cores, mem = facts.get("job.tuned_from.cpus_per_task"), facts.get("job.tuned_from.mem_mib")
     workers = facts.get("job.tuned_from.workers")
-    return Measured(
+    return MeasuredAllocation(
         "the evidence this script was tuned from",
         cores if isinstance(cores, int) else None,
         _number(mem),
@@ -147,8 +151,8 @@ def recorded_allocation(facts: Mapping[str, object], digest: str | None) -> Meas
 
 def allocation_facts(
     facts: Mapping[str, object],
-    measured: Sequence[Measured] = (),
-    recorded: Sequence[Measured] = (),
+    measured: Sequence[MeasuredAllocation] = (),
+    recorded: Sequence[MeasuredAllocation] = (),
 ) -> tuple[dict[str, object], list[str]]:
     """``alloc.*`` facts (and the peak's share per node) and the note where the script now
     differs from the measured run.

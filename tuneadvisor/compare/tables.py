@@ -14,7 +14,7 @@ from tuneadvisor.advisor.prediction import Span
 from tuneadvisor.compare.scaling import ScalePoint, scaling
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_directory, is_regular_file
-from tuneadvisor.relaunch.predicted import Check, Measure, check
+from tuneadvisor.relaunch.predicted import Measure, PredictionCheck, check
 from tuneadvisor.relaunch.records import RECORD_NAME, RunRecord, read_record
 from tuneadvisor.relaunch.usage import read_usage
 from tuneadvisor.slurm.units import parse_memory_mib
@@ -30,7 +30,7 @@ class Item:
     run: RunRecord | None = None
     kinds: dict[str, float] = field(default_factory=dict)  # line kind -> percent of train()
     metrics: dict[str, float] = field(default_factory=dict)  # launch/usage.py: watch's samples
-    predicted: Check | None = None  # the run against the prediction it recorded
+    predicted: PredictionCheck | None = None  # the run against the prediction it recorded
 
     @property
     def samples_per_s(self) -> float | None:

@@ -13,7 +13,11 @@ from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.evidence import EvidenceStamp, Gathered, usage_facts
 from tuneadvisor.advisor.facts import FACTS
-from tuneadvisor.advisor.measured_allocation import Measured, allocation_facts, recorded_allocation
+from tuneadvisor.advisor.measured_allocation import (
+    MeasuredAllocation,
+    allocation_facts,
+    recorded_allocation,
+)
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import (
     read_text_input,
@@ -305,10 +309,10 @@ def _sacct(found: _Found, path: str, jobid: str | None) -> SacctJob:
 
 def _gpu_metrics(
     found: _Found, inputs: Inputs, gpu_read: AccountingGpu | None
-) -> tuple[MetricsSeries | None, list[Measured]]:
+) -> tuple[MetricsSeries | None, list[MeasuredAllocation]]:
     """The metrics files' facts, and gpu.* from them or the accounting; what each recording
     says its job was given."""
-    measured: list[Measured] = []
+    measured: list[MeasuredAllocation] = []
     metrics = read_metrics(inputs.metrics, inputs.metrics_columns, measured)
     if metrics is not None:
         found.facts.update(metrics.facts())
@@ -342,7 +346,10 @@ def _stamp(inputs: Inputs, job: JobScript | None) -> EvidenceStamp | None:
 
 
 def _allocation(
-    found: _Found, profiles: Sequence[str], measured: list[Measured], stamp: EvidenceStamp | None
+    found: _Found,
+    profiles: Sequence[str],
+    measured: list[MeasuredAllocation],
+    stamp: EvidenceStamp | None,
 ) -> None:
     """alloc.*: what the measured run was given (recordings, then run records, then
     accounting, then what the script says this same evidence had), derived by the advisor

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuneadvisor.advisor.measured_allocation import Measured
+from tuneadvisor.advisor.measured_allocation import MeasuredAllocation
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_regular_file, read_text_input
 
@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 
 def read_metrics(
-    inputs: Sequence[str], columns: str | None = None, measured: list[Measured] | None = None
+    inputs: Sequence[str],
+    columns: str | None = None,
+    measured: list[MeasuredAllocation] | None = None,
 ) -> MetricsSeries | None:
     """Each file a watch recording, an nvidia-smi CSV log, ``dcgmi dmon`` output or a
     dcgm-exporter scrape (told apart by their first lines); ``columns``: the --query-gpu
@@ -74,16 +76,16 @@ def _read_dcgm(path: str, text: str) -> MetricsSeries | None:
     return None
 
 
-def _from_header(job: Mapping[str, object]) -> Measured:
+def _from_header(job: Mapping[str, object]) -> MeasuredAllocation:
     cpus, mem = job.get("job.cpus_per_task"), job.get("job.mem_mib")
-    return Measured(
+    return MeasuredAllocation(
         "this recording",
         cpus if isinstance(cpus, int) and not isinstance(cpus, bool) else None,
         float(mem) if isinstance(mem, int | float) and not isinstance(mem, bool) else None,
     )
 
 
-def run_record_beside(profile: str) -> tuple[Measured | None, dict[str, object]]:
+def run_record_beside(profile: str) -> tuple[MeasuredAllocation | None, dict[str, object]]:
     """What the ``tuneadvisor run`` that wrote this profile (its run.json is beside it) was
     given (cores, workers) and its ``run.*`` facts (batch size, steady rate), from one read;
     (None, {}) for a profile of anything else. Read as every input is (bounded, a regular
@@ -101,7 +103,7 @@ def run_record_beside(profile: str) -> tuple[Measured | None, dict[str, object]]
         return None, {}
     cpus = record.settings.cpus_per_task
     workers = record.settings.knobs.get("num_workers")
-    measured = Measured(
+    measured = MeasuredAllocation(
         "this profile",
         cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None,
         None,
