@@ -3,8 +3,7 @@ apply dialogs are in ``dialogs``)."""
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import ClassVar, Literal
 
@@ -14,13 +13,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import DescendantFocus
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.present.counts import counted
-from tuneadvisor.present.number_text import format_seconds
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.model import FunctionKey
@@ -28,20 +26,16 @@ from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.advice_widgets import AdviceBar, DiffPanel, FindingsPanel
 from tuneadvisor.tui.dialogs import ApplyScreen
 from tuneadvisor.tui.highlight import Highlighter
+from tuneadvisor.tui.profile_view import ProfileView
 from tuneadvisor.tui.steps import StepsPane
 from tuneadvisor.tui.view import (
     FUNCTION_SORTS,
     LINE_SORTS,
     FunctionSort,
-    LineRow,
     LineSort,
     display_path,
     findings_tab_label,
-    function_rows,
     kind_cycle,
-    kind_label,
-    line_rows,
-    merged_lines,
     next_in,
 )
 from tuneadvisor.tui.widgets import (
@@ -51,6 +45,7 @@ from tuneadvisor.tui.widgets import (
     LinesTable,
     NotesPanel,
     PartsTable,
+    SourceNote,
 )
 from tuneadvisor.workspace.apply import (
     ApplyTarget,
@@ -62,14 +57,11 @@ from tuneadvisor.workspace.apply import (
 from tuneadvisor.workspace.load import Workspace
 
 Pane = Literal["functions", "lines"]
-
-
-def _hottest(rows: Sequence[LineRow]) -> str | None:
-    """The key of the row that took the most time (the first of equals), None if untimed."""
-    timed = [row for row in rows if row.timing is not None]
-    if not timed:
-        return None
-    return str(max(timed, key=lambda row: row.timing.time_s if row.timing else 0.0).lineno)
+ProfilePane = PartsTable | NotesPanel | FunctionsTable | LinesTable | SourceNote | KindSummary
+# the panes that draw themselves from the screen's ProfileView, in the order they are drawn
+PROFILE_PANES: tuple[type[ProfilePane], ...] = (
+    PartsTable, NotesPanel, FunctionsTable, LinesTable, SourceNote, KindSummary,
+)  # fmt: skip
 
 
 APPLY_WORKER = "apply-outputs"
@@ -85,7 +77,11 @@ def _write(workspace: Workspace, target: ApplyTarget) -> list[str] | InputError:
 
 
 class MainScreen(Screen[None]):
-    """Profile (functions, lines, kinds, notes, parts), Findings and Job script tabs."""
+    """Profile (functions, lines, kinds, notes, parts), Findings and Job script tabs.
+
+    The screen keeps the Profile tab's choices (sorts, filters, kind, the chosen function)
+    and builds one frozen ``ProfileView`` from them on each change; its panes draw
+    themselves from it (``watch_profile``)."""
 
     # Textual declares these as instance variables of a ClassVar type; plain lists it is.
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
@@ -127,7 +123,8 @@ class MainScreen(Screen[None]):
         self.last_table: Pane = "functions"
         self.search_target: Pane | None = None
         self._highlighter: Highlighter | None = None
-        self._sources: dict[int, dict[int, Text]] = {}
+
+    profile: var[ProfileView | None] = var(None, init=False)
 
     # -- layout -------------------------------------------------------------------------
 
@@ -157,7 +154,7 @@ class MainScreen(Screen[None]):
                             yield PartsTable(id="parts")
                         with VerticalScroll(id="side"):
                             yield KindSummary(id="summary")
-                    yield Static(id="source-note")
+                    yield SourceNote(id="source-note")
                     yield LinesTable(id="lines")
                     yield NotesPanel(id="notes")
                     yield Input(id="search")
@@ -205,9 +202,7 @@ class MainScreen(Screen[None]):
         if self.analysis is None:
             return
         self.query_one("#side").border_title = "Time by kind"
-        self.query_one(PartsTable).show(self.analysis.parts)
-        self.query_one(NotesPanel).show(self.analysis.notes)
-        self._refresh_functions(keep_line=keep_line)
+        self._show_profile(keep_line=keep_line, settle=True)
 
     async def show_workspace(self, workspace: Workspace) -> None:
         """Swap in another workspace (the full one after the quick one), keeping the chosen
@@ -221,7 +216,6 @@ class MainScreen(Screen[None]):
         tab = self.query_one(TabbedContent).active
         self.workspace = workspace
         self.analysis = workspace.analysis
-        self._sources = {}
         self.current = self._index_of(key)
         if self.analysis is None or self.kind not in kind_cycle(self.analysis):
             self.kind = None  # a kind the new workspace has no lines of
@@ -259,104 +253,38 @@ class MainScreen(Screen[None]):
             return None
         return self.analysis.functions[self.current]
 
-    def _refresh_functions(self, keep_line: bool = False) -> None:
-        assert self.analysis is not None
-        rows = function_rows(self.analysis.functions, self.function_sort, self.function_query)
-        indices = [index for index, _ in rows]
-        if self.current not in indices:
-            self.current = indices[0] if indices else None
-        table = self.query_one(FunctionsTable)
-        # Filling the table moves its cursor: that is no choice of the user's.
-        with table.prevent(DataTable.RowHighlighted):
-            table.show(rows, self.current)
-        table.border_title = f"Functions · sort: {self.function_sort.value}"
-        shown = f"{len(rows)} of {len(self.analysis.functions)}"
-        if self.function_query:
-            table.border_subtitle = f"/{self.function_query} · {shown}"
-        else:
-            count = f"{len(rows)} function{'' if len(rows) == 1 else 's'}"
-            table.border_subtitle = count if rows else "no functions"
-        self._refresh_lines(keep_cursor=keep_line)
+    def _show_profile(self, keep_line: bool, settle: bool = False) -> None:
+        """One new ``ProfileView`` from the tab's choices, for its panes to draw; ``settle``
+        (the functions shown changed) moves the choice to the first row shown if its own is
+        not."""
+        if self.analysis is None:
+            return
+        view = ProfileView(
+            self.analysis,
+            self.partial,
+            self.function_sort,
+            self.line_sort,
+            self.kind,
+            self.function_query,
+            self.line_query,
+            self.current,
+            keep_line,
+        )
+        if settle:
+            view = view.settled()
+            self.current = view.current
+        self.profile = view
+
+    def watch_profile(self, view: ProfileView | None) -> None:
+        """Every pane of the Profile tab draws itself from the new view."""
+        for kind in PROFILE_PANES:
+            self.query_one(kind).view = view
+
+    def _refresh_functions(self) -> None:
+        self._show_profile(keep_line=False, settle=True)
 
     def _refresh_lines(self, keep_cursor: bool = True) -> None:
-        assert self.analysis is not None
-        table = self.query_one(LinesTable)
-        keep = table.row_key_at_cursor() if keep_cursor else None
-        function = self.current_function
-        note = self.query_one("#source-note", Static)
-        if function is None:
-            table.show([], {})
-            table.border_title = "Lines"
-            table.border_subtitle = f"no function matches /{self.function_query}"
-            note.display = False
-        else:
-            rows = line_rows(function, self.line_sort, self.kind, self.line_query)
-            assert self.current is not None
-            kinds_known = not self.partial
-            table.show(rows, self._highlighted(self.current, function), kinds_known)
-            # a function opens on its hottest line, not on its signature (issue 24, 14)
-            # (kept when the full workspace replaces the quick one) and in the middle of the view
-            table.move_to_key(keep if keep is not None else _hottest(rows))
-            table.center_cursor()
-            table.border_title = Text(
-                one_line_safe(
-                    f"{function.qualified} · {display_path(function.filename)}:"
-                    f"{function.first_lineno} · {format_seconds(function.total_s)} · "
-                    f"sort: {self.line_sort.value} · kind: {kind_label(self.kind)}"
-                )
-            )
-            table.border_subtitle = self._lines_status(function, len(rows))
-            # The quick stage has not looked for the source yet: that is not "not found".
-            note_text = None if self.partial else self._source_note(function)
-            note.display = note_text is not None
-            note.update(note_text or "")
-        self.query_one(KindSummary).show(function, kinds_known=not self.partial)
-
-    def _lines_status(self, function: AnnotatedFunction, shown: int) -> str:
-        parts = []
-        if self.line_query:
-            parts.append(f"/{self.line_query}")
-        if self.kind is not None and shown == 0 and self.line_query:
-            # Both filters on: say which one empties the table, not that the kind is absent.
-            label = kind_label(self.kind)
-            of_kind = len(line_rows(function, self.line_sort, self.kind))
-            matching = len(line_rows(function, self.line_sort, None, self.line_query))
-            parts.append(
-                f"no line matches both ({label}: {counted(of_kind, 'line')}, "
-                f"/{self.line_query}: {counted(matching, 'line')})"
-            )
-        elif self.kind is not None and shown == 0:
-            parts.append(f"no {kind_label(self.kind)} lines in {function.qualified}")
-        elif shown == 0:
-            parts.append("no lines match")
-        else:
-            parts.append(f"{len(function.lines)} timed lines")
-        return " · ".join(parts)
-
-    @staticmethod
-    def _source_note(function: AnnotatedFunction) -> str | None:
-        if function.source_path is not None:
-            return None
-        if function.block:
-            return (
-                f"source file not found ({function.filename}): showing the source text "
-                "stored in the profile"
-            )
-        return (
-            f"source not found: {function.filename} (numbers only; --source-root DIR finds a copy)"
-        )
-
-    def _highlighted(self, key: int, function: AnnotatedFunction) -> dict[int, Text]:
-        """Each line's highlighted source, for the function's whole block (cached by index)."""
-        assert self._highlighter is not None
-        cached = self._sources.get(key)
-        if cached is None:
-            rows = [r for r in merged_lines(function) if r.text is not None]
-            # Dedented (methods lose their class indent), one line per row.
-            code = textwrap.dedent("\n".join(r.text or "" for r in rows))
-            texts = self._highlighter.lines(code, "python") if rows else []
-            cached = self._sources[key] = {r.lineno: t for r, t in zip(rows, texts, strict=True)}
-        return cached
+        self._show_profile(keep_line=keep_cursor)
 
     # -- events -------------------------------------------------------------------------
 
