@@ -7,7 +7,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import ClassVar, Literal
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -25,7 +24,6 @@ from tuneadvisor.profile.model import FunctionKey
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.advice_widgets import AdviceBar, DiffPanel, FindingsPanel
 from tuneadvisor.tui.dialogs import ApplyScreen
-from tuneadvisor.tui.highlight import Highlighter
 from tuneadvisor.tui.profile_view import ProfileView
 from tuneadvisor.tui.steps import StepsPane
 from tuneadvisor.tui.view import (
@@ -33,18 +31,18 @@ from tuneadvisor.tui.view import (
     LINE_SORTS,
     FunctionSort,
     LineSort,
-    display_path,
     findings_tab_label,
     kind_cycle,
     next_in,
 )
 from tuneadvisor.tui.widgets import (
     FunctionsTable,
-    JobScriptView,
+    JobPane,
     KindSummary,
     LinesTable,
     NotesPanel,
     PartsTable,
+    SearchBar,
     SourceNote,
 )
 from tuneadvisor.workspace.apply import (
@@ -122,7 +120,6 @@ class MainScreen(Screen[None]):
         self.current: int | None = None  # index into analysis.functions
         self.last_table: Pane = "functions"
         self.search_target: Pane | None = None
-        self._highlighter: Highlighter | None = None
 
     profile: var[ProfileView | None] = var(None, init=False)
 
@@ -157,15 +154,14 @@ class MainScreen(Screen[None]):
                     yield SourceNote(id="source-note")
                     yield LinesTable(id="lines")
                     yield NotesPanel(id="notes")
-                    yield Input(id="search")
+                    yield SearchBar(id="search")
             label = findings_tab_label(workspace.advice, workspace.partial)
             with TabPane(label, id="findings"):
                 yield FindingsPanel(
                     workspace.advice, workspace.partial, workspace.notes, id="findings-pane"
                 )
             with TabPane("Job script", id="job"), Horizontal(id="job-split"):
-                with VerticalScroll(id="job-pane"):
-                    yield JobScriptView(id="job-view")
+                yield JobPane(id="job-pane")
                 yield DiffPanel(id="diff-pane")
             if workspace.traces is not None:
                 with TabPane("Steps", id="steps"):
@@ -173,7 +169,6 @@ class MainScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._highlighter = Highlighter(self.app.theme_variables)
         self._populate()
         if self._on_shown is not None:
             self.call_after_refresh(self._on_shown)
@@ -181,18 +176,8 @@ class MainScreen(Screen[None]):
     def _populate(self, keep_line: bool = False) -> None:
         """Fill the widgets from the workspace (on mount, and when the full one arrives:
         then ``keep_line`` keeps the lines table's cursor on the same line)."""
-        assert self._highlighter is not None
         self.query_one("#findings-pane").border_title = "Findings"
-        job = self.workspace.job
-        job_pane = self.query_one("#job-pane")
-        if job is None:
-            self.query_one(JobScriptView).update(
-                Text("no job script given (tuneadvisor open ... --job JOBSCRIPT)", "italic")
-            )
-        else:
-            # a Text, not a str: a str title is parsed as markup ("[bold]" in a path)
-            job_pane.border_title = Text(one_line_safe(display_path(job.path)))
-            self.query_one(JobScriptView).show(job.text, self._highlighter)
+        self.query_one(JobPane).job = self.workspace.job
         advice = self.workspace.advice
         tuned = self.workspace.tuned if advice is not None else None
         self.query_one(DiffPanel).show(tuned, self.partial, apply_hint=self._can_apply())
@@ -213,14 +198,14 @@ class MainScreen(Screen[None]):
             and (workspace.job is None) == (self.workspace.job is None)
             and (workspace.traces is None) == (self.workspace.traces is None)
         )
-        tab = self.query_one(TabbedContent).active
+        tab = self._tabs.active
         self.workspace = workspace
         self.analysis = workspace.analysis
         self.current = self._index_of(key)
         if self.analysis is None or self.kind not in kind_cycle(self.analysis):
             self.kind = None  # a kind the new workspace has no lines of
         if same_shape:
-            self.query_one(TabbedContent).get_tab("findings").label = findings_tab_label(
+            self._tabs.get_tab("findings").label = findings_tab_label(
                 workspace.advice, workspace.partial
             )
             await self.query_one(FindingsPanel).show(
@@ -324,8 +309,7 @@ class MainScreen(Screen[None]):
     def _close_search(self) -> None:
         target = self.search_target
         self.search_target = None
-        search = self.query_one("#search", Input)
-        search.remove_class("-active")
+        self.query_one(SearchBar).close()
         if target == "lines":
             self.query_one(LinesTable).focus()
         else:
@@ -333,8 +317,12 @@ class MainScreen(Screen[None]):
 
     # -- actions ------------------------------------------------------------------------
 
+    @property
+    def _tabs(self) -> TabbedContent:
+        return self.query_one(TabbedContent)
+
     def _on_profile_tab(self) -> bool:
-        return self.analysis is not None and self.query_one(TabbedContent).active == "profile"
+        return self.analysis is not None and self._tabs.active == "profile"
 
     def _can_apply(self) -> bool:
         return self.workspace.job is not None and can_apply(self.workspace)
@@ -350,12 +338,12 @@ class MainScreen(Screen[None]):
             return self._on_profile_tab() and not self.partial
         if action == "next_rank":
             traces = self.workspace.traces
-            on_steps = self.query_one(TabbedContent).active == "steps"
+            on_steps = self._tabs.active == "steps"
             return on_steps and traces is not None and len(traces.ranks) > 1
         if action == "show_tab" and parameters == ("steps",):
             return self.workspace.traces is not None
         if action == "apply":
-            return self._can_apply() and self.query_one(TabbedContent).active == "job"
+            return self._can_apply() and self._tabs.active == "job"
         return True
 
     @on(TabbedContent.TabActivated)
@@ -367,26 +355,15 @@ class MainScreen(Screen[None]):
             return
         target = self.last_table
         self.search_target = target
-        search = self.query_one("#search", Input)
-        if target == "functions":
-            search.placeholder = "filter functions by name (enter: keep, escape: clear)"
-            value = self.function_query
-        else:
-            search.placeholder = "filter lines by source text (enter: keep, escape: clear)"
-            value = self.line_query
-        with search.prevent(Input.Changed):
-            search.value = value
-        search.add_class("-active")
-        search.focus()
+        value = self.function_query if target == "functions" else self.line_query
+        self.query_one(SearchBar).open(target, value)
 
     def action_clear_search(self) -> None:
         if self.analysis is None:
             return
         if self.search_target is not None:
             target = self.search_target
-            search = self.query_one("#search", Input)
-            with search.prevent(Input.Changed):
-                search.value = ""
+            self.query_one(SearchBar).set_quietly("")
             if target == "functions":
                 self.function_query = ""
                 self._refresh_functions()
@@ -418,7 +395,7 @@ class MainScreen(Screen[None]):
     def action_show_tab(self, tab: str) -> None:
         if tab == "steps" and self.workspace.traces is None:
             return  # no trace given: no Steps tab
-        self.query_one(TabbedContent).active = tab
+        self._tabs.active = tab
         # Move focus into the shown pane (a focused widget in a hidden pane would switch
         # the tabs back).
         if tab == "findings":

@@ -12,10 +12,12 @@ from typing import ClassVar
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.coordinate import Coordinate
 from textual.reactive import var
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 
 from tuneadvisor.present.number_text import format_seconds, heat_bar, percent, top_kinds_text
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
@@ -37,6 +39,7 @@ from tuneadvisor.tui.profile_view import (
     source_note,
 )
 from tuneadvisor.tui.view import READING, LineRow, display_path, heat_level, merged_lines
+from tuneadvisor.workspace.load import JobScriptText
 
 HEAT_WIDTH = 10
 KIND_BAR_WIDTH = 10  # a row of "Time by kind" fits the 42 cells it has at 100 columns
@@ -340,3 +343,48 @@ class JobScriptView(Static):
                 line = plain
             grid.add_row(Text(f"{number:>{width}} │ ", style=lineno_style), line)
         self.update(grid)
+
+
+class JobPane(VerticalScroll):
+    """The Job script tab's script under its path, or why there is none; drawn from the
+    workspace's job script (its ``job``)."""
+
+    job: var[JobScriptText | None] = var(None, init=False, always_update=True)
+
+    def compose(self) -> ComposeResult:
+        yield JobScriptView(id="job-view")
+
+    def watch_job(self, job: JobScriptText | None) -> None:
+        view = self.query_one(JobScriptView)
+        if job is None:
+            view.update(
+                Text("no job script given (tuneadvisor open ... --job JOBSCRIPT)", "italic")
+            )
+            return
+        # a Text, not a str: a str title is parsed as markup ("[bold]" in a path)
+        self.border_title = Text(one_line_safe(display_path(job.path)))
+        view.show(job.text, Highlighter(self.app.theme_variables))
+
+
+class SearchBar(Input):
+    """The Profile tab's filter line, shown while one of its tables is being filtered."""
+
+    PLACEHOLDERS: ClassVar[dict[str, str]] = {
+        "functions": "filter functions by name (enter: keep, escape: clear)",
+        "lines": "filter lines by source text (enter: keep, escape: clear)",
+    }
+
+    def open(self, target: str, value: str) -> None:
+        """Shown and focused, filtering ``target`` ("functions" or "lines") from ``value``."""
+        self.placeholder = self.PLACEHOLDERS[target]
+        self.set_quietly(value)
+        self.add_class("-active")
+        self.focus()
+
+    def set_quietly(self, value: str) -> None:
+        """The text set without a Changed message: no filtering follows."""
+        with self.prevent(Input.Changed):
+            self.value = value
+
+    def close(self) -> None:
+        self.remove_class("-active")
