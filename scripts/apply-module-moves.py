@@ -17,6 +17,10 @@ with (at a dot), so a module line wins over its package's line. What is rewritte
 - file paths: ``tuneadvisor/session/gather.py`` and, with at least one ``/``, the same path
   without the root (``session/gather.py``, ``session/``), as the docs write them.
 
+Files still at an old path are moved first (``git mv`` in a git checkout): a module another
+branch edited follows its move in a merge, but a file that branch added inside a moved
+package (``session/readers/``) stays where it was added.
+
 It is idempotent: a name whose longest known prefix is a new path is left alone, and the map
 is refused if an old path is also a new path or the prefix of one (a second run would move
 it again). A file that holds the words "apply-module-moves: skip" is left alone.
@@ -32,6 +36,7 @@ import argparse
 import ast
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -256,6 +261,53 @@ def files(root: Path, skip: set[Path]) -> Iterator[Path]:
                 yield file
 
 
+def strays(root: Path, moves: Mapping[str, str]) -> list[tuple[Path, Path]]:
+    """(old, new) for each file still at an old path: a moved module, or any file under a
+    moved package (caches aside)."""
+    best: dict[Path, tuple[int, Path]] = {}  # file -> (length of its old path, target)
+
+    def found(file: Path, old: str, target: Path) -> None:
+        # a module line wins over its package's line: the longest old path
+        if file not in best or best[file][0] < len(old):
+            best[file] = (len(old), target)
+
+    for old, new in moves.items():
+        if is_name(old):
+            continue
+        old_path, new_path = root.joinpath(*old.split(".")), root.joinpath(*new.split("."))
+        module = old_path.with_suffix(".py")
+        if module.is_file() and not module.is_symlink():
+            found(module, old, new_path.with_suffix(".py"))
+        if old_path.is_dir():
+            for file in sorted(old_path.rglob("*")):
+                if file.is_file() and "__pycache__" not in file.parts:
+                    found(file, old, new_path / file.relative_to(old_path))
+    return sorted((file, target) for file, (_, target) in best.items())
+
+
+def move(root: Path, file: Path, target: Path) -> None:
+    if target.exists():
+        raise FileExistsError(f"{file.relative_to(root)}: {target.relative_to(root)} exists")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tracked = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "--error-unmatch", str(file)],
+        capture_output=True,
+        check=False,
+    )
+    if tracked.returncode == 0:
+        subprocess.run(["git", "-C", str(root), "mv", str(file), str(target)], check=True)
+    else:
+        file.rename(target)
+    folder = file.parent
+    while folder != root and not any(p.name != "__pycache__" for p in folder.iterdir()):
+        for cache in folder.glob("__pycache__"):
+            for entry in cache.iterdir():
+                entry.unlink()
+            cache.rmdir()
+        folder.rmdir()
+        folder = folder.parent
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", nargs="?", type=Path, default=Path(__file__).resolve().parents[1])
@@ -270,6 +322,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"apply-module-moves: {error}", file=sys.stderr)
         return 2
     changed = []
+    try:
+        for file, target in strays(root, moves):
+            changed.append(f"{file.relative_to(root).as_posix()} -> {target.relative_to(root)}")
+            if not args.check:
+                move(root, file, target)
+    except (OSError, subprocess.CalledProcessError) as error:
+        print(f"apply-module-moves: {error}", file=sys.stderr)
+        return 2
     for file in files(root, {map_file, Path(__file__).resolve()}):
         try:
             text = file.read_text(encoding="utf-8")

@@ -216,3 +216,65 @@ def test_the_projects_own_map_is_applied(moves: ModuleType) -> None:
         module, _, name = new.rpartition(".") if moves.is_name(new) else (new, "", "")
         assert importlib.util.find_spec(module) is not None, new
         assert not name or hasattr(importlib.import_module(module), name), new
+
+
+def test_a_file_another_branch_added_in_a_moved_package_is_moved_too(tmp_path: Path) -> None:
+    """A merge follows a moved module, not a module added beside it: session/readers/ added
+    on another branch is moved into workspace/ (with git mv: it stays tracked) and its
+    imports rewritten; a second run moves nothing."""
+    git = ["git", "-C", str(tmp_path), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    _tree(
+        tmp_path,
+        {
+            "scripts/module-moves.txt": MAP,
+            "tuneadvisor/workspace/load.py": "X = 1\n",
+            "tuneadvisor/session/readers/__init__.py": "",
+            "tuneadvisor/session/readers/seff.py": (
+                "from tuneadvisor.session.workspace import X\n"
+                "from tuneadvisor.slurm.seff import parse_seff\n"
+            ),
+            "tuneadvisor/session/workspace.py": "X = 2\n",  # a module line wins
+        },
+    )
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "merged"], check=True)
+    (tmp_path / "tuneadvisor" / "workspace" / "load.py").unlink()
+    check = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check", str(tmp_path)], capture_output=True, text=True
+    )
+    assert check.returncode == 1
+    assert (
+        "stale: tuneadvisor/session/readers/seff.py -> tuneadvisor/workspace/readers/seff.py"
+        in (check.stdout)
+    )
+    assert (tmp_path / "tuneadvisor" / "session" / "readers" / "seff.py").is_file()
+
+    subprocess.run([sys.executable, str(SCRIPT), str(tmp_path)], check=True, capture_output=True)
+    assert not (tmp_path / "tuneadvisor" / "session").exists()
+    assert (tmp_path / "tuneadvisor" / "workspace" / "load.py").read_text() == "X = 2\n"
+    assert (tmp_path / "tuneadvisor" / "workspace" / "readers" / "seff.py").read_text() == (
+        "from tuneadvisor.workspace.load import X\n"
+        "from tuneadvisor.slurm.accounting.seff import parse_seff\n"
+    )
+    tracked = subprocess.run([*git, "ls-files"], capture_output=True, text=True, check=True)
+    assert "tuneadvisor/workspace/readers/seff.py" in tracked.stdout.split()
+    again = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check", str(tmp_path)], capture_output=True, text=True
+    )
+    assert (again.returncode, again.stdout) == (0, "")
+
+
+def test_a_stray_is_not_moved_over_a_file_already_there(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "scripts/module-moves.txt": MAP,
+            "tuneadvisor/session/gather.py": "old\n",
+            "tuneadvisor/workspace/gather.py": "new\n",
+        },
+    )
+    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.returncode == 2 and "workspace/gather.py exists" in done.stderr
+    assert (tmp_path / "tuneadvisor" / "session" / "gather.py").read_text() == "old\n"
