@@ -324,8 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     changed = []
     try:
         for file, target in strays(root, moves):
-            changed.append(f"{file.relative_to(root).as_posix()} -> {target.relative_to(root)}")
+            moved_to = f"{file.relative_to(root).as_posix()} -> {target.relative_to(root)}"
+            changed.append(moved_to)
             if not args.check:
+                print(f"moved: {moved_to}")
                 move(root, file, target)
     except (OSError, subprocess.CalledProcessError) as error:
         print(f"apply-module-moves: {error}", file=sys.stderr)
@@ -343,7 +345,10 @@ def main(argv: list[str] | None = None) -> int:
             if not args.check:
                 file.write_text(new, encoding="utf-8")
     for name in changed:
-        print(("stale: " if args.check else "rewrote: ") + name)
+        if args.check:
+            print(f"stale: {name}")
+        elif " -> " not in name:
+            print(f"rewrote: {name}")
     return 1 if args.check and changed else 0
 
 
