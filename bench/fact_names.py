@@ -1,12 +1,13 @@
 """Count the registered fact names written as string literals in the Python that uses facts
-(issue 29 §1): `advisor/` (the registry aside), `present/`, `relaunch/`, `session/`.
+(issue 29 §1): `advisor/` (the registry aside), `present/`, `relaunch/`, `compare/`, `tune/`,
+`workspace/`.
 
 A literal counts when it is exactly a name of `advisor/facts.py: FACTS`. f-strings that build
 a name (``f"trace.{name}_share"``) are not counted: the script prints them apart.
 
 Rerun: .venv/bin/python bench/fact_names.py [--list]
 (tests/unit/test_fact_view.py holds the total to 40; a folder renamed is to be renamed in
-PLACES too, a folder missing is skipped.)
+PLACES too: a folder missing stops the count, so a move cannot empty it silently.)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from tuneadvisor.advisor.facts import FACTS
 
 ROOT = Path(__file__).resolve().parent.parent / "tuneadvisor"
-PLACES = ("advisor", "present", "relaunch", "session")
+PLACES = ("advisor", "present", "relaunch", "compare", "tune", "workspace")
 REGISTRY = {ROOT / "advisor" / "facts.py", ROOT / "advisor" / "typed_facts.py"}
 
 
@@ -36,6 +37,8 @@ def found() -> list[tuple[str, int, str]]:
     """(file, line, name) of every fact name written as a string in the places counted."""
     rows = []
     for place in PLACES:
+        if not (ROOT / place).is_dir():
+            raise SystemExit(f"fact_names: no folder tuneadvisor/{place}: update PLACES")
         for path in sorted((ROOT / place).rglob("*.py")):
             if path not in REGISTRY:
                 rel = str(path.relative_to(ROOT.parent))

@@ -60,14 +60,14 @@ from tuneadvisor.profile.text_table import TableError, parse_table  # noqa: E402
 from tuneadvisor.relaunch.records import read_record  # noqa: E402
 from tuneadvisor.relaunch.saved_report import parse_report  # noqa: E402
 from tuneadvisor.relaunch.settings import Settings, settings_from_report  # noqa: E402
+from tuneadvisor.slurm.accounting.sacct import parse_sacct  # noqa: E402
+from tuneadvisor.slurm.accounting.sacct.json_format import parse_sacct_json  # noqa: E402
+from tuneadvisor.slurm.accounting.sacct.records import SacctError  # noqa: E402
+from tuneadvisor.slurm.accounting.seff import SeffError, parse_seff  # noqa: E402
+from tuneadvisor.slurm.client.scontrol import ScontrolError, parse_job  # noqa: E402
+from tuneadvisor.slurm.client.sinfo import SinfoError, parse_sinfo  # noqa: E402
+from tuneadvisor.slurm.client.squeue import SqueueError, parse_squeue_json  # noqa: E402
 from tuneadvisor.slurm.jobscript.model import JobScript  # noqa: E402
-from tuneadvisor.slurm.sacct import parse_sacct  # noqa: E402
-from tuneadvisor.slurm.sacct.json_format import parse_sacct_json  # noqa: E402
-from tuneadvisor.slurm.sacct.records import SacctError  # noqa: E402
-from tuneadvisor.slurm.scontrol import ScontrolError, parse_job  # noqa: E402
-from tuneadvisor.slurm.seff import SeffError, parse_seff  # noqa: E402
-from tuneadvisor.slurm.sinfo import SinfoError, parse_sinfo  # noqa: E402
-from tuneadvisor.slurm.squeue import SqueueError, parse_squeue_json  # noqa: E402
 from tuneadvisor.trainscript.scan import scan_script  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench"))

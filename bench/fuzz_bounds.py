@@ -102,8 +102,8 @@ def jobstats_seeds() -> list[bytes]:
 
 
 def jobstats_entry(data: bytes) -> object:
-    from tuneadvisor.slurm.sacct import parse_sacct
-    from tuneadvisor.slurm.sacct.gpu import accounting_gpu
+    from tuneadvisor.slurm.accounting.sacct import parse_sacct
+    from tuneadvisor.slurm.accounting.sacct.gpu import accounting_gpu
 
     return [accounting_gpu(job) for job in parse_sacct(_text(data))]
 
@@ -227,10 +227,10 @@ def import_seeds() -> list[bytes]:
 
 
 def import_entry(data: bytes) -> object:
-    from tuneadvisor.session.loader_module import follow_loader
-    from tuneadvisor.session.script_modules import read_program
     from tuneadvisor.trainscript.parsed import parse_script
     from tuneadvisor.trainscript.scan import scan_script
+    from tuneadvisor.workspace.loader_module import follow_loader
+    from tuneadvisor.workspace.script_modules import read_program
 
     text = _text(data)
     with tempfile.TemporaryDirectory() as folder:
@@ -263,7 +263,7 @@ def report_seeds() -> list[bytes]:
 
 def report_entry(data: bytes) -> object:
     from tuneadvisor.files import parse_json
-    from tuneadvisor.relaunch.allocation import emulate
+    from tuneadvisor.relaunch.local_allocation import emulate
     from tuneadvisor.relaunch.local_processes import check_local_processes
     from tuneadvisor.relaunch.saved_report import parse_report
     from tuneadvisor.relaunch.settings import Settings, settings_from_report
@@ -281,8 +281,8 @@ Entry = Callable[[bytes], object]
 
 def _own() -> dict[str, tuple[type[BaseException], ...]]:
     from tuneadvisor.metrics.recording import RecordingError
-    from tuneadvisor.slurm.jobstats import JobstatsError
-    from tuneadvisor.slurm.sacct.records import SacctError
+    from tuneadvisor.slurm.accounting.jobstats import JobstatsError
+    from tuneadvisor.slurm.accounting.sacct.records import SacctError
 
     return {"recording": (RecordingError,), "jobstats": (SacctError, JobstatsError)}
 

@@ -67,7 +67,7 @@ def check(kind: str, seconds: float) -> dict[str, Any]:
     from tuneadvisor.advisor.engine import evaluate
     from tuneadvisor.metrics.model import MetricsSeries
     from tuneadvisor.metrics.nvml import NvmlSampler
-    from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+    from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
     ctx = mp.get_context("spawn")
     ready = ctx.Event()

@@ -33,8 +33,8 @@ def main() -> None:
 
     t = time.perf_counter()
     from tuneadvisor.report.text import render_text
-    from tuneadvisor.session.inputs import Inputs
-    from tuneadvisor.session.workspace import Workspace, load_workspace
+    from tuneadvisor.workspace.inputs import Inputs
+    from tuneadvisor.workspace.load import Workspace, load_workspace
 
     out["imports"] = time.perf_counter() - t
 

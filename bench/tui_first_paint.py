@@ -47,9 +47,9 @@ def _function_rows(app: Any) -> int:
 
 async def _measure(profile: str, expect: str) -> dict[str, Any]:
     marks: dict[str, Any] = {"script": T_SCRIPT}
-    from tuneadvisor.session.inputs import Inputs
-    from tuneadvisor.session.workspace import load_quick_workspace, load_workspace
     from tuneadvisor.tui.app import TuneAdvisorApp
+    from tuneadvisor.workspace.inputs import Inputs
+    from tuneadvisor.workspace.load import load_quick_workspace, load_workspace
 
     marks["imported"] = time.perf_counter()
     request = Inputs(profiles=(profile,))

@@ -34,10 +34,10 @@ def _size(text: str) -> tuple[int, int]:
 async def _shoot(
     profiles: list[str], job: str | None, size: tuple[int, int], press: list[str]
 ) -> str:
-    from tuneadvisor.session.inputs import Inputs
-    from tuneadvisor.session.workspace import load_workspace
     from tuneadvisor.tui.app import TuneAdvisorApp
     from tuneadvisor.tui.screens import MainScreen
+    from tuneadvisor.workspace.inputs import Inputs
+    from tuneadvisor.workspace.load import load_workspace
 
     request = Inputs(profiles=tuple(profiles), job=job)
     title = "tuneadvisor: " + (", ".join(profiles) or job or "")

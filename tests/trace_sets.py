@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from tuneadvisor.profile.trace.model import (
     Copies,
-    DeviceInfo,
     HostGap,
     HostSync,
     NamedTime,
     RankTrace,
     StepTime,
+    TraceDevice,
     TraceSet,
 )
 
@@ -57,7 +57,7 @@ def _rank(rank: int, slow: bool) -> RankTrace:
         world_size=4,
         steps=_steps(by_kind),
         has_device=True,
-        devices=(DeviceInfo("NVIDIA A100-SXM4-40GB", 8, 42_505_273_344),),
+        devices=(TraceDevice("NVIDIA A100-SXM4-40GB", 8, 42_505_273_344),),
         top_kernels=tuple(
             sorted(
                 (

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tuneadvisor.slurm.accounting.sacct.records import SacctJob
 from tuneadvisor.slurm.client import SlurmClient
-from tuneadvisor.slurm.sacct.records import SacctJob
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = Path(os.environ.get("TA_MULTINODE_ROOT", "/tmp/ta-multinode"))

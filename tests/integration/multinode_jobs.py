@@ -22,7 +22,7 @@ import pytest
 
 from tests.integration import multinode_cluster
 from tests.integration.multinode_cluster import REPO, MultiCluster
-from tuneadvisor.slurm.sacct.records import SacctJob
+from tuneadvisor.slurm.accounting.sacct.records import SacctJob
 
 PREFIX = "TUNEADVISOR "
 MAKE_DATA = REPO / "scripts" / "make_mnist_data.py"

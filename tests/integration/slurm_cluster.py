@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tuneadvisor.slurm.accounting.sacct.records import SacctJob
 from tuneadvisor.slurm.client import SlurmClient
-from tuneadvisor.slurm.sacct.records import SacctJob
-from tuneadvisor.slurm.scontrol import JobInfo
+from tuneadvisor.slurm.client.scontrol import JobInfo
 
 REPO = Path(__file__).resolve().parents[2]
 SLURM_ROOT = Path(os.environ.get("SLURM_ROOT", "/tmp/tuneadvisor-slurm"))

@@ -118,9 +118,9 @@ def test_start_up_imports(case: Case) -> None:
     assert sorted(loaded.intersection(case.present)) == sorted(case.present)
 
 
-# every reader of session/readers/ loads for every report: each imports its parser inside
+# every reader of workspace/readers/ loads for every report: each imports its parser inside
 # its read (docs/ARCHITECTURE.md, "Add an input")
-READERS = sorted(p.stem for p in (REPO / "tuneadvisor" / "session" / "readers").glob("*.py"))
+READERS = sorted(p.stem for p in (REPO / "tuneadvisor" / "workspace" / "readers").glob("*.py"))
 
 # `tuneadvisor report X.lprof` with the rule pack cached: every tuneadvisor module it imports.
 # A module added here is start-up time for every report: import it where it is needed instead
@@ -134,24 +134,24 @@ LEAN_REPORT = {
     "tuneadvisor.commands",
     "tuneadvisor.commands.inputs",
     "tuneadvisor.commands.report",
-    "tuneadvisor.session",
-    "tuneadvisor.session.inputs",
-    "tuneadvisor.session.workspace",
-    "tuneadvisor.session.gather",
-    "tuneadvisor.session.rule_files",
+    "tuneadvisor.workspace",
+    "tuneadvisor.workspace.inputs",
+    "tuneadvisor.workspace.load",
+    "tuneadvisor.workspace.gather",
+    "tuneadvisor.workspace.rule_files",
     # gather's steps and the workspace's tuned files (its editors load only with a job
     # script or a training script)
-    "tuneadvisor.session.gpu_source",
-    "tuneadvisor.session.read_files",
-    "tuneadvisor.session.read_measured",
-    "tuneadvisor.session.site_file",
-    "tuneadvisor.session.readers",  # the readers gather walks over
-    *(f"tuneadvisor.session.readers.{name}" for name in READERS if name != "__init__"),
-    "tuneadvisor.session.tuned_files",
+    "tuneadvisor.workspace.gpu_source",
+    "tuneadvisor.workspace.read_files",
+    "tuneadvisor.workspace.read_measured",
+    "tuneadvisor.workspace.site_file",
+    "tuneadvisor.workspace.readers",  # the readers gather walks over
+    *(f"tuneadvisor.workspace.readers.{name}" for name in READERS if name != "__init__"),
+    "tuneadvisor.workspace.tuned_files",
     "tuneadvisor.runrecord",  # the record's file name, looked for beside the profile
     "tuneadvisor.advisor",
     "tuneadvisor.advisor.advice",
-    "tuneadvisor.advisor.allocation",
+    "tuneadvisor.advisor.measured_allocation",
     "tuneadvisor.advisor.engine",
     "tuneadvisor.advisor.evidence",
     "tuneadvisor.advisor.expressions",
@@ -197,7 +197,7 @@ LEAN_REPORT = {
     "tuneadvisor.present.advice_text",
     "tuneadvisor.present.findings",
     "tuneadvisor.present.metrics_read",
-    "tuneadvisor.present.numbers",
+    "tuneadvisor.present.number_text",
     "tuneadvisor.present.plan_rows",
     "tuneadvisor.present.prediction_text",
     "tuneadvisor.present.requests_use",

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tests.generated_jobs import LOCAL, Header, headers, scripts, seffs
 from tests.integration.slurm_cluster import Cluster, start_cluster
 from tests.unit.test_apply_generated import PROFILE, apply_once, written_problems
-from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.workspace.inputs import Inputs
 
 pytestmark = [pytest.mark.slurm]
 

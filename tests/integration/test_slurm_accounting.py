@@ -11,9 +11,9 @@ import pytest
 
 from tests.integration.slurm_cluster import Cluster, burner, start_cluster, with_burner
 from tests.report_schema import checked
+from tuneadvisor.slurm.accounting.sacct.records import SacctJob
+from tuneadvisor.slurm.accounting.seff import SeffReport
 from tuneadvisor.slurm.client import SlurmError
-from tuneadvisor.slurm.sacct.records import SacctJob
-from tuneadvisor.slurm.seff import SeffReport
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

@@ -14,8 +14,8 @@ import pytest
 
 from tests.integration.slurm_cluster import REPO, Cluster, start_cluster
 from tuneadvisor.slurm.client import SlurmError
+from tuneadvisor.slurm.client.scontrol import JobInfo
 from tuneadvisor.slurm.options import parse_nodes
-from tuneadvisor.slurm.scontrol import JobInfo
 from tuneadvisor.slurm.units import parse_memory, parse_time
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]

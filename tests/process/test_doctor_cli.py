@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tuneadvisor.present.site_checks import checks_json, render_checks
-from tuneadvisor.session.site_checks.model import STATUSES, Check
+from tuneadvisor.workspace.site_checks.model import STATUSES, Check
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_NVML = REPO / "tests" / "fixtures" / "nvml" / "fake"

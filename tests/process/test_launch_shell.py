@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tuneadvisor.relaunch.allocation import emulate
 from tuneadvisor.relaunch.bundled import bundled
+from tuneadvisor.relaunch.local_allocation import emulate
 from tuneadvisor.relaunch.runner import RunRequest, plan_tasks
 from tuneadvisor.relaunch.settings import Settings, render_job_script
 from tuneadvisor.relaunch.submit import launch_line

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.workspace import load_workspace
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import load_workspace
 
 JOBS = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "jobscripts"
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.cli import main
-from tuneadvisor.session.read_files import read_job
 from tuneadvisor.slurm.jobscript.syntax import DIRECTIVE_AFTER_COMMAND
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch
+from tuneadvisor.workspace.read_files import read_job
 
 JOBS = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "jobscripts"
 

@@ -8,7 +8,7 @@ import pytest
 
 from tuneadvisor.advisor.engine import run_case
 from tuneadvisor.advisor.rules import Case, Rule
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 RULES = load_rules([default_rules_dir()])
 CANONICAL = {

@@ -29,13 +29,13 @@ from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.model import FunctionTiming, LineTiming, Profile, ProfileSet
 from tuneadvisor.profile.source import SourceFinder
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.tuned_files import TunedFiles
-from tuneadvisor.session.workspace import JobScriptText, Workspace
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.app import TuneAdvisorApp
 from tuneadvisor.tui.screens import MainScreen
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import JobScriptText, Workspace
+from tuneadvisor.workspace.tuned_files import TunedFiles
 
 SIZE = (120, 36)
 REPO = Path(__file__).resolve().parents[2]

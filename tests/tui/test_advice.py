@@ -23,12 +23,12 @@ from tests.tui.helpers import (
     wait_for,
     wait_loaded,
 )
-from tuneadvisor.session.apply import tuned_name
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.workspace import load_workspace
 from tuneadvisor.tui.advice_widgets import DiffView, FindingCard, FindingsPanel
 from tuneadvisor.tui.dialogs import ApplyScreen
 from tuneadvisor.tui.screens import MainScreen
+from tuneadvisor.workspace.apply import tuned_name
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import load_workspace
 
 
 def example_inputs(directory: Path) -> Inputs:

@@ -26,12 +26,12 @@ from tests.tui.helpers import (
     wait_loaded,
 )
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.workspace import JobScriptText, Workspace
 from tuneadvisor.tui import app as app_module
 from tuneadvisor.tui.dialogs import HelpScreen, LoadingScreen
 from tuneadvisor.tui.screens import MainScreen
 from tuneadvisor.tui.view import NO_FINDINGS
 from tuneadvisor.tui.widgets import FunctionsTable, JobScriptView, LinesTable, PartsTable
+from tuneadvisor.workspace.load import JobScriptText, Workspace
 
 
 def plain(cell: object) -> str:

@@ -34,11 +34,11 @@ from tests.tui.helpers import (
     write_train_py,
 )
 from tuneadvisor.commands.open import screen_title
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.workspace import JobScriptText
 from tuneadvisor.tui.advice_widgets import DiffView
 from tuneadvisor.tui.dialogs import ApplyScreen
 from tuneadvisor.tui.widgets import FunctionsTable, JobScriptView, KindSummary, LinesTable
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import JobScriptText
 
 SIZES = [(100, 30), (220, 60)]
 REPO = Path(__file__).resolve().parents[2]
@@ -111,7 +111,7 @@ async def test_a_function_opens_on_its_hottest_line(tmp_path: Path, size: tuple[
 async def test_the_examples_hot_line_opens_mid_view_below_its_signature(tmp_path: Path) -> None:
     """The bundled example at 100x30: train()'s signature is ten lines; its DataLoader line
     (204) opens under the cursor with the lines after it in sight."""
-    from tuneadvisor.session.workspace import load_workspace
+    from tuneadvisor.workspace.load import load_workspace
 
     example = copy_example(tmp_path)
     inputs = Inputs(profiles=(str(example / "24752610.lprof"),), job=str(example / "mnist.sbatch"))
@@ -181,9 +181,9 @@ async def test_the_apply_question_names_the_launch_line_it_changes(tmp_path: Pat
 @pytest.mark.parametrize("size", SIZES)
 @async_test
 async def test_the_replay_footer_shows_every_key(size: tuple[int, int]) -> None:
-    from tuneadvisor.session.rule_files import load_rules, rule_dirs
     from tuneadvisor.tui.watch_app import WatchApp
     from tuneadvisor.watch.replay import load_replay
+    from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
     session = load_replay(REPLAY, load_rules(rule_dirs([])), speed=0.25)
     app = WatchApp(session, title="tuneadvisor open: replay-a100.jsonl (replay)")

@@ -25,7 +25,7 @@ from tests.tui.helpers import (
     quick_of,
     wait_loaded,
 )
-from tuneadvisor.session.workspace import Workspace
+from tuneadvisor.workspace.load import Workspace
 
 SnapCompare = Callable[..., bool]
 

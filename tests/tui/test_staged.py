@@ -24,17 +24,17 @@ from tests.tui.helpers import (
     wait_loaded,
 )
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.workspace import (
-    Workspace,
-    load_quick_workspace,
-    load_workspace,
-)
 from tuneadvisor.tui import app as app_module
 from tuneadvisor.tui.advice_widgets import FindingCard
 from tuneadvisor.tui.screens import MainScreen
 from tuneadvisor.tui.view import EVALUATING, READING
 from tuneadvisor.tui.widgets import KindSummary, LinesTable
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import (
+    Workspace,
+    load_quick_workspace,
+    load_workspace,
+)
 
 
 class Gate:

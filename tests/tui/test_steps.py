@@ -28,8 +28,8 @@ from tuneadvisor.present.trace_text import (
     kind_cells,
 )
 from tuneadvisor.profile.trace.model import TraceSet
-from tuneadvisor.session.workspace import Workspace
 from tuneadvisor.tui.steps import BAR, GapsTable, NamedTable, StackedBars, StepsPane
+from tuneadvisor.workspace.load import Workspace
 
 SIZES = [(100, 30), (220, 60)]
 

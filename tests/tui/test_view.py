@@ -23,10 +23,9 @@ from tuneadvisor.present.findings import (
     suggestion_texts,
     top_finding,
 )
-from tuneadvisor.present.numbers import format_seconds, heat_bar
+from tuneadvisor.present.number_text import format_seconds, heat_bar
 from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
-from tuneadvisor.session.apply import can_apply, planned_writes, tuned_name, write_outputs
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.view import (
     FUNCTION_SORTS,
@@ -43,6 +42,7 @@ from tuneadvisor.tui.view import (
     merged_lines,
     next_in,
 )
+from tuneadvisor.workspace.apply import can_apply, planned_writes, tuned_name, write_outputs
 
 
 def _analysis(tmp_path: Path) -> ProfileAnalysis:

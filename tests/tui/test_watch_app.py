@@ -19,7 +19,6 @@ from textual.widgets import DataTable, RichLog, Static
 
 from tuneadvisor.metrics.model import GpuSample, HostSample
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
 from tuneadvisor.tui.dialogs import QuitScreen
 from tuneadvisor.tui.level_chart import LevelChart
 from tuneadvisor.tui.watch_app import WatchApp
@@ -28,6 +27,7 @@ from tuneadvisor.watch.live_run import LiveRun
 from tuneadvisor.watch.output import OutputLines
 from tuneadvisor.watch.program import Program
 from tuneadvisor.watch.session import WatchSession
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 U0 = "GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c"
 U1 = "GPU-4404041a-04cf-1ccf-9e70-f139a9b1e23c"

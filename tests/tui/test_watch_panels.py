@@ -20,8 +20,8 @@ from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
 from tuneadvisor.tui.level_chart import LevelChart
 from tuneadvisor.tui.watch_panels import (
     CorePanel,
-    FindingsPanel,
     GpuPanel,
+    LiveFindingsPanel,
     MarksLine,
     ProcessPanel,
     RequestsLine,
@@ -30,7 +30,7 @@ from tuneadvisor.tui.watch_panels import (
 )
 from tuneadvisor.tui.watch_state import ScreenState, status_text
 from tuneadvisor.watch.replay import Playback
-from tuneadvisor.watch.session import LiveFinding, LiveState, Span
+from tuneadvisor.watch.session import LiveFinding, LiveState, WatchSpan
 
 CSS = Path(tuneadvisor.tui.__file__).parent / "watch.tcss"
 
@@ -64,7 +64,7 @@ def state_of(
     live = LiveState(latest=rounds[-1] if rounds else None, findings=findings,
                      rounds=len(rounds), started=100.0, job=job or {}, interval_s=0.5,
                      window_s=window_s)  # fmt: skip
-    return ScreenState(live=live, span=Span.of(rounds), zoom_label=zoom_label,
+    return ScreenState(live=live, span=WatchSpan.of(rounds), zoom_label=zoom_label,
                        gpu_index=gpu_index, paused=paused, ended=ended,
                        playback=playback)  # fmt: skip
 
@@ -318,7 +318,7 @@ async def test_findings_panel_lists_the_live_findings_as_text() -> None:
                       evidence=(Evidence("GPU util", "31 %"),), suggest=Suggestion(),
                       rule_path="x.toml")  # fmt: skip
     live = LiveFinding(finding, window_start=10.0, window_end=40.0, rounds=60, since=12.0)
-    panel = FindingsPanel("Findings: waiting for samples", id="findings")
+    panel = LiveFindingsPanel("Findings: waiting for samples", id="findings")
     async with OnePanel(panel).run_test() as pilot:
         assert text_of(panel) == "Findings: waiting for samples"
         await shown(pilot, panel, state_of([Snapshot(t=0.0)], window_s=30.0))

@@ -29,10 +29,10 @@ from tests.integration.test_watch_cli import tuneadvisor as run_tuneadvisor
 from tests.tui.test_watch_app import async_test
 from tuneadvisor.cli import main
 from tuneadvisor.metrics.recording import parse_recording
-from tuneadvisor.session.rule_files import load_rules, rule_dirs
 from tuneadvisor.tui.watch_app import WatchApp
 from tuneadvisor.tui.watch_state import replay_position
 from tuneadvisor.watch.replay import DEFAULT_SPEED, SPEEDS, ReplaySession, load_replay
+from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
 REPO = Path(__file__).resolve().parent.parent.parent
 WATCH = REPO / "tests" / "fixtures" / "watch"

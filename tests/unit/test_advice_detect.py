@@ -20,7 +20,6 @@ import pytest
 from tests.conftest import REPO, TUTORIAL_SEFF, line_of
 from tests.unit.test_advice_acceptance import apply_unified_diff, findings
 from tuneadvisor.cli import main
-from tuneadvisor.session.script_settings import Target, write_settings
 from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.choose import choose_launch
@@ -28,6 +27,7 @@ from tuneadvisor.slurm.launch_line.search import find_launches
 from tuneadvisor.trainscript.local_imports import local_module_paths
 from tuneadvisor.trainscript.parsed import parse_script
 from tuneadvisor.trainscript.scan import scan_script
+from tuneadvisor.workspace.script_settings import Target, write_settings
 
 FIXTURES = REPO / "tests" / "fixtures"
 REAL = FIXTURES / "realworld" / "jobscripts"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tutorial_seff
-from tuneadvisor.advisor.allocation import Measured, allocation_facts
+from tuneadvisor.advisor.measured_allocation import MeasuredAllocation, allocation_facts
 from tuneadvisor.cli import main
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 from tuneadvisor.slurm.jobscript.model import JobScript
@@ -107,7 +107,7 @@ def test_measured_allocation_sources_in_order() -> None:
         "this sacct record is of a 3-core run; the job script now asks for 4 cores: the "
         "advice is computed from the run that was measured"
     ]
-    alloc, _ = allocation_facts(facts, [Measured("this recording", 5)])
+    alloc, _ = allocation_facts(facts, [MeasuredAllocation("this recording", 5)])
     assert alloc["alloc.cpus_per_task"] == 5  # what the watched job was given comes first
     alloc, notes = allocation_facts({"job.cpus_per_task": 4, "job.mem_mib": 2048.0})
     assert alloc == {"alloc.cpus_per_task": 4, "alloc.mem_mib": 2048.0}
@@ -301,7 +301,7 @@ def test_output_over_an_existing_file_needs_force(
 
 def test_low_gpu_util_judges_the_busy_gpus_not_a_mean_with_an_idle_one() -> None:
     from tuneadvisor.advisor.engine import evaluate
-    from tuneadvisor.session.rule_files import load_rules, rule_dirs
+    from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
     samples = [
         GpuSample(t=float(t), index=i, uuid=f"GPU-{i}", util_pct=util)
@@ -319,7 +319,7 @@ def test_the_loader_share_is_a_percent_and_not_called_most_below_half(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tuneadvisor.advisor.engine import evaluate
-    from tuneadvisor.session.rule_files import load_rules, rule_dirs
+    from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
     rules = [r for r in load_rules(rule_dirs(())) if r.id == "dataloader-bound"]
     [finding] = evaluate(rules, {"profile.loader_share": 0.3, "alloc.cpus_per_task": 1}).findings

@@ -20,9 +20,9 @@ from tuneadvisor.metrics.snapshot import (
     Snapshot,
 )
 from tuneadvisor.present.watch_summary import binding_lines
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
 from tuneadvisor.tui.watch_state import binding_text, short_ranks
 from tuneadvisor.watch.session import live_facts
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 
 @given(st.frozensets(st.integers(min_value=0, max_value=511)))

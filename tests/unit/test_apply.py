@@ -14,8 +14,8 @@ from tests.conftest import TUTORIAL_SEFF
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import backup_path, write_atomic
-from tuneadvisor.session.apply import tuned_name
 from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.workspace.apply import tuned_name
 
 JOB = """\
 #!/bin/bash

@@ -26,10 +26,10 @@ from tests.conftest import tutorial_seff
 from tests.generated_jobs import LARGE, Header, headers, scripts, seffs
 from tests.unit.test_apply_property import _check_memory
 from tuneadvisor.advisor.site import DEFAULT_NODE_CORES, DEFAULT_NODE_MEM_MIB
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.workspace import load_workspace
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.units import parse_memory
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import load_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "examples" / "mnist" / "24752610.lprof"

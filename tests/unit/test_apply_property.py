@@ -13,10 +13,10 @@ import pytest
 
 from tests.conftest import tutorial_seff
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.workspace import load_workspace
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.units import parse_memory
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import load_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(

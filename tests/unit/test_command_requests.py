@@ -17,9 +17,9 @@ from tuneadvisor.commands.tune import tune_request
 from tuneadvisor.commands.watch import watch_request
 from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch.requests import RelaunchRequest, SettingsOverrides, settings_with
-from tuneadvisor.relaunch.tune import TuneOptions, TuneRequest
-from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.tune.tuner import TuneOptions, TuneRequest
 from tuneadvisor.watch.request import WatchRequest
+from tuneadvisor.workspace.inputs import Inputs
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDING = str(REPO / "tests" / "fixtures" / "watch" / "replay-a100.jsonl")

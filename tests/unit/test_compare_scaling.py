@@ -13,8 +13,8 @@ import pytest
 from rich.console import Console
 
 from tuneadvisor.cli import main
-from tuneadvisor.relaunch.compare import load_item, scale_points, scaling_table
-from tuneadvisor.relaunch.plots import panels, terminal_plots
+from tuneadvisor.compare.plots import panels, terminal_plots
+from tuneadvisor.compare.tables import load_item, scale_points, scaling_table
 from tuneadvisor.relaunch.settings import Settings
 
 TRAIN = 768  # samples in the training set

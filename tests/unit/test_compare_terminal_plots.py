@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuneadvisor.relaunch import plots
-from tuneadvisor.relaunch.plots import Panel, Series, terminal_plots, text_bars
+from tuneadvisor.compare import plots
+from tuneadvisor.compare.plots import Panel, Series, terminal_plots, text_bars
 
 LABELS = ["mnist_single-1", "mnist_single-2 w4", "mnist_single-3 amp"]
 

@@ -1,4 +1,4 @@
-"""A tune folder given to `compare` (relaunch/compare_tune.py): whatever its tune.json holds,
+"""A tune folder given to `compare` (compare/tune_folders.py): whatever its tune.json holds,
 the runs read are folders directly under its trials/ with a run.json, never a path elsewhere,
 and a broken summary falls back to the trials folder instead of failing."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuneadvisor.relaunch.compare_tune import _run_ids, expand_tune_folders, is_tune_folder
+from tuneadvisor.compare.tune_folders import _run_ids, expand_tune_folders, is_tune_folder
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=12),

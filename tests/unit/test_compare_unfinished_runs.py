@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuneadvisor.cli import main
-from tuneadvisor.relaunch.compare import baseline, load_item, scale_points
-from tuneadvisor.relaunch.plots import panels
+from tuneadvisor.compare.plots import panels
+from tuneadvisor.compare.tables import baseline, load_item, scale_points
 from tuneadvisor.relaunch.settings import Settings
 from tuneadvisor.runrecord.record import is_run_record
 

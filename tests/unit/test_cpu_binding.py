@@ -13,15 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuneadvisor.advisor.slurm_release import release_facts
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.workspace import load_workspace
+from tuneadvisor.slurm.client.version import parse_version
 from tuneadvisor.slurm.jobscript.cpu_binding import binding_facts
 from tuneadvisor.slurm.jobscript.exports import export_line, with_exports
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 from tuneadvisor.slurm.launch_line.search import find_launches
-from tuneadvisor.slurm.version import parse_version
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import load_workspace
 
 DDP = "#!/bin/bash\n#SBATCH --ntasks-per-node=4\n#SBATCH --cpus-per-task=8\n#SBATCH --gres=gpu:4\n"
 

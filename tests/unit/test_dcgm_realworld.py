@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.cli import main
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "dcgm"
 MIB = 1024 * 1024

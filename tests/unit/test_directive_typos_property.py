@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import TUTORIAL_SEFF
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.workspace import load_workspace
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.options import conflicting_with
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import load_workspace
 
 # (option, value): pairs sbatch refuses together are among them on purpose.
 OPTIONS = [

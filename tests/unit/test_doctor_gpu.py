@@ -15,8 +15,8 @@ import pytest
 
 from tests.unit.test_nvml import FIXTURES, U0, U1, _fake_module
 from tuneadvisor.metrics.nvml import NvmlInventory, inventory
-from tuneadvisor.session.site_checks.gpu import gpu_checks, mig_profile, short_uuid
-from tuneadvisor.session.site_checks.model import Check
+from tuneadvisor.workspace.site_checks.gpu import gpu_checks, mig_profile, short_uuid
+from tuneadvisor.workspace.site_checks.model import Check
 
 H200 = FIXTURES / "h200-1gpu.json"
 GPU_IDS = ("gpu.devices", "gpu.visible", "gpu.mig", "gpu.processes", "gpu.process_util",

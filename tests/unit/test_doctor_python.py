@@ -19,8 +19,8 @@ import pytest
 from tests.unit.test_doctor_gpu import H200, taken
 from tests.unit.test_nvml import _fake_module
 from tuneadvisor.metrics.nvml import NvmlInventory
-from tuneadvisor.session.site_checks.model import Check
-from tuneadvisor.session.site_checks.training_python import (
+from tuneadvisor.workspace.site_checks.model import Check
+from tuneadvisor.workspace.site_checks.training_python import (
     InterpreterProbe,
     kernprof_check,
     python_checks,

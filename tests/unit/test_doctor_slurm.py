@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.session.site_checks.cluster import slurm_checks
-from tuneadvisor.session.site_checks.model import Check
 from tuneadvisor.slurm.cgroup import CgroupPlace, parse_cgroup
 from tuneadvisor.slurm.client import SlurmClient
+from tuneadvisor.workspace.site_checks.cluster import slurm_checks
+from tuneadvisor.workspace.site_checks.model import Check
 
 # What slurmd's cgroup plugins write (Slurm 22.05 and 23.02), and a plain login shell.
 V2_STEP = "0::/system.slice/slurmstepd.scope/job_4711/step_0/user/task_0\n"

@@ -17,8 +17,8 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import REPO
-from tuneadvisor.advisor.allocation import allocation_facts
 from tuneadvisor.advisor.facts import FACTS, type_matches
+from tuneadvisor.advisor.measured_allocation import allocation_facts
 from tuneadvisor.advisor.site import NodeShape, parse_site
 from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.advisor.slurm_release import release_facts
@@ -33,23 +33,23 @@ from tuneadvisor.profile.lprof import load_profiles
 from tuneadvisor.profile.model import ProfileSet
 from tuneadvisor.profile.source import SourceFinder
 from tuneadvisor.profile.text_table import parse_table
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.read_measured import read_metrics
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.slurm.accounting.sacct import parse_sacct
+from tuneadvisor.slurm.accounting.sacct.gpu import accounting_gpu
+from tuneadvisor.slurm.accounting.seff import parse_seff
+from tuneadvisor.slurm.client.version import version_facts
 from tuneadvisor.slurm.joblog.scan import scan_logs
 from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.model import option_values
 from tuneadvisor.slurm.launch_line.search import find_launches
-from tuneadvisor.slurm.sacct import parse_sacct
-from tuneadvisor.slurm.sacct.gpu import accounting_gpu
-from tuneadvisor.slurm.seff import parse_seff
-from tuneadvisor.slurm.version import version_facts
 from tuneadvisor.trainscript.parsed import parse_script
 from tuneadvisor.trainscript.program_facts import program_facts
 from tuneadvisor.trainscript.scan import scan_script
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.read_measured import read_metrics
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 FIXTURES = REPO / "tests" / "fixtures"
 NOHEADER_COLUMNS = "timestamp,index,utilization.gpu,memory.used,memory.total,power.draw"

@@ -10,21 +10,21 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tuneadvisor.advisor.allocation import ran_differently
+from tuneadvisor.advisor.measured_allocation import ran_differently
 from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.relaunch.records import write_record
 from tuneadvisor.runrecord.parts import Paths
 from tuneadvisor.runrecord.record import RunRecord, read_record
 from tuneadvisor.runrecord.settings import Settings
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.read_files import read_job
-from tuneadvisor.session.workspace import analyze_profiles
-from tuneadvisor.slurm.as_run import as_run_facts
+from tuneadvisor.slurm.accounting.as_run import as_run_facts
 from tuneadvisor.slurm.jobscript.facts import job_facts, job_notes
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.search import find_launches
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import analyze_profiles
+from tuneadvisor.workspace.read_files import read_job
 
 EXAMPLE = REPO / "examples" / "mnist"
 PROFILE = str(EXAMPLE / "24752610.lprof")
@@ -47,10 +47,10 @@ def test_the_job_scripts_facts_come_from_the_slurm_package() -> None:
 
 
 def test_the_job_as_slurm_ran_it_is_the_slurm_packages_and_the_comparison_the_advisors() -> None:
-    assert as_run_facts.__module__ == "tuneadvisor.slurm.as_run"
+    assert as_run_facts.__module__ == "tuneadvisor.slurm.accounting.as_run"
     assert as_run_facts(None, None) == {}
     # comparing two inputs (the script with Slurm's record) is the advisor's business
-    assert ran_differently.__module__ == "tuneadvisor.advisor.allocation"
+    assert ran_differently.__module__ == "tuneadvisor.advisor.measured_allocation"
     (note,) = ran_differently({"job.cpus_per_task": 1}, {"job.cpus_per_task": 4})
     assert "--cpus-per-task 4" in note
 

@@ -29,7 +29,7 @@ from tuneadvisor.advisor.fact_view import (
 from tuneadvisor.advisor.facts import FACTS, type_matches
 from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.advisor.steptime import step_budget
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 NAMES = sorted({name for section in SECTIONS for name in section.names().values()})
 
@@ -147,7 +147,7 @@ def test_advise_builds_the_step_time_model_once(counted: dict[str, int]) -> None
 
 def test_few_fact_names_are_written_as_strings() -> None:
     """The Python that uses facts reads the view (issue 29: at most 40 names as strings in
-    advisor/, present/, relaunch/ and session/; bench/fact_names.py lists them)."""
+    advisor/, present/, relaunch/ and workspace/; bench/fact_names.py lists them)."""
     from bench.fact_names import found
 
     rows = found()

@@ -19,7 +19,6 @@ from tuneadvisor.files import (
     read_text_input,
     write_atomic,
 )
-from tuneadvisor.session.rule_files import rule_dirs
 from tuneadvisor.slurm.safe_words import (
     MAX_COUNT,
     checked_count,
@@ -28,6 +27,7 @@ from tuneadvisor.slurm.safe_words import (
     is_option_name,
     shell_word,
 )
+from tuneadvisor.workspace.rule_files import rule_dirs
 
 # --------------------------------------------------------------------------- reading
 

@@ -13,8 +13,8 @@ from tuneadvisor.advisor.evidence import Gathered
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
 
 FIXTURES = REPO / "tests" / "fixtures"
 SLURM = FIXTURES / "slurm-22.05"
@@ -424,8 +424,8 @@ def test_the_scan_reuses_the_profile_analysis_parse_of_the_training_script(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Line kinds and the scan read the example's mnist_classify.py from one parse."""
-    from tuneadvisor.session.workspace import analyze_profiles
     from tuneadvisor.trainscript import scan
+    from tuneadvisor.workspace.load import analyze_profiles
 
     inputs = Inputs(profiles=(str(EXAMPLE_PROFILE),), job=str(EXAMPLE_JOB))
     analysis = analyze_profiles(inputs, cwd=REPO)

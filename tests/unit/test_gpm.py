@@ -20,7 +20,7 @@ from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.metrics import gpm
 from tuneadvisor.metrics.model import MetricsSeries
 from tuneadvisor.metrics.nvml import NvmlSampler
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nvml"
 CAPTURE: dict[str, Any] = json.loads((FIXTURES / "gpm-h200.json").read_text())
@@ -255,7 +255,7 @@ def test_the_request_fits_the_real_nvml_structures() -> None:
 
 
 def test_the_note_names_the_sm_level_rules_of_the_pack() -> None:
-    from tuneadvisor.session.gpu_source import SM_LEVEL_RULES
+    from tuneadvisor.workspace.gpu_source import SM_LEVEL_RULES
 
     assert set(SM_LEVEL_RULES.split(", ")) == SM_LEVEL
     assert {rule.id for rule in load_rules([default_rules_dir()])} >= SM_LEVEL

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tuneadvisor.advisor.engine import evaluate
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 RECORDED = Path(__file__).parents[1] / "fixtures" / "nvml" / "gpm-check-h200.json"
 SM_LEVEL = {"busy-but-underused", "tensor-cores-idle", "memory-bandwidth-bound"}

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from tuneadvisor.metrics.model import GpuSample
 from tuneadvisor.metrics.recording import RecordingHeader, RecordingWriter, parse_recording
 from tuneadvisor.metrics.snapshot import Snapshot
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.read_measured import read_metrics
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.read_measured import read_metrics
 
 U0 = "GPU-fbeb7f21-0738-07b7-fe70-90ad97879162"
 _PCT = st.floats(min_value=0, max_value=100, allow_nan=False).map(lambda v: round(v, 3))

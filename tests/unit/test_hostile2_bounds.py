@@ -26,7 +26,7 @@ from tuneadvisor.files import MAX_JOB_SCRIPT
 from tuneadvisor.metrics.recording import MAX_GPUS_PER_NODE
 from tuneadvisor.runrecord.measured import MAX_EVENTS
 from tuneadvisor.runrecord.settings import Settings
-from tuneadvisor.slurm.bounded_run import (
+from tuneadvisor.slurm.client.bounded_run import (
     MAX_OUTPUT_BYTES,
     MAX_STDERR_BYTES,
     OutputTooLarge,

@@ -19,9 +19,9 @@ from tuneadvisor.relaunch.local_processes import (
 )
 from tuneadvisor.relaunch.settings import checked_settings
 from tuneadvisor.runrecord.settings import Settings
+from tuneadvisor.slurm.accounting.jobstats import MAX_SUMMARY_BYTES, JobstatsTooLarge, _gunzipped
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.jobscript.repair import _fixed, _values_repaired, _why_not, repair_directives
-from tuneadvisor.slurm.jobstats import MAX_SUMMARY_BYTES, JobstatsTooLarge, _gunzipped
 from tuneadvisor.slurm.launch_line.search import find_launches
 from tuneadvisor.slurm.launch_line.variables import MAX_EXPANDED_CHARS, MAX_VALUE_CHARS
 from tuneadvisor.slurm.safe_words import MAX_COUNT

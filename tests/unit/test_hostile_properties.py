@@ -28,13 +28,13 @@ from tuneadvisor.profile.table_cells import TableError
 from tuneadvisor.profile.text_table import parse_table
 from tuneadvisor.relaunch.saved_report import parse_report
 from tuneadvisor.relaunch.settings import Settings, settings_from_report
+from tuneadvisor.slurm.accounting.sacct import parse_sacct
+from tuneadvisor.slurm.accounting.sacct.json_format import parse_sacct_json
+from tuneadvisor.slurm.accounting.sacct.records import SacctError
+from tuneadvisor.slurm.accounting.seff import SeffError, parse_seff
+from tuneadvisor.slurm.client.scontrol import ScontrolError, parse_job
+from tuneadvisor.slurm.client.squeue import SqueueError, parse_squeue_json
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.sacct import parse_sacct
-from tuneadvisor.slurm.sacct.json_format import parse_sacct_json
-from tuneadvisor.slurm.sacct.records import SacctError
-from tuneadvisor.slurm.scontrol import ScontrolError, parse_job
-from tuneadvisor.slurm.seff import SeffError, parse_seff
-from tuneadvisor.slurm.squeue import SqueueError, parse_squeue_json
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 REPO = FIX.parent.parent

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.slurm.as_run import as_run_facts
+from tuneadvisor.slurm.accounting.as_run import as_run_facts
+from tuneadvisor.slurm.client.scontrol import parse_job, parse_records
 from tuneadvisor.slurm.jobscript.facts import job_facts
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.scontrol import parse_job, parse_records
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "slurm-local" / "requests"
 CAPTURES = sorted(FIXTURES.glob("*.txt"))

@@ -1,4 +1,4 @@
-"""Which of a live job's logs are read (session/job_log.py): StdOut and StdErr as slurmctld
+"""Which of a live job's logs are read (workspace/job_log.py): StdOut and StdErr as slurmctld
 reports them, once each, where this machine can read them; a note for each that is not."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 from tests.unit.test_slurm_parsers import SHOW_JOB
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.job_log import live_log_paths, read_job_logs
-from tuneadvisor.session.live_job import LiveJob
-from tuneadvisor.slurm.scontrol import parse_job
+from tuneadvisor.slurm.client.scontrol import parse_job
+from tuneadvisor.workspace.job_log import live_log_paths, read_job_logs
+from tuneadvisor.workspace.live_job import LiveJob
 
 
 def _live(out: str | None, err: str | None, shown: bool = True) -> LiveJob:

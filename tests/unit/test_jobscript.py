@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from tuneadvisor.session.read_files import read_job
 from tuneadvisor.slurm import options, units
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.jobscript.syntax import (
@@ -32,6 +31,7 @@ from tuneadvisor.slurm.jobscript.syntax import (
 )
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.search import find_launches
+from tuneadvisor.workspace.read_files import read_job
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CORPUS = FIXTURES / "jobscripts"

@@ -17,15 +17,15 @@ from tests.conftest import REPO
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import usage_facts
 from tuneadvisor.present.jobs_table import render_rows
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.jobs import job_row
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
-from tuneadvisor.slurm.jobstats import JobstatsError, is_jobstats, parse_jobstats
-from tuneadvisor.slurm.sacct import parse_sacct
-from tuneadvisor.slurm.sacct.gpu import accounting_gpu
-from tuneadvisor.slurm.sacct.pipe_format import parse_sacct_pipe
-from tuneadvisor.slurm.sacct.records import SacctError, SacctJob
+from tuneadvisor.slurm.accounting.jobstats import JobstatsError, is_jobstats, parse_jobstats
+from tuneadvisor.slurm.accounting.sacct import parse_sacct
+from tuneadvisor.slurm.accounting.sacct.gpu import accounting_gpu
+from tuneadvisor.slurm.accounting.sacct.pipe_format import parse_sacct_pipe
+from tuneadvisor.slurm.accounting.sacct.records import SacctError, SacctJob
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.jobs import job_row
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 ACCOUNTING = REPO / "tests" / "fixtures" / "realworld" / "accounting"
 GiB = 2**30

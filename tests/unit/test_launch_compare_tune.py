@@ -12,14 +12,14 @@ import pytest
 from rich.console import Console
 
 from tuneadvisor.cli import main
-from tuneadvisor.relaunch import tune as tune_mod
+from tuneadvisor.compare.plots import panels, terminal_plots, write_plot_file
+from tuneadvisor.compare.tables import load_item, tables
 from tuneadvisor.relaunch.bundled import bundled
-from tuneadvisor.relaunch.compare import load_item, tables
-from tuneadvisor.relaunch.plots import panels, terminal_plots, write_plot_file
 from tuneadvisor.relaunch.records import RunRecord
 from tuneadvisor.relaunch.runner import RunRequest
 from tuneadvisor.relaunch.settings import Settings
-from tuneadvisor.relaunch.tune import TuneOptions, Tuner, worker_candidates
+from tuneadvisor.tune import tuner as tune_mod
+from tuneadvisor.tune.tuner import TuneOptions, Tuner, worker_candidates
 
 
 def _record(

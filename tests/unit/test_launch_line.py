@@ -8,13 +8,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tuneadvisor.session.read_files import read_job
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.edit import set_flag, set_option
 from tuneadvisor.slurm.launch_line.lexing import unclosed_quote
 from tuneadvisor.slurm.launch_line.model import LaunchLine, option_values
 from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch
+from tuneadvisor.workspace.read_files import read_job
 
 
 def launch(body: str, path: Path | None = None, header: str = "#SBATCH -c 4\n") -> LaunchLine:

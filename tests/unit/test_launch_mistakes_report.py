@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tuneadvisor.cli import main
-from tuneadvisor.session.read_files import read_job
+from tuneadvisor.workspace.read_files import read_job
 
 JOBS = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "jobscripts"
 DDP_SCRIPT = """\

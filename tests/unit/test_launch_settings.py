@@ -11,7 +11,7 @@ import pytest
 from tests.report_schema import minimal_report
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, settings_overrides
 from tuneadvisor.errors import InputError
-from tuneadvisor.relaunch.allocation import clean_environ, emulate
+from tuneadvisor.relaunch.local_allocation import clean_environ, emulate
 from tuneadvisor.relaunch.requests import SettingsOverrides, settings_with
 from tuneadvisor.relaunch.saved_report import parse_report
 from tuneadvisor.relaunch.settings import Settings, render_job_script, settings_from_report
@@ -70,8 +70,8 @@ def test_the_advice_of_the_inputs_gives_what_the_saved_report_gives(
     """`run NAME INPUTS` takes the advice itself; `run --from REPORT.json` reads it back from
     the report: the same settings either way (the example's report is the golden file)."""
     from tuneadvisor.relaunch.requests import settings_from_workspace
-    from tuneadvisor.session.inputs import Inputs
-    from tuneadvisor.session.workspace import load_workspace
+    from tuneadvisor.workspace.inputs import Inputs
+    from tuneadvisor.workspace.load import load_workspace
 
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(REPO / "tests" / "no-such-config"))

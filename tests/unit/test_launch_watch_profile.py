@@ -10,9 +10,9 @@ from typing import Any
 
 from rich.console import Console
 
-from tuneadvisor.relaunch.allocation import emulate
+from tuneadvisor.compare.tables import load_item, resources_table, to_json
 from tuneadvisor.relaunch.bundled import bundled
-from tuneadvisor.relaunch.compare import load_item, resources_table, to_json
+from tuneadvisor.relaunch.local_allocation import emulate
 from tuneadvisor.relaunch.runner import RunRequest, plan_tasks
 from tuneadvisor.relaunch.settings import Settings, render_job_script
 from tuneadvisor.relaunch.submit import launch_line, profile_names, submitted_record

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.read_files import read_job
 from tuneadvisor.slurm.launch_line import search
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.edit import append_words, set_option
 from tuneadvisor.slurm.launch_line.search import find_launches, unfollowed_launch
+from tuneadvisor.workspace.read_files import read_job
 
 # The shape of Mila's accelerate example: options for the wrapper's launcher, then the
 # command it launches, all passed on by "$@".

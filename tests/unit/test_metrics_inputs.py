@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.cli import main
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
 
 SMI = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
 COLUMNS = "timestamp,index,utilization.gpu,memory.used,memory.total,power.draw"

@@ -18,16 +18,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tuneadvisor.advisor.allocation import allocation_facts
+from tuneadvisor.advisor.measured_allocation import allocation_facts
 from tuneadvisor.cli import main
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.workspace import load_workspace
+from tuneadvisor.slurm.accounting.sacct.gpu import accounting_gpu
+from tuneadvisor.slurm.accounting.sacct.pipe_format import parse_sacct_pipe
+from tuneadvisor.slurm.accounting.sacct.records import SacctJob, SacctStep
+from tuneadvisor.slurm.accounting.seff import parse_seff
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.sacct.gpu import accounting_gpu
-from tuneadvisor.slurm.sacct.pipe_format import parse_sacct_pipe
-from tuneadvisor.slurm.sacct.records import SacctJob, SacctStep
-from tuneadvisor.slurm.seff import parse_seff
 from tuneadvisor.slurm.units import parse_memory
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.load import load_workspace
 
 ACCOUNTING = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "accounting"
 NODE_CORES, NODE_MEM_GIB = 64, 512

@@ -10,11 +10,11 @@ import pytest
 
 from tuneadvisor.cli import main
 from tuneadvisor.errors import EXIT_BAD_INPUT
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.live_job import LiveJob
-from tuneadvisor.session.read_files import read_job
 from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.live_job import LiveJob
+from tuneadvisor.workspace.read_files import read_job
 
 NOT_SCRIPTS = {
     "train.py": "import torch\n\nprint(torch.__version__)\n",
@@ -85,7 +85,7 @@ def test_a_script_with_its_shebang_is_read(tmp_path: Path) -> None:
 def test_a_script_from_slurm_that_is_none_is_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
     bad = JobScript.parse("echo hi\n", "/home/u/job.sh")
     live = LiveJob("42", None, None, None, bad, ())
-    monkeypatch.setattr("tuneadvisor.session.live_job.fetch_job", lambda *a, **k: live)
+    monkeypatch.setattr("tuneadvisor.workspace.live_job.fetch_job", lambda *a, **k: live)
     found = gather(Inputs(jobid="42"), None, env={})
     assert found.job is None
     note = "job 42: the script Slurm gave is not a Slurm job script"

@@ -16,9 +16,9 @@ from tuneadvisor.advisor.facts import FACTS, type_matches
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
 from tuneadvisor.runrecord.probe import FEEDS, parse_probe, read_probe
-from tuneadvisor.session.evidence_stamp import evidence_stamp
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.workspace.evidence_stamp import evidence_stamp
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
 
 
 def probe_record(**changes: Any) -> dict[str, Any]:

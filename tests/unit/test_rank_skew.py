@@ -16,7 +16,7 @@ from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.profile.model import LineTiming, Profile, ProfileSet
 from tuneadvisor.profile.skew import rank_skews, skew_text
 from tuneadvisor.profile.source import SourceFinder
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 STRAGGLER = next(r for r in load_rules([default_rules_dir()]) if r.id == "rank-straggler")
 

@@ -1,4 +1,4 @@
-"""The reader protocol of gathering (session/readers/): every reader module is registered
+"""The reader protocol of gathering (workspace/readers/): every reader module is registered
 once, gathering walks the registry in order (a later reader's facts win), an input not given
 says what it would add, and what a reader could not read is kept, with why, for the report's
 "Not read" part; each kind of metrics file is recognised by its first lines."""
@@ -12,13 +12,13 @@ import pytest
 
 from tests.conftest import REPO
 from tuneadvisor.advisor.evidence import NotRead
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.read_measured import METRICS_FORMATS
-from tuneadvisor.session.readers.base import Gathering, Reader
-from tuneadvisor.session.readers.registry import READERS
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.read_measured import METRICS_FORMATS
+from tuneadvisor.workspace.readers.base import Gathering, Reader
+from tuneadvisor.workspace.readers.registry import READERS
 
-READERS_DIR = REPO / "tuneadvisor" / "session" / "readers"
+READERS_DIR = REPO / "tuneadvisor" / "workspace" / "readers"
 NOT_READERS = {"__init__", "base", "registry"}
 
 
@@ -46,7 +46,7 @@ def test_every_reader_written_is_registered_once() -> None:
     for path in sorted(READERS_DIR.glob("*.py")):
         if path.stem in NOT_READERS:
             continue
-        module = importlib.import_module(f"tuneadvisor.session.readers.{path.stem}")
+        module = importlib.import_module(f"tuneadvisor.workspace.readers.{path.stem}")
         names = _readers_defined(path)
         assert names, f"{path.name}: no Reader defined"
         written += [getattr(module, name) for name in sorted(names)]

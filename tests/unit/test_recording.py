@@ -19,7 +19,7 @@ from tuneadvisor.metrics.recording import (
 )
 from tuneadvisor.metrics.ring import SnapshotStore, merge_snapshots
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
-from tuneadvisor.session.read_measured import read_metrics
+from tuneadvisor.workspace.read_measured import read_metrics
 
 U0 = "GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c"
 

@@ -11,8 +11,8 @@ import pytest
 
 from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.cli import main
+from tuneadvisor.compare.tables import findings, load_item, prediction_table, tables
 from tuneadvisor.errors import InputError
-from tuneadvisor.relaunch.compare import findings, load_item, prediction_table, tables
 from tuneadvisor.relaunch.predicted import FINDING_ID, check
 from tuneadvisor.relaunch.records import RunRecord, read_record, write_record
 from tuneadvisor.relaunch.requests import RelaunchRequest, advised_settings

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TRAIN_SOURCE, line_of, tutorial_profile
-from tuneadvisor.present.numbers import heat_bar
+from tuneadvisor.present.number_text import heat_bar
 from tuneadvisor.profile.analysis import ProfileAnalysis, analyze, kind_summary_text
 from tuneadvisor.profile.model import ProfileSet
 from tuneadvisor.profile.source import SourceFinder
@@ -17,8 +17,8 @@ from tuneadvisor.report import (
 )  # looked up when called: checked (tests/report_schema.py)
 from tuneadvisor.report.markdown import render_markdown
 from tuneadvisor.report.text import render_text
-from tuneadvisor.session.workspace import JobScriptText, Workspace
 from tuneadvisor.trainscript.kinds import LineKind
+from tuneadvisor.workspace.load import JobScriptText, Workspace
 
 
 def test_percentages_are_of_the_function_as_line_profiler_prints_them(

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.conftest import REPO
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.cli import main
-from tuneadvisor.present.numbers import column_unit, in_unit
+from tuneadvisor.present.number_text import column_unit, in_unit
 
 INPUTS = [
     "examples/mnist/24752610.lprof",

@@ -169,8 +169,8 @@ def test_the_report_of_generated_inputs_keeps_to_the_schema_and_reads_back(
 ) -> None:
     """Whatever the inputs say, the report keeps to its schema, and `run --from` reads back
     the plan it wrote, value for value and reason for reason."""
-    from tuneadvisor.session.inputs import Inputs
-    from tuneadvisor.session.workspace import load_workspace
+    from tuneadvisor.workspace.inputs import Inputs
+    from tuneadvisor.workspace.load import load_workspace
 
     with tempfile.TemporaryDirectory() as folder:
         paths = {}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tuneadvisor.advisor.rules import Rule, RuleDataError, rule_data, rule_from_data
-from tuneadvisor.session import rule_files
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules, user_cache_dir
+from tuneadvisor.workspace import rule_files
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules, user_cache_dir
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.rules import RuleError
-from tuneadvisor.session.rule_files import load_rule, load_rules
+from tuneadvisor.workspace.rule_files import load_rule, load_rules
 
 GOOD = """\
 id = "{id}"

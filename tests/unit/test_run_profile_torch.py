@@ -14,8 +14,8 @@ import pytest
 from tuneadvisor.cli import build_parser
 from tuneadvisor.commands.run import run_request
 from tuneadvisor.errors import InputError
-from tuneadvisor.relaunch.allocation import emulate
 from tuneadvisor.relaunch.bundled import bundled
+from tuneadvisor.relaunch.local_allocation import emulate
 from tuneadvisor.relaunch.runner import RunRequest, plan_tasks, trace_notes, traces_in
 from tuneadvisor.relaunch.settings import Settings
 from tuneadvisor.relaunch.submit import launch_line

@@ -10,11 +10,11 @@ from typing import Literal
 
 import pytest
 
-from tuneadvisor.slurm.sacct import parse_sacct
-from tuneadvisor.slurm.sacct.json_format import parse_sacct_json
-from tuneadvisor.slurm.sacct.pipe_format import parse_sacct_pipe
-from tuneadvisor.slurm.sacct.records import SacctError, SacctJob, select_job
-from tuneadvisor.slurm.seff import parse_seff
+from tuneadvisor.slurm.accounting.sacct import parse_sacct
+from tuneadvisor.slurm.accounting.sacct.json_format import parse_sacct_json
+from tuneadvisor.slurm.accounting.sacct.pipe_format import parse_sacct_pipe
+from tuneadvisor.slurm.accounting.sacct.records import SacctError, SacctJob, select_job
+from tuneadvisor.slurm.accounting.seff import parse_seff
 from tuneadvisor.slurm.units import parse_duration, parse_size_mib, parse_timelimit, parse_tres
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm-22.05"

@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import REPO
 from tuneadvisor.cli import main
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
 
 RECORDED = REPO / "tests" / "fixtures" / "slurm-22.05" / "11-scontrol-show-job.txt"
 

@@ -11,7 +11,7 @@ import pytest
 
 from tuneadvisor.cli import main
 from tuneadvisor.trainscript.parsed import parse_script
-from tuneadvisor.trainscript.scan_devices import device_use
+from tuneadvisor.trainscript.scans.devices import device_use
 
 ONE_DEVICE = textwrap.dedent(
     """\

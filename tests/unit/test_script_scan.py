@@ -20,7 +20,7 @@ from tests.conftest import line_of
 from tuneadvisor.advisor import facts as registry
 from tuneadvisor.trainscript.fact_rows import FACT_ROWS
 from tuneadvisor.trainscript.scan import ScriptScan, scan_script
-from tuneadvisor.trainscript.scan_results import SOURCES
+from tuneadvisor.trainscript.scans.results import SOURCES
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "scan_scripts"
 

@@ -3,11 +3,11 @@ sets them, or the literal in the script (as a patch), for every DataLoader setti
 
 from __future__ import annotations
 
-from tuneadvisor.session.script_settings import ScriptEdits, Target, write_settings
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.launch_line.choose import choose_launch
 from tuneadvisor.slurm.launch_line.search import find_launches
 from tuneadvisor.trainscript.scan import scan_script
+from tuneadvisor.workspace.script_settings import ScriptEdits, Target, write_settings
 
 TRAIN = """\
 import argparse

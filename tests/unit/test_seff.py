@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.slurm.seff import SeffError, parse_duration, parse_seff, parse_size_mib
+from tuneadvisor.slurm.accounting.seff import SeffError, parse_duration, parse_seff, parse_size_mib
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm-22.05"
 

@@ -21,10 +21,10 @@ from tuneadvisor.advisor.site import (
 )
 from tuneadvisor.cli import main
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.gather import gather
-from tuneadvisor.session.inputs import Inputs
-from tuneadvisor.session.rule_files import load_rules, rule_dirs
-from tuneadvisor.session.site_file import load_site
+from tuneadvisor.workspace.gather import gather
+from tuneadvisor.workspace.inputs import Inputs
+from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
+from tuneadvisor.workspace.site_file import load_site
 
 SITE = """\
 # della: two partitions

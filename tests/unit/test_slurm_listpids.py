@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tuneadvisor.slurm.listpids import ListpidsError, StepPid, parse_listpids
-from tuneadvisor.slurm.placement import (
+from tuneadvisor.slurm.client.listpids import ListpidsError, StepPid, parse_listpids
+from tuneadvisor.slurm.client.placement import (
     JobArrayError,
     parse_hostnames,
     parse_placement,

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from tuneadvisor.slurm.accounting.sacct.json_format import parse_sacct_json
 from tuneadvisor.slurm.client import _stored_script
-from tuneadvisor.slurm.sacct.json_format import parse_sacct_json
-from tuneadvisor.slurm.scontrol import ScontrolError, parse_job, parse_records
-from tuneadvisor.slurm.sinfo import SinfoError, default_partition, largest, parse_sinfo
-from tuneadvisor.slurm.squeue import SqueueError, parse_squeue_json
+from tuneadvisor.slurm.client.scontrol import ScontrolError, parse_job, parse_records
+from tuneadvisor.slurm.client.sinfo import SinfoError, default_partition, largest, parse_sinfo
+from tuneadvisor.slurm.client.squeue import SqueueError, parse_squeue_json
 from tuneadvisor.slurm.units import gpus_in_gres
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm-22.05"
@@ -153,8 +153,8 @@ def test_a_cpus_per_gpu_job_ran_with_the_cores_its_script_asked_for() -> None:
     """`--gpus=1 --cpus-per-gpu=2`: slurmctld says CPUs/Task=1 but NumCPUs=2 and
     CpusPerTres=gres:gpu:2. The job ran with 2 cores per task, as its script says: no note
     that the command line overrode the script."""
-    from tuneadvisor.advisor.allocation import ran_differently
-    from tuneadvisor.slurm.as_run import as_run_facts
+    from tuneadvisor.advisor.measured_allocation import ran_differently
+    from tuneadvisor.slurm.accounting.as_run import as_run_facts
 
     text = (FIXTURES / "18-scontrol-cpus-per-gpu.txt").read_text()
     job = parse_job(next(line for line in text.splitlines() if line.startswith("JobId=")))

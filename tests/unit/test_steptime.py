@@ -12,17 +12,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import REPO
-from tuneadvisor.advisor.allocation import allocation_facts
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.forecast import STORAGE, predict
+from tuneadvisor.advisor.measured_allocation import allocation_facts
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.advisor.sizing import MARGIN, model_facts, size
 from tuneadvisor.advisor.steptime import step_budget
 from tuneadvisor.cli import main
 from tuneadvisor.present.prediction_text import headline
-from tuneadvisor.session.read_measured import read_metrics
-from tuneadvisor.session.rule_files import default_rules_dir, load_rules
+from tuneadvisor.workspace.read_measured import read_metrics
+from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
 
 EXAMPLE = ["examples/mnist/24752610.lprof", "--job", "examples/mnist/mnist.sbatch"]
 

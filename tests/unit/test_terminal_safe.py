@@ -21,7 +21,7 @@ from tuneadvisor import cli
 from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.snapshot import Snapshot
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
-from tuneadvisor.session.site_checks.model import Check
+from tuneadvisor.workspace.site_checks.model import Check
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mnist"
 C0_C1 = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -99,7 +99,7 @@ def test_doctor_prints_what_it_found_visibly(
 ) -> None:
     # what doctor reports comes from outside: an interpreter's output, a path, nvidia-smi's
     found = Check("torch.import", "failed", f"{CLEAR}ImportError{TITLE}", fix=f"pip{CLEAR}")
-    monkeypatch.setattr("tuneadvisor.session.site_checks.run_checks", lambda *a, **k: [found])
+    monkeypatch.setattr("tuneadvisor.workspace.site_checks.run_checks", lambda *a, **k: [found])
     assert cli.main(["doctor"]) == 0
     out = capsys.readouterr().out
     assert not CONTROL_BUT_LAYOUT.search(out)
@@ -121,7 +121,7 @@ def test_the_error_line_is_one_line_without_controls(
 
 def test_the_jobs_table_shows_a_job_name_visibly() -> None:
     from tuneadvisor.present.jobs_table import render_rows
-    from tuneadvisor.session.jobs import JobRow
+    from tuneadvisor.workspace.jobs import JobRow
 
     row = JobRow("42", f"a{CLEAR}b", "COMPLETED", 60.0, 50.0, 20.0, None, 0)
     table = render_rows([row])
@@ -148,8 +148,8 @@ class _Rounds:
 def test_the_watch_summary_shows_a_mark_visibly() -> None:
     """A mark's text (typed on the screen, or pasted) in the summary printed at the end."""
     from tuneadvisor.present.watch_summary import render_summary
-    from tuneadvisor.session.rule_files import load_rules, rule_dirs
     from tuneadvisor.watch.session import WatchSession
+    from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
     session = WatchSession(_Rounds(), load_rules(rule_dirs([])), interval_s=1.0, window_s=30)
     session.round()

@@ -13,8 +13,8 @@ from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.profile.trace.facts import trace_facts
 from tuneadvisor.profile.trace.reader import read_trace_set
-from tuneadvisor.session.inputs import split_profiles
-from tuneadvisor.session.rule_files import load_rules, rule_dirs
+from tuneadvisor.workspace.inputs import split_profiles
+from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
 REAL = Path(__file__).parents[1] / "fixtures" / "realworld" / "traces"
 
@@ -227,8 +227,8 @@ def test_profile_arguments_split_into_line_profiles_and_traces(tmp_path: Path) -
 
 
 def test_the_same_traces_are_the_same_evidence_and_a_changed_one_is_not(tmp_path: Path) -> None:
-    from tuneadvisor.session.evidence_stamp import evidence_stamp
-    from tuneadvisor.session.inputs import Inputs
+    from tuneadvisor.workspace.evidence_stamp import evidence_stamp
+    from tuneadvisor.workspace.inputs import Inputs
 
     folder = tmp_path / "run"
     folder.mkdir()

@@ -25,7 +25,7 @@ from tuneadvisor.report import (
 )  # looked up when called: checked (tests/report_schema.py)
 from tuneadvisor.report.markdown import render_markdown
 from tuneadvisor.report.text import render_text
-from tuneadvisor.session.workspace import Workspace
+from tuneadvisor.workspace.load import Workspace
 
 _micros = st.floats(min_value=0, max_value=1e6, allow_nan=False)
 _by_kind = st.fixed_dictionaries({k: _micros for k in SHOWN_KINDS})

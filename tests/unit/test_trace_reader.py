@@ -160,7 +160,7 @@ def test_progress_shows_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> N
 def test_a_run_folder_reads_its_traces_and_compares_as_a_run(tmp_path: Path) -> None:
     """`run --profile torch` writes run.json beside the ranks' traces: `report FOLDER` reads
     the traces (not run.json as one), and `compare` takes the folder as a run."""
-    from tuneadvisor.session.inputs import is_run_folder, split_profiles
+    from tuneadvisor.workspace.inputs import is_run_folder, split_profiles
 
     trace = next((REAL / "cpu-ddp-gloo").iterdir())
     run = tmp_path / "run"
@@ -185,7 +185,7 @@ def test_telling_a_trace_from_a_profile_never_blocks_on_a_fifo(tmp_path: Path) -
     import sys
 
     from tests.conftest import REPO
-    from tuneadvisor.session.inputs import split_profiles
+    from tuneadvisor.workspace.inputs import split_profiles
 
     fifo = tmp_path / "profile"
     os.mkfifo(fifo)
@@ -200,7 +200,7 @@ def test_telling_a_trace_from_a_profile_never_blocks_on_a_fifo(tmp_path: Path) -
 
 
 def test_a_gzipped_trace_without_its_suffix_is_told_by_what_it_holds(tmp_path: Path) -> None:
-    from tuneadvisor.session.inputs import split_profiles
+    from tuneadvisor.workspace.inputs import split_profiles
 
     named = tmp_path / "rank0.data"
     named.write_bytes((REAL / "h200-pinned.pt.trace.json.gz").read_bytes())

@@ -10,9 +10,9 @@ import ast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuneadvisor.session.script_settings import Target, write_settings
 from tuneadvisor.trainscript.patch import ScriptPatch
 from tuneadvisor.trainscript.scan import scan_script
+from tuneadvisor.workspace.script_settings import Target, write_settings
 
 HEAD = '"""A training script."""\nfrom torch.utils.data import DataLoader\n\n'
 SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")

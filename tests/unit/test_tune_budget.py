@@ -15,12 +15,12 @@ import pytest
 from rich.console import Console
 
 from tuneadvisor.commands.tune import _print_result
-from tuneadvisor.relaunch import tune as tune_mod
 from tuneadvisor.relaunch.bundled import bundled
 from tuneadvisor.relaunch.records import RunRecord
 from tuneadvisor.relaunch.runner import RunRequest
 from tuneadvisor.relaunch.settings import Settings
-from tuneadvisor.relaunch.tune import TuneOptions, Tuner, summary_lines, write_tune_summary
+from tuneadvisor.tune import tuner as tune_mod
+from tuneadvisor.tune.tuner import TuneOptions, Tuner, summary_lines, write_tune_summary
 
 TRIAL_S = 10.0
 

@@ -13,21 +13,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuneadvisor.advisor.prediction import Prediction, Span
-from tuneadvisor.relaunch import tune as tune_mod
 from tuneadvisor.relaunch.bundled import bundled
-from tuneadvisor.relaunch.gain import Rate, judge
 from tuneadvisor.relaunch.records import RunRecord
 from tuneadvisor.relaunch.runner import RunRequest
 from tuneadvisor.relaunch.settings import Settings
-from tuneadvisor.relaunch.tune import (
+from tuneadvisor.runrecord.measured import Step
+from tuneadvisor.runrecord.window import Window, window
+from tuneadvisor.tune import tuner as tune_mod
+from tuneadvisor.tune.gain import Rate, judge
+from tuneadvisor.tune.tuner import (
     TuneOptions,
     Tuner,
     predicted_candidates,
     trial_spread,
     write_tune_summary,
 )
-from tuneadvisor.runrecord.measured import Step
-from tuneadvisor.runrecord.window import Window, window
 
 Key = tuple[int, int, bool]  # cpus-per-task, workers, amp
 WARMUP = 3

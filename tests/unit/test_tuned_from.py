@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from tests.conftest import tutorial_seff
 from tuneadvisor.advisor.site import DEFAULT_NODE_CORES
 from tuneadvisor.cli import main
-from tuneadvisor.session.evidence_stamp import evidence_stamp
-from tuneadvisor.session.inputs import Inputs
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.slurm.jobscript.overridden import without_overridden
 from tuneadvisor.slurm.jobscript.tuned_from import TunedFrom, read_tuned_from, with_tuned_from
+from tuneadvisor.workspace.evidence_stamp import evidence_stamp
+from tuneadvisor.workspace.inputs import Inputs
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "mnist"

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EvidenceStamp:
-    """The measured evidence given, named and digested (session/evidence_stamp.py): what a
+    """The measured evidence given, named and digested (workspace/evidence_stamp.py): what a
     tuned script says it was tuned from."""
 
     evidence: str  # "profile 24752610.lprof + seff seff.txt"
@@ -33,7 +33,7 @@ class NotRead:
     """One input, or one part of an input, that could not be read or followed, and why: what
     a report's "Not read" part lists. ``what`` names it as the user knows it (a path, "job
     1234's StdErr", "the training script"); ``why`` is one short clause ("is not a file on this
-    machine"). Written by the readers (session/readers/), kept in ``Gathered.not_read`` in the
+    machine"). Written by the readers (workspace/readers/), kept in ``Gathered.not_read`` in the
     order they ran."""
 
     what: str

@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from tuneadvisor.advisor.allocation import script_workers
 from tuneadvisor.advisor.expressions import mem_text, time_text
 from tuneadvisor.advisor.fact_view import FactView, as_view, positive
 from tuneadvisor.advisor.facts import Facts
 from tuneadvisor.advisor.findings import Finding
+from tuneadvisor.advisor.measured_allocation import script_workers
 from tuneadvisor.advisor.sizing import caps
 from tuneadvisor.slurm.units import parse_memory, parse_time
 

@@ -13,7 +13,7 @@ from tuneadvisor.commands.inputs import add_inputs, inputs_of
 from tuneadvisor.errors import InputError
 
 if TYPE_CHECKING:
-    from tuneadvisor.session.tuned_files import TunedFiles
+    from tuneadvisor.workspace.tuned_files import TunedFiles
 
 HELP = "write the tuned job script (and a training-script patch)"
 
@@ -47,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tuneadvisor.present.findings import finding_heading
     from tuneadvisor.present.terminal_safe import terminal_safe
-    from tuneadvisor.session.apply import apply_target, apply_workspace
-    from tuneadvisor.session.workspace import load_workspace
+    from tuneadvisor.workspace.apply import apply_target, apply_workspace
+    from tuneadvisor.workspace.load import load_workspace
 
     inputs = inputs_of(args)
     target = apply_target(inputs, args.output, args.in_place, force=args.force)

@@ -34,8 +34,8 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from tuneadvisor.compare.tables import findings, load_item, scale_points, tables, to_json
     from tuneadvisor.errors import InputError
-    from tuneadvisor.relaunch.compare import findings, load_item, scale_points, tables, to_json
     from tuneadvisor.relaunch.predicted import FINDING_ID
     from tuneadvisor.relaunch.records import list_runs, runs_dir
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
         items = [replace(item, label=one_line_safe(item.label)) for item in items]
     if args.plot:
-        from tuneadvisor.relaunch.plots import write_plot_file
+        from tuneadvisor.compare.plots import write_plot_file
 
         plot_path = write_plot_file(items, Path(args.plot))
     if args.format == "json":
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[bold]{FINDING_ID}[/]: ", markup=True, highlight=False, end="")
         console.print(line, highlight=False, soft_wrap=True)
     if not args.no_plots:
-        from tuneadvisor.relaunch.plots import terminal_plots
+        from tuneadvisor.compare.plots import terminal_plots
 
         text = terminal_plots(items, width=min(console.width, 100), color=console.is_terminal)
         if text:
@@ -88,14 +88,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _tune_folders_as_runs(paths: list[str]) -> list[str]:
     """A tune folder stands for its trials' runs (``compare runs/*-NAME-*`` after a tune)."""
-    from tuneadvisor.relaunch.compare_tune import expand_tune_folders
+    from tuneadvisor.compare.tune_folders import expand_tune_folders
 
     return expand_tune_folders(paths)
 
 
 def _all_traces(paths: list[str]) -> bool:
     from tuneadvisor.runrecord.record import is_run_record
-    from tuneadvisor.session.inputs import is_run_folder, split_profiles
+    from tuneadvisor.workspace.inputs import is_run_folder, split_profiles
 
     # a run folder of `run --profile torch` holds traces too, and run.json is JSON as a trace
     # is: compare reads both as runs (a record is told by its content, not its name)

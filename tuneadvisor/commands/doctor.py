@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from tuneadvisor.present.site_checks import checks_json, render_checks
     from tuneadvisor.present.terminal_safe import terminal_safe
     from tuneadvisor.relaunch.bundled import torch_python
-    from tuneadvisor.session.site_checks import run_checks
+    from tuneadvisor.workspace.site_checks import run_checks
 
     if not args.timeout > 0:
         raise InputError(None, f"doctor: --timeout must be more than 0 (got {args.timeout:g})")

@@ -12,7 +12,7 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_directory
 
 if TYPE_CHECKING:
-    from tuneadvisor.session.inputs import Inputs
+    from tuneadvisor.workspace.inputs import Inputs
 
 
 # The longest time any option in seconds takes (about three years): beyond it, what is
@@ -140,7 +140,7 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
     """The one request of every evidence-reading command; nothing is read yet."""
     from pathlib import Path
 
-    from tuneadvisor.session.inputs import Inputs, split_profiles
+    from tuneadvisor.workspace.inputs import Inputs, split_profiles
 
     profiles, traces = split_profiles(args.profiles)
     inputs = Inputs(

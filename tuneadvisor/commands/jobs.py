@@ -27,9 +27,9 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from tuneadvisor.present.jobs_table import render_rows
-    from tuneadvisor.session.jobs import recent_job_rows
-    from tuneadvisor.session.rule_files import load_rules, rule_dirs
     from tuneadvisor.slurm.client import SlurmClient
+    from tuneadvisor.workspace.jobs import recent_job_rows
+    from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
     if args.limit < 1:
         raise InputError(None, "jobs: --limit must be at least 1")

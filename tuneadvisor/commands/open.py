@@ -13,7 +13,7 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.files import path_exists, peek
 
 if TYPE_CHECKING:
-    from tuneadvisor.session.inputs import Inputs
+    from tuneadvisor.workspace.inputs import Inputs
 
 HELP = "open profiles and the job in the terminal UI (or replay a watch recording)"
 DESCRIPTION = (
@@ -57,7 +57,7 @@ def open_request(args: argparse.Namespace) -> Inputs | ReplayRequest:
         return ReplayRequest(str(metrics[0]), tuple(args.rules), args.speed)
     if len(recordings) > 1 and not any(others):
         raise InputError(None, "open: one watch recording at a time to replay it")
-    from tuneadvisor.session.inputs import split_profiles
+    from tuneadvisor.workspace.inputs import split_profiles
 
     profiles, traces = split_profiles(profiles)  # recordings out, then .lprof from traces
     return replace(inputs_of(args), profiles=profiles, traces=traces, metrics=metrics)
@@ -70,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
     inputs = request
     _check_paths_exist(inputs)
     from tuneadvisor.commands.inputs import trace_progress
-    from tuneadvisor.session.read_files import read_job
-    from tuneadvisor.session.workspace import load_quick_workspace, load_workspace, read_traces
     from tuneadvisor.tui.app import run_open
+    from tuneadvisor.workspace.load import load_quick_workspace, load_workspace, read_traces
+    from tuneadvisor.workspace.read_files import read_job
 
     # Read once, for both stages of the screen; a broken job script fails before it opens.
     job = read_job(inputs.job) if inputs.job is not None else None
@@ -103,8 +103,8 @@ def _is_recording(path: str) -> bool:
 
 def _open_replay(request: ReplayRequest) -> int:
     from tuneadvisor.commands import watch
-    from tuneadvisor.session.rule_files import load_rules, rule_dirs
     from tuneadvisor.watch.replay import load_replay
+    from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
     rules = load_rules(rule_dirs(request.rules))
     session = load_replay(request.path, rules, speed=request.speed)

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuneadvisor.session.workspace import load_workspace
+    from tuneadvisor.workspace.load import load_workspace
 
     workspace = load_workspace(inputs_of(args), progress=trace_progress())
     if args.format == "json":

@@ -48,7 +48,7 @@ def _show(rule: Rule) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from tuneadvisor.advisor.engine import run_cases
-    from tuneadvisor.session.rule_files import load_rules, rule_dirs
+    from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
     if args.rules_command == "check" and args.dirs:
         dirs = [Path(d) for d in args.dirs]

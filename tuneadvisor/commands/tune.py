@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tuneadvisor.relaunch.runner import RunRequest
-    from tuneadvisor.relaunch.tune import Trial, TuneOptions, TuneRequest, TuneResult
+    from tuneadvisor.tune.tuner import Trial, TuneOptions, TuneRequest, TuneResult
 
 HELP = "short trials over the knobs; writes the winning job"
 
@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def tune_request(args: argparse.Namespace) -> TuneRequest:
     """The checked request of ``tune``: an unknown stage or a trial shorter than one step is
     one InputError line."""
-    from tuneadvisor.relaunch.tune import STAGES, TuneOptions, TuneRequest
+    from tuneadvisor.tune.tuner import STAGES, TuneOptions, TuneRequest
 
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
     unknown = [s for s in stages if s not in STAGES]
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tuneadvisor.relaunch.requests import resolve_run
     from tuneadvisor.relaunch.runner import new_run_dir
-    from tuneadvisor.relaunch.tune import winning_settings, write_tune_summary, write_winning_job
+    from tuneadvisor.tune.tuner import winning_settings, write_tune_summary, write_winning_job
 
     request = tune_request(args)
     req = resolve_run(request.relaunch)
@@ -125,7 +125,7 @@ def _trials(req: RunRequest, options: TuneOptions) -> TuneResult:
     """The trials, each one line on stderr as it ends."""
     from rich.console import Console
 
-    from tuneadvisor.relaunch.tune import Tuner, advice_to_judge
+    from tuneadvisor.tune.tuner import Tuner, advice_to_judge
 
     err = Console(stderr=True)
 
@@ -151,7 +151,7 @@ def _print_result(console: Console, name: str, result: TuneResult) -> None:
     """The trials as a table (the best marked *), then what was decided and why."""
     from rich.table import Table
 
-    from tuneadvisor.relaunch.tune import summary_lines
+    from tuneadvisor.tune.tuner import summary_lines
 
     table = Table(title=f"Trials of {name}", title_justify="left")
     for col in ("stage", "settings", "samples/s", "spread", "over repeats", "against base"):

@@ -3,7 +3,7 @@
 NVML's "utilization" (nvidia-smi's GPU-Util, jobstats, Slurm's gres/gpuutil, DCGM's
 DCGM_FI_DEV_GPU_UTIL) is the share of time at least one kernel ran: one busy SM of 132 reads
 100 %. SM activity (NVML's GPM, DCGM's SM_ACTIVE) is the share of SMs that had work. A report
-that shows one says which it is (the note: session/gpu_source.py), and SM-level questions are
+that shows one says which it is (the note: workspace/gpu_source.py), and SM-level questions are
 judged only from the second.
 """
 

@@ -18,7 +18,7 @@ from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.present.prediction_text import prediction_lines
 
 if TYPE_CHECKING:
-    from tuneadvisor.session.tuned_files import TunedFiles
+    from tuneadvisor.workspace.tuned_files import TunedFiles
 
 
 def finding_lines(finding: Finding) -> list[str]:

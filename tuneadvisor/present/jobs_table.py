@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from tuneadvisor.present.terminal_safe import one_line_safe
-from tuneadvisor.session.jobs import JobRow
+from tuneadvisor.workspace.jobs import JobRow
 
 
 def _elapsed(seconds: float | None) -> str:

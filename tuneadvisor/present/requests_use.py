@@ -117,7 +117,7 @@ def _memory_used(v: FactView, peak: float, nodes: float | None) -> str:
     mem = v.job.mem_mib
     estimated = v.sacct.mem_peak_estimated or v.seff.mem_used_estimated
     how = " (estimated: the largest task's peak x tasks)" if estimated else ""
-    # the busiest node's estimate (advisor/allocation.py), else the mean; said as which
+    # the busiest node's estimate (advisor/measured_allocation.py), else the mean; said as which
     node_peak = v.usage.mem_peak_node_mib
     several = nodes is not None and nodes > 1
     per_node = (

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tuneadvisor.session.site_checks.model import STATUSES, Check
+from tuneadvisor.workspace.site_checks.model import STATUSES, Check
 
 FIX_MARK = "-> "
 

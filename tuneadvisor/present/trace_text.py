@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuneadvisor.present.numbers import format_seconds
+from tuneadvisor.present.number_text import format_seconds
 from tuneadvisor.profile.trace.model import (
     IDLE,
     KINDS,

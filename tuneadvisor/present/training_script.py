@@ -3,7 +3,7 @@ the text and markdown reports both write."""
 
 from __future__ import annotations
 
-from tuneadvisor.session.workspace import Workspace
+from tuneadvisor.workspace.load import Workspace
 
 
 def training_script_line(workspace: Workspace) -> str | None:

@@ -23,7 +23,7 @@ from tuneadvisor.present.requests_use import (
 from tuneadvisor.present.terminal_safe import terminal_safe
 from tuneadvisor.watch.merge import node_of
 from tuneadvisor.watch.remote import RemoteSamplers
-from tuneadvisor.watch.session import Span, WatchSession
+from tuneadvisor.watch.session import WatchSession, WatchSpan
 
 
 def _f(value: float | None, fmt: str = ".0f", unit: str = "") -> str:
@@ -80,7 +80,7 @@ def _sampler_line(own: Stats | None, interval_s: float, merged: bool) -> str:
 
 def render_summary(session: WatchSession, target: str, recording: str | None) -> str:
     state = session.state()
-    span = Span.of(session.timeline())  # the rounds as recorded: no node labels added
+    span = WatchSpan.of(session.timeline())  # the rounds as recorded: no node labels added
     snaps = span.rounds
     series = to_series(snaps)
     latest = state.latest

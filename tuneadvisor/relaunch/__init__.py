@@ -1,4 +1,4 @@
-"""Relaunch the bundled training scripts, keep a record of every run, compare runs, tune.
+"""Relaunch the bundled training scripts and keep a record of every run.
 
 Layer: above ``report``/``workspace`` (it may read a report), below the command-line faces.
 torch is never imported here: the training scripts run as separate processes, with the

@@ -48,7 +48,7 @@ def steady_steps(steps: Sequence[Step], warmup: int = WARMUP_STEPS) -> Sequence[
 
 
 @dataclass(frozen=True)
-class Check:
+class PredictionCheck:
     """One run against its prediction."""
 
     prediction: Prediction
@@ -111,7 +111,7 @@ def _span_ms(span: Span) -> str:
 
 def check(
     record: RunRecord, usage: Mapping[str, float] | None = None, warmup: int = WARMUP_STEPS
-) -> Check | None:
+) -> PredictionCheck | None:
     """The run against the prediction it recorded (None without one), over the steps after
     ``warmup``. ``usage``: what ``watch`` sampled beside it (default: what the record kept)."""
     prediction = record_prediction(record)
@@ -123,11 +123,13 @@ def check(
         Measure(steady.step_s, steady.spread, steady.steps) if steady and steady.step_s else None
     )
     rate = Measure(steady.samples_per_s, steady.spread, steady.steps) if steady else None
-    result = Check(prediction, step_s, rate, ())
+    result = PredictionCheck(prediction, step_s, rate, ())
     if not result.missed:
         return result
     sampled = dict(usage if usage is not None else record.sampled)
-    return Check(prediction, step_s, rate, tuple(miss_reasons(record, prediction, sampled)))
+    return PredictionCheck(
+        prediction, step_s, rate, tuple(miss_reasons(record, prediction, sampled))
+    )
 
 
 def miss_reasons(

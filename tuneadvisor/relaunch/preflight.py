@@ -2,7 +2,7 @@
 python train.py`` ask first, so a missing torch is one line and exit status 2 with how to get
 it, instead of the script's traceback, exit 1 and a failed run record.
 
-The question is doctor's (session/site_checks/training_python.py), in its cheaper form: torch
+The question is doctor's (workspace/site_checks/training_python.py), in its cheaper form: torch
 is found, not imported, in a process of the interpreter's own.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.session.site_checks.training_python import (
+from tuneadvisor.workspace.site_checks.training_python import (
     SET_PYTHON,
     TORCH_PRESENT,
     InterpreterProbe,

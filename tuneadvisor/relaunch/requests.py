@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from tuneadvisor.relaunch.bundled import Bundled
     from tuneadvisor.relaunch.runner import RunRequest
     from tuneadvisor.relaunch.settings import Settings
-    from tuneadvisor.session.inputs import Inputs
-    from tuneadvisor.session.workspace import Workspace
+    from tuneadvisor.workspace.inputs import Inputs
+    from tuneadvisor.workspace.load import Workspace
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def advised_settings(request: RelaunchRequest) -> Advised:
         return Advised(settings, report.source, report.prediction)
     inputs = request.inputs
     if inputs is not None:
-        from tuneadvisor.session.workspace import load_workspace
+        from tuneadvisor.workspace.load import load_workspace
 
         source = "the report of " + (", ".join(inputs.profiles) or inputs.job or "the inputs")
         workspace = load_workspace(inputs)
@@ -163,7 +163,7 @@ def _check_nodes(spec: Bundled, settings: Settings, *, submit: bool) -> None:
 
 
 def _check_local(overrides: SettingsOverrides, settings: Settings, source: str | None) -> None:
-    from tuneadvisor.relaunch.allocation import available_cores
+    from tuneadvisor.relaunch.local_allocation import available_cores
     from tuneadvisor.relaunch.local_processes import check_local_processes
 
     check_local_processes(

@@ -22,8 +22,8 @@ from typing import IO, Any
 
 from tuneadvisor import __version__
 from tuneadvisor.advisor.prediction import Prediction
-from tuneadvisor.relaunch.allocation import Allocation, clean_environ, emulate, pin
 from tuneadvisor.relaunch.bundled import Bundled, script_path
+from tuneadvisor.relaunch.local_allocation import Allocation, clean_environ, emulate, pin
 from tuneadvisor.relaunch.measurements import Measured, Measurements, parse_event
 from tuneadvisor.relaunch.records import (
     CpuUse,

@@ -19,8 +19,8 @@ from tuneadvisor.profile.analysis import (
     ProfileAnalysis,
 )
 from tuneadvisor.relaunch.saved_report import SCHEMA_VERSION
-from tuneadvisor.session.tuned_files import TunedFiles
-from tuneadvisor.session.workspace import Workspace
+from tuneadvisor.workspace.load import Workspace
+from tuneadvisor.workspace.tuned_files import TunedFiles
 
 if TYPE_CHECKING:
     from tuneadvisor.profile.trace.model import NamedTime, RankTrace, TraceSet

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.present.findings import evidence_text, rationale_line, suggestion_items
 from tuneadvisor.present.metrics_read import metrics_lines
-from tuneadvisor.present.numbers import (
+from tuneadvisor.present.number_text import (
     column_unit,
     heat_bar,
     in_unit,
@@ -22,8 +22,8 @@ from tuneadvisor.present.prediction_text import prediction_lines
 from tuneadvisor.present.terminal_safe import terminal_safe
 from tuneadvisor.present.training_script import training_script_line
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
-from tuneadvisor.session.tuned_files import TunedFiles
-from tuneadvisor.session.workspace import Workspace
+from tuneadvisor.workspace.load import Workspace
+from tuneadvisor.workspace.tuned_files import TunedFiles
 
 if TYPE_CHECKING:
     from tuneadvisor.profile.trace.model import TraceSet

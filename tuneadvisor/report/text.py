@@ -6,7 +6,7 @@ import os
 
 from tuneadvisor.present.advice_text import render_advice
 from tuneadvisor.present.metrics_read import metrics_lines
-from tuneadvisor.present.numbers import (
+from tuneadvisor.present.number_text import (
     column_unit,
     heat_bar,
     in_unit,
@@ -20,7 +20,7 @@ from tuneadvisor.present.terminal_safe import terminal_safe
 from tuneadvisor.present.training_script import training_script_line
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.profile.skew import rank_skews, skew_text
-from tuneadvisor.session.workspace import Workspace
+from tuneadvisor.workspace.load import Workspace
 
 _HEADER = ("Line", "Hits", "Time", "Per hit", "%", "Heat", "Kind", "Source")
 

@@ -18,7 +18,7 @@ from typing import Any
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_directory, load_json_input, peek
 from tuneadvisor.runrecord import RECORD_NAME as RECORD_NAME
-from tuneadvisor.runrecord.allocation import Allocation
+from tuneadvisor.runrecord.allocation_record import Allocation
 from tuneadvisor.runrecord.json_fields import (
     JsonFields,
     is_int,

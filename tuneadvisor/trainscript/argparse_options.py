@@ -15,7 +15,7 @@ from tuneadvisor.trainscript.node_index import (
     last_part,
 )
 from tuneadvisor.trainscript.pyast import dotted_name
-from tuneadvisor.trainscript.scan_results import (
+from tuneadvisor.trainscript.scans.results import (
     CPU_COUNT,
     ENV,
     LITERAL,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tuneadvisor.trainscript.pyast import dotted_name
-from tuneadvisor.trainscript.scan_results import Scalar
+from tuneadvisor.trainscript.scans.results import Scalar
 from tuneadvisor.trainscript.scopes import FUNCTIONS, is_parameter
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from tuneadvisor.trainscript.scan_results import ArgumentsEnd
+from tuneadvisor.trainscript.scans.results import ArgumentsEnd
 
 # DataLoader settings the advisor changes.
 LOADER_SETTINGS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")

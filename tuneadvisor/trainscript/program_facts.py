@@ -14,8 +14,8 @@ from tuneadvisor.trainscript.node_index import NodeIndex
 from tuneadvisor.trainscript.parsed import ParsedScript
 from tuneadvisor.trainscript.resolve import Resolver
 from tuneadvisor.trainscript.resolve_names import Elsewhere
-from tuneadvisor.trainscript.scan_devices import device_use
-from tuneadvisor.trainscript.scan_results import ArgOption, Origin
+from tuneadvisor.trainscript.scans.devices import device_use
+from tuneadvisor.trainscript.scans.results import ArgOption, Origin
 
 
 def program_facts(

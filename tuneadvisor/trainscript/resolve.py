@@ -29,7 +29,7 @@ from tuneadvisor.trainscript.resolve_names import (
     module_value,
     parameter_value,
 )
-from tuneadvisor.trainscript.scan_results import (
+from tuneadvisor.trainscript.scans.results import (
     ARGPARSE,
     CALL,
     CPU_COUNT,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from tuneadvisor.trainscript.node_index import NodeIndex
 from tuneadvisor.trainscript.pyast import final_name
-from tuneadvisor.trainscript.scan_results import ArgOption, Origin
+from tuneadvisor.trainscript.scans.results import ArgOption, Origin
 from tuneadvisor.trainscript.scopes import FUNCTIONS
 
 

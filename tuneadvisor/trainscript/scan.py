@@ -27,10 +27,10 @@ from tuneadvisor.trainscript.node_index import NodeIndex
 from tuneadvisor.trainscript.parsed import ParsedScript, parse_script
 from tuneadvisor.trainscript.resolve import Resolver
 from tuneadvisor.trainscript.resolve_names import Elsewhere
-from tuneadvisor.trainscript.scan_ddp import scan_ddp
-from tuneadvisor.trainscript.scan_loaders import find_loaders, find_loops, pick_train_loader
-from tuneadvisor.trainscript.scan_settings import scan_amp, scan_misc
-from tuneadvisor.trainscript.scan_syncs import find_syncs
+from tuneadvisor.trainscript.scans.ddp import scan_ddp
+from tuneadvisor.trainscript.scans.loaders import find_loaders, find_loops, pick_train_loader
+from tuneadvisor.trainscript.scans.settings import scan_amp, scan_misc
+from tuneadvisor.trainscript.scans.syncs import find_syncs
 
 # ScriptScan lives with the facts it flattens to; callers import it from here, with scan_script.
 from tuneadvisor.trainscript.script_facts import ScriptScan as ScriptScan

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from tuneadvisor.trainscript.argparse_options import option_default
 from tuneadvisor.trainscript.fact_rows import FACT_ROWS
 from tuneadvisor.trainscript.node_index import convert_value, is_number, last_part
-from tuneadvisor.trainscript.scan_results import (
+from tuneadvisor.trainscript.scans.results import (
     LITERAL,
     LOADER_PARAMS,
     AmpScan,

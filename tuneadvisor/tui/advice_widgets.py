@@ -28,9 +28,9 @@ from tuneadvisor.present.findings import (
 from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.present.prediction_text import prediction_lines
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
-from tuneadvisor.session.tuned_files import TunedFiles
 from tuneadvisor.tui.view import EVALUATING, NO_FINDINGS, READING, diff_line_kind
 from tuneadvisor.tui.word_diff import changed_words, paired_lines
+from tuneadvisor.workspace.tuned_files import TunedFiles
 
 
 class AdviceBar(Static):

@@ -22,13 +22,13 @@ from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError
-from tuneadvisor.present.numbers import format_seconds
+from tuneadvisor.present.number_text import format_seconds
 from tuneadvisor.present.terminal_safe import one_line_safe
-from tuneadvisor.session.workspace import Workspace
 from tuneadvisor.tui.dialogs import HelpScreen, LoadingScreen
 from tuneadvisor.tui.screens import MainScreen
 from tuneadvisor.tui.terminal import require_terminal
 from tuneadvisor.tui.view import READING
+from tuneadvisor.workspace.load import Workspace
 
 QUICK_WORKER = "quick-workspace"
 LOAD_WORKER = "load-workspace"

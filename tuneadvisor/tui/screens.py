@@ -3,73 +3,63 @@ apply dialogs are in ``dialogs``)."""
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import ClassVar, Literal
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import DescendantFocus
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.present.counts import counted
-from tuneadvisor.present.numbers import format_seconds
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.model import FunctionKey
-from tuneadvisor.session.apply import (
+from tuneadvisor.trainscript.kinds import LineKind
+from tuneadvisor.tui.advice_widgets import AdviceBar, DiffPanel, FindingsPanel
+from tuneadvisor.tui.dialogs import ApplyScreen
+from tuneadvisor.tui.profile_view import ProfileView
+from tuneadvisor.tui.steps import StepsPane
+from tuneadvisor.tui.view import (
+    FUNCTION_SORTS,
+    LINE_SORTS,
+    FunctionSort,
+    LineSort,
+    findings_tab_label,
+    kind_cycle,
+    next_in,
+)
+from tuneadvisor.tui.widgets import (
+    FunctionsTable,
+    JobPane,
+    KindSummary,
+    LinesTable,
+    NotesPanel,
+    PartsTable,
+    SearchBar,
+    SourceNote,
+)
+from tuneadvisor.workspace.apply import (
     ApplyTarget,
     apply_target,
     apply_workspace,
     can_apply,
     planned_writes,
 )
-from tuneadvisor.session.workspace import Workspace
-from tuneadvisor.trainscript.kinds import LineKind
-from tuneadvisor.tui.advice_widgets import AdviceBar, DiffPanel, FindingsPanel
-from tuneadvisor.tui.dialogs import ApplyScreen
-from tuneadvisor.tui.highlight import Highlighter
-from tuneadvisor.tui.steps import StepsPane
-from tuneadvisor.tui.view import (
-    FUNCTION_SORTS,
-    LINE_SORTS,
-    FunctionSort,
-    LineRow,
-    LineSort,
-    display_path,
-    findings_tab_label,
-    function_rows,
-    kind_cycle,
-    kind_label,
-    line_rows,
-    merged_lines,
-    next_in,
-)
-from tuneadvisor.tui.widgets import (
-    FunctionsTable,
-    JobScriptView,
-    KindSummary,
-    LinesTable,
-    NotesPanel,
-    PartsTable,
-)
+from tuneadvisor.workspace.load import Workspace
 
 Pane = Literal["functions", "lines"]
-
-
-def _hottest(rows: Sequence[LineRow]) -> str | None:
-    """The key of the row that took the most time (the first of equals), None if untimed."""
-    timed = [row for row in rows if row.timing is not None]
-    if not timed:
-        return None
-    return str(max(timed, key=lambda row: row.timing.time_s if row.timing else 0.0).lineno)
+ProfilePane = PartsTable | NotesPanel | FunctionsTable | LinesTable | SourceNote | KindSummary
+# the panes that draw themselves from the screen's ProfileView, in the order they are drawn
+PROFILE_PANES: tuple[type[ProfilePane], ...] = (
+    PartsTable, NotesPanel, FunctionsTable, LinesTable, SourceNote, KindSummary,
+)  # fmt: skip
 
 
 APPLY_WORKER = "apply-outputs"
@@ -85,7 +75,11 @@ def _write(workspace: Workspace, target: ApplyTarget) -> list[str] | InputError:
 
 
 class MainScreen(Screen[None]):
-    """Profile (functions, lines, kinds, notes, parts), Findings and Job script tabs."""
+    """Profile (functions, lines, kinds, notes, parts), Findings and Job script tabs.
+
+    The screen keeps the Profile tab's choices (sorts, filters, kind, the chosen function)
+    and builds one frozen ``ProfileView`` from them on each change; its panes draw
+    themselves from it (``watch_profile``)."""
 
     # Textual declares these as instance variables of a ClassVar type; plain lists it is.
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
@@ -126,8 +120,8 @@ class MainScreen(Screen[None]):
         self.current: int | None = None  # index into analysis.functions
         self.last_table: Pane = "functions"
         self.search_target: Pane | None = None
-        self._highlighter: Highlighter | None = None
-        self._sources: dict[int, dict[int, Text]] = {}
+
+    profile: var[ProfileView | None] = var(None, init=False)
 
     # -- layout -------------------------------------------------------------------------
 
@@ -157,18 +151,17 @@ class MainScreen(Screen[None]):
                             yield PartsTable(id="parts")
                         with VerticalScroll(id="side"):
                             yield KindSummary(id="summary")
-                    yield Static(id="source-note")
+                    yield SourceNote(id="source-note")
                     yield LinesTable(id="lines")
                     yield NotesPanel(id="notes")
-                    yield Input(id="search")
+                    yield SearchBar(id="search")
             label = findings_tab_label(workspace.advice, workspace.partial)
             with TabPane(label, id="findings"):
                 yield FindingsPanel(
                     workspace.advice, workspace.partial, workspace.notes, id="findings-pane"
                 )
             with TabPane("Job script", id="job"), Horizontal(id="job-split"):
-                with VerticalScroll(id="job-pane"):
-                    yield JobScriptView(id="job-view")
+                yield JobPane(id="job-pane")
                 yield DiffPanel(id="diff-pane")
             if workspace.traces is not None:
                 with TabPane("Steps", id="steps"):
@@ -176,7 +169,6 @@ class MainScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._highlighter = Highlighter(self.app.theme_variables)
         self._populate()
         if self._on_shown is not None:
             self.call_after_refresh(self._on_shown)
@@ -184,18 +176,8 @@ class MainScreen(Screen[None]):
     def _populate(self, keep_line: bool = False) -> None:
         """Fill the widgets from the workspace (on mount, and when the full one arrives:
         then ``keep_line`` keeps the lines table's cursor on the same line)."""
-        assert self._highlighter is not None
         self.query_one("#findings-pane").border_title = "Findings"
-        job = self.workspace.job
-        job_pane = self.query_one("#job-pane")
-        if job is None:
-            self.query_one(JobScriptView).update(
-                Text("no job script given (tuneadvisor open ... --job JOBSCRIPT)", "italic")
-            )
-        else:
-            # a Text, not a str: a str title is parsed as markup ("[bold]" in a path)
-            job_pane.border_title = Text(one_line_safe(display_path(job.path)))
-            self.query_one(JobScriptView).show(job.text, self._highlighter)
+        self.query_one(JobPane).job = self.workspace.job
         advice = self.workspace.advice
         tuned = self.workspace.tuned if advice is not None else None
         self.query_one(DiffPanel).show(tuned, self.partial, apply_hint=self._can_apply())
@@ -205,9 +187,7 @@ class MainScreen(Screen[None]):
         if self.analysis is None:
             return
         self.query_one("#side").border_title = "Time by kind"
-        self.query_one(PartsTable).show(self.analysis.parts)
-        self.query_one(NotesPanel).show(self.analysis.notes)
-        self._refresh_functions(keep_line=keep_line)
+        self._show_profile(keep_line=keep_line, settle=True)
 
     async def show_workspace(self, workspace: Workspace) -> None:
         """Swap in another workspace (the full one after the quick one), keeping the chosen
@@ -218,15 +198,14 @@ class MainScreen(Screen[None]):
             and (workspace.job is None) == (self.workspace.job is None)
             and (workspace.traces is None) == (self.workspace.traces is None)
         )
-        tab = self.query_one(TabbedContent).active
+        tab = self._tabs.active
         self.workspace = workspace
         self.analysis = workspace.analysis
-        self._sources = {}
         self.current = self._index_of(key)
         if self.analysis is None or self.kind not in kind_cycle(self.analysis):
             self.kind = None  # a kind the new workspace has no lines of
         if same_shape:
-            self.query_one(TabbedContent).get_tab("findings").label = findings_tab_label(
+            self._tabs.get_tab("findings").label = findings_tab_label(
                 workspace.advice, workspace.partial
             )
             await self.query_one(FindingsPanel).show(
@@ -259,104 +238,38 @@ class MainScreen(Screen[None]):
             return None
         return self.analysis.functions[self.current]
 
-    def _refresh_functions(self, keep_line: bool = False) -> None:
-        assert self.analysis is not None
-        rows = function_rows(self.analysis.functions, self.function_sort, self.function_query)
-        indices = [index for index, _ in rows]
-        if self.current not in indices:
-            self.current = indices[0] if indices else None
-        table = self.query_one(FunctionsTable)
-        # Filling the table moves its cursor: that is no choice of the user's.
-        with table.prevent(DataTable.RowHighlighted):
-            table.show(rows, self.current)
-        table.border_title = f"Functions · sort: {self.function_sort.value}"
-        shown = f"{len(rows)} of {len(self.analysis.functions)}"
-        if self.function_query:
-            table.border_subtitle = f"/{self.function_query} · {shown}"
-        else:
-            count = f"{len(rows)} function{'' if len(rows) == 1 else 's'}"
-            table.border_subtitle = count if rows else "no functions"
-        self._refresh_lines(keep_cursor=keep_line)
+    def _show_profile(self, keep_line: bool, settle: bool = False) -> None:
+        """One new ``ProfileView`` from the tab's choices, for its panes to draw; ``settle``
+        (the functions shown changed) moves the choice to the first row shown if its own is
+        not."""
+        if self.analysis is None:
+            return
+        view = ProfileView(
+            self.analysis,
+            self.partial,
+            self.function_sort,
+            self.line_sort,
+            self.kind,
+            self.function_query,
+            self.line_query,
+            self.current,
+            keep_line,
+        )
+        if settle:
+            view = view.settled()
+            self.current = view.current
+        self.profile = view
+
+    def watch_profile(self, view: ProfileView | None) -> None:
+        """Every pane of the Profile tab draws itself from the new view."""
+        for kind in PROFILE_PANES:
+            self.query_one(kind).view = view
+
+    def _refresh_functions(self) -> None:
+        self._show_profile(keep_line=False, settle=True)
 
     def _refresh_lines(self, keep_cursor: bool = True) -> None:
-        assert self.analysis is not None
-        table = self.query_one(LinesTable)
-        keep = table.row_key_at_cursor() if keep_cursor else None
-        function = self.current_function
-        note = self.query_one("#source-note", Static)
-        if function is None:
-            table.show([], {})
-            table.border_title = "Lines"
-            table.border_subtitle = f"no function matches /{self.function_query}"
-            note.display = False
-        else:
-            rows = line_rows(function, self.line_sort, self.kind, self.line_query)
-            assert self.current is not None
-            kinds_known = not self.partial
-            table.show(rows, self._highlighted(self.current, function), kinds_known)
-            # a function opens on its hottest line, not on its signature (issue 24, 14)
-            # (kept when the full workspace replaces the quick one) and in the middle of the view
-            table.move_to_key(keep if keep is not None else _hottest(rows))
-            table.center_cursor()
-            table.border_title = Text(
-                one_line_safe(
-                    f"{function.qualified} · {display_path(function.filename)}:"
-                    f"{function.first_lineno} · {format_seconds(function.total_s)} · "
-                    f"sort: {self.line_sort.value} · kind: {kind_label(self.kind)}"
-                )
-            )
-            table.border_subtitle = self._lines_status(function, len(rows))
-            # The quick stage has not looked for the source yet: that is not "not found".
-            note_text = None if self.partial else self._source_note(function)
-            note.display = note_text is not None
-            note.update(note_text or "")
-        self.query_one(KindSummary).show(function, kinds_known=not self.partial)
-
-    def _lines_status(self, function: AnnotatedFunction, shown: int) -> str:
-        parts = []
-        if self.line_query:
-            parts.append(f"/{self.line_query}")
-        if self.kind is not None and shown == 0 and self.line_query:
-            # Both filters on: say which one empties the table, not that the kind is absent.
-            label = kind_label(self.kind)
-            of_kind = len(line_rows(function, self.line_sort, self.kind))
-            matching = len(line_rows(function, self.line_sort, None, self.line_query))
-            parts.append(
-                f"no line matches both ({label}: {counted(of_kind, 'line')}, "
-                f"/{self.line_query}: {counted(matching, 'line')})"
-            )
-        elif self.kind is not None and shown == 0:
-            parts.append(f"no {kind_label(self.kind)} lines in {function.qualified}")
-        elif shown == 0:
-            parts.append("no lines match")
-        else:
-            parts.append(f"{len(function.lines)} timed lines")
-        return " · ".join(parts)
-
-    @staticmethod
-    def _source_note(function: AnnotatedFunction) -> str | None:
-        if function.source_path is not None:
-            return None
-        if function.block:
-            return (
-                f"source file not found ({function.filename}): showing the source text "
-                "stored in the profile"
-            )
-        return (
-            f"source not found: {function.filename} (numbers only; --source-root DIR finds a copy)"
-        )
-
-    def _highlighted(self, key: int, function: AnnotatedFunction) -> dict[int, Text]:
-        """Each line's highlighted source, for the function's whole block (cached by index)."""
-        assert self._highlighter is not None
-        cached = self._sources.get(key)
-        if cached is None:
-            rows = [r for r in merged_lines(function) if r.text is not None]
-            # Dedented (methods lose their class indent), one line per row.
-            code = textwrap.dedent("\n".join(r.text or "" for r in rows))
-            texts = self._highlighter.lines(code, "python") if rows else []
-            cached = self._sources[key] = {r.lineno: t for r, t in zip(rows, texts, strict=True)}
-        return cached
+        self._show_profile(keep_line=keep_cursor)
 
     # -- events -------------------------------------------------------------------------
 
@@ -396,8 +309,7 @@ class MainScreen(Screen[None]):
     def _close_search(self) -> None:
         target = self.search_target
         self.search_target = None
-        search = self.query_one("#search", Input)
-        search.remove_class("-active")
+        self.query_one(SearchBar).close()
         if target == "lines":
             self.query_one(LinesTable).focus()
         else:
@@ -405,8 +317,12 @@ class MainScreen(Screen[None]):
 
     # -- actions ------------------------------------------------------------------------
 
+    @property
+    def _tabs(self) -> TabbedContent:
+        return self.query_one(TabbedContent)
+
     def _on_profile_tab(self) -> bool:
-        return self.analysis is not None and self.query_one(TabbedContent).active == "profile"
+        return self.analysis is not None and self._tabs.active == "profile"
 
     def _can_apply(self) -> bool:
         return self.workspace.job is not None and can_apply(self.workspace)
@@ -422,12 +338,12 @@ class MainScreen(Screen[None]):
             return self._on_profile_tab() and not self.partial
         if action == "next_rank":
             traces = self.workspace.traces
-            on_steps = self.query_one(TabbedContent).active == "steps"
+            on_steps = self._tabs.active == "steps"
             return on_steps and traces is not None and len(traces.ranks) > 1
         if action == "show_tab" and parameters == ("steps",):
             return self.workspace.traces is not None
         if action == "apply":
-            return self._can_apply() and self.query_one(TabbedContent).active == "job"
+            return self._can_apply() and self._tabs.active == "job"
         return True
 
     @on(TabbedContent.TabActivated)
@@ -439,26 +355,15 @@ class MainScreen(Screen[None]):
             return
         target = self.last_table
         self.search_target = target
-        search = self.query_one("#search", Input)
-        if target == "functions":
-            search.placeholder = "filter functions by name (enter: keep, escape: clear)"
-            value = self.function_query
-        else:
-            search.placeholder = "filter lines by source text (enter: keep, escape: clear)"
-            value = self.line_query
-        with search.prevent(Input.Changed):
-            search.value = value
-        search.add_class("-active")
-        search.focus()
+        value = self.function_query if target == "functions" else self.line_query
+        self.query_one(SearchBar).open(target, value)
 
     def action_clear_search(self) -> None:
         if self.analysis is None:
             return
         if self.search_target is not None:
             target = self.search_target
-            search = self.query_one("#search", Input)
-            with search.prevent(Input.Changed):
-                search.value = ""
+            self.query_one(SearchBar).set_quietly("")
             if target == "functions":
                 self.function_query = ""
                 self._refresh_functions()
@@ -490,7 +395,7 @@ class MainScreen(Screen[None]):
     def action_show_tab(self, tab: str) -> None:
         if tab == "steps" and self.workspace.traces is None:
             return  # no trace given: no Steps tab
-        self.query_one(TabbedContent).active = tab
+        self._tabs.active = tab
         # Move focus into the shown pane (a focused widget in a hidden pane would switch
         # the tabs back).
         if tab == "findings":

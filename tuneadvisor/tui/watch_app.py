@@ -52,8 +52,8 @@ from tuneadvisor.tui.hangup_driver import hangup_safe
 from tuneadvisor.tui.watch_panels import (
     PANELS,
     CorePanel,
-    FindingsPanel,
     GpuPanel,
+    LiveFindingsPanel,
     MarksLine,
     ProcessPanel,
     RequestsLine,
@@ -63,7 +63,7 @@ from tuneadvisor.tui.watch_state import ScreenState
 from tuneadvisor.watch.live_run import LiveRun
 from tuneadvisor.watch.output import KEEP_LINES
 from tuneadvisor.watch.replay import Playback, ReplaySession
-from tuneadvisor.watch.session import LiveState, Span
+from tuneadvisor.watch.session import LiveState, WatchSpan
 
 ZOOMS: tuple[float | None, ...] = (30.0, 60.0, 300.0, 900.0, 3600.0, None)  # None: whole run
 REPLAY_ACTIONS = frozenset({"faster", "slower", "to_end", "restart"})
@@ -77,7 +77,7 @@ class Source(Protocol):
     stop: threading.Event
 
     def run(self, on_change: Callable[[], None] | None = None) -> None: ...
-    def span(self, seconds: float | None) -> Span: ...
+    def span(self, seconds: float | None) -> WatchSpan: ...
     def state(self) -> LiveState: ...
     def mark(self, label: str) -> None: ...
 
@@ -165,7 +165,7 @@ class WatchApp(App[int]):
                 yield RichLog(id="output-log", max_lines=KEEP_LINES, wrap=True, markup=False,
                               highlight=False)  # fmt: skip
                 yield Static("", id="output-partial")
-        yield FindingsPanel("Findings: waiting for samples", id="findings")
+        yield LiveFindingsPanel("Findings: waiting for samples", id="findings")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -185,7 +185,7 @@ class MarksLine(Static):
             self.update(Text(text))  # labels are text, not markup
 
 
-class FindingsPanel(Static):
+class LiveFindingsPanel(Static):
     """The live findings over the evidence window."""
 
     state: var[ScreenState | None] = var(None, init=False)
@@ -265,9 +265,9 @@ class ProcessPanel(Vertical):
 
 
 StatePanel = (
-    GpuPanel | CorePanel | StatusLine | RequestsLine | MarksLine | ProcessPanel | FindingsPanel
+    GpuPanel | CorePanel | StatusLine | RequestsLine | MarksLine | ProcessPanel | LiveFindingsPanel
 )
 # What the app hands each new state to, in the order the screen reads.
 PANELS: tuple[type[StatePanel], ...] = (
-    GpuPanel, CorePanel, StatusLine, RequestsLine, MarksLine, ProcessPanel, FindingsPanel,
+    GpuPanel, CorePanel, StatusLine, RequestsLine, MarksLine, ProcessPanel, LiveFindingsPanel,
 )  # fmt: skip

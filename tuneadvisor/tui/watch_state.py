@@ -29,7 +29,7 @@ from tuneadvisor.present.requests_use import (
     workers_seen,
 )
 from tuneadvisor.watch.replay import Playback
-from tuneadvisor.watch.session import LiveState, Span
+from tuneadvisor.watch.session import LiveState, WatchSpan
 
 
 # eq=False: a new state is a new sample to draw. Comparing field by field would walk every
@@ -39,7 +39,7 @@ class ScreenState:
     """One sample as the screen shows it."""
 
     live: LiveState  # the session's state: newest round, findings, job, counts
-    span: Span  # the rounds of the zoom window and their statistics
+    span: WatchSpan  # the rounds of the zoom window and their statistics
     zoom_label: str = "last 1 min"
     gpu_index: int = 0  # the selected GPU, among the newest round's of the span
     paused: bool = False

@@ -1,19 +1,25 @@
 """The widgets of the main screen's profile and job script: each turns analysis objects into
-one pane (the advice's widgets are in ``advice_widgets``)."""
+one pane (the advice's widgets are in ``advice_widgets``). The Profile tab's panes draw
+themselves from the screen's one frozen ``ProfileView`` (their ``view``), each redrawing what
+that view changes for it; ``show`` draws from the values alone."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.coordinate import Coordinate
-from textual.widgets import DataTable, Static
+from textual.reactive import var
+from textual.widgets import DataTable, Input, Static
 
-from tuneadvisor.present.numbers import format_seconds, heat_bar, percent, top_kinds_text
+from tuneadvisor.present.number_text import format_seconds, heat_bar, percent, top_kinds_text
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.profile.analysis import (
     KIND_LABELS,
@@ -23,7 +29,17 @@ from tuneadvisor.profile.analysis import (
 )
 from tuneadvisor.trainscript.kinds import LineKind
 from tuneadvisor.tui.highlight import Highlighter
-from tuneadvisor.tui.view import READING, LineRow, display_path, heat_level
+from tuneadvisor.tui.profile_view import (
+    ProfileView,
+    functions_subtitle,
+    functions_title,
+    hottest,
+    lines_status,
+    lines_title,
+    source_note,
+)
+from tuneadvisor.tui.view import READING, LineRow, display_path, heat_level, merged_lines
+from tuneadvisor.workspace.load import JobScriptText
 
 HEAT_WIDTH = 10
 KIND_BAR_WIDTH = 10  # a row of "Time by kind" fits the 42 cells it has at 100 columns
@@ -73,6 +89,20 @@ class NavTable(DataTable[Text]):
 class FunctionsTable(NavTable):
     """Functions, one row each: name, file:line, total time, share of the profile."""
 
+    view: var[ProfileView | None] = var(None, init=False)
+
+    def watch_view(self, old: ProfileView | None, view: ProfileView | None) -> None:
+        """Drawn again when the rows change (another workspace, sort or filter), not when
+        the cursor chose another function: the cursor is already on it."""
+        if view is None or view.same_functions(old):
+            return
+        rows = view.function_rows()
+        # Filling the table moves its cursor: that is no choice of the user's.
+        with self.prevent(DataTable.RowHighlighted):
+            self.show(rows, view.current)
+        self.border_title = functions_title(view)
+        self.border_subtitle = functions_subtitle(view, len(rows))
+
     def show(self, rows: Sequence[tuple[int, AnnotatedFunction]], selected: int | None) -> None:
         self.clear(columns=True)
         self.add_column("Function", key="name")
@@ -100,6 +130,51 @@ class LinesTable(NavTable):
         "lines--untimed",
         "lines--kind-other",
     }
+
+    view: var[ProfileView | None] = var(None, init=False)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._highlighter: Highlighter | None = None
+        self._sources: dict[int, dict[int, Text]] = {}  # function index -> line -> source
+        self._sources_of: object = None  # the analysis they were highlighted from
+
+    def watch_view(self, view: ProfileView | None) -> None:
+        if view is None:
+            return
+        keep = self.row_key_at_cursor() if view.keep_line else None
+        function = view.current_function
+        if function is None or view.current is None:
+            self.show([], {})
+            self.border_title = "Lines"
+            self.border_subtitle = f"no function matches /{view.function_query}"
+            return
+        rows = view.line_rows(function)
+        self.show(rows, self._highlighted(view, view.current, function), not view.partial)
+        # a function opens on its hottest line, not on its signature (issue 24, 14)
+        # (kept when the full workspace replaces the quick one) and in the middle of the view
+        self.move_to_key(keep if keep is not None else hottest(rows))
+        self.center_cursor()
+        self.border_title = lines_title(view, function)
+        self.border_subtitle = lines_status(view, function, len(rows))
+
+    def _highlighted(
+        self, view: ProfileView, key: int, function: AnnotatedFunction
+    ) -> dict[int, Text]:
+        """Each line's highlighted source, for the function's whole block (cached by index
+        for one analysis)."""
+        if self._sources_of is not view.analysis:
+            self._sources, self._sources_of = {}, view.analysis
+        cached = self._sources.get(key)
+        if cached is None:
+            if self._highlighter is None:
+                self._highlighter = Highlighter(self.app.theme_variables)
+            rows = [r for r in merged_lines(function) if r.text is not None]
+            # Dedented (methods lose their class indent), one line per row.
+            code = textwrap.dedent("\n".join(r.text or "" for r in rows))
+            texts = self._highlighter.lines(code, "python") if rows else []
+            cached = self._sources[key] = {r.lineno: t for r, t in zip(rows, texts, strict=True)}
+        return cached
 
     def show(
         self, rows: Sequence[LineRow], sources: Mapping[int, Text], kinds_known: bool = True
@@ -152,8 +227,27 @@ class LinesTable(NavTable):
             )
 
 
+class SourceNote(Static):
+    """Why the lines' source is not the file's, shown only when it is not."""
+
+    view: var[ProfileView | None] = var(None, init=False)
+
+    def watch_view(self, view: ProfileView | None) -> None:
+        if view is None:
+            return
+        note = source_note(view)
+        self.display = note is not None
+        self.update(note or "")
+
+
 class KindSummary(Static):
     """Where the chosen function's time goes, by line kind."""
+
+    view: var[ProfileView | None] = var(None, init=False)
+
+    def watch_view(self, view: ProfileView | None) -> None:
+        if view is not None:
+            self.show(view.current_function, kinds_known=not view.partial)
 
     def show(self, function: AnnotatedFunction | None, kinds_known: bool = True) -> None:
         if function is None:
@@ -182,6 +276,12 @@ class KindSummary(Static):
 class NotesPanel(Static):
     """The analysis notes (sync lines that absorb GPU time, missing sources)."""
 
+    view: var[ProfileView | None] = var(None, init=False)
+
+    def watch_view(self, old: ProfileView | None, view: ProfileView | None) -> None:
+        if view is not None and (old is None or old.analysis is not view.analysis):
+            self.show(view.analysis.notes)
+
     def show(self, notes: Sequence[str]) -> None:
         self.display = bool(notes)
         self.border_title = "Notes"
@@ -190,6 +290,12 @@ class NotesPanel(Static):
 
 class PartsTable(NavTable):
     """Several files (one per rank): each one's total and top kinds, one row each."""
+
+    view: var[ProfileView | None] = var(None, init=False)
+
+    def watch_view(self, old: ProfileView | None, view: ProfileView | None) -> None:
+        if view is not None and (old is None or old.analysis is not view.analysis):
+            self.show(view.analysis.parts)
 
     def show(self, parts: Sequence[PartSummary]) -> None:
         self.display = bool(parts)
@@ -237,3 +343,48 @@ class JobScriptView(Static):
                 line = plain
             grid.add_row(Text(f"{number:>{width}} │ ", style=lineno_style), line)
         self.update(grid)
+
+
+class JobPane(VerticalScroll):
+    """The Job script tab's script under its path, or why there is none; drawn from the
+    workspace's job script (its ``job``)."""
+
+    job: var[JobScriptText | None] = var(None, init=False, always_update=True)
+
+    def compose(self) -> ComposeResult:
+        yield JobScriptView(id="job-view")
+
+    def watch_job(self, job: JobScriptText | None) -> None:
+        view = self.query_one(JobScriptView)
+        if job is None:
+            view.update(
+                Text("no job script given (tuneadvisor open ... --job JOBSCRIPT)", "italic")
+            )
+            return
+        # a Text, not a str: a str title is parsed as markup ("[bold]" in a path)
+        self.border_title = Text(one_line_safe(display_path(job.path)))
+        view.show(job.text, Highlighter(self.app.theme_variables))
+
+
+class SearchBar(Input):
+    """The Profile tab's filter line, shown while one of its tables is being filtered."""
+
+    PLACEHOLDERS: ClassVar[dict[str, str]] = {
+        "functions": "filter functions by name (enter: keep, escape: clear)",
+        "lines": "filter lines by source text (enter: keep, escape: clear)",
+    }
+
+    def open(self, target: str, value: str) -> None:
+        """Shown and focused, filtering ``target`` ("functions" or "lines") from ``value``."""
+        self.placeholder = self.PLACEHOLDERS[target]
+        self.set_quietly(value)
+        self.add_class("-active")
+        self.focus()
+
+    def set_quietly(self, value: str) -> None:
+        """The text set without a Changed message: no filtering follows."""
+        with self.prevent(Input.Changed):
+            self.value = value
+
+    def close(self) -> None:
+        self.remove_class("-active")

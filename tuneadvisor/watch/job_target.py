@@ -29,11 +29,11 @@ from tuneadvisor.metrics.host import HostReading, HostSampler
 from tuneadvisor.metrics.proc_roles import tree_totals
 from tuneadvisor.metrics.snapshot import ProcSample
 from tuneadvisor.numbers import is_ascii_digits
-from tuneadvisor.slurm.as_run import as_run_facts
+from tuneadvisor.slurm.accounting.as_run import as_run_facts
 from tuneadvisor.slurm.client import SlurmClient
-from tuneadvisor.slurm.listpids import StepPid
-from tuneadvisor.slurm.placement import JobArrayError
-from tuneadvisor.slurm.scontrol import JobInfo
+from tuneadvisor.slurm.client.listpids import StepPid
+from tuneadvisor.slurm.client.placement import JobArrayError
+from tuneadvisor.slurm.client.scontrol import JobInfo
 
 REQUERY_S = 2.0
 LISTPIDS = "processes from Slurm: scontrol listpids"

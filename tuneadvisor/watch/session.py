@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tuneadvisor.advisor.allocation import allocation_facts
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.advisor.findings import Finding
+from tuneadvisor.advisor.measured_allocation import allocation_facts
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.metrics.affinity import affinity_facts
@@ -62,7 +62,7 @@ class LiveState:
 
 
 @dataclass(frozen=True)
-class Span:
+class WatchSpan:
     """The rounds of a stretch of the run (a copy) and the statistics over them that the
     screen and the summary show."""
 
@@ -75,7 +75,7 @@ class Span:
     workers: int = 0
 
     @classmethod
-    def of(cls, rounds: Sequence[Snapshot]) -> Span:
+    def of(cls, rounds: Sequence[Snapshot]) -> WatchSpan:
         return cls(
             tuple(rounds),
             Stats.of(s.sampler_cpu_pct for s in rounds),
@@ -275,9 +275,9 @@ class SnapshotSession:
         with self.lock:
             return self.store.timeline()
 
-    def span(self, seconds: float | None) -> Span:
+    def span(self, seconds: float | None) -> WatchSpan:
         """The rounds of ``view(seconds)`` and their statistics, safe from any thread."""
-        return Span.of(self.view(seconds))
+        return WatchSpan.of(self.view(seconds))
 
     def state(self) -> LiveState:
         """The newest round, the live findings and the settings: a frozen copy."""

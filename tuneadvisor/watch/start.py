@@ -15,7 +15,6 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.metrics.host import HostSampler
 from tuneadvisor.metrics.nvml import NvmlSampler, visible_filter
 from tuneadvisor.metrics.recording import RecordingHeader, RecordingWriter
-from tuneadvisor.session.rule_files import load_rules, rule_dirs
 from tuneadvisor.slurm.client import SlurmClient, SlurmError
 from tuneadvisor.watch.deferred_signals import signals_deferred
 from tuneadvisor.watch.job_target import (
@@ -35,6 +34,7 @@ from tuneadvisor.watch.program import Program, default_log, start_program
 from tuneadvisor.watch.remote import RemoteSamplers
 from tuneadvisor.watch.request import WatchRequest
 from tuneadvisor.watch.session import Sampler, WatchSession, job_facts_from_env
+from tuneadvisor.workspace.rule_files import load_rules, rule_dirs
 
 PCIE_MIN_INTERVAL_S = 0.5  # NVML measures PCIe throughput over ~20 ms per call and device
 SLURM_TIMEOUT_S = 20.0  # a Slurm command asked mid-watch must not stall the rounds for long

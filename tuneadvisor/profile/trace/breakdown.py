@@ -31,7 +31,7 @@ _OPS = frozenset({_CPU_OP, _DATALOADER, CODE[c.COMM_HOST]})  # operators, not an
 
 
 @dataclass(frozen=True)
-class Window:
+class StepWindow:
     step: int
     start: float
     end: float
@@ -49,7 +49,7 @@ class StepParts:
     dataloader_us: float
 
 
-def windows(col: Collected) -> list[Window]:
+def windows(col: Collected) -> list[StepWindow]:
     """The steps, each extended to its last device activity, none overlapping the next."""
     raw = sorted(col.steps, key=lambda s: (s[1], s[0]))
     if not raw:
@@ -72,24 +72,24 @@ def windows(col: Collected) -> list[Window]:
             if j >= 0 and col.corrs[i] <= ranges[j][1]:
                 k = ranges[j][2]
                 device_end[k] = max(device_end[k], col.ends[i])
-    out: list[Window] = []
+    out: list[StepWindow] = []
     prev_end = float("-inf")
     for k, (n, start, _end, tid) in enumerate(raw):
         begin = max(start, prev_end)
         end = max(device_end[k], begin)
-        out.append(Window(n, begin, end, tid))
+        out.append(StepWindow(n, begin, end, tid))
         prev_end = end
     return out
 
 
-def whole_trace(col: Collected) -> list[Window]:
+def whole_trace(col: Collected) -> list[StepWindow]:
     """No ProfilerStep#N (export_chrome_trace without a schedule): the trace as step 0."""
     if not col.starts:
         return []
-    return [Window(0, min(col.starts), max(col.ends), -1)]
+    return [StepWindow(0, min(col.starts), max(col.ends), -1)]
 
 
-def by_step(col: Collected, wins: list[Window]) -> Iterator[tuple[Window, list[int]]]:
+def by_step(col: Collected, wins: list[StepWindow]) -> Iterator[tuple[StepWindow, list[int]]]:
     """Each window with the indices of the intervals that overlap it."""
     if not wins:
         return
@@ -129,7 +129,7 @@ def by_step(col: Collected, wins: list[Window]) -> Iterator[tuple[Window, list[i
         yield win, [*order[offsets[k] : offsets[k + 1]], *spanning[k]]
 
 
-def step_parts(col: Collected, win: Window, idx: list[int]) -> StepParts:
+def step_parts(col: Collected, win: StepWindow, idx: list[int]) -> StepParts:
     by_kind, busy, exposed = _sweep(col, win, idx)
     time = StepTime(
         step=win.step,
@@ -152,7 +152,9 @@ def step_parts(col: Collected, win: Window, idx: list[int]) -> StepParts:
     return StepParts(time, gaps, syncs, calls, dl_us)
 
 
-def _sweep(col: Collected, win: Window, idx: list[int]) -> tuple[dict[str, float], float, float]:
+def _sweep(
+    col: Collected, win: StepWindow, idx: list[int]
+) -> tuple[dict[str, float], float, float]:
     points: list[tuple[float, int, int]] = []
     for i in idx:
         s, e = max(col.starts[i], win.start), min(col.ends[i], win.end)
@@ -206,7 +208,7 @@ def _top_ops(col: Collected, idx: list[int]) -> dict[int, list[int]]:
     return tops
 
 
-def _gaps(col: Collected, win: Window, tops: list[int]) -> tuple[HostGap, ...]:
+def _gaps(col: Collected, win: StepWindow, tops: list[int]) -> tuple[HostGap, ...]:
     """Stretches with no operator on any thread: Python between ops."""
     gaps: list[HostGap] = []
     t, before = win.start, ""

@@ -9,7 +9,7 @@ from tuneadvisor.profile.trace.model import IDLE, KINDS, TraceSet
 
 
 @dataclass(frozen=True)
-class Change:
+class TraceChange:
     what: str  # "step time (ms)", "kernel share (%)", ...
     before: float | None
     after: float | None
@@ -48,12 +48,12 @@ def summary(ts: TraceSet) -> dict[str, float | None]:
     return out
 
 
-def changes(before: TraceSet, after: TraceSet) -> list[Change]:
+def changes(before: TraceSet, after: TraceSet) -> list[TraceChange]:
     a, b = summary(before), summary(after)
-    return [Change(key, a[key], b[key]) for key in a]
+    return [TraceChange(key, a[key], b[key]) for key in a]
 
 
-def render_text(rows: list[Change]) -> str:
+def render_text(rows: list[TraceChange]) -> str:
     def cell(v: float | None) -> str:
         return "-" if v is None else f"{v:,.1f}"
 

@@ -92,7 +92,7 @@ class HostSync:
 
 
 @dataclass(frozen=True)
-class DeviceInfo:
+class TraceDevice:
     name: str = ""
     compute_major: int | None = None  # 7+ has tensor cores
     total_memory_bytes: int | None = None
@@ -107,7 +107,7 @@ class RankTrace:
     world_size: int | None = None
     steps: tuple[StepTime, ...] = ()
     has_device: bool = False  # any kernel, memcpy or memset event at all
-    devices: tuple[DeviceInfo, ...] = ()
+    devices: tuple[TraceDevice, ...] = ()
     top_kernels: tuple[NamedTime, ...] = ()  # by total time, at most TOP_N
     top_ops: tuple[NamedTime, ...] = ()  # host operators (cpu_op), by total time, at most TOP_N
     host_gaps: tuple[HostGap, ...] = ()  # the longest, at most TOP_N

@@ -20,12 +20,12 @@ from tuneadvisor.profile.trace.collect import Collected, Named
 from tuneadvisor.profile.trace.model import (
     TOP_N,
     Copies,
-    DeviceInfo,
     HostGap,
     HostSync,
     NamedTime,
     RankTrace,
     StepTime,
+    TraceDevice,
     TraceSet,
 )
 from tuneadvisor.profile.trace.stream import Progress, events, read_header
@@ -174,14 +174,14 @@ def _distributed(info: object) -> tuple[int | None, int | None]:
     return (rank if rank is not None and rank >= 0 else None), world
 
 
-def _devices(props: object) -> tuple[DeviceInfo, ...]:
+def _devices(props: object) -> tuple[TraceDevice, ...]:
     if not isinstance(props, list):
         return ()
     out = []
     for p in props[:64]:
         if isinstance(p, dict):
             name = p.get("name")
-            out.append(DeviceInfo(
+            out.append(TraceDevice(
                 name=name[:200] if isinstance(name, str) else "",
                 compute_major=_int(p.get("computeMajor")),
                 total_memory_bytes=_int(p.get("totalGlobalMem")),

@@ -1,0 +1,326 @@
+"""Runs, profiles and recordings side by side: throughput and speedup, share of time by line
+kind, resources requested and used, loss and accuracy per epoch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from tuneadvisor.advisor.prediction import Span
+from tuneadvisor.compare.scaling import ScalePoint, scaling
+from tuneadvisor.errors import InputError
+from tuneadvisor.files import is_directory, is_regular_file
+from tuneadvisor.relaunch.predicted import Measure, PredictionCheck, check
+from tuneadvisor.relaunch.records import RECORD_NAME, RunRecord, read_record
+from tuneadvisor.relaunch.usage import read_usage
+from tuneadvisor.runrecord.record import is_run_record
+from tuneadvisor.slurm.units import parse_memory_mib
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing compared: a run (with its profile and metrics if it has them), a profile or
+    a recording alone."""
+
+    label: str
+    path: str
+    run: RunRecord | None = None
+    kinds: dict[str, float] = field(default_factory=dict)  # line kind -> percent of train()
+    metrics: dict[str, float] = field(default_factory=dict)  # launch/usage.py: watch's samples
+    predicted: PredictionCheck | None = None  # the run against the prediction it recorded
+
+    @property
+    def samples_per_s(self) -> float | None:
+        return self.run.samples_per_s if self.run else None
+
+    @property
+    def counted(self) -> bool:
+        """A run that completed: only such a run is a speedup's baseline or a point of a
+        trend (scaling, throughput against a setting); an interrupted or failed run is shown,
+        marked, with what it measured before it stopped."""
+        return self.run is not None and self.run.ok
+
+
+def baseline(items: Sequence[Item]) -> Item | None:
+    """What speedups are against: the first completed run with a throughput."""
+    return next((i for i in items if i.counted and i.samples_per_s), None)
+
+
+def _speedup(item: Item, base: Item | None) -> float | None:
+    rate, base_rate = item.samples_per_s, base.samples_per_s if base is not None else None
+    return rate / base_rate if item.counted and rate and base_rate else None
+
+
+def _status(run: RunRecord) -> str:
+    return run.status if run.ok else f"{run.status}: not compared"
+
+
+def _kinds_of(paths: Sequence[Path]) -> dict[str, float]:
+    from tuneadvisor.profile.analysis import analyze
+    from tuneadvisor.profile.lprof import load_profiles
+    from tuneadvisor.profile.source import SourceFinder
+
+    profiles = load_profiles(paths)
+    finder = SourceFinder(profile_dirs=tuple({p.parent for p in paths}), cwd=Path.cwd())
+    analysis = analyze(profiles, finder)
+    return {share.kind.value: share.percent for share in analysis.kinds}
+
+
+def load_item(path_text: str) -> Item:
+    path = Path(path_text)
+    if is_directory(path) or path.name == RECORD_NAME or is_run_record(path):
+        run = read_record(path)
+        kinds: dict[str, float] = {}
+        profiles = [p for p in run.profile_paths() if is_regular_file(p)]
+        if profiles:
+            kinds = _kinds_of(profiles)
+        # the recordings themselves where they are (a submitted job writes its own later),
+        # else what the run recorded from them
+        recordings = [p for p in run.metrics_paths() if is_regular_file(p)]
+        metrics = read_usage(recordings) if recordings else dict(run.sampled)
+        return Item(run.display_label, str(path), run, kinds, metrics, check(run, metrics))
+    if path.suffix == ".lprof" or path.suffix == ".txt":
+        return Item(path.stem, str(path), kinds=_kinds_of([path]))
+    if is_regular_file(path):
+        return Item(path.stem, str(path), metrics=read_usage([path]))
+    raise InputError(path, "no such run, profile or recording")
+
+
+def _fmt(value: Any, spec: str = "", none: str = "-") -> str:
+    if value is None:
+        return none
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float) and spec:
+        return format(value, spec)
+    return str(value)
+
+
+def throughput_table(items: Sequence[Item]) -> Table:
+    base = baseline(items)
+    against = f"speedup against {base.label}" if base is not None else "no completed run"
+    table = Table(title=f"Throughput ({against})", title_justify="left")
+    for name in ("run", "settings", "samples/s", "speedup", "step time", "accuracy", "status"):
+        table.add_column(name, justify="right" if name not in ("run", "settings") else "left")
+    for item in items:
+        run = item.run
+        rate = item.samples_per_s
+        speedup = _speedup(item, base)
+        step = run.summary.step_time_s_median if run else None
+        acc = run.summary.final_accuracy if run else None
+        table.add_row(
+            item.label,
+            run.settings.describe() if run else "(profile/recording)",
+            _fmt(rate, ",.1f"),
+            f"{speedup:.2f}x" if speedup is not None else "-",
+            f"{1000 * step:.1f} ms" if isinstance(step, int | float) else "-",
+            f"{100 * acc:.1f} %" if isinstance(acc, int | float) else "-",
+            _status(run) if run else "-",
+        )
+    return table
+
+
+def _span(span: Span | None, scale: float, spec: str, unit: str = "") -> str:
+    if span is None:
+        return "-"
+    return f"{format(scale * span.low, spec)}-{format(scale * span.high, spec)}{unit}"
+
+
+def _measured(m: Measure | None, scale: float, spec: str, unit: str = "") -> str:
+    return "-" if m is None else f"{format(scale * m.value, spec)}{unit} +-{100 * m.spread:.0f} %"
+
+
+def prediction_table(items: Sequence[Item]) -> Table | None:
+    """Each run that recorded a prediction: the predicted range against the steady-state
+    median (after the warm-up) and its spread."""
+    checked = [(i, i.predicted) for i in items if i.predicted is not None]
+    if not checked:
+        return None
+    table = Table(
+        title="Predicted against measured",
+        title_justify="left",
+        caption="measured: median of the steps after the warm-up, +- half the interquartile range",
+        caption_justify="left",
+    )
+    for name in ("run", "setting", "step time predicted", "measured", "samples/s predicted",
+                 "measured", "verdict"):  # fmt: skip
+        table.add_column(name, justify="left" if name in ("run", "setting") else "right")
+    for item, c in checked:
+        p = c.prediction
+        table.add_row(
+            item.label,
+            ", ".join(f"{k} {v}" for k, v in sorted(p.setting.items())) or "-",
+            _span(p.step_s, 1000, ".1f", " ms"),
+            _measured(c.step_s, 1000, ".1f", " ms"),
+            _span(p.samples_per_s, 1, ",.1f"),
+            _measured(c.samples_per_s, 1, ",.1f"),
+            c.verdict(),
+        )
+    return table
+
+
+def findings(items: Sequence[Item]) -> list[str]:
+    """The compare-level findings, one line each: ``prediction-missed`` for each run outside
+    its predicted range, with what differed."""
+    out = []
+    for item in items:
+        text = item.predicted.finding() if item.predicted is not None else None
+        if text is not None:
+            out.append(f"{item.label}: {text}")
+    return out
+
+
+def scale_points(items: Sequence[Item]) -> list[ScalePoint]:
+    return scaling([(i.label, i.run) for i in items if i.run is not None and i.counted])
+
+
+def scaling_table(items: Sequence[Item]) -> Table | None:
+    """Speedup and scaling efficiency against the smallest world size of each setting."""
+    points = scale_points(items)
+    if not points:
+        return None
+    table = Table(
+        title="Scaling against world size (ranks)",
+        title_justify="left",
+        caption="speedup: samples/s over the setting's smallest world size; efficiency: "
+        "speedup / (ranks / its ranks), 100 % = linear",
+        caption_justify="left",
+    )
+    for name in ("setting", "ranks", "nodes", "run", "samples/s", "speedup", "efficiency"):
+        table.add_column(name, justify="left" if name in ("setting", "run") else "right")
+    for p in points:
+        table.add_row(p.group, str(p.world_size), str(p.nodes), p.run, f"{p.samples_per_s:,.1f}",
+                      f"{p.speedup:.2f}x", f"{100 * p.efficiency:.0f} %")  # fmt: skip
+    return table
+
+
+def _share(used: float | None, asked: float | None) -> str:
+    return f" ({100 * used / asked:.0f} %)" if used is not None and asked else ""
+
+
+def resources_table(items: Sequence[Item]) -> Table:
+    """Cores and memory asked for against what the run used: ``watch``'s samples of the
+    training tree where the run has them, else its CPU time over its wall time."""
+    table = Table(
+        title="Resources: requested and used",
+        title_justify="left",
+        caption="used: sampled by tuneadvisor watch (mean / p95 of the training tree) where "
+        "recorded, else CPU time / wall time",
+        caption_justify="left",
+    )
+    for name in ("run", "tasks", "cores asked", "cores used", "mem asked", "peak RSS", "gpus",
+                 "gpu util", "sampled"):  # fmt: skip
+        table.add_column(name, justify="left" if name == "run" else "right")
+    for item in items:
+        run = item.run
+        settings = run.settings if run else None
+        cpu = run.resources.cpu if run and run.resources else None
+        sampled = "cores_used" in item.metrics
+        asked = settings.ntasks * settings.cpus_per_task if settings else None
+        mean = item.metrics.get("cores_used", cpu.cores_used if cpu else None)
+        p95 = item.metrics.get("cores_used_p95")
+        cores = _fmt(mean, ".2f") + (f" / {p95:.2f}" if p95 is not None else "")
+        rss = item.metrics.get("max_rss_mib", cpu.max_rss_mib if cpu else None)
+        mem_mib = parse_memory_mib(settings.mem) if settings and settings.mem else None
+        gpu = item.metrics.get("gpu_util_pct")
+        samples = item.metrics.get("samples")
+        table.add_row(
+            item.label,
+            _fmt(settings.ntasks if settings else None),
+            _fmt(asked),
+            cores + _share(mean, asked),
+            _fmt(settings.mem if settings else None),
+            (f"{rss:,.0f} MiB" if isinstance(rss, int | float) else "-") + _share(rss, mem_mib),
+            _fmt(settings.gpus if settings else None),
+            f"{gpu:.0f} %" if isinstance(gpu, int | float) else "-",
+            f"{samples:.0f} round{'' if samples == 1 else 's'}" if sampled and samples else "no",
+        )
+    return table
+
+
+def kinds_table(items: Sequence[Item]) -> Table | None:
+    with_kinds = [i for i in items if i.kinds]
+    if not with_kinds:
+        return None
+    kinds = sorted(
+        {k for i in with_kinds for k in i.kinds}, key=lambda k: -with_kinds[0].kinds.get(k, 0)
+    )
+    title = "Share of profiled time by line kind"
+    table = Table(title=title, title_justify="left", min_width=len(title))
+    table.add_column("kind")
+    for item in with_kinds:
+        table.add_column(item.label, justify="right")
+    for kind in kinds:
+        table.add_row(kind, *(f"{i.kinds.get(kind, 0.0):.1f} %" for i in with_kinds))
+    return table
+
+
+def epochs_table(items: Sequence[Item]) -> Table | None:
+    runs = [i for i in items if i.run and i.run.epochs]
+    if not runs:
+        return None
+    title = "Per epoch: train loss / test accuracy"
+    table = Table(title=title, title_justify="left", min_width=len(title))
+    table.add_column("epoch", justify="right")
+    for item in runs:
+        table.add_column(item.label, justify="right")
+    n = max(len(i.run.epochs) for i in runs if i.run)
+    for index in range(n):
+        cells = []
+        for item in runs:
+            assert item.run is not None
+            epochs = item.run.epochs
+            if index < len(epochs):
+                e = epochs[index]
+                cells.append(f"{_fmt(e.train_loss, '.3f')} / {100 * float(e.accuracy or 0):.1f} %")
+            else:
+                cells.append("")
+        table.add_row(str(index + 1), *cells)
+    return table
+
+
+def tables(items: Sequence[Item]) -> list[Table]:
+    out = [throughput_table(items), resources_table(items)]
+    more = (prediction_table(items), scaling_table(items), kinds_table(items), epochs_table(items))
+    for extra in more:
+        if extra is not None:
+            out.append(extra)
+    return out
+
+
+def to_json(items: Sequence[Item]) -> list[dict[str, Any]]:
+    base = baseline(items)
+    out = []
+    for item in items:
+        out.append(
+            {
+                "label": item.label,
+                "path": item.path,
+                "status": item.run.status if item.run else None,
+                # false: an interrupted or failed run, never a baseline or a trend point
+                "counted": item.counted,
+                "baseline": item is base,
+                "samples_per_s": item.samples_per_s,
+                "speedup": _speedup(item, base),
+                "settings": item.run.settings.to_json() if item.run else None,
+                "summary": _summary_json(item.run) if item.run else None,
+                "resources": _resources_json(item.run) if item.run else None,
+                "kinds": item.kinds,
+                "metrics": item.metrics,
+                "prediction": item.predicted.as_json() if item.predicted else None,
+            }
+        )
+    return out
+
+
+def _summary_json(run: RunRecord) -> dict[str, Any]:
+    """As the record has it; {} for a run not measured yet."""
+    return run.measured.summary.to_json() if run.measured is not None else {}
+
+
+def _resources_json(run: RunRecord) -> dict[str, Any]:
+    return run.resources.to_json() if run.resources is not None else {}

@@ -1,0 +1,93 @@
+"""A local stand-in for a Slurm allocation: the ``SLURM_*`` variables a job step sees, and
+CPU affinity limited to the cores the job asked for, so that ``--cpus-per-task`` changes on
+a workstation what it changes on a cluster."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+from collections.abc import Mapping, Sequence
+
+# runrecord holds the run record's model (below the session); named here too for
+# relaunch's importers.
+from tuneadvisor.runrecord.allocation_record import Allocation as Allocation
+from tuneadvisor.runrecord.settings import Settings
+
+
+def available_cores() -> list[int]:
+    """The cores this process may run on (its affinity), sorted."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def emulate(
+    settings: Settings, *, name: str, submit_dir: str, cores: Sequence[int] | None = None
+) -> Allocation:
+    """Cores for each task (consecutive, as Slurm's block distribution gives them) and the
+    job's variables. Asking for more cores than there are shares them, with a note."""
+    pool = list(cores) if cores is not None else available_cores()
+    want = settings.ntasks * settings.cpus_per_task
+    notes: list[str] = []
+    if want > len(pool):
+        notes.append(
+            f"asked for {want} cores ({settings.ntasks} x {settings.cpus_per_task}), this "
+            f"machine has {len(pool)}: tasks share them"
+        )
+    per_task: list[tuple[int, ...]] = []
+    for task in range(settings.ntasks):
+        start = task * settings.cpus_per_task
+        per_task.append(
+            tuple(sorted({pool[(start + i) % len(pool)] for i in range(settings.cpus_per_task)}))
+        )
+    if settings.gpus:
+        notes.append(f"asked for {settings.gpus} GPU(s): the scripts use CUDA only if it is here")
+    hostname = socket.gethostname().split(".")[0] or "localhost"
+    job_id = str(random.randint(1_000_000, 9_999_999))
+    env = {
+        "SLURM_JOB_ID": job_id,
+        "SLURM_JOBID": job_id,
+        "SLURM_JOB_NAME": name,
+        "SLURM_JOB_NODELIST": hostname,
+        "SLURM_NODELIST": hostname,
+        "SLURM_JOB_NUM_NODES": "1",
+        "SLURM_NNODES": "1",
+        "SLURM_NTASKS": str(settings.ntasks),
+        "SLURM_NPROCS": str(settings.ntasks),
+        "SLURM_NTASKS_PER_NODE": str(settings.ntasks),
+        "SLURM_CPUS_PER_TASK": str(settings.cpus_per_task),
+        "SLURM_CPUS_ON_NODE": str(len({c for t in per_task for c in t})),
+        "SLURM_JOB_CPUS_PER_NODE": str(want),
+        "SLURM_SUBMIT_DIR": submit_dir,
+        "SLURM_SUBMIT_HOST": hostname,
+        "SLURM_CLUSTER_NAME": "tuneadvisor-local",
+        # as the bundled job scripts do: PyTorch's threads follow the job's cores
+        "OMP_NUM_THREADS": str(settings.cpus_per_task),
+    }
+    if settings.mem:
+        env["SLURM_MEM_PER_NODE"] = settings.mem
+    if settings.gpus:
+        env["SLURM_GPUS_ON_NODE"] = str(settings.gpus)
+    return Allocation(job_id, hostname, tuple(per_task), env, tuple(notes))
+
+
+_CLEARED_PREFIXES = ("SLURM_", "SLURMD_", "TORCHELASTIC_", "MASTER_")
+_CLEARED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
+
+
+def clean_environ(base: Mapping[str, str]) -> dict[str, str]:
+    """The caller's environment without any job or rank variables of its own."""
+    return {
+        k: v for k, v in base.items() if not k.startswith(_CLEARED_PREFIXES) and k not in _CLEARED
+    }
+
+
+def pin(pid: int, cores: Sequence[int]) -> bool:
+    """Limit a process (and what it starts later) to ``cores``; False where impossible."""
+    try:
+        os.sched_setaffinity(pid, set(cores))
+    except (AttributeError, OSError):
+        return False
+    return True

@@ -1,2 +1,0 @@
-"""The readers of ``session/gather.py``: one module per input (``base.py`` says what a reader
-is, ``registry.py`` lists them in order)."""
