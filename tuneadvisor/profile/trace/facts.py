@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 
-from tuneadvisor.profile.trace.model import IDLE, KINDS, RankTrace, TraceSet
+from tuneadvisor.profile.trace.model import IDLE, KINDS, MIN_JUDGED_US, RankTrace, TraceSet
 
 SKEW_MIN_RANKS = 2
 
@@ -19,9 +19,13 @@ def trace_facts(traces: TraceSet) -> dict[str, object]:
     if not ranks:
         return facts
     total = sum(s.duration_us for r in ranks for s in r.steps)
-    facts["trace.steps"] = min(len(r.steps) for r in ranks)
-    facts["trace.step_s"] = statistics.median(s.duration_us for r in ranks for s in r.steps) / 1e6
-    if total <= 0:
+    per_step = all(r.step_source != "whole" for r in ranks)  # no steps: nothing per step
+    if per_step:
+        facts["trace.steps"] = min(len(r.steps) for r in ranks)
+        facts["trace.step_s"] = (
+            statistics.median(s.duration_us for r in ranks for s in r.steps) / 1e6
+        )
+    if total < MIN_JUDGED_US:  # too short to judge a share by (the rank's notes say so)
         return facts
     for kind in (*KINDS, IDLE):
         facts[f"trace.{kind}_share"] = (
@@ -31,9 +35,11 @@ def trace_facts(traces: TraceSet) -> dict[str, object]:
     if calls:
         facts["trace.dataloader_call_ms"] = sum(r.dataloader_us for r in ranks) / calls / 1e3
     steps = sum(len(r.steps) for r in ranks)
-    facts["trace.host_syncs_per_step"] = (
-        sum(h.calls for r in ranks for h in r.syncs if h.name.startswith(("cuda", "hip"))) / steps
-    )
+    if per_step:
+        facts["trace.host_syncs_per_step"] = (
+            sum(h.calls for r in ranks for h in r.syncs if h.name.startswith(("cuda", "hip")))
+            / steps
+        )
     device = [r for r in ranks if r.has_device]
     facts["trace.has_device"] = bool(device)
     if device:
@@ -73,7 +79,11 @@ def _device_facts(ranks: list[RankTrace]) -> dict[str, object]:
         if r.peak_device_memory_bytes is not None and d.total_memory_bytes
     ]
     if peaks:
-        out["trace.device_memory_peak_share"] = max(p / t for p, t in peaks if t)
+        # a peak past the device's memory is no reading (a device cannot hold more than it
+        # has): left out rather than shown as 10^20 %
+        shares = [p / t for p, t in peaks if t > 0 and 0 <= p <= t]
+        if shares:
+            out["trace.device_memory_peak_share"] = max(shares)
     return out
 
 
@@ -84,6 +94,8 @@ def _skew(ranks: list[RankTrace]) -> dict[str, object]:
         _label(r): statistics.mean(s.duration_us - s.communication_exposed_us for s in r.steps)
         for r in ranks
     }
+    if len(work) < SKEW_MIN_RANKS:  # two files naming one rank are one label
+        return {}
     slowest = max(work, key=lambda k: (work[k], k))
     others = statistics.median(v for k, v in work.items() if k != slowest)
     step = statistics.mean(s.duration_us for r in ranks for s in r.steps)
