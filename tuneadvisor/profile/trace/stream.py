@@ -44,10 +44,10 @@ HEADER_KEYS = ("distributedInfo", "deviceProperties")
 # growing past MAX_KEPT_TOKENS (64 devices of ~30 fields fit many times over).
 MAX_HEADER_TOKENS = 200_000
 MAX_KEPT_TOKENS = 20_000
-# A .gz is read to at most this many times its size (real traces inflate 5-20x), and never
-# under MIN_INFLATE: past it the rest is not read and the notes say so.
-MAX_INFLATE_RATIO = 100
-MIN_INFLATE = 64 << 20
+# A .gz is read to at most this many times its size (the real traces here inflate 14-27x),
+# or MIN_INFLATE when that is more: past it the rest is not read and the notes say so.
+MAX_INFLATE_RATIO = 64
+MIN_INFLATE = 16 << 20
 
 
 class _Guarded:
