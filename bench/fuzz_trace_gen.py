@@ -171,7 +171,7 @@ def shapes(rng: random.Random, scale: int = 1) -> Iterator[Shape]:
                 b'[]], "traceEvents": []}'), "rank0.pt.trace.json.gz")  # fmt: skip
     skipped = b'{"ph": "X", "cat": "c%d", "name": "n", "ts": 1, "dur": 1},'
     yield Shape("distinct skipped categories", b'{"traceEvents": [' + b"".join(
-        skipped % i for i in range(60_000 * n)) + b"{}]}")  # fmt: skip
+        skipped % i for i in range(60_000 * bomb)) + b"{}]}")  # fmt: skip
 
 
 def seed_traces() -> list[bytes]:

@@ -83,15 +83,15 @@ def windows(col: Collected) -> list[Window]:
 
 
 def optimizer_windows(col: Collected) -> list[Window]:
-    """No ProfilerStep#N, but torch.optim's steps: one window an iteration, each ending where
-    its optimizer step ends (the first from the trace's first event). Two at least: one
-    optimizer step cannot tell an iteration from the set-up before it."""
+    """No ProfilerStep#N, but torch.optim's steps: one window an iteration, from the end of
+    one optimizer step to the end of the next (what comes before the first is set-up, not an
+    iteration). Two at least: n optimizer steps bound n - 1 iterations."""
     marks = sorted(col.optimizer_steps)
     if len(marks) < 2 or not col.starts:
         return []
     out: list[Window] = []
-    begin = min(min(col.starts), marks[0][0])
-    for n, (_start, end) in enumerate(marks):
+    begin = marks[0][1]  # before the first optimizer step: set-up and warm-up, no iteration
+    for n, (_start, end) in enumerate(marks[1:], start=1):
         end = max(end, begin)
         out.append(Window(n, begin, end, -1))
         begin = end

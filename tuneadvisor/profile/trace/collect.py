@@ -181,8 +181,8 @@ class Collected:
                 role = "tensor_core" if tensor else "kernel"
             elif kind == c.CPU_OP:
                 named = self.ops.setdefault(name, Named())
-            elif c.is_optimizer_step(key[1]):
-                role = "optimizer"
+            if kind in (c.CPU_OP, c.OTHER) and c.is_optimizer_step(key[1]):
+                role = "optimizer"  # torch 1.8 wrote it as an Operator, later a user_annotation
             elif kind in (c.MEMCPY, c.MEMSET):
                 source = c.copy_source(key[1]) or ""
                 role = "copy:" + source if kind == c.MEMCPY else "memset"

@@ -25,12 +25,14 @@ def trace_facts(traces: TraceSet) -> dict[str, object]:
         facts["trace.step_s"] = (
             statistics.median(s.duration_us for r in ranks for s in r.steps) / 1e6
         )
-    if total < MIN_JUDGED_US:  # too short to judge a share by (the rank's notes say so)
-        return facts
-    for kind in (*KINDS, IDLE):
-        facts[f"trace.{kind}_share"] = (
-            sum(s.by_kind.get(kind, 0.0) for r in ranks for s in r.steps) / total
-        )
+    # a share is judged over steps of some length: not over a whole trace with no steps
+    # (its set-up and tail in the span), nor under MIN_JUDGED_US (the rank's notes say which)
+    judged = per_step and total >= MIN_JUDGED_US
+    if judged:
+        for kind in (*KINDS, IDLE):
+            facts[f"trace.{kind}_share"] = (
+                sum(s.by_kind.get(kind, 0.0) for r in ranks for s in r.steps) / total
+            )
     calls = sum(r.dataloader_calls for r in ranks)
     if calls:
         facts["trace.dataloader_call_ms"] = sum(r.dataloader_us for r in ranks) / calls / 1e3
@@ -43,25 +45,26 @@ def trace_facts(traces: TraceSet) -> dict[str, object]:
     device = [r for r in ranks if r.has_device]
     facts["trace.has_device"] = bool(device)
     if device:
-        facts.update(_device_facts(device))
-    if len(ranks) >= SKEW_MIN_RANKS:
+        facts.update(_device_facts(device, judged))
+    if judged and len(ranks) >= SKEW_MIN_RANKS:
         facts.update(_skew(ranks))
     return facts
 
 
-def _device_facts(ranks: list[RankTrace]) -> dict[str, object]:
+def _device_facts(ranks: list[RankTrace], judged: bool) -> dict[str, object]:
     total = sum(s.duration_us for r in ranks for s in r.steps)
     busy = sum(s.gpu_busy_us for r in ranks for s in r.steps)
     exposed = sum(s.communication_exposed_us for r in ranks for s in r.steps)
     kernels = sum(r.kernels for r in ranks)
     out: dict[str, object] = {
-        "trace.gpu_busy_share": busy / total if total > 0 else 0.0,
-        "trace.communication_exposed_share": exposed / total if total > 0 else 0.0,
         "trace.kernels": kernels,
         "trace.tensor_core_kernels": sum(r.tensor_core_kernels for r in ranks),
         "trace.htod_pageable_copies": sum(r.copies.htod_pageable_count for r in ranks),
         "trace.htod_pinned_copies": sum(r.copies.htod_pinned_count for r in ranks),
     }
+    if judged:
+        out["trace.gpu_busy_share"] = busy / total if total > 0 else 0.0
+        out["trace.communication_exposed_share"] = exposed / total if total > 0 else 0.0
     if kernels:
         out["trace.tiny_kernel_share"] = sum(r.tiny_kernels for r in ranks) / kernels
     htod = sum(r.copies.htod_pageable_bytes + r.copies.htod_pinned_bytes for r in ranks)

@@ -115,7 +115,7 @@ def read_rank(path: str, progress: Progress | None = None) -> RankTrace:
     if header.array and not col.events:
         raise InputError(path, "not a trace: a JSON array with no trace events in it")
     notes = [*header.cut, *_bounds_met(col, read)]
-    return _rank(path, header.values, col, notes)
+    return _rank(path, {**read.trailer(), **header.values}, col, notes)
 
 
 def _bounds_met(col: Collected, read: Read) -> list[str]:
@@ -157,7 +157,7 @@ def _rank(path: str, header: dict[str, Any], col: Collected, notes: list[str]) -
         if wins:
             notes.append("no steps found (neither ProfilerStep#N nor optimizer steps; profile "
                          "with a schedule and call prof.step()): the trace is read as one "
-                         "span, and nothing is judged per step")  # fmt: skip
+                         "span: no share or per-step figure is judged")  # fmt: skip
     cut = len(wins)
     wins = [w for w in wins if w.end < col.cut_from_us]
     if len(wins) < cut:

@@ -15,6 +15,7 @@ yajl's errors. Every failure is one ``InputError`` naming the file.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import stat
@@ -48,6 +49,9 @@ MAX_KEPT_TOKENS = 20_000
 # or MIN_INFLATE when that is more: past it the rest is not read and the notes say so.
 MAX_INFLATE_RATIO = 64
 MIN_INFLATE = 16 << 20
+# torch 2.0-2.1 wrote distributedInfo (and traceName) after traceEvents: the stream's last
+# bytes are kept to find it there.
+TAIL_BYTES = 64 << 10
 
 
 class _Guarded:
@@ -66,6 +70,7 @@ class _Guarded:
         self._last_report = 0
         self._left = max(MIN_INFLATE, MAX_INFLATE_RATIO * total) if inner is not raw else -1
         self.inflated_past: int = 0  # the bound a .gz met (its bytes), 0 when read to the end
+        self.tail = bytearray()  # the last TAIL_BYTES read
 
     def read(self, size: int = -1) -> bytes:
         if self._left == 0:
@@ -76,6 +81,9 @@ class _Guarded:
             data = data[: self._left]
             self._left -= len(data)
         self._check(data)
+        self.tail += data
+        if len(self.tail) > 2 * TAIL_BYTES:
+            del self.tail[:-TAIL_BYTES]
         if self._progress is not None:
             pos = self._raw.tell()
             if pos - self._last_report >= (1 << 22) or not data:  # every 4 MiB, and at the end
@@ -125,6 +133,25 @@ class Read:
     """What the event stream met on its way: for the rank's notes."""
 
     inflated_past: int = 0  # a .gz stopped at this many inflated bytes (its bound)
+    tail: bytes = b""  # the stream's last bytes: what follows traceEvents
+
+    def trailer(self) -> dict[str, Any]:
+        """HEADER_KEYS written after ``traceEvents`` (torch 2.0-2.1), from the last bytes."""
+        text = self.tail[-TAIL_BYTES:].decode("utf-8", "replace")
+        found: dict[str, Any] = {}
+        decoder = json.JSONDecoder()
+        for key in HEADER_KEYS:
+            at = text.rfind(f'"{key}"')
+            if at < 0:
+                continue
+            rest = text[at + len(key) + 2 :].lstrip()
+            if not rest.startswith(":"):
+                continue
+            try:
+                found[key] = decoder.raw_decode(rest[1:].lstrip())[0]
+            except (ValueError, RecursionError):
+                continue
+        return found
 
 
 @contextmanager
@@ -262,5 +289,6 @@ def events(
                     raise
             if read is not None:
                 read.inflated_past = stream.inflated_past
+                read.tail = bytes(stream.tail)
     except _PARSE_ERRORS as exc:
         raise _errors(path, exc) from None
