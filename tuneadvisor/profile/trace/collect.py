@@ -98,6 +98,8 @@ class Collected:
     def _complete(self, ev: dict[str, Any]) -> None:
         # the hot path: one dict lookup classifies a (category, name) seen before
         cat, name = ev.get("cat"), ev.get("name")
+        if cat is None and ev.get("pid") == "CPU functions":
+            cat = "cpu_op"  # the legacy autograd profiler's array: its ops carry no category
         if type(cat) is not str or type(name) is not str:  # a list or object: no name at all
             self.bad_names += 1
             return
