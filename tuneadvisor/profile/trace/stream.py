@@ -43,12 +43,12 @@ HEADER_KEYS = ("distributedInfo", "deviceProperties")
 # The header is read token by token in Python: past this many tokens before ``traceEvents``
 # it stops (the events are still found, by ijson's C prefix match), and a kept value stops
 # growing past MAX_KEPT_TOKENS (64 devices of ~30 fields fit many times over).
-MAX_HEADER_TOKENS = 200_000
+MAX_HEADER_TOKENS = 100_000
 MAX_KEPT_TOKENS = 20_000
 # A .gz is read to at most this many times its size (the real traces here inflate 14-27x),
 # or MIN_INFLATE when that is more: past it the rest is not read and the notes say so.
 MAX_INFLATE_RATIO = 64
-MIN_INFLATE = 16 << 20
+MIN_INFLATE = 8 << 20
 # torch 2.0-2.1 wrote distributedInfo (and traceName) after traceEvents: the stream's last
 # bytes are kept to find it there.
 TAIL_BYTES = 64 << 10
