@@ -201,6 +201,11 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
 )
 
 
+def _say(line: str) -> None:
+    """To the real stderr (the command's own is captured)."""
+    (sys.__stderr__ or sys.stderr).write(line)
+
+
 def _child(argv: tuple[str, ...], path: str) -> int:
     """One command on the file; 0 all well, 3 an escape (its account on stderr)."""
     from tuneadvisor.cli import main
@@ -213,15 +218,15 @@ def _child(argv: tuple[str, ...], path: str) -> int:
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else 1
         except BaseException as exc:  # the escape is what is measured
-            sys.__stderr__.write(f"{argv[0]}: {type(exc).__name__}: {exc}"[:300] + "\n")
+            _say(f"{argv[0]}: {type(exc).__name__}: {exc}"[:300] + "\n")
             return 3
     said = err.getvalue().strip().splitlines()
     text = out.getvalue()
     if status not in (0, 2) or (status == 2 and len(said) != 1) or "Traceback" in text:
-        sys.__stderr__.write(f"{argv[0]}: exit {status}, stderr {said[:3]}\n")
+        _say(f"{argv[0]}: exit {status}, stderr {said[:3]}\n")
         return 3
     if status == 0 and argv[0] == "report" and "\x1b" in text:
-        sys.__stderr__.write(f"{argv[0]}: an escape reached the output\n")
+        _say(f"{argv[0]}: an escape reached the output\n")
         return 3
     return 0
 
@@ -250,15 +255,15 @@ def run_shape(shape: Shape, time_s: float = TIME_S, memory_mb: int = MEMORY_MB) 
                     code = _child(argv, str(path))
                 finally:
                     os._exit(code)
-            _, code, usage = _wait(pid, time_s * 3)
+            _, ended, usage = _wait(pid, time_s * 3)
             worst_s = max(worst_s, time.monotonic() - started)
             worst_mb = max(worst_mb, usage.ru_maxrss / 1024 if usage is not None else 0.0)
-            if code is None:
+            if ended is None:
                 verdict = f"{argv[0]} hangs: killed after {time_s * 3:.0f} s"
-            elif code == 3:
+            elif ended == 3:
                 verdict = f"{argv[0]} escapes"
-            elif code != 0:
-                verdict = f"{argv[0]}: child exit {code}"
+            elif ended != 0:
+                verdict = f"{argv[0]}: child exit {ended}"
             if verdict != "ok":
                 break
         stray = tuple(sorted(set(os.listdir(folder)) - before))
