@@ -195,6 +195,12 @@ def _rank(path: str, header: dict[str, Any], col: Collected, notes: list[str]) -
         notes.append(f"{col.bad_numbers} events with a timestamp or duration no trace has: "
                      "left out")  # fmt: skip
     devices = _devices(header.get("deviceProperties"))
+    peak = None if col.memory_peak is None else int(col.memory_peak)
+    has = devices[0].total_memory_bytes if devices else None
+    if peak is not None and has and peak > has:  # no device holds more than it has
+        notes.append(f"a device memory peak of {peak:,} bytes, more than the device's "
+                     f"{has:,}: no reading, left out")  # fmt: skip
+        peak = None
     return RankTrace(
         path=path,
         rank=rank,
@@ -215,7 +221,7 @@ def _rank(path: str, header: dict[str, Any], col: Collected, notes: list[str]) -
         kernels=col.kernel_count,
         tiny_kernels=col.tiny,
         tensor_core_kernels=col.tensor_core,
-        peak_device_memory_bytes=None if col.memory_peak is None else int(col.memory_peak),
+        peak_device_memory_bytes=peak,
         events=col.events,
         notes=tuple(notes),
         step_source=source,  # type: ignore[arg-type]
