@@ -329,7 +329,8 @@ def _record(outcomes: list[Outcome], argv: str) -> None:
         BEGIN,
         "## Trace reader under hostile shapes (issue 34; bench/fuzz_trace_gen.py)",
         "",
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, `{argv}`: {len(outcomes)} shapes, each "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, `{argv}`: {len(outcomes)} runs "
+        f"({len(by_shape)} shapes x {len(outcomes) // max(len(by_shape), 1)} seeds), each "
         f"through `report` (text, markdown, JSON) and `compare` (which reads the file twice), "
         f"every command in its own forked process; {len(bad)} failing the bounds ({TIME_S:g} s "
         f"of CPU a command, {MEMORY_MB} MB, exit 0/2 with one line, no traceback, nothing "
