@@ -362,3 +362,24 @@ def test_the_generated_shapes_read_or_refuse_in_process(tmp_path: Path) -> None:
         with contextlib.suppress(InputError):
             trace_facts(read_trace_set([str(path)]))
         path.unlink()
+
+
+@given(st.integers(0, 2**16))
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+def test_a_trace_with_no_dataloader_wait_and_a_plan_adding_workers_predicts(
+    tmp_path_factory: pytest.TempPathFactory, seed: int
+) -> None:
+    """Found by fuzz_e2e's trace target: a trace whose DataLoader share is 0 under a job
+    whose script has num_workers=0 divided by the workers' zero cost (ZeroDivisionError)."""
+    import contextlib as ctx
+    import io
+
+    from bench.fuzz_e2e import JOB, TRAIN
+    from tuneadvisor.cli import main
+
+    folder = tmp_path_factory.mktemp("plan")
+    (folder / "job.sbatch").write_text(JOB)
+    (folder / "train.py").write_text(TRAIN)
+    trace = _write(folder, _doc(step_trace(40, 3, random.Random(seed))))
+    with ctx.redirect_stdout(io.StringIO()):
+        assert main(["report", "--job", str(folder / "job.sbatch"), str(trace)]) == 0

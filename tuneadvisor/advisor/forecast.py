@@ -70,6 +70,17 @@ def _ceiling(
     )
 
 
+def _pipeline(usable: float, budget: StepBudget) -> str:
+    """The basis line of the pipeline's rate; a measured step with no wait for batches (a
+    trace whose DataLoader share is 0) has no per-worker cost to divide by."""
+    if budget.worker_steps <= 0:
+        return "the loop measured no wait for batches: more workers change nothing, the model"
+    return (
+        f"the pipeline then makes {usable / budget.worker_steps:.2f} batches a "
+        f"measured step, the loop needs {1 / budget.busy:.2f}: estimated, the model"
+    )
+
+
 def predict(facts: Mapping[str, object], plan: Plan) -> tuple[Prediction | None, str | None]:
     """The plan's setting predicted; or None and the line saying which evidence would give
     one (None and None where the plan changes neither workers nor cores: nothing to
@@ -108,8 +119,7 @@ def predict(facts: Mapping[str, object], plan: Plan) -> tuple[Prediction | None,
             samples_per_s=samples,
             basis=(
                 *budget.basis,
-                f"the pipeline then makes {usable / budget.worker_steps:.2f} batches a "
-                f"measured step, the loop needs {1 / budget.busy:.2f}: estimated, the model",
+                _pipeline(usable, budget),
             ),
             ceiling=_ceiling(budget, facts, usable, speed),
         ),
