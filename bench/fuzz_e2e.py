@@ -98,6 +98,10 @@ TARGETS = (
                ("apply", "--job", "{D}/job.sbatch", "--script", "{F}", "-o", "{D}/out.sbatch"))),
     E2eTarget("e2e line_profiler text", ("lprof/*.txt",), "profile.txt",
               (*_reports("--job", "{D}/job.sbatch", "{F}"),)),
+    # issue 34: torch.profiler trace shapes (bench/fuzz_trace_gen.py), mutated
+    E2eTarget("e2e torch.profiler trace", (), "rank0.pt.trace.json",
+              (*_reports("--job", "{D}/job.sbatch", "{F}"),
+               ("compare", "{F}", "{F}", "--format", "text"))),
     E2eTarget("e2e run record", (), "run/run.json",
               (("compare", "{D}/run", "{D}/base", "--format", "text"),
                ("compare", "{D}/run", "{D}/base", "--format", "json"))),
@@ -128,6 +132,13 @@ def run_record(rate: float = 100.0, ranks: int = 1, name: str = "r") -> dict[str
 def seeds(target: E2eTarget) -> list[bytes]:
     if target.name == "e2e run record":
         return [json.dumps(run_record()).encode()]
+    if target.name == "e2e torch.profiler trace":
+        try:  # bench/ on the path (bench/fuzz.py), or the repository (tests)
+            from fuzz_trace_gen import seed_traces  # type: ignore[import-not-found]
+        except ImportError:
+            from bench.fuzz_trace_gen import seed_traces
+
+        return list(seed_traces())
     found = []
     for pattern in target.seeds:
         for path in sorted(FIX.glob(pattern)):

@@ -174,3 +174,39 @@ async def test_a_trace_read_after_the_quick_stage_brings_its_steps_tab_forward()
         await wait_for(pilot, lambda: bool(screen.query(StepsPane)))
         await pilot.pause()
         assert screen.query_one(TabbedContent).active == "steps"
+
+
+NAMES_FROM_A_FILE = ("\x1b]52;c;cHduZWQ=\x07copy", "\x1b[2J\x1b[Hclear", "\x1b]0;title\x07",
+                     "a\nFindings: none", "\r\x9b2Jk", "[bold]x[/]")  # fmt: skip
+
+
+@async_test
+async def test_names_from_the_trace_reach_the_terminal_only_as_visible_text() -> None:
+    """Issue 34, point 7: kernel, op, gap and file names drawn by the Steps tab are the
+    shared sanitiser's (name_safe): an OSC 52, a clear-screen, a title or a line break in a
+    trace is shown as \\xNN, never sent to the terminal."""
+    ranks = []
+    for i, rank in enumerate(ddp_resnet().ranks):
+        bad = NAMES_FROM_A_FILE[i % len(NAMES_FROM_A_FILE)]
+        ranks.append(replace(
+            rank,
+            rank=None,
+            path=f"/t/{bad}.pt.trace.json",
+            top_kernels=tuple(replace(k, name=bad + k.name) for k in rank.top_kernels),
+            top_ops=tuple(replace(o, name=o.name + bad) for o in rank.top_ops),
+            host_gaps=tuple(replace(g, before=bad, after=bad) for g in rank.host_gaps),
+        ))  # fmt: skip
+    app = make_app(_traced(TraceSet(ranks=tuple(ranks), ordered_by="file")))
+    async with app.run_test(size=(220, 60)) as pilot:
+        screen = await wait_loaded(pilot)
+        for _ in ranks:
+            shown = [
+                str(screen.query_one(f"#{t}").border_title) for t in ("top-kernels", "top-ops")
+            ]
+            for table in (NamedTable, GapsTable):
+                for grid in screen.query(table):
+                    shown += [str(c) for r in range(grid.row_count) for c in grid.get_row_at(r)]
+            shown += [static_text(screen.query_one("#steps-said", Static))]
+            assert shown and not any("\x1b" in s or "\r" in s or "\x9b" in s for s in shown)
+            assert not any("\nFindings" in s for s in shown)
+            await pilot.press("r")

@@ -32,6 +32,22 @@ REAL_ROWS: dict[str, tuple[list[int | None], int, bool]] = {
     "h200-pageable-sync.pt.trace.json.gz": ([None], 3, True),
     "h200-pinned.pt.trace.json.gz": ([None], 3, True),
     "h200-tiny.pt.trace.json.gz": ([None], 3, True),
+    # issue 30: older and other forms (tests/unit/test_trace_realworld_forms.py); a trace
+    # without ProfilerStep# is read as 1 span, or its optimizer steps' iterations
+    "torch18-autograd-api-resnet50.json.gz": ([None], 2, True),
+    "torch18-profiler-api-resnet50.pt.trace.json.gz": ([None], 2, True),
+    "torch19-v100-resnet50-workers0.pt.trace.json.gz": ([None], 2, True),
+    "torch19-v100-resnet50-workers4.pt.trace.json.gz": ([None], 2, True),
+    "hta-mi250-rocm6.2.json.gz": ([None], 2, True),
+    "hta-alexnet-no-steps.json.gz": ([0], 1, True),
+    "hta-event-sync.json.gz": ([0], 1, True),
+    "hta-event-sync-multi-stream.json.gz": ([0], 1, True),
+    "hta-triton-cuda12.json.gz": ([None], 1, True),
+    "hta-inference-rank1-after-events.json.gz": ([1], 1, True),
+    "hta-backward-thread-rank-after-events.json": ([0], 1, True),
+    "hta-cupti-range-profiler.json.gz": ([0], 1, False),
+    "hta-compare-base.json.gz": ([1], 2, True),
+    "hta-compare-test.json.gz": ([1], 2, True),
 }
 
 

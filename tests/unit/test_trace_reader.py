@@ -53,7 +53,7 @@ def test_progress_reaches_the_total() -> None:
     ("content", "says"),
     [
         (b"", "ends early"),
-        (b"[1, 2]", "not an object"),
+        (b"[1, 2]", "no trace events"),
         (b'{"schemaVersion": 1}', "no traceEvents"),
         (b'{"traceEvents": [{"ph": "X", "ts": NaN}]}', "not JSON"),
         (b'{"traceEvents": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "nested deeper"),

@@ -68,6 +68,17 @@ def _ceiling(budget: StepBudget, model: StepModel, usable: float, speed: float) 
     )
 
 
+def _pipeline(usable: float, budget: StepBudget) -> str:
+    """The basis line of the pipeline's rate; a measured step with no wait for batches (a
+    trace whose DataLoader share is 0) has no per-worker cost to divide by."""
+    if budget.worker_steps <= 0:
+        return "the loop measured no wait for batches: more workers change nothing, the model"
+    return (
+        f"the pipeline then makes {usable / budget.worker_steps:.2f} batches a "
+        f"measured step, the loop needs {1 / budget.busy:.2f}: estimated, the model"
+    )
+
+
 def predict(
     facts: Mapping[str, object] | FactView, plan: Plan, model: StepModel | None = None
 ) -> tuple[Prediction | None, str | None]:
@@ -110,8 +121,7 @@ def predict(
             samples_per_s=samples,
             basis=(
                 *budget.basis,
-                f"the pipeline then makes {usable / budget.worker_steps:.2f} batches a "
-                f"measured step, the loop needs {1 / budget.busy:.2f}: estimated, the model",
+                _pipeline(usable, budget),
             ),
             ceiling=_ceiling(budget, model, usable, speed),
         ),

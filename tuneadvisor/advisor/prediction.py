@@ -14,6 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# What a prediction read from a file may hold: a step of 30,000 years, 10^12 samples/s. Past
+# it the file is refused (a report from elsewhere), never printed as ``inf``.
+MAX_READ = 1e12
+
 
 @dataclass(frozen=True)
 class Span:
@@ -43,6 +47,8 @@ class Span:
         values = [obj[k] for k in ("low", "expected", "high")]
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
             raise ValueError(f"{what}: numbers")
+        if any(MAX_READ < abs(float(v)) < math.inf for v in values):  # 1e308 s: "inf-inf ms"
+            raise ValueError(f"{what}: numbers up to {MAX_READ:g} (no run takes or makes more)")
         try:
             return cls(*(float(v) for v in values))
         except ValueError as exc:

@@ -4,6 +4,10 @@ with terminal plots and, on request, a PNG or SVG file. Only argparse loads at s
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tuneadvisor.compare.tables import Item
 
 HELP = "runs or profiles side by side, with plots"
 
@@ -54,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
         from tuneadvisor.present.terminal_safe import one_line_safe
 
-        items = [replace(item, label=one_line_safe(item.label)) for item in items]
+        items = [_shown(replace(item, label=one_line_safe(item.label))) for item in items]
     if args.plot:
         from tuneadvisor.compare.plots import write_plot_file
 
@@ -103,6 +107,21 @@ def _all_traces(paths: list[str]) -> bool:
     return not runs and not split_profiles(paths)[0]
 
 
+def _shown(item: Item) -> Item:
+    """An item whose recorded prediction's setting names (a report's, handed to run --from)
+    are shown safe: one line, no control character, cut (``name_safe``)."""
+    from dataclasses import replace
+
+    from tuneadvisor.present.terminal_safe import name_safe
+
+    check = item.predicted
+    if check is None:
+        return item
+    setting = {name_safe(k, 60): v for k, v in check.prediction.setting.items()}
+    prediction = replace(check.prediction, setting=setting)
+    return replace(item, predicted=replace(check, prediction=prediction))
+
+
 def _compare_traces(paths: list[str], fmt: str) -> int:
     """Two traces (or folders of one run's ranks): the steps' time and shares, before and
     after."""
@@ -121,6 +140,9 @@ def _compare_traces(paths: list[str], fmt: str) -> int:
                             "change": r.delta} for r in rows]}  # fmt: skip
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
-    sys.stdout.write(f"before: {paths[0]}\nafter:  {paths[1]}\n")
-    sys.stdout.write(render_text(rows))
+    from tuneadvisor.present.terminal_safe import name_safe, terminal_safe
+
+    # a folder's name is a file's: one line, no control character (a forged line, an escape)
+    sys.stdout.write(f"before: {name_safe(paths[0], 4096)}\nafter:  {name_safe(paths[1], 4096)}\n")
+    sys.stdout.write(terminal_safe(render_text(rows)))
     return 0

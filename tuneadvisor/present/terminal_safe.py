@@ -34,3 +34,17 @@ def one_line_safe(text: str) -> str:
     """``text`` with every control character, ``\\n`` and ``\\t`` too, written as ``\\xNN``:
     for a title or a table cell that must stay one line."""
     return _CONTROL_ONE_LINE.sub(_visible, text)
+
+
+# A name read from a file (a kernel, an operator, a trace folder, a setting) shown on any face:
+# long C++ template names are cut here, so a 16 MB name never reaches a table or a terminal.
+NAME_LIMIT = 300
+
+
+def name_safe(text: str, limit: int = NAME_LIMIT) -> str:
+    """A name that came from a file, as every face shows it: on one line (control characters
+    and line breaks as ``\\xNN``, so a name cannot forge a report line or reach the terminal)
+    and at most ``limit`` characters, cut with ``…``."""
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return one_line_safe(text)

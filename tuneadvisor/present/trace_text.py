@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuneadvisor.present.number_text import format_seconds
+from tuneadvisor.present.terminal_safe import name_safe
 from tuneadvisor.profile.trace.model import (
     IDLE,
     KINDS,
@@ -68,7 +69,7 @@ def share_percent(share: float) -> str:
 
 def rank_label(trace: RankTrace) -> str:
     """'rank 2', or the file's name when torch.distributed did not name the rank."""
-    return f"rank {trace.rank}" if trace.rank is not None else Path(trace.path).name
+    return f"rank {trace.rank}" if trace.rank is not None else name_safe(Path(trace.path).name)
 
 
 def short_label(trace: RankTrace, limit: int = 16) -> str:
@@ -76,7 +77,7 @@ def short_label(trace: RankTrace, limit: int = 16) -> str:
     if trace.rank is not None:
         return f"rank {trace.rank}"
     worker = Path(trace.path).name.split(".", 1)[0] or Path(trace.path).name
-    return worker if len(worker) <= limit else worker[: limit - 1] + "…"
+    return name_safe(worker, limit)
 
 
 @dataclass(frozen=True)
@@ -216,9 +217,9 @@ def observations(trace: RankTrace) -> list[str]:
     elif c.htod_pinned_count:
         out.append(f"host-to-device copies all from pinned memory ({c.htod_pinned_count})")
     for sync in trace.syncs:
-        cause = f" (from {sync.caused_by})" if sync.caused_by else ""
+        cause = f" (from {short_name(sync.caused_by)})" if sync.caused_by else ""
         out.append(
-            f"host sync inside the step: {sync.name}{cause}, {sync.calls} calls, "
+            f"host sync inside the step: {short_name(sync.name)}{cause}, {sync.calls} calls, "
             f"{duration(sync.total_us)}"
         )
     tiny = tiny_kernel_share(trace)
@@ -275,7 +276,7 @@ def section_lines(traces: TraceSet, bar_width: int = 40, top: int = 5) -> list[s
     rows = [(t, breakdown(t)) for t in traces.ranks]
     for trace, b in rows:
         if b is None:
-            out.append(f"  {rank_label(trace)}: no steps ({Path(trace.path).name})")
+            out.append(f"  {rank_label(trace)}: no steps ({name_safe(Path(trace.path).name)})")
             continue
         out.append(f"  {b.label}: {rank_headline(b)}")
         out.append(f"    |{text_bar(b.shares, bar_width).ljust(bar_width)}| {legend(b.shares)}")
@@ -321,8 +322,9 @@ def _named(name: str, calls: int, total_us: float) -> str:
 
 
 def short_name(name: str, limit: int = 90) -> str:
-    """A kernel's name cut to ``limit`` characters (templated names run to hundreds)."""
-    return name if len(name) <= limit else name[: limit - 1] + "…"
+    """A kernel's name cut to ``limit`` characters (templated names run to hundreds), on one
+    line and with no control character (``name_safe``: the one sanitiser of file names)."""
+    return name_safe(name, limit)
 
 
 def gap_between(before: str, after: str) -> str:

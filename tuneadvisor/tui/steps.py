@@ -11,12 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
+from tuneadvisor.present.terminal_safe import name_safe, terminal_safe
 from tuneadvisor.present.trace_text import (
     KIND_LABELS,
     SHOWN_KINDS,
@@ -144,7 +146,7 @@ class NamedTable(NavTable):
                 _right(duration(item.total_us)),
                 _right(f"{item.calls:,}"),
                 _right(duration(item.max_us)),
-                Text(item.name),
+                Text(name_safe(item.name)),
                 key=str(index),
             )
 
@@ -220,7 +222,7 @@ class StepsPane(VerticalScroll):
         panel = self.query_one("#steps-notes", Static)
         panel.display = bool(notes)
         panel.border_title = "What these traces cannot show"
-        panel.update(Text("\n".join(f"• {n}" for n in notes)))
+        panel.update(Text(terminal_safe("\n".join(f"• {n}" for n in notes))))
         self._show_rank()
 
     def next_rank(self) -> None:
@@ -244,7 +246,7 @@ class StepsPane(VerticalScroll):
             for table in (kernels, ops, gaps):
                 table.display = False
             return
-        label = rank_label(trace)
+        label = escape(rank_label(trace))  # a file's name: no markup in a border title
         lines = []
         lag = straggler(self.traces)
         if lag is not None:
@@ -252,7 +254,7 @@ class StepsPane(VerticalScroll):
         b = breakdown(trace)
         if b is not None:
             lines.append(Text(f"{label}: {rank_headline(b)}"))
-        lines += [Text(f"• {line}") for line in observations(trace)]
+        lines += [Text(terminal_safe(f"• {line}")) for line in observations(trace)]
         said.border_title = f"{label} (r: next rank)" if len(self.traces.ranks) > 1 else label
         said.update(Text("\n").join(lines))
         kernels.display = bool(trace.top_kernels)

@@ -82,6 +82,22 @@ def windows(col: Collected) -> list[StepWindow]:
     return out
 
 
+def optimizer_windows(col: Collected) -> list[StepWindow]:
+    """No ProfilerStep#N, but torch.optim's steps: one window an iteration, from the end of
+    one optimizer step to the end of the next (what comes before the first is set-up, not an
+    iteration). Two at least: n optimizer steps bound n - 1 iterations."""
+    marks = sorted(col.optimizer_steps)
+    if len(marks) < 2 or not col.starts:
+        return []
+    out: list[StepWindow] = []
+    begin = marks[0][1]  # before the first optimizer step: set-up and warm-up, no iteration
+    for n, (_start, end) in enumerate(marks[1:], start=1):
+        end = max(end, begin)
+        out.append(StepWindow(n, begin, end, -1))
+        begin = end
+    return out
+
+
 def whole_trace(col: Collected) -> list[StepWindow]:
     """No ProfilerStep#N (export_chrome_trace without a schedule): the trace as step 0."""
     if not col.starts:
@@ -89,14 +105,31 @@ def whole_trace(col: Collected) -> list[StepWindow]:
     return [StepWindow(0, min(col.starts), max(col.ends), -1)]
 
 
-def by_step(col: Collected, wins: list[StepWindow]) -> Iterator[tuple[StepWindow, list[int]]]:
-    """Each window with the indices of the intervals that overlap it."""
+MAX_STEP_INTERVALS = 500_000  # one step's intervals swept (a real step holds ~1-10 thousand)
+
+
+@dataclass(frozen=True)
+class StepEvents:
+    """The intervals of one window: those inside or ending in it (``idx``), and per kind
+    how many more cover it whole (``cover``: an op or kernel longer than the step)."""
+
+    idx: list[int]
+    cover: tuple[int, ...]
+    too_many: int = 0  # past MAX_STEP_INTERVALS: the step is not swept (``idx`` empty)
+
+
+def by_step(col: Collected, wins: list[StepWindow]) -> Iterator[tuple[StepWindow, StepEvents]]:
+    """Each window with the intervals that overlap it. An interval over many steps is kept in
+    the first and the last it touches and counted once per kind between them (a difference
+    array), so the cost is linear in the intervals, never steps x intervals."""
     if not wins:
         return
     starts = [w.start for w in wins]
+    nkinds = len(KIND_CODES)
     first = array("i", bytes(4 * len(col.starts)))  # step of each interval, -1 outside
     counts = [0] * (len(wins) + 1)
     spanning: list[list[int]] = [[] for _ in wins]
+    cover = [[0] * (len(wins) + 1) for _ in range(nkinds)]  # difference arrays, per kind
     for i in range(len(col.starts)):
         s, e = col.starts[i], col.ends[i]
         k = bisect.bisect_right(starts, s) - 1
@@ -110,10 +143,13 @@ def by_step(col: Collected, wins: list[StepWindow]) -> Iterator[tuple[StepWindow
                 continue
         first[i] = k
         counts[k] += 1
-        j = k + 1
-        while j < len(wins) and e > wins[j].start:  # a long interval over several steps
-            spanning[j].append(i)
-            j += 1
+        if k + 1 < len(wins) and e > wins[k + 1].start:  # a long interval over several steps
+            last = bisect.bisect_left(starts, e) - 1  # the last window it starts before
+            spanning[last].append(i)
+            if last > k + 1:
+                row = cover[col.kinds[i]]
+                row[k + 1] += 1
+                row[last] -= 1
     offsets = [0] * (len(wins) + 1)
     for k in range(len(wins)):
         offsets[k + 1] = offsets[k] + counts[k]
@@ -125,12 +161,20 @@ def by_step(col: Collected, wins: list[StepWindow]) -> Iterator[tuple[StepWindow
             order[fill[k]] = i
             fill[k] += 1
     del first
+    running = [0] * nkinds
     for k, win in enumerate(wins):
-        yield win, [*order[offsets[k] : offsets[k + 1]], *spanning[k]]
+        for kind in range(nkinds):
+            running[kind] += cover[kind][k]
+        size = offsets[k + 1] - offsets[k] + len(spanning[k])
+        if size > MAX_STEP_INTERVALS:
+            yield win, StepEvents([], tuple(running), size)
+            continue
+        yield win, StepEvents([*order[offsets[k] : offsets[k + 1]], *spanning[k]], tuple(running))
 
 
-def step_parts(col: Collected, win: StepWindow, idx: list[int]) -> StepParts:
-    by_kind, busy, exposed = _sweep(col, win, idx)
+def step_parts(col: Collected, win: StepWindow, events: StepEvents) -> StepParts:
+    idx = events.idx
+    by_kind, busy, exposed = _sweep(col, win, idx, events.cover)
     time = StepTime(
         step=win.step,
         start_us=win.start,
@@ -142,7 +186,8 @@ def step_parts(col: Collected, win: StepWindow, idx: list[int]) -> StepParts:
     tops = _top_ops(col, idx)
     # any thread's operator keeps the host busy (backward runs on autograd's own thread)
     every = sorted((i for ops in tops.values() for i in ops), key=lambda i: col.starts[i])
-    gaps = _gaps(col, win, every)
+    covered = any(events.cover[k] for k in _OPS)  # an op longer than the step: no gap
+    gaps = () if covered else _gaps(col, win, every)
     syncs = _syncs(col, idx, tops)
     calls, dl_us = 0, 0.0
     for i in idx:
@@ -153,7 +198,7 @@ def step_parts(col: Collected, win: StepWindow, idx: list[int]) -> StepParts:
 
 
 def _sweep(
-    col: Collected, win: StepWindow, idx: list[int]
+    col: Collected, win: StepWindow, idx: list[int], cover: tuple[int, ...]
 ) -> tuple[dict[str, float], float, float]:
     points: list[tuple[float, int, int]] = []
     for i in idx:
@@ -162,11 +207,12 @@ def _sweep(
             points.append((s, 1, col.kinds[i]))
             points.append((e, -1, col.kinds[i]))
     points.sort()
+    points.append((win.end, 0, 0))  # the tail: to what still covers it, or idle
     n = len(KIND_CODES)
-    counts = [0] * n
+    counts = list(cover)  # what covers the whole window is busy from its start
     totals = [0.0] * (n + 1)  # the last: idle
     busy = exposed = 0.0
-    device = 0  # device intervals open now
+    device = sum(cover[k] for k in _DEVICE)  # device intervals open now
     t = win.start
     for when, delta, kind in points:
         if when > t:
@@ -183,7 +229,6 @@ def _sweep(
         counts[kind] += delta
         if kind in _DEVICE:
             device += delta
-    totals[-1] += max(0.0, win.end - t)
     by_kind = dict.fromkeys((*KINDS, IDLE), 0.0)
     for code, value in enumerate(totals[:-1]):
         by_kind[_REPORTED[code]] += value

@@ -49,18 +49,28 @@ SYNC_OPS = frozenset({"aten::item", "aten::_local_scalar_dense"})
 # ``sm80_xmma_fprop_implicit_gemm_tf32f32``, ``cutlass_tensorop_s1688fprop``) and the names
 # cuBLAS/cuDNN/CUTLASS use on Volta to Hopper: ``volta_h884gemm``, ``turing_h1688gemm``,
 # ``ampere_bf16_s16816gemm``, ``sm90_xmma``, ``wgmma``/``gmma``, ``hmma``, flash attention.
+# Literals only (no ``.*``): a kernel name of 60 kB no longer backtracks for minutes. The
+# "a GEMM/conv that names a reduced type" pair, in either order, is found with str.find.
 TENSOR_CORE_RE = re.compile(
-    r"tensorop|xmma|hmma|gmma|imma"
-    r"|[hsi](?:884|1688|16816|16832)"
-    r"|(?:gemm|mma|conv|fprop|dgrad|wgrad).*(?:bf16|fp16|f16|tf32|half)"
-    r"|(?:bf16|fp16|f16|tf32|half).*(?:gemm|mma|conv|fprop|dgrad|wgrad)"
-    r"|flash_?(?:fwd|bwd|attn)|fmha",
+    r"tensorop|xmma|hmma|gmma|imma|[hsi](?:884|1688|16816|16832)|flash_?(?:fwd|bwd|attn)|fmha",
     re.IGNORECASE,
 )
+_MATH_WORDS = ("gemm", "mma", "conv", "fprop", "dgrad", "wgrad")
+_TYPE_WORDS = ("bf16", "fp16", "f16", "tf32", "half")
+
+
+def _one_before_other(text: str, first: tuple[str, ...], then: tuple[str, ...]) -> bool:
+    """Whether some word of ``first`` ends at or before the start of some word of ``then``
+    (the old ``(?:first).*(?:then)``), in linear time: the earliest end against the latest
+    start."""
+    ends = [i + len(w) for w in first if (i := text.find(w)) >= 0]
+    starts = [text.rfind(w) for w in then]
+    return bool(ends) and min(ends) <= max(starts)
 
 
 def kind_of(cat: str, name: str) -> str | None:
     """The internal kind of an ``X`` event, or None for what the breakdown leaves out."""
+    cat = cat.lower()  # torch 1.8/1.9 wrote Operator, Kernel, Memcpy, Runtime
     device = _DEVICE_CATS.get(cat)
     if device is not None:
         if device == KERNEL and name[:4].lower() == "nccl":
@@ -81,7 +91,7 @@ def kind_of(cat: str, name: str) -> str | None:
 def is_host_category(cat: str) -> bool:
     """A host event's category: where ``ProfilerStep#N`` marks a step. Recent torch also
     writes the step on the GPU's timeline (``gpu_user_annotation``): that copy is no step."""
-    return cat in _HOST_CATS
+    return cat.lower() in _HOST_CATS
 
 
 def is_dataloader(name: str) -> bool:
@@ -94,6 +104,12 @@ def is_dataloader_call(name: str) -> bool:
     return (name.startswith("enumerate(DataLoader)") and name.endswith("__next__")) or (
         "train_dataloader_next" in name
     )
+
+
+def is_optimizer_step(name: str) -> bool:
+    """torch.optim's ``record_function`` around each step: ``Optimizer.step#SGD.step`` (one a
+    training iteration, where no ``ProfilerStep#N`` marks the steps)."""
+    return name.startswith("Optimizer.step#")
 
 
 def copy_source(name: str) -> str | None:
@@ -119,4 +135,9 @@ REDUCED_RE = re.compile(r"tf32|bf16|fp16|f16|half|hmma|[hsi](?:884|1688|16816|16
 def is_tensor_core(name: str) -> bool:
     if SIMT_RE.search(name) and not REDUCED_RE.search(name):
         return False
-    return TENSOR_CORE_RE.search(name) is not None
+    if TENSOR_CORE_RE.search(name) is not None:
+        return True
+    low = name.lower()
+    return _one_before_other(low, _MATH_WORDS, _TYPE_WORDS) or _one_before_other(
+        low, _TYPE_WORDS, _MATH_WORDS
+    )

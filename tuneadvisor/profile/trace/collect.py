@@ -26,6 +26,15 @@ _Seen = tuple[int, int, int, "Named | None", str]
 _SKIP: _Seen = (-1, -1, -1, None, "")
 _NUM = (int, float)
 MAX_US = 1e19  # epoch µs are ~1.8e15 (ns ~1.8e18); past this a number is hostile, not a time
+# What one rank keeps, whatever the trace holds (issue 34): memory stays with what the report
+# shows. Each bound hit is counted and said in the rank's notes.
+MAX_NAMES = 20_000  # distinct (category, name) pairs remembered; real traces hold ~1-5 thousand
+MAX_NAME_CHARS = 1024  # of a name kept (C++ template kernel names run to ~1 kB)
+MAX_THREADS = 4096  # distinct (pid, tid) pairs; past it, all further ones are one thread
+MAX_STEPS = 10_000  # ProfilerStep#N windows kept (a schedule records tens)
+MAX_INTERVALS = 2_000_000  # intervals kept for the breakdown (33 B each: 66 MB)
+OTHER_NAMES = "(other names past the first 20,000)"
+_KEYS = (str, int, float)  # a pid or tid a trace writes; a list or object is no thread id
 
 
 @dataclass
@@ -63,6 +72,13 @@ class Collected:
     events: int = 0
     has_device: bool = False
     bad_numbers: int = 0  # events left out: a timestamp or duration no trace has
+    bad_names: int = 0  # events left out: a name or category that is no string
+    names_past: int = 0  # events of (cat, name) pairs past MAX_NAMES (lumped, not cached)
+    threads_past: bool = False  # more than MAX_THREADS threads: the rest read as one
+    steps_past: int = 0  # ProfilerStep windows past MAX_STEPS, left out
+    intervals_past: int = 0  # intervals past MAX_INTERVALS, left out of the breakdown
+    cut_from_us: float = float("inf")  # the earliest start of an interval left out
+    optimizer_steps: list[tuple[float, float]] = field(default_factory=list)  # start, end
 
     def _id(self, table: dict[str, int], key: str, names: list[str]) -> int:
         got = table.get(key)
@@ -81,7 +97,17 @@ class Collected:
 
     def _complete(self, ev: dict[str, Any]) -> None:
         # the hot path: one dict lookup classifies a (category, name) seen before
-        key = (ev.get("cat"), ev.get("name"))
+        cat, name = ev.get("cat"), ev.get("name")
+        if cat is None and ev.get("pid") == "CPU functions":
+            cat = "cpu_op"  # the legacy autograd profiler's array: its ops carry no category
+        if type(cat) is not str or type(name) is not str:  # a list or object: no name at all
+            self.bad_names += 1
+            return
+        if len(name) > MAX_NAME_CHARS:
+            name = name[:MAX_NAME_CHARS]
+        if len(cat) > 64:
+            cat = cat[:64]
+        key = (cat, name)
         seen = self._seen.get(key)
         if seen is None:
             seen = self._classify(key)
@@ -93,37 +119,59 @@ class Collected:
                 and 0 <= dur < MAX_US):  # fmt: skip
             self.bad_numbers += 1
             return
-        where = (ev.get("pid"), ev.get("tid"))
-        tid = self.tid_ids.get(where)
-        if tid is None:
-            tid = self.tid_ids[where] = len(self.tid_ids)
+        tid = self._thread(ev.get("pid"), ev.get("tid"))
         code, step, name_id, named, role = seen
         if step >= 0:
-            self.steps.append((step, ts, ts + dur, tid))
+            if len(self.steps) < MAX_STEPS:
+                self.steps.append((step, ts, ts + dur, tid))
+            else:
+                self.steps_past += 1
             return
         args = ev.get("args")
-        corr = args.get("correlation", -1) if type(args) is dict else -1
-        self.starts.append(ts)
-        self.ends.append(ts + dur)
-        self.corrs.append(corr if type(corr) is int and 0 <= corr < 2**62 else -1)
-        self.kinds.append(code)
-        self.names.append(name_id)
-        self.tids.append(tid)
+        if type(args) is not dict:
+            args = {}
+        if len(self.kinds) < MAX_INTERVALS:
+            corr = args.get("correlation", -1)
+            self.starts.append(ts)
+            self.ends.append(ts + dur)
+            self.corrs.append(corr if type(corr) is int and 0 <= corr < 2**62 else -1)
+            self.kinds.append(code)
+            self.names.append(name_id)
+            self.tids.append(tid)
+        else:
+            self.intervals_past += 1
+            if ts < self.cut_from_us:
+                self.cut_from_us = ts
         if named is not None:
             named.calls += 1
             named.total_us += dur
             if dur > named.max_us:
                 named.max_us = dur
-        if role:
-            self._device(role, dur, args if type(args) is dict else {})
+        if role == "optimizer":
+            if len(self.optimizer_steps) < MAX_STEPS:
+                self.optimizer_steps.append((ts, ts + dur))
+        elif role:
+            self._device(role, dur, args)
 
-    def _classify(self, key: tuple[object, object]) -> _Seen:
+    def _thread(self, pid: object, tid: object) -> int:
+        where = (pid if type(pid) in _KEYS else None, tid if type(tid) in _KEYS else None)
+        got = self.tid_ids.get(where)
+        if got is None:
+            if len(self.tid_ids) >= MAX_THREADS:
+                self.threads_past = True
+                return MAX_THREADS - 1
+            got = self.tid_ids[where] = len(self.tid_ids)
+        return got
+
+    def _classify(self, key: tuple[str, str]) -> _Seen:
+        full = len(self._seen) >= MAX_NAMES
         cat, name = key
-        if not isinstance(name, str) or not isinstance(cat, str):
-            seen: _Seen = _SKIP
-        elif c.is_host_category(cat) and (step := c.STEP_RE.fullmatch(name)) is not None:
-            seen = (-1, int(step.group(1)), -1, None, "")
-        elif (kind := c.kind_of(cat, name)) is None:
+        if full:
+            self.names_past += 1
+            name = OTHER_NAMES  # one row for every name past the bound: memory stays put
+        if c.is_host_category(cat) and (step := c.STEP_RE.fullmatch(key[1])) is not None:
+            seen: _Seen = (-1, int(step.group(1)), -1, None, "")
+        elif (kind := c.kind_of(cat, key[1])) is None:
             seen = _SKIP
         else:
             name_id = self._id(self.name_ids, name, self.name_list)
@@ -131,14 +179,18 @@ class Collected:
             role = ""
             if kind in (c.KERNEL, c.COMM_DEVICE):
                 named = self.kernels.setdefault(name, Named())
-                tensor = kind == c.KERNEL and c.is_tensor_core(name)
+                tensor = kind == c.KERNEL and c.is_tensor_core(key[1])
                 role = "tensor_core" if tensor else "kernel"
             elif kind == c.CPU_OP:
                 named = self.ops.setdefault(name, Named())
+            if kind in (c.CPU_OP, c.OTHER) and c.is_optimizer_step(key[1]):
+                role = "optimizer"  # torch 1.8 wrote it as an Operator, later a user_annotation
             elif kind in (c.MEMCPY, c.MEMSET):
-                role = "copy:" + (c.copy_source(name) or "") if kind == c.MEMCPY else "memset"
+                source = c.copy_source(key[1]) or ""
+                role = "copy:" + source if kind == c.MEMCPY else "memset"
             seen = (CODE[kind], -1, name_id, named, role)
-        self._seen[key] = seen
+        if not full:
+            self._seen[key] = seen
         return seen
 
     def _device(self, role: str, dur: float, args: dict[str, Any]) -> None:

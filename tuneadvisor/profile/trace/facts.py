@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 
-from tuneadvisor.profile.trace.model import IDLE, KINDS, RankTrace, TraceSet
+from tuneadvisor.profile.trace.model import IDLE, KINDS, MIN_JUDGED_US, RankTrace, TraceSet
 
 SKEW_MIN_RANKS = 2
 
@@ -19,43 +19,52 @@ def trace_facts(traces: TraceSet) -> dict[str, object]:
     if not ranks:
         return facts
     total = sum(s.duration_us for r in ranks for s in r.steps)
-    facts["trace.steps"] = min(len(r.steps) for r in ranks)
-    facts["trace.step_s"] = statistics.median(s.duration_us for r in ranks for s in r.steps) / 1e6
-    if total <= 0:
-        return facts
-    for kind in (*KINDS, IDLE):
-        facts[f"trace.{kind}_share"] = (
-            sum(s.by_kind.get(kind, 0.0) for r in ranks for s in r.steps) / total
+    per_step = all(r.step_source != "whole" for r in ranks)  # no steps: nothing per step
+    if per_step:
+        facts["trace.steps"] = min(len(r.steps) for r in ranks)
+        facts["trace.step_s"] = (
+            statistics.median(s.duration_us for r in ranks for s in r.steps) / 1e6
         )
+    # a share is judged over steps of some length: not over a whole trace with no steps
+    # (its set-up and tail in the span), nor under MIN_JUDGED_US (the rank's notes say which)
+    judged = per_step and total >= MIN_JUDGED_US
+    if judged:
+        for kind in (*KINDS, IDLE):
+            facts[f"trace.{kind}_share"] = (
+                sum(s.by_kind.get(kind, 0.0) for r in ranks for s in r.steps) / total
+            )
     calls = sum(r.dataloader_calls for r in ranks)
     if calls:
         facts["trace.dataloader_call_ms"] = sum(r.dataloader_us for r in ranks) / calls / 1e3
     steps = sum(len(r.steps) for r in ranks)
-    facts["trace.host_syncs_per_step"] = (
-        sum(h.calls for r in ranks for h in r.syncs if h.name.startswith(("cuda", "hip"))) / steps
-    )
+    if per_step:
+        facts["trace.host_syncs_per_step"] = (
+            sum(h.calls for r in ranks for h in r.syncs if h.name.startswith(("cuda", "hip")))
+            / steps
+        )
     device = [r for r in ranks if r.has_device]
     facts["trace.has_device"] = bool(device)
     if device:
-        facts.update(_device_facts(device))
-    if len(ranks) >= SKEW_MIN_RANKS:
+        facts.update(_device_facts(device, judged))
+    if judged and len(ranks) >= SKEW_MIN_RANKS:
         facts.update(_skew(ranks))
     return facts
 
 
-def _device_facts(ranks: list[RankTrace]) -> dict[str, object]:
+def _device_facts(ranks: list[RankTrace], judged: bool) -> dict[str, object]:
     total = sum(s.duration_us for r in ranks for s in r.steps)
     busy = sum(s.gpu_busy_us for r in ranks for s in r.steps)
     exposed = sum(s.communication_exposed_us for r in ranks for s in r.steps)
     kernels = sum(r.kernels for r in ranks)
     out: dict[str, object] = {
-        "trace.gpu_busy_share": busy / total if total > 0 else 0.0,
-        "trace.communication_exposed_share": exposed / total if total > 0 else 0.0,
         "trace.kernels": kernels,
         "trace.tensor_core_kernels": sum(r.tensor_core_kernels for r in ranks),
         "trace.htod_pageable_copies": sum(r.copies.htod_pageable_count for r in ranks),
         "trace.htod_pinned_copies": sum(r.copies.htod_pinned_count for r in ranks),
     }
+    if judged:
+        out["trace.gpu_busy_share"] = busy / total if total > 0 else 0.0
+        out["trace.communication_exposed_share"] = exposed / total if total > 0 else 0.0
     if kernels:
         out["trace.tiny_kernel_share"] = sum(r.tiny_kernels for r in ranks) / kernels
     htod = sum(r.copies.htod_pageable_bytes + r.copies.htod_pinned_bytes for r in ranks)
@@ -73,7 +82,11 @@ def _device_facts(ranks: list[RankTrace]) -> dict[str, object]:
         if r.peak_device_memory_bytes is not None and d.total_memory_bytes
     ]
     if peaks:
-        out["trace.device_memory_peak_share"] = max(p / t for p, t in peaks if t)
+        # a peak past the device's memory is no reading (a device cannot hold more than it
+        # has): left out rather than shown as 10^20 %
+        shares = [p / t for p, t in peaks if t > 0 and 0 <= p <= t]
+        if shares:
+            out["trace.device_memory_peak_share"] = max(shares)
     return out
 
 
@@ -84,6 +97,8 @@ def _skew(ranks: list[RankTrace]) -> dict[str, object]:
         _label(r): statistics.mean(s.duration_us - s.communication_exposed_us for s in r.steps)
         for r in ranks
     }
+    if len(work) < SKEW_MIN_RANKS:  # two files naming one rank are one label
+        return {}
     slowest = max(work, key=lambda k: (work[k], k))
     others = statistics.median(v for k, v in work.items() if k != slowest)
     step = statistics.mean(s.duration_us for r in ranks for s in r.steps)

@@ -121,6 +121,10 @@ class RankTrace:
     peak_device_memory_bytes: int | None = None  # from [memory] events, when recorded
     events: int = 0  # trace events read
     notes: tuple[str, ...] = ()  # what this file could not show, and why
+    # where the steps came from: ProfilerStep#N, the optimizer's steps (torch.optim records
+    # ``Optimizer.step#SGD.step``), or "whole": none found, the trace read as one span (its
+    # shares hold; nothing per step does)
+    step_source: Literal["profiler", "optimizer", "whole"] = "profiler"
 
 
 @dataclass(frozen=True)
@@ -133,3 +137,6 @@ class TraceSet:
 
 
 TOP_N = 20
+# Below this much step time (all ranks' steps together) a trace is too short to judge a share
+# by: a 0.3 µs trace is no measure of GPU use.
+MIN_JUDGED_US = 1_000.0

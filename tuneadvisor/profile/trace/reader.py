@@ -16,8 +16,10 @@ from typing import Any
 from tuneadvisor.errors import InputError
 from tuneadvisor.profile.trace import TRACE_SUFFIXES, trace_names
 from tuneadvisor.profile.trace import breakdown as b
+from tuneadvisor.profile.trace import collect as bounds
 from tuneadvisor.profile.trace.collect import Collected, Named
 from tuneadvisor.profile.trace.model import (
+    MIN_JUDGED_US,
     TOP_N,
     Copies,
     HostGap,
@@ -28,7 +30,13 @@ from tuneadvisor.profile.trace.model import (
     TraceDevice,
     TraceSet,
 )
-from tuneadvisor.profile.trace.stream import Progress, events, read_header
+from tuneadvisor.profile.trace.stream import (
+    MAX_INFLATE_RATIO,
+    Progress,
+    Read,
+    events,
+    read_header,
+)
 
 SUFFIXES = TRACE_SUFFIXES
 MAX_FILES = 4096  # ranks in one folder; more is not one run
@@ -58,7 +66,11 @@ def trace_files(paths: Sequence[str]) -> list[str]:
 
 
 def read_trace_set(paths: Sequence[str], progress: Progress | None = None) -> TraceSet:
-    files = trace_files(paths)
+    given = trace_files(paths)
+    once: dict[str, str] = {}  # one file given twice (or by two names) is read once
+    for f in given:
+        once.setdefault(os.path.realpath(f), f)
+    files = list(once.values())
     total = sum(_size(f) for f in files)
     done = 0
     ranks: list[RankTrace] = []
@@ -68,6 +80,8 @@ def read_trace_set(paths: Sequence[str], progress: Progress | None = None) -> Tr
         ranks.append(read_rank(f, each))
         done += _size(f)
     notes: list[str] = []
+    if len(files) < len(given):
+        notes.append(f"{len(given) - len(files)} trace files given twice: each read once")
     if all(r.rank is not None for r in ranks):
         ranks.sort(key=lambda r: (r.rank, r.path))
         ordered = "rank"
@@ -95,28 +109,69 @@ def read_rank(path: str, progress: Progress | None = None) -> RankTrace:
         raise InputError(path, "not a torch.profiler trace: no traceEvents")
     col = Collected()
     add = col.add
-    for ev in events(path, progress):
+    read = Read()
+    for ev in events(path, progress, array=header.array, read=read):
         add(ev)
-    return _rank(path, header.values, col)
+    if header.array and not col.events:
+        raise InputError(path, "not a trace: a JSON array with no trace events in it")
+    notes = [*header.cut, *_bounds_met(col, read)]
+    return _rank(path, {**read.trailer(), **header.values}, col, notes)
 
 
-def _rank(path: str, header: dict[str, Any], col: Collected) -> RankTrace:
-    notes: list[str] = []
+def _bounds_met(col: Collected, read: Read) -> list[str]:
+    """What the reader's bounds left out (issue 34), one note each."""
+    notes = []
+    if read.inflated_past:
+        notes.append(f"the .gz inflates past {read.inflated_past >> 20} MiB (over "
+                     f"{MAX_INFLATE_RATIO}x its size): the rest was not read")  # fmt: skip
+    if col.bad_names:
+        notes.append(f"{col.bad_names:,} events whose name or category is no string: left out")
+    if col.names_past:
+        notes.append(f"more than {bounds.MAX_NAMES:,} distinct event names: {col.names_past:,} "
+                     f"events past them counted as {bounds.OTHER_NAMES!r}")  # fmt: skip
+    if col.threads_past:
+        notes.append(f"more than {bounds.MAX_THREADS:,} threads: the rest read as one")
+    if col.steps_past:
+        notes.append(f"more than {bounds.MAX_STEPS:,} ProfilerSteps: {col.steps_past:,} "
+                     "later ones left out")  # fmt: skip
+    if col.intervals_past:
+        notes.append(f"more than {bounds.MAX_INTERVALS:,} timed events: {col.intervals_past:,} "
+                     "more counted in the tables, and the steps they fall in left out of "
+                     "the breakdown")  # fmt: skip
+    return notes
+
+
+def _rank(path: str, header: dict[str, Any], col: Collected, notes: list[str]) -> RankTrace:
     rank, world = _distributed(header.get("distributedInfo"))
     if rank is None:
         notes.append("no distributedInfo.rank: torch.distributed was not initialised")
+    source = "profiler"
     wins = b.windows(col)
+    if not wins and (wins := b.optimizer_windows(col)):
+        source = "optimizer"
+        notes.append("no ProfilerStep#N: the steps are the optimizer's (Optimizer.step#...), "
+                     f"{len(wins)} of them")  # fmt: skip
     if not wins:
         wins = b.whole_trace(col)
+        source = "whole"
         if wins:
-            notes.append("no ProfilerStep#N (profile with a schedule and call prof.step()): "
-                         "the whole trace is read as one step, 0")  # fmt: skip
+            notes.append("no steps found (neither ProfilerStep#N nor optimizer steps; profile "
+                         "with a schedule and call prof.step()): the trace is read as one "
+                         "span: no share or per-step figure is judged")  # fmt: skip
+    cut = len(wins)
+    wins = [w for w in wins if w.end < col.cut_from_us]
+    if len(wins) < cut:
+        notes.append(f"{cut - len(wins)} steps fall past the events kept: not broken down")
     steps: list[StepTime] = []
     gaps: list[HostGap] = []
     syncs: dict[tuple[str, str], list[float]] = {}
     calls, dl_us = 0, 0.0
-    for win, idx in b.by_step(col, wins):
-        parts = b.step_parts(col, win, idx)
+    crowded = 0
+    for win, found in b.by_step(col, wins):
+        if found.too_many:
+            crowded += 1
+            continue
+        parts = b.step_parts(col, win, found)
         steps.append(parts.time)
         gaps = sorted([*gaps, *parts.gaps], key=lambda g: -g.duration_us)[:TOP_N]
         for name, cause, us in parts.syncs:
@@ -125,6 +180,13 @@ def _rank(path: str, header: dict[str, Any], col: Collected) -> RankTrace:
             row[1] += us
         calls += parts.dataloader_calls
         dl_us += parts.dataloader_us
+    spanned = sum(st.duration_us for st in steps)
+    if steps and spanned < MIN_JUDGED_US:
+        notes.append(f"the steps span {spanned:.3g} µs in all: too short to judge "
+                     f"(under {MIN_JUDGED_US / 1e3:g} ms), no share is judged")  # fmt: skip
+    if crowded:
+        notes.append(f"{crowded} steps with more than {b.MAX_STEP_INTERVALS:,} events each: "
+                     "not broken down")  # fmt: skip
     if not col.has_device:
         notes.append("no device events (a CPU-only trace, or CUDA activities not recorded): "
                      "GPU busy and idle, kernels, copies, tensor cores and communication "
@@ -133,6 +195,12 @@ def _rank(path: str, header: dict[str, Any], col: Collected) -> RankTrace:
         notes.append(f"{col.bad_numbers} events with a timestamp or duration no trace has: "
                      "left out")  # fmt: skip
     devices = _devices(header.get("deviceProperties"))
+    peak = None if col.memory_peak is None else int(col.memory_peak)
+    has = devices[0].total_memory_bytes if devices else None
+    if peak is not None and has and peak > has:  # no device holds more than it has
+        notes.append(f"a device memory peak of {peak:,} bytes, more than the device's "
+                     f"{has:,}: no reading, left out")  # fmt: skip
+        peak = None
     return RankTrace(
         path=path,
         rank=rank,
@@ -153,9 +221,10 @@ def _rank(path: str, header: dict[str, Any], col: Collected) -> RankTrace:
         kernels=col.kernel_count,
         tiny_kernels=col.tiny,
         tensor_core_kernels=col.tensor_core,
-        peak_device_memory_bytes=None if col.memory_peak is None else int(col.memory_peak),
+        peak_device_memory_bytes=peak,
         events=col.events,
         notes=tuple(notes),
+        step_source=source,  # type: ignore[arg-type]
     )
 
 

@@ -15,8 +15,10 @@ yajl's errors. Every failure is one ``InputError`` naming the file.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
+import stat
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +40,18 @@ _BRACKETS = re.compile(rb"[\[\]{}]")
 CHUNK = 1 << 16
 GZIP_MAGIC = b"\x1f\x8b"
 HEADER_KEYS = ("distributedInfo", "deviceProperties")
+# The header is read token by token in Python: past this many tokens before ``traceEvents``
+# it stops (the events are still found, by ijson's C prefix match), and a kept value stops
+# growing past MAX_KEPT_TOKENS (64 devices of ~30 fields fit many times over).
+MAX_HEADER_TOKENS = 100_000
+MAX_KEPT_TOKENS = 20_000
+# A .gz is read to at most this many times its size (the real traces here inflate 14-27x),
+# or MIN_INFLATE when that is more: past it the rest is not read and the notes say so.
+MAX_INFLATE_RATIO = 64
+MIN_INFLATE = 8 << 20
+# torch 2.0-2.1 wrote distributedInfo (and traceName) after traceEvents: the stream's last
+# bytes are kept to find it there.
+TAIL_BYTES = 64 << 10
 
 
 class _Guarded:
@@ -54,10 +68,22 @@ class _Guarded:
         self._run = 0  # bytes since the last quote
         self._depth = 0  # open brackets less closed ones so far
         self._last_report = 0
+        self._left = max(MIN_INFLATE, MAX_INFLATE_RATIO * total) if inner is not raw else -1
+        self.inflated_past: int = 0  # the bound a .gz met (its bytes), 0 when read to the end
+        self.tail = bytearray()  # the last TAIL_BYTES read
 
     def read(self, size: int = -1) -> bytes:
+        if self._left == 0:
+            self.inflated_past = max(MIN_INFLATE, MAX_INFLATE_RATIO * self._total)
+            return b""  # the gzip bomb's bound: the parser sees the end here
         data = self._inner.read(CHUNK if size is None or size < 0 else min(size, CHUNK))
+        if self._left > 0:
+            data = data[: self._left]
+            self._left -= len(data)
         self._check(data)
+        self.tail += data
+        if len(self.tail) > 2 * TAIL_BYTES:
+            del self.tail[:-TAIL_BYTES]
         if self._progress is not None:
             pos = self._raw.tell()
             if pos - self._last_report >= (1 << 22) or not data:  # every 4 MiB, and at the end
@@ -98,14 +124,56 @@ class Header:
 
     values: dict[str, Any] = field(default_factory=dict)
     has_events: bool = False
+    array: bool = False  # the whole file is the events' array (Chrome's other trace form)
+    cut: list[str] = field(default_factory=list)  # what the bounds left unread, for the notes
+
+
+@dataclass
+class Read:
+    """What the event stream met on its way: for the rank's notes."""
+
+    inflated_past: int = 0  # a .gz stopped at this many inflated bytes (its bound)
+    tail: bytes = b""  # the stream's last bytes: what follows traceEvents
+
+    def trailer(self) -> dict[str, Any]:
+        """HEADER_KEYS written after ``traceEvents`` (torch 2.0-2.1), from the last bytes."""
+        text = self.tail[-TAIL_BYTES:].decode("utf-8", "replace")
+        found: dict[str, Any] = {}
+        decoder = json.JSONDecoder()
+        for key in HEADER_KEYS:
+            at = text.rfind(f'"{key}"')
+            if at < 0:
+                continue
+            rest = text[at + len(key) + 2 :].lstrip()
+            if not rest.startswith(":"):
+                continue
+            try:
+                found[key] = decoder.raw_decode(rest[1:].lstrip())[0]
+            except (ValueError, RecursionError):
+                continue
+        return found
 
 
 @contextmanager
 def _opened(path: str, progress: Progress | None) -> Iterator[_Guarded]:
+    # a regular file only (a FIFO named like a trace never blocks), as files.peek: opened
+    # without blocking, then checked on the open file itself
     try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed below
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(path, "not a trace: not a regular file (a FIFO, a device...)")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as raw:
+        yield from _inflated(raw, path, progress)
+
+
+def _inflated(raw: IO[bytes], path: str, progress: Progress | None) -> Iterator[_Guarded]:
     try:
         total = os.fstat(raw.fileno()).st_size
         inner: IO[bytes] | gzip.GzipFile = raw
@@ -116,7 +184,8 @@ def _opened(path: str, progress: Progress | None) -> Iterator[_Guarded]:
             raw.seek(0)
         yield _Guarded(raw, inner, path, total, progress)
     finally:
-        raw.close()
+        if inner is not raw:
+            inner.close()
 
 
 def _errors(path: str, exc: BaseException) -> InputError:
@@ -149,49 +218,77 @@ _PARSE_ERRORS = (
 
 
 def read_header(path: str) -> Header:
-    """The top-level values before ``traceEvents`` (only HEADER_KEYS kept)."""
+    """The top-level values before ``traceEvents`` (only HEADER_KEYS kept), within bounds."""
     header = Header()
     try:
         with _opened(path, None) as stream:
-            depth = 0
-            keep: str | None = None
-            builder: ijson.ObjectBuilder | None = None
-            started = False
-            for _prefix, event, value in ijson.parse(stream, use_float=True):
-                if not started:
-                    started = True
-                    if event != "start_map":
-                        raise InputError(path, "not a trace: the JSON is not an object")
-                if event in ("start_map", "start_array"):
-                    depth += 1
-                    if depth > MAX_DEPTH:
-                        raise InputError(path, f"not a trace: nested deeper than {MAX_DEPTH}")
-                elif event in ("end_map", "end_array"):
-                    depth -= 1
-                if depth == 1 and event == "map_key":
-                    if value == "traceEvents":
-                        header.has_events = True
-                        break
-                    keep = value if value in HEADER_KEYS else None
-                    builder = ijson.ObjectBuilder() if keep else None
-                    continue
-                if builder is not None and keep is not None:
-                    builder.event(event, value)
-                    if depth == 1 and event not in ("map_key",):
-                        header.values[keep] = builder.value
-                        builder = None
+            _header_tokens(path, ijson.parse(stream, use_float=True), header)
     except _PARSE_ERRORS as exc:
         raise _errors(path, exc) from None
     return header
 
 
-def events(path: str, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
-    """The ``traceEvents`` items, one dict at a time (numbers as floats: a huge integer in a
-    hostile file is a float, never a number Python spends minutes printing)."""
+def _header_tokens(path: str, tokens: Iterator[tuple[str, str, Any]], header: Header) -> None:
+    depth = 0
+    keep: str | None = None
+    builder: ijson.ObjectBuilder | None = None
+    kept = 0
+    for count, (_prefix, event, value) in enumerate(tokens):
+        if count == 0 and event != "start_map":
+            if event == "start_array":  # [ {...}, ... ]: Chrome's JSON Array Format
+                header.array = header.has_events = True
+                return
+            raise InputError(path, "not a trace: the JSON is neither an object nor an array")
+        if count >= MAX_HEADER_TOKENS:
+            header.cut.append(f"the metadata before traceEvents past {MAX_HEADER_TOKENS:,} "
+                              "JSON tokens was not read")  # fmt: skip
+            header.has_events = True  # looked for by the event stream (in C) instead
+            return
+        if event in ("start_map", "start_array"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InputError(path, f"not a trace: nested deeper than {MAX_DEPTH}")
+        elif event in ("end_map", "end_array"):
+            depth -= 1
+        if depth == 1 and event == "map_key":
+            if value == "traceEvents":
+                header.has_events = True
+                return
+            keep = value if value in HEADER_KEYS else None
+            builder = ijson.ObjectBuilder() if keep else None
+            kept = 0
+            continue
+        if builder is not None and keep is not None:
+            kept += 1
+            if kept > MAX_KEPT_TOKENS:  # what was built so far is kept; the rest skipped
+                header.values[keep] = builder.value
+                header.cut.append(f"{keep} past {MAX_KEPT_TOKENS:,} JSON tokens was not read")
+                builder = None
+                continue
+            builder.event(event, value)
+            if depth == 1:
+                header.values[keep] = builder.value
+                builder = None
+
+
+def events(
+    path: str, progress: Progress | None = None, *, array: bool = False, read: Read | None = None
+) -> Iterator[dict[str, Any]]:
+    """The ``traceEvents`` items (or the top-level array's, ``array``), one dict at a time
+    (numbers as floats: a huge integer in a hostile file is a float, never a number Python
+    spends minutes printing). ``read`` learns where a bound stopped the stream."""
     try:
         with _opened(path, progress) as stream:
-            for item in ijson.items(stream, "traceEvents.item", use_float=True):
-                if isinstance(item, dict):
-                    yield item
+            try:
+                prefix = "item" if array else "traceEvents.item"
+                for item in ijson.items(stream, prefix, use_float=True):
+                    if isinstance(item, dict):
+                        yield item
+            except ijson.common.IncompleteJSONError:
+                if not stream.inflated_past:
+                    raise
+            if read is not None:
+                read.inflated_past = stream.inflated_past
+                read.tail = bytes(stream.tail)
     except _PARSE_ERRORS as exc:
         raise _errors(path, exc) from None
