@@ -58,6 +58,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ),
     # job script, as sbatch applies it
     ("job.cpus_per_task", "int", "cores", "--cpus-per-task (1 when not given)"),
+    (
+        "job.exclusive_cores_unknown",
+        "bool",
+        "",
+        "--exclusive without --cpus-per-task: the node's cores, their number not in the script",
+    ),
     ("job.mem_mib", "float", "MiB", "--mem per node"),
     ("job.mem_per_cpu_mib", "float", "MiB", "--mem-per-cpu"),
     ("job.time_s", "int", "s", "--time limit"),

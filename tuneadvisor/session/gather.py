@@ -100,6 +100,7 @@ def gather(
     stamp = _stamp(inputs, read.job)
     _allocation(found, inputs.profiles, measured, stamp)
     _site(found, inputs, env, client)
+    _exclusive_cores(found)
     _slurm_release(found, client)
     return Gathered(
         facts=_known(found.facts),
@@ -377,6 +378,32 @@ def _site(
         node = assumed_node(found.facts)
     if node is not None:
         found.facts.update(node.facts())
+
+
+def _exclusive_cores(found: _Found) -> None:
+    """An ``--exclusive`` job without --cpus-per-task has its nodes' cores: as accounting
+    counted them, else the node's (site file or sinfo) over its tasks; never a default
+    node's, and never 1. Unknown, no rule judges its cores, and the report says so."""
+    facts = found.facts
+    if facts.get("job.exclusive_cores_unknown") is not True or "job.cpus_per_task" in facts:
+        return
+    cores = facts.get("alloc.cpus_per_task")
+    node_cores = facts.get("node.cores")
+    tasks = facts.get("job.tasks_per_node")
+    per_task = tasks if isinstance(tasks, int) and tasks > 0 else 1
+    if not isinstance(cores, int) and isinstance(node_cores, int) and node_cores >= per_task:
+        if facts.get("node.assumed") is not True:
+            cores = node_cores // per_task
+    if isinstance(cores, int) and cores > 0:
+        facts["job.cpus_per_task"] = cores
+        facts.setdefault("alloc.cpus_per_task", cores)
+        facts["job.exclusive_cores_unknown"] = False
+        return
+    found.notes.append(
+        "--exclusive: each task has its node's cores, how many is not known here (no site "
+        "file, Slurm not asked, no accounting): no finding about cores or workers is judged; "
+        "--site, --cluster or the job's sacct gives the count"
+    )
 
 
 def _slurm_release(found: _Found, client: SlurmClient | None) -> None:
