@@ -85,8 +85,23 @@ def node_peak_facts(facts: Mapping[str, object]) -> dict[str, object]:
     peak = facts.get("usage.mem_peak_mib")
     if not isinstance(peak, int | float) or isinstance(peak, bool) or peak < 0:
         return {}
+    share = float(peak) / peak_nodes(facts)
     estimates = [float(v) for n in _NODE_PEAKS if (v := _number(facts.get(n))) is not None]
-    node = max([*estimates, float(peak) / peak_nodes(facts)])  # never under the share
+    node = max([*estimates, share])  # never under the share
+    # seff's and sacct's estimates are of the job's total. Where memory is enforced per node
+    # (a cgroup, which says OUT_OF_MEMORY when it kills) no node held more than the per-node
+    # request it ran with: the busiest node's peak is at most that (2 nodes, "62.81 GB of
+    # 64.00 GB": 32 GB a node, not 62.81). Only OverMemoryKill's sampled kill (FAILED or
+    # CANCELLED over the request) may have seen a node past it. jobstats measures each node:
+    # its figure stands as measured.
+    request = _number(facts.get("alloc.mem_mib"))
+    sampled_kill = facts.get("usage.killed_for_memory") is True and (
+        facts.get("usage.state") != "OUT_OF_MEMORY"
+    )
+    if request is not None and not sampled_kill:
+        node = min(node, max(request, share))
+        measured = _number(facts.get("jobstats.mem_peak_node_mib"))
+        node = max(node, measured) if measured is not None else node
     return {"usage.mem_peak_node_mib": min(float(peak), node)}
 
 
@@ -191,7 +206,7 @@ def allocation_facts(
         workers = seen if isinstance(seen, int) else script_workers(facts, cores)
     if workers is not None:
         out["alloc.workers"] = workers
-    out.update(node_peak_facts(facts))
+    out.update(node_peak_facts({**facts, **out}))  # bounded by the per-node request
     return out, notes
 
 
