@@ -66,7 +66,7 @@ def _per_node_mib(script: JobScript) -> float | None:
 def test_the_plan_never_goes_below_the_evidence_nor_acts_on_an_assumption(
     tmp_path: Path, case: tuple[Header, str, dict[str, str], int]
 ) -> None:
-    header, text, evidence, workers = case
+    _, text, evidence, workers = case
     job_path = tmp_path / "job.sbatch"
     job_path.write_text(text)
     (tmp_path / "train.py").write_text(TRAIN.format(workers=workers))
@@ -112,9 +112,9 @@ def test_the_plan_never_goes_below_the_evidence_nor_acts_on_an_assumption(
     if seff is None:
         return
     # Time: never under the time the run took.
-    if seff.wall_s and after.time_limit is not None and after.time_limit.seconds:
-        if after.time_limit != before.time_limit:
-            assert after.time_limit.seconds >= seff.wall_s, where
+    limit = after.time_limit
+    if seff.wall_s and limit is not None and limit.seconds and limit != before.time_limit:
+        assert after.time_limit.seconds >= seff.wall_s, where
     # Cores: never fewer over the job than the run kept busy (where the tasks stay: a job
     # whose launch starts one process is cut to one task by unused-tasks, its own evidence).
     same_tasks = after.tasks_total == before.tasks_total

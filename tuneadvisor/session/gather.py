@@ -391,9 +391,9 @@ def _exclusive_cores(found: _Found) -> None:
     node_cores = facts.get("node.cores")
     tasks = facts.get("job.tasks_per_node")
     per_task = tasks if isinstance(tasks, int) and tasks > 0 else 1
-    if not isinstance(cores, int) and isinstance(node_cores, int) and node_cores >= per_task:
-        if facts.get("node.assumed") is not True:
-            cores = node_cores // per_task
+    described = facts.get("node.assumed") is not True  # a site file's or sinfo's node
+    if not isinstance(cores, int) and isinstance(node_cores, int) and described:
+        cores = node_cores // per_task if node_cores >= per_task else None
     if isinstance(cores, int) and cores > 0:
         facts["job.cpus_per_task"] = cores
         facts.setdefault("alloc.cpus_per_task", cores)
