@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tuneadvisor.slurm.jobscript.exports import with_exports
@@ -116,7 +116,7 @@ def test_tuned_script_runs_the_same_commands_only_with_the_new_environment(
         folder = Path(name)
         (folder / "bin").mkdir()
         _standins(folder / "bin")
-        assert _parses(text, folder), text
+        assume(_parses(text, folder))  # a wrapper around an array literal may not be bash
         assert _parses(tuned, folder), tuned
         before = _run(text, folder, env)
         after = _run(tuned, folder, env)

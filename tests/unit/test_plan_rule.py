@@ -98,7 +98,7 @@ def test_the_plan_never_goes_below_the_evidence_nor_acts_on_an_assumption(
         assert "job.cpus_per_task" not in facts, where
         lowered = plan.script.get("num_workers")
         assert lowered is None or not isinstance(lowered.value, int) or lowered.value >= workers
-        assert any("--exclusive" in note for note in advice.notes), where
+        assert any("--exclusive" in note for note in advice.not_read), where
     # Workers are never cut on a core count nobody gave.
     change = plan.script.get("num_workers")
     if change is not None:
@@ -114,7 +114,7 @@ def test_the_plan_never_goes_below_the_evidence_nor_acts_on_an_assumption(
     # Time: never under the time the run took.
     limit = after.time_limit
     if seff.wall_s and limit is not None and limit.seconds and limit != before.time_limit:
-        assert after.time_limit.seconds >= seff.wall_s, where
+        assert limit.seconds >= seff.wall_s, where
     # Cores: never fewer over the job than the run kept busy (where the tasks stay: a job
     # whose launch starts one process is cut to one task by unused-tasks, its own evidence).
     same_tasks = after.tasks_total == before.tasks_total
@@ -131,6 +131,7 @@ def test_the_plan_never_goes_below_the_evidence_nor_acts_on_an_assumption(
     numbers = all(isinstance(v, float) for v in (request, node_peak, peak))
     if numbers and not sampled_kill:
         assert isinstance(request, float) and isinstance(peak, float)
+        assert isinstance(node_peak, float)
         nodes = seff.nodes or 1
         assert node_peak <= max(request, peak / nodes) + 1, where
     mem = plan.sbatch.get("mem")
@@ -168,7 +169,8 @@ def test_multi_node_oom_from_seff_alone_raises_the_per_node_request(
     change = advice.plan.sbatch.get("mem")
     assert change is not None and change.value == per_node
     request = float(total.split()[0]) * 1024 / nodes
-    assert advice.facts["usage.mem_peak_node_mib"] <= request
+    node_peak = advice.facts["usage.mem_peak_node_mib"]
+    assert isinstance(node_peak, float) and node_peak <= request
 
 
 EXCLUSIVE = """\
@@ -203,7 +205,7 @@ def test_an_exclusive_job_is_not_read_as_one_core(tmp_path: Path, site: str | No
     if site is None:
         assert "job.cpus_per_task" not in advice.facts
         assert any(
-            n.startswith("--exclusive: each task has its node's cores") for n in advice.notes
+            n.startswith("--exclusive: each task has its node's cores") for n in advice.not_read
         )
     else:
         assert advice.facts["job.cpus_per_task"] == 32

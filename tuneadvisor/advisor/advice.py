@@ -35,6 +35,7 @@ class Advice:
     # ``no_prediction`` saying which evidence would support one
     prediction: Prediction | None = None
     no_prediction: str | None = None
+    not_read: tuple[str, ...] = ()  # what the inputs held that was not read, and why
 
 
 def _coupled(findings: Iterable[Finding], plan: Plan) -> tuple[Finding, ...]:
@@ -97,4 +98,5 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
         launch_chain=gathered.launch.chain if gathered.launch is not None else None,
         prediction=prediction,
         no_prediction=no_prediction,
+        not_read=gathered.not_read,
     )

@@ -40,6 +40,9 @@ class Gathered:
     sharpen: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
     stamp: EvidenceStamp | None = None  # None without measured evidence
+    # what the inputs held that could not be read or followed, each with why: a report says
+    # "no finding" only of what was read
+    not_read: tuple[str, ...] = field(default=())
 
 
 def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> None:

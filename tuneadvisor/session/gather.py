@@ -55,6 +55,7 @@ class _Found:
     facts: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     sharpen: list[str] = field(default_factory=list)
+    not_read: list[str] = field(default_factory=list)  # what an input held that was not read
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ def gather(
     _site(found, inputs, env, client)
     _exclusive_cores(found)
     _slurm_release(found, client)
+    _unexplained(found)
     return Gathered(
         facts=_known(found.facts),
         job=read.job,
@@ -113,6 +115,7 @@ def gather(
         metrics=metrics,
         sharpen=tuple(found.sharpen),
         notes=tuple(found.notes),
+        not_read=tuple(found.not_read),
         stamp=stamp,
     )
 
@@ -181,6 +184,8 @@ def _job_script(
     unfollowed = unfollowed_launch(job) if launch is None and inputs.script is None else None
     found.facts.update(job_facts(job, launch, launches))
     found.notes += job_notes(job, launches, launch)
+    if launch is None and inputs.script is None:
+        _runtime_launches(found, job, unfollowed is not None)
     gpus = found.facts.get("job.gpus")
     if launch is not None and "job.ranks_per_task" not in found.facts and isinstance(gpus, int):
         from tuneadvisor.slurm.launch_line.visible_gpus import visible_gpu_ranks
@@ -190,6 +195,24 @@ def _job_script(
             found.facts["job.ranks_per_task"] = gpus
             found.notes.append(said)
     return _JobRead(job, launch, unfollowed, len(launches))
+
+
+def _runtime_launches(found: _Found, job: JobScript, unfollowed: bool) -> None:
+    """No training command read: a command the script builds at run time (``eval "$cmd"``)
+    is named as not followed; with none (and no launcher that led nowhere), that the job
+    script starts no Python program tuneadvisor reads."""
+    from tuneadvisor.slurm.launch_line.runtime import runtime_commands
+
+    built = runtime_commands(job)
+    for line, command in built:
+        found.not_read.append(
+            f"line {line}: `{command}` runs a command built when the job runs: not followed, "
+            "so the training script and its settings were not read (give --script)"
+        )
+    if not built and not unfollowed:
+        found.not_read.append(
+            "the job script's launch: no Python training command found in it (give --script)"
+        )
 
 
 def _as_run(found: _Found, live: LiveJob) -> None:
@@ -206,7 +229,7 @@ def _training_script(
     found: _Found, inputs: Inputs, read: _JobRead, analysis: ProfileAnalysis | None
 ) -> _ScriptRead:
     """The training script scanned, and the local module that builds its DataLoader."""
-    path, text = read_training_script(inputs, read.launch, found.notes, read.unfollowed)
+    path, text = read_training_script(inputs, read.launch, found.not_read, read.unfollowed)
     if text is None:
         found.sharpen.append("the training script (--script, or a job script that runs it)")
         return _ScriptRead(path, text)
@@ -240,7 +263,7 @@ def _training_script(
         found.notes.append(followed.note)
     unresolved = unresolved_workers(found.facts, program.names[0])
     if unresolved is not None:
-        found.notes.append(unresolved)
+        found.not_read.append(unresolved)
     return _ScriptRead(path, text, scan, followed.module)
 
 
@@ -283,7 +306,7 @@ def _seff(found: _Found, path: str) -> None:
         raise InputError(path, f"not seff output: {exc}") from None
     found.facts.update(seff.facts())
     if seff.unread:  # a site's seff adds lines: say what was left out, not half silently
-        found.notes.append(f"{path}: {_unread(seff.unread)}")
+        found.not_read.append(f"{path}: {_unread(seff.unread)}")
     if seff.gpu_util_pct is not None or seff.gpu_mem_used_mib is not None:
         found.notes.append(f"{path}: {seff_gpu_note(seff)}")
 
@@ -399,11 +422,28 @@ def _exclusive_cores(found: _Found) -> None:
         facts.setdefault("alloc.cpus_per_task", cores)
         facts["job.exclusive_cores_unknown"] = False
         return
-    found.notes.append(
+    found.not_read.append(
         "--exclusive: each task has its node's cores, how many is not known here (no site "
         "file, Slurm not asked, no accounting): no finding about cores or workers is judged; "
         "--site, --cluster or the job's sacct gives the count"
     )
+
+
+def _unexplained(found: _Found) -> None:
+    """Inputs read whole that did not say what they were given for: a job log of a job that
+    did not complete, with no cause tuneadvisor knows; a profile of another program."""
+    facts = found.facts
+    lines = facts.get("log.lines")
+    unexplained = not facts.get("log.causes") and facts.get("usage.state") != "COMPLETED"
+    if isinstance(lines, int) and lines > 0 and unexplained:
+        found.not_read.append(
+            f"the job log ({lines} lines): no cause of death tuneadvisor knows is in it"
+        )
+    if facts.get("profile.other_program") is True:
+        found.not_read.append(
+            "the profile: it is of another program than the job's training script, so it "
+            "says nothing about that script's lines"
+        )
 
 
 def _slurm_release(found: _Found, client: SlurmClient | None) -> None:
