@@ -305,6 +305,12 @@ def _seff(found: _Found, path: str) -> None:
     except SeffError as exc:
         raise InputError(path, f"not seff output: {exc}") from None
     found.facts.update(seff.facts())
+    if not seff.job_id:  # pasted in part: what it has is read, what it lacks is said
+        lacks = [f"'{line}:'" for line in seff.missing_lines()]
+        found.not_read.append(
+            f"{path}: seff output without its {', '.join(lacks)} "
+            f"line{'s' if len(lacks) > 1 else ''}: read as far as it goes"
+        )
     if seff.unread:  # a site's seff adds lines: say what was left out, not half silently
         found.not_read.append(f"{path}: {_unread(seff.unread)}")
     if seff.gpu_util_pct is not None or seff.gpu_mem_used_mib is not None:
