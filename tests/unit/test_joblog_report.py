@@ -133,7 +133,7 @@ def test_what_a_careful_reader_concludes(name: str, capsys: pytest.CaptureFixtur
         lines = len((JOBLOGS / name).read_bytes().splitlines())
         assert (
             f"{path}: read, {lines} lines, no known cause of death found"
-            in (report["advice"]["notes"])
+            in (report["advice"]["not_read"])
         )
         return
     (finding,) = logged
@@ -245,5 +245,5 @@ def test_any_bytes_are_read_and_garbage_is_no_cause(
         assert logged == []
         assert any(
             note.startswith(f"{path}: read, ") and "no known cause of death" in note
-            for note in report["advice"]["notes"]
+            for note in report["advice"]["not_read"]
         )

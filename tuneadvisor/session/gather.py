@@ -291,8 +291,10 @@ def _job_log(found: _Found, inputs: Inputs, live: LiveJob | None) -> None:
         return
     from tuneadvisor.session.job_log import live_log_paths, read_job_logs
 
-    from_slurm = live_log_paths(live, inputs.logs, found.notes) if live is not None else []
-    log = read_job_logs(inputs.logs, from_slurm, found.notes)
+    # what they say is of logs not read, or read with no cause of death found in them
+    unread = found.not_read
+    from_slurm = live_log_paths(live, inputs.logs, unread) if live is not None else []
+    log = read_job_logs(inputs.logs, from_slurm, unread)
     if log is not None:
         found.facts.update(log.facts())
 
@@ -436,16 +438,8 @@ def _exclusive_cores(found: _Found) -> None:
 
 
 def _unexplained(found: _Found) -> None:
-    """Inputs read whole that did not say what they were given for: a job log of a job that
-    did not complete, with no cause tuneadvisor knows; a profile of another program."""
-    facts = found.facts
-    lines = facts.get("log.lines")
-    unexplained = not facts.get("log.causes") and facts.get("usage.state") != "COMPLETED"
-    if isinstance(lines, int) and lines > 0 and unexplained:
-        found.not_read.append(
-            f"the job log ({lines} lines): no cause of death tuneadvisor knows is in it"
-        )
-    if facts.get("profile.other_program") is True:
+    """A profile read whole that is of another program: it says nothing of the job's."""
+    if found.facts.get("profile.other_program") is True:
         found.not_read.append(
             "the profile: it is of another program than the job's training script, so it "
             "says nothing about that script's lines"
