@@ -91,6 +91,32 @@ EXPECTED: dict[str, Died | None] = {
          "the build supports": "sm_50 sm_60 sm_61 sm_70 sm_75 sm_80 sm_86 sm_90"},
     ),
     "no-cause-trixie-issue19-slurm-22217.out": None,
+    # issue 30's new causes: a port another process holds, a file or a command not there
+    "port-in-use-dist-kd-issue10.log": Died(
+        "log-port-in-use", 4, "failed to bind to [::]:25641 (errno: 98", {"port": 25641}
+    ),
+    "port-in-use-colossalai-issue5049.log": Died(
+        "log-port-in-use", 1, "[::]:29601 (errno: 98 - Address already in use)", {"port": 29601}
+    ),
+    "port-in-use-torchtune-issue1025.log": Died(
+        "log-port-in-use", 1, "[::]:29500 (errno: 98", {"port": 29500}
+    ),
+    # srun's own socket, no rendezvous port: the line, no port
+    "port-in-use-srun-rnaseq-pipeline-issue91.log": Died(
+        "log-port-in-use", 1, "unable to initialize step context socket: Address already in use"
+    ),
+    "missing-file-dask-drmaa-issue87.log": Died(
+        "log-missing-file", 1, "line 2: ./dask-worker-scriptz8gmf_cpsh: No such file",
+        {"file": "./dask-worker-scriptz8gmf_cpsh"},
+    ),
+    "missing-file-windninja-issue624.log": Died(
+        "log-missing-file", 1, "execve(): mkdir: No such file or directory", {"file": "mkdir"}
+    ),
+    "command-not-found-robertslab-issue512.log": Died(
+        "log-command-not-found", 2, "line 30: -task: command not found", {"command": "-task"}
+    ),
+    # a script with Windows line ends: bash's "\r: No such file" printed without its name
+    "no-cause-deformable-detr-issue47.log": None,
 }  # fmt: skip
 
 
