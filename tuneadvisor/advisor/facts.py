@@ -116,6 +116,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
         "srun there ignores SLURM_CPUS_PER_TASK (22.05-23.02, or not known)",
     ),
     ("slurm.version_note", "str", "", "that version, or why it is not known"),
+    ("slurm.version_known", "bool", "", "srun --version answered (a cluster, or srun on PATH)"),
     # the allocation the evidence was measured under (advisor/allocation.py): suggestions are
     # computed from it; job.* stays what the script asks for now
     ("alloc.cpus_per_task", "int", "cores", "cores per task of the measured run"),

@@ -7,6 +7,7 @@ let more rules speak.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -102,7 +103,7 @@ def gather(
     _allocation(found, inputs.profiles, measured, stamp)
     _site(found, inputs, env, client)
     _exclusive_cores(found)
-    _slurm_release(found, client)
+    _slurm_release(found, client, env)
     _unexplained(found)
     return Gathered(
         facts=_known(found.facts),
@@ -446,13 +447,22 @@ def _unexplained(found: _Found) -> None:
         )
 
 
-def _slurm_release(found: _Found, client: SlurmClient | None) -> None:
+# srun --version answers from the binary, no daemon: a few seconds at most where it is there
+_VERSION_TIMEOUT_S = 10.0
+
+
+def _slurm_release(found: _Found, client: SlurmClient | None, env: Mapping[str, str]) -> None:
     """Where srun starts the tasks without its cores: the Slurm release (srun's own, asked
-    when a cluster is) and what it means for them (advisor/slurm_release.py)."""
+    when a cluster is, or where srun is on the PATH) and what it means for them
+    (advisor/slurm_release.py)."""
     if "job.srun_cpus_unset" not in found.facts:
         return
     from tuneadvisor.advisor.slurm_release import release_facts
 
+    if client is None and shutil.which("srun", path=env.get("PATH")) is not None:
+        from tuneadvisor.slurm.client import SlurmClient
+
+        client = SlurmClient(env=env, timeout_s=_VERSION_TIMEOUT_S)
     if client is not None:
         from tuneadvisor.slurm.client import SlurmError
         from tuneadvisor.slurm.version import version_facts
