@@ -94,7 +94,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.array.list_offset", "int", "", "the index is the task id + this"),
     ("job.array.list", "str", "", "that array's name, line and size"),
     ("job.ntasks_per_gpu", "int", "", "--ntasks-per-gpu (0 when not given)"),
-    ("job.srun_tasks_per_node", "int", "", "tasks per node srun's line asks (0: none, no srun)"),
+    (
+        "job.srun_tasks_per_node",
+        "int",
+        "",
+        "tasks per node srun's (or mpirun's) line asks (0: none, or no such launcher)",
+    ),
     # the `# tuneadvisor: tuned from ...` line of a script `apply` wrote (tuned_from.py)
     ("job.tuned_from.digest", "str", "", "sha256 of the evidence the script was tuned from"),
     ("job.tuned_from.cpus_per_task", "int", "cores", "cores per task that evidence had"),
