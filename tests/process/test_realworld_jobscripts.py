@@ -256,6 +256,11 @@ ROWS = [
         "wusize-raw_ovd-slurm_train.sh", 1, 1, 1, None, None, None, (), None,
         why="srun runs multi-node_run.sh, a shell script", ignored=8,
     ),
+    Reading(  # --exclusive: each task has the node's cores (1 is sbatch's request count)
+        "mashooo-pytorch_examples-distributed-ddp-tutorial-series-slurm-sbatch_run.sh",
+        2, 1, 1, 1, None, None, (), None,
+        why="srun runs \"slurm/torchrun.sh $head_node_ip\", one quoted word, not kept here",
+    ),
 ]
 # fmt: on
 

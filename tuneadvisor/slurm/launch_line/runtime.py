@@ -5,7 +5,7 @@ reading the job as one that starts nothing."""
 from __future__ import annotations
 
 from tuneadvisor.slurm.jobscript.model import JobScript
-from tuneadvisor.slurm.launch_line.lexing import commands, lex, logical_lines
+from tuneadvisor.slurm.launch_line.lexing import commands_after, lex, logical_lines
 
 __all__ = ["runtime_commands"]
 
@@ -19,7 +19,9 @@ def runtime_commands(job: JobScript) -> list[tuple[int, str]]:
     body = [(line.number, line.text) for line in job.lines[job.first_command_line - 1 :]]
     found: list[tuple[int, str]] = []
     for logical in logical_lines(body):
-        for words in commands(lex(logical.text)):
+        for before, words in commands_after(lex(logical.text)):
+            if before == "(":  # `arr=($nodes)` or a subshell's first word: an array's words
+                continue
             first = next((w for w in words if "=" not in w or w.startswith("$")), None)
             if first is None:
                 continue
