@@ -142,6 +142,13 @@ EXPECTED: dict[str, Expectation] = {
     "accounting/reportseff-issue41-seff-banner.seff.txt": Job(
         "--seff", "COMPLETED", 53, 14.86 * 1024, 98.58
     ),
+    # seff of two tasks of one array (the "Array Job ID" line): 00:02:10 and 00:03:30
+    "accounting/seff-array-issue24-task0.seff.txt": Job(
+        "--seff", "COMPLETED", 130, 5.58 * 1024, 26.46
+    ),
+    "accounting/seff-array-issue24-task207.seff.txt": Job(
+        "--seff", "COMPLETED", 210, 5.46 * 1024, 36.93
+    ),
     # only the two memory lines pasted: read (9.98 GB of 10.00 GB), the rest said missing
     "accounting/jobstats-issue57-seff-partial.seff.txt": Job(
         "--seff", None, None, 9.98 * 1024, None
