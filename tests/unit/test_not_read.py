@@ -98,3 +98,21 @@ def test_a_job_log_without_a_known_cause_is_said_not_explained(
     said = f"{log}: read, 3 lines, no known cause of death found"
     assert said in report["advice"]["not_read"]
     assert said not in report["advice"]["notes"]
+
+
+REAL_EVAL = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures/realworld/jobscripts/huggingface-accelerate-examples-slurm-submit_multicpu.sh"
+)
+
+
+def test_a_real_eval_launch_is_said_not_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """Hugging Face's submit_multicpu.sh builds its launch in CMD and runs `eval $CMD`."""
+    report = json.loads(_report(capsys, "--job", str(REAL_EVAL), "--format", "json"))
+    assert report["findings"] == []
+    assert any(
+        item.startswith("line 64: `eval $CMD` runs a command built")
+        for item in (report["advice"]["not_read"])
+    )
+    text = _report(capsys, "--job", str(REAL_EVAL))
+    assert "Findings: none in what was read (see Not read)" in text
