@@ -115,6 +115,10 @@ EXPECTED: dict[str, Died | None] = {
     "command-not-found-robertslab-issue512.log": Died(
         "log-command-not-found", 2, "line 30: -task: command not found", {"command": "-task"}
     ),
+    "module-unavailable-trixie-issue17.log": Died(
+        "log-module-unavailable", 1, "Unable to locate a modulefile for 'conda'",
+        {"module": "conda"},
+    ),
     # a script with Windows line ends: bash's "\r: No such file" printed without its name
     "no-cause-deformable-detr-issue47.log": None,
 }  # fmt: skip

@@ -282,6 +282,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("log.missing_file.path", "str", "", "the file not found"),
     ("log.command_not_found", "str", "", "bash's command not found: the line"),
     ("log.command_not_found.name", "str", "", "the command bash did not find"),
+    ("log.module_unavailable", "str", "", "module load of a module not there: the line"),
+    ("log.module_unavailable.name", "str", "", "the module"),
     ("log.no_kernel_image", "str", "", "no kernel image for the GPU: the line"),
     ("log.no_kernel_image.capability", "str", "", "the GPU's compute capability (sm_XX)"),
     ("log.no_kernel_image.supported", "str", "", "the capabilities the PyTorch build has"),
