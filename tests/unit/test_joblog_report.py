@@ -101,6 +101,18 @@ EXPECTED: dict[str, Died | None] = {
     "port-in-use-torchtune-issue1025.log": Died(
         "log-port-in-use", 1, "[::]:29500 (errno: 98", {"port": 29500}
     ),
+    "port-in-use-pytorch-issue85604.log": Died(
+        "log-port-in-use", 3, "failed to listen on [::]:47531 (errno: 98", {"port": 47531}
+    ),
+    "port-in-use-mmpretrain-issue960.log": Died(
+        "log-port-in-use", 2, "failed to bind to [::]:22 (errno: 98", {"port": 22}
+    ),
+    "port-in-use-accelerate-issue2246.log": Died(
+        "log-port-in-use", 1, "failed to bind to [::]:12211 (errno: 98", {"port": 12211}
+    ),
+    "port-in-use-drivelm-issue40.log": Died(
+        "log-port-in-use", 1, "failed to listen on [::]:38429 (errno: 98", {"port": 38429}
+    ),
     # srun's own socket, no rendezvous port: the line, no port
     "port-in-use-srun-rnaseq-pipeline-issue91.log": Died(
         "log-port-in-use", 1, "unable to initialize step context socket: Address already in use"
