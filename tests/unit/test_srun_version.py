@@ -56,3 +56,25 @@ def test_without_srun_the_title_says_the_version_is_assumed(
     title = _finding(tmp_path, monkeypatch, None)
     assert title is not None
     assert title.endswith("(assumed: the Slurm version is not known, 22.05 or 23.02 taken)")
+
+
+def test_an_srun_that_fails_is_assumed_without_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An srun on the PATH of a machine outside the cluster cannot read its config: the
+    title says the version is assumed; no note repeats srun's error the user did not ask."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    srun = bin_dir / "srun"
+    srun.write_text(
+        '#!/bin/sh\necho "srun: fatal: Could not establish a configuration source" >&2\nexit 1\n'
+    )
+    srun.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    job = tmp_path / "job.sh"
+    job.write_text(JOB)
+    advice = load_workspace(Inputs(job=str(job))).advice
+    assert advice is not None
+    (finding,) = [f for f in advice.findings if f.id == "srun-cpus-not-inherited"]
+    assert finding.title.endswith("22.05 or 23.02 taken)")
+    assert not [n for n in advice.notes if "Slurm version unknown" in n]

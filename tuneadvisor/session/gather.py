@@ -459,6 +459,7 @@ def _slurm_release(found: _Found, client: SlurmClient | None, env: Mapping[str, 
         return
     from tuneadvisor.advisor.slurm_release import release_facts
 
+    asked = client is not None  # a cluster the user named: its failure is worth a note
     if client is None and shutil.which("srun", path=env.get("PATH")) is not None:
         from tuneadvisor.slurm.client import SlurmClient
 
@@ -469,8 +470,9 @@ def _slurm_release(found: _Found, client: SlurmClient | None, env: Mapping[str, 
 
         try:
             found.facts.update(version_facts(client.version("srun")))
-        except SlurmError as exc:
-            found.notes.append(f"Slurm version unknown: {exc.one_line()}")
+        except SlurmError as exc:  # unasked, the finding's title says the version is assumed
+            if asked:
+                found.notes.append(f"Slurm version unknown: {exc.one_line()}")
     found.facts.update(release_facts(found.facts))
 
 
