@@ -121,6 +121,13 @@ EXPECTED: dict[str, Died | None] = {
         "log-missing-file", 1, "line 2: ./dask-worker-scriptz8gmf_cpsh: No such file",
         {"file": "./dask-worker-scriptz8gmf_cpsh"},
     ),
+    # the batch script itself gone from the node's spool (an NFS hiccup, the site said)
+    "missing-file-arjuna-issue21.err": Died(
+        "log-missing-file", 1, "execve(): /tmp/slurmd/job2997814/slurm_script: No such",
+        {"file": "/tmp/slurmd/job2997814/slurm_script"},
+    ),
+    # a program's own message about its input (not bash's): no cause is claimed
+    "no-cause-robertslab-issue1526.log": None,
     "missing-file-windninja-issue624.log": Died(
         "log-missing-file", 1, "execve(): mkdir: No such file or directory", {"file": "mkdir"}
     ),
