@@ -126,6 +126,19 @@ EXPECTED: dict[str, Died | None] = {
         "log-missing-file", 1, "execve(): /tmp/slurmd/job2997814/slurm_script: No such",
         {"file": "/tmp/slurmd/job2997814/slurm_script"},
     ),
+    # srun's step could not start the program: not on the node's PATH (the module lacked it)
+    "missing-file-csc-ddp-examples-issue1.log": Died(
+        "log-missing-file", 11, "execve(): torchrun: No such file", {"file": "torchrun"}
+    ),
+    "missing-file-itwinai-issue472.err": Died(
+        "log-missing-file", 3, "error: execve(): bash: No such file", {"file": "bash"}
+    ),
+    "missing-file-accelerate-issue2192.log": Died(
+        "log-missing-file", 1, "execve(): accelerate: No such file", {"file": "accelerate"}
+    ),
+    "command-not-found-auto-reid-issue3.log": Died(
+        "log-command-not-found", 1, "bash: srun: command not found", {"command": "srun"}
+    ),
     # a program's own message about its input (not bash's): no cause is claimed
     "no-cause-robertslab-issue1526.log": None,
     "missing-file-windninja-issue624.log": Died(
