@@ -141,6 +141,8 @@ EXPECTED: dict[str, Died | None] = {
     ),
     # a program's own message about its input (not bash's): no cause is claimed
     "no-cause-robertslab-issue1526.log": None,
+    # srun without its slurm.conf (not the training's files): not claimed as a cause
+    "no-cause-megatron-issue172.log": None,
     "missing-file-windninja-issue624.log": Died(
         "log-missing-file", 1, "execve(): mkdir: No such file or directory", {"file": "mkdir"}
     ),
