@@ -54,16 +54,16 @@ def test_the_jobs_stdout_and_stderr_are_read(cluster: Cluster, tmp_path: Path) -
     assert again["advice"]["facts"]["log.lines"] == 3  # 2 lines of .out, 1 of .err
 
 
-def test_a_log_that_is_gone_is_a_note_not_an_error(cluster: Cluster, tmp_path: Path) -> None:
+def test_a_log_that_is_gone_is_said_not_read_not_an_error(cluster: Cluster, tmp_path: Path) -> None:
     job_id = cluster.submit(tmp_path, "fine.sbatch", HEADER + "echo fine\n")
     cluster.wait(job_id)
     out = tmp_path / f"slurm-{job_id}.out"
     read = report(cluster, tmp_path, "--jobid", job_id)
-    assert f"{out}: read, 1 lines, no known cause of death found" in read["advice"]["notes"]
+    assert f"{out}: read, 1 lines, no known cause of death found" in read["advice"]["not_read"]
     out.unlink()
     gone = report(cluster, tmp_path, "--jobid", job_id)
     assert not log_findings(gone)
     assert any(
         f"its output {out} is not a file on this machine" in note
-        for note in gone["advice"]["notes"]
-    ), gone["advice"]["notes"]
+        for note in gone["advice"]["not_read"]
+    ), gone["advice"]["not_read"]

@@ -44,7 +44,7 @@ class Job:
     """seff (--seff) or sacct (--sacct): state, elapsed s, peak memory MiB, CPU efficiency %."""
 
     option: str
-    state: str
+    state: str | None
     elapsed_s: int | None
     mem_peak_mib: float | None
     cpu_efficiency_pct: float | None
@@ -142,8 +142,17 @@ EXPECTED: dict[str, Expectation] = {
     "accounting/reportseff-issue41-seff-banner.seff.txt": Job(
         "--seff", "COMPLETED", 53, 14.86 * 1024, 98.58
     ),
-    # only the two memory lines pasted
-    "accounting/jobstats-issue57-seff-partial.seff.txt": Refused("--seff", "no 'Job ID:' line"),
+    # seff of two tasks of one array (the "Array Job ID" line): 00:02:10 and 00:03:30
+    "accounting/seff-array-issue24-task0.seff.txt": Job(
+        "--seff", "COMPLETED", 130, 5.58 * 1024, 26.46
+    ),
+    "accounting/seff-array-issue24-task207.seff.txt": Job(
+        "--seff", "COMPLETED", 210, 5.46 * 1024, 36.93
+    ),
+    # only the two memory lines pasted: read (9.98 GB of 10.00 GB), the rest said missing
+    "accounting/jobstats-issue57-seff-partial.seff.txt": Job(
+        "--seff", None, None, 9.98 * 1024, None
+    ),
     # NeSI's seff: elapsed on the "Job Wall-time: 7.67% 00:01:09 of 00:15:00 time limit" line,
     # memory used on "Mem Efficiency: 10.84% 111.00 MB of 1.00 GB", CPU efficiency as printed
     # (141.30 %: more CPU time than core-walltime), "State: ['OUT_OF_MEMORY']" and "State:

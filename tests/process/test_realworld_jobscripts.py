@@ -256,6 +256,11 @@ ROWS = [
         "wusize-raw_ovd-slurm_train.sh", 1, 1, 1, None, None, None, (), None,
         why="srun runs multi-node_run.sh, a shell script", ignored=8,
     ),
+    Reading(  # --exclusive: each task has the node's cores (1 is sbatch's request count)
+        "mashooo-pytorch_examples-distributed-ddp-tutorial-series-slurm-sbatch_run.sh",
+        2, 1, 1, 1, None, None, (), None,
+        why="srun runs \"slurm/torchrun.sh $head_node_ip\", one quoted word, not kept here",
+    ),
 ]
 # fmt: on
 
@@ -309,8 +314,8 @@ def test_a_launch_that_cannot_be_followed_is_named_in_the_report(
     line = unfollowed_launch(read_job(str(JOBS / row.file)))
     assert line is not None
     assert main(["report", "--job", str(JOBS / row.file), "--format", "json"]) == 0
-    notes = json.loads(capsys.readouterr().out)["advice"]["notes"]
-    assert any("could not find the training script" in note for note in notes)
+    not_read = json.loads(capsys.readouterr().out)["advice"]["not_read"]
+    assert any("could not find the training script" in item for item in not_read)
 
 
 @pytest.mark.parametrize(
@@ -330,7 +335,8 @@ def test_what_the_report_says_of_the_scripts_gaps(
     report = json.loads(capsys.readouterr().out)
     ids = {f["id"] for f in report["findings"]}
     assert (finding in ids) if finding else "invalid-directive" not in ids
-    assert any(note in line for line in report["advice"]["notes"])
+    said = [*report["advice"]["notes"], *report["advice"]["not_read"]]
+    assert any(note in line for line in said)
 
 
 def test_ignored_directives_are_a_warning_with_their_lines(

@@ -96,7 +96,9 @@ def _says_the_hottest_line(out: str, expected: Hottest) -> None:
     assert row.search(out), f"no row for line {expected.line} at {expected.percent:.1f} %"
 
 
-def _says_the_job(out: str, state: str, cpu_pct: float | None, mem_mib: float | None) -> None:
+def _says_the_job(
+    out: str, state: str | None, cpu_pct: float | None, mem_mib: float | None
+) -> None:
     if cpu_pct is not None:
         assert f"CPU {cpu_pct:.1f} %" in out, out
     if mem_mib is not None:

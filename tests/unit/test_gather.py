@@ -94,11 +94,12 @@ def test_script_copied_off_the_cluster_is_found_beside_the_job(tmp_path: Path) -
     assert gathered.facts["script.num_workers"] == 2  # the option's default
 
 
-def test_script_that_is_not_here_is_a_note_not_an_error(tmp_path: Path) -> None:
+def test_script_that_is_not_here_is_said_not_read_not_an_error(tmp_path: Path) -> None:
     job = write_job(tmp_path, "python /home/alice/project/missing.py")
     gathered = run(Inputs(job=str(job)))
     assert gathered.script_path is None
-    assert any("/home/alice/project/missing.py" in n and "--script" in n for n in gathered.notes)
+    said = [n.line() for n in gathered.not_read]
+    assert any("/home/alice/project/missing.py" in n and "--script" in n for n in said)
     assert any("--script" in s for s in gathered.sharpen)
     assert not [name for name in gathered.facts if name.startswith("script.")]
 
@@ -115,7 +116,7 @@ OWN = "is the job's own script, and it is neither beside the job script nor in i
         ("srun my_launcher --gpus 2", "my_launcher is no launcher tuneadvisor knows"),
     ],
 )
-def test_a_launch_that_cannot_be_followed_is_a_note_with_the_reason(
+def test_a_launch_that_cannot_be_followed_is_said_not_read_with_the_reason(
     tmp_path: Path, launch: str, why: str
 ) -> None:
     job = write_job(tmp_path, "srun hostname\n" + launch)
@@ -125,7 +126,7 @@ def test_a_launch_that_cannot_be_followed_is_a_note_with_the_reason(
         f"the job runs `{launch}`; tuneadvisor could not find the training script in it: "
         f"{why}; give --script"
     )
-    assert note in gathered.notes
+    assert note in [n.line() for n in gathered.not_read]
 
 
 @pytest.mark.parametrize(
@@ -135,7 +136,7 @@ def test_a_launch_that_cannot_be_followed_is_a_note_with_the_reason(
         ("srun python $TRAINING_SCRIPT", "srun python $TRAINING_SCRIPT"),  # set outside
     ],
 )
-def test_a_launch_line_that_cannot_be_followed_is_a_note(
+def test_a_launch_line_that_cannot_be_followed_is_said_not_read(
     tmp_path: Path, launch: str, command: str
 ) -> None:
     job = write_job(tmp_path, "srun hostname\n" + launch)
@@ -145,7 +146,7 @@ def test_a_launch_line_that_cannot_be_followed_is_a_note(
         f"the job runs `{command}`; tuneadvisor could not find the training script in it: "
         "give --script"
     )
-    assert note in gathered.notes
+    assert note in [n.line() for n in gathered.not_read]
     assert not run(Inputs(job=str(write_job(tmp_path, "srun hostname")))).notes
 
 
@@ -194,7 +195,8 @@ def test_script_that_does_not_parse_is_a_note(tmp_path: Path) -> None:
     broken = tmp_path / "train.py"
     broken.write_text("def train(:\n")
     gathered = run(Inputs(script=str(broken)))
-    assert any(str(broken) in n and "does not parse" in n for n in gathered.notes)
+    said = [n.line() for n in gathered.not_read]
+    assert any(str(broken) in n and "does not parse" in n for n in said)
     assert not [name for name in gathered.facts if name.startswith("script.")]
 
 
@@ -209,12 +211,13 @@ def test_seff_gives_usage_facts(tmp_path: Path) -> None:
     assert facts["usage.state"] == "COMPLETED"
 
 
-def test_seff_lines_not_understood_reach_the_notes(tmp_path: Path) -> None:
+def test_seff_lines_not_understood_are_said_not_read(tmp_path: Path) -> None:
     seff = tmp_path / "seff.txt"
     seff.write_text(SEFF + "GPU Utilisation: 45%\nEnergy: 3 kWh\nGPU Memory Efficiency: 9%\n")
     gathered = run(Inputs(seff=str(seff)))
     assert gathered.facts["usage.cores"] == 2  # what is known is still read
-    (note,) = [n for n in gathered.notes if n.startswith(str(seff)) and "not understood" in n]
+    lines = [n.line() for n in gathered.not_read]
+    (note,) = [n for n in lines if n.startswith(str(seff)) and "not understood" in n]
     assert note.endswith(
         "lines not understood, left out: line 12: 'Energy: 3 kWh';"
         " line 13: 'GPU Memory Efficiency: 9%'"

@@ -89,5 +89,5 @@ def test_a_script_from_slurm_that_is_none_is_a_note(monkeypatch: pytest.MonkeyPa
     found = gather(Inputs(jobid="42"), None, env={})
     assert found.job is None
     note = "job 42: the script Slurm gave is not a Slurm job script"
-    assert any(n.startswith(note) for n in found.notes)
+    assert any(n.line().startswith(note) for n in found.not_read)
     assert "the job script (--job)" in found.sharpen

@@ -153,9 +153,9 @@ def test_an_unresolved_worker_count_is_said_with_why(
         "import os\nfrom torch.utils.data import DataLoader\n"
         "loader = DataLoader(ds, num_workers=pick_workers())\nfor b in loader:\n    pass\n"
     )
-    notes = _report(tmp_path, JOB, capsys)["notes"]
-    assert isinstance(notes, list)
-    (note,) = [n for n in notes if "could not be resolved" in n]
+    not_read = _report(tmp_path, JOB, capsys)["not_read"]
+    assert isinstance(not_read, list)
+    (note,) = [n for n in not_read if "could not be resolved" in n]
     assert note.startswith("train.py: num_workers of the training DataLoader (line 3:")
     assert "what `pick_workers()` returns" in note
 

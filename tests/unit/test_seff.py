@@ -514,3 +514,16 @@ def test_slurm_24_11_seff_of_a_running_job() -> None:
 def test_cores_and_nodes(lines: str, layout: tuple[int | None, ...]) -> None:
     report = parse_seff("Job ID: 1\n" + lines)
     assert (report.nodes, report.cores_per_node, report.cores) == layout
+
+
+def test_seff_pasted_without_its_job_id_is_read_and_says_what_it_lacks() -> None:
+    """Issue 30: the state and memory lines carry the verdict; the id only names the job."""
+    report = parse_seff(
+        "State: OUT_OF_MEMORY (exit code 0)\nNodes: 2\nMemory Utilized: 62.81 GB\n"
+        "Memory Efficiency: 98.14% of 64.00 GB\n"
+    )
+    assert report.job_id == "" and report.state == "OUT_OF_MEMORY"
+    assert report.mem_used_mib == pytest.approx(62.81 * 1024)
+    assert report.missing_lines() == ("Job ID", "CPU Utilized", "Job Wall-clock time")
+    with pytest.raises(SeffError, match="no 'Job ID:' line"):
+        parse_seff("Cluster: c\nUser/Group: a/b\n")  # nothing that says how the job went

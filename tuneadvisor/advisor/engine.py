@@ -11,6 +11,10 @@ from tuneadvisor.advisor.facts import FACTS, Facts
 from tuneadvisor.advisor.findings import Evidence, Finding, Skipped, Suggestion
 from tuneadvisor.advisor.rules import Case, Rule
 
+# An evidence label a rule gives to what it assumes where a fact was not known: the
+# finding's title says it as well ("... (assumed: the Slurm version is not known ...)").
+ASSUMED = "assumed"
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -83,9 +87,11 @@ def evaluate_rule(rule: Rule, facts: Facts) -> Finding | Skipped | None:
         script=_section(rule.suggest.get("script", {}), facts, rule.params),
         env=_section(rule.suggest.get("env", {}), facts, rule.params),
     )
+    # what the finding takes for granted is said in its title line too, not only below it
+    assumed = next((e.value for e in evidence if e.label == ASSUMED), None)
     return Finding(
         id=rule.id,
-        title=rule.title,
+        title=rule.title if assumed is None else f"{rule.title} ({ASSUMED}: {assumed})",
         severity=rule.severity,
         group=rule.group,
         evidence=tuple(evidence),

@@ -42,6 +42,13 @@ class NotRead:
     def line(self) -> str:
         return f"{self.what}: {self.why}"
 
+    @classmethod
+    def said(cls, sentence: str, what: str) -> NotRead:
+        """A reader's sentence that names its subject first ("PATH: read, ..."): split where
+        that subject ends, so ``line()`` gives the sentence back as written; else of ``what``."""
+        subject, sep, why = sentence.partition(": ")
+        return cls(subject, why) if sep and why else cls(what, sentence)
+
 
 @dataclass(frozen=True)
 class Gathered:

@@ -296,6 +296,7 @@ class Slurm(Section):
     PREFIX = "slurm"
     version: str | None = None
     srun_drops_cpus: bool | None = None
+    version_known: bool | None = None
     version_note: str | None = None
 
 

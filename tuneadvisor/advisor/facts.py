@@ -58,6 +58,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ),
     # job script, as sbatch applies it
     ("job.cpus_per_task", "int", "cores", "--cpus-per-task (1 when not given)"),
+    (
+        "job.exclusive_cores_unknown",
+        "bool",
+        "",
+        "--exclusive without --cpus-per-task: the node's cores, their number not in the script",
+    ),
     ("job.mem_mib", "float", "MiB", "--mem per node"),
     ("job.mem_per_cpu_mib", "float", "MiB", "--mem-per-cpu"),
     ("job.time_s", "int", "s", "--time limit"),
@@ -88,7 +94,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("job.array.list_offset", "int", "", "the index is the task id + this"),
     ("job.array.list", "str", "", "that array's name, line and size"),
     ("job.ntasks_per_gpu", "int", "", "--ntasks-per-gpu (0 when not given)"),
-    ("job.srun_tasks_per_node", "int", "", "tasks per node srun's line asks (0: none, no srun)"),
+    (
+        "job.srun_tasks_per_node",
+        "int",
+        "",
+        "tasks per node srun's (or mpirun's) line asks (0: none, or no such launcher)",
+    ),
     # the `# tuneadvisor: tuned from ...` line of a script `apply` wrote (tuned_from.py)
     ("job.tuned_from.digest", "str", "", "sha256 of the evidence the script was tuned from"),
     ("job.tuned_from.cpus_per_task", "int", "cores", "cores per task that evidence had"),
@@ -110,6 +121,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
         "srun there ignores SLURM_CPUS_PER_TASK (22.05-23.02, or not known)",
     ),
     ("slurm.version_note", "str", "", "that version, or why it is not known"),
+    ("slurm.version_known", "bool", "", "srun --version answered (a cluster, or srun on PATH)"),
     # the allocation the evidence was measured under (advisor/measured_allocation.py):
     # suggestions are computed from it; job.* stays what the script asks for now
     ("alloc.cpus_per_task", "int", "cores", "cores per task of the measured run"),
@@ -264,6 +276,14 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("log.bad_arguments.args", "str", "", "the arguments refused"),
     ("log.missing_module", "str", "", "ModuleNotFoundError: the line"),
     ("log.missing_module.name", "str", "", "the module not found"),
+    ("log.port_in_use", "str", "", "Address already in use (a fixed MASTER_PORT): the line"),
+    ("log.port_in_use.port", "int", "", "the port another process held"),
+    ("log.missing_file", "str", "", "bash's or Python's No such file or directory: the line"),
+    ("log.missing_file.path", "str", "", "the file not found"),
+    ("log.command_not_found", "str", "", "bash's command not found: the line"),
+    ("log.command_not_found.name", "str", "", "the command bash did not find"),
+    ("log.module_unavailable", "str", "", "module load of a module not there: the line"),
+    ("log.module_unavailable.name", "str", "", "the module"),
     ("log.no_kernel_image", "str", "", "no kernel image for the GPU: the line"),
     ("log.no_kernel_image.capability", "str", "", "the GPU's compute capability (sm_XX)"),
     ("log.no_kernel_image.supported", "str", "", "the capabilities the PyTorch build has"),

@@ -63,13 +63,16 @@ def peak_nodes(facts: Mapping[str, object] | FactView) -> int:
     return min(counts, default=1)
 
 
-def node_peak_facts(facts: Mapping[str, object] | FactView) -> dict[str, object]:
+def node_peak_facts(
+    facts: Mapping[str, object] | FactView, request_mib: float | None = None
+) -> dict[str, object]:
     """``usage.mem_peak_node_mib``: what --mem (per node) must hold of the measured peak.
 
     seff's and sacct's peak is the job's total over its nodes; the busiest node's own peak is
     not known from them, only each source's estimate of it (the largest is taken: memory
     advice never rests on the lower figure). A script that now asks for fewer nodes than
-    were measured puts more of the total on each."""
+    were measured puts more of the total on each. ``request_mib``: the per-node memory the run
+    had (else ``alloc.mem_mib``), which no node outgrew where a cgroup enforced it."""
     v = as_view(facts)
     peak = v.usage.mem_peak_mib
     if peak is None or peak < 0:
@@ -79,7 +82,20 @@ def node_peak_facts(facts: Mapping[str, object] | FactView) -> dict[str, object]
     # total.
     node_peaks = (v.jobstats.mem_peak_node_mib, v.sacct.mem_peak_node_mib, v.seff.mem_used_node_mib)
     estimates = [m for n in node_peaks if (m := _mib(n)) is not None]
-    node = max([*estimates, float(peak) / peak_nodes(v)])  # never under the share
+    share = float(peak) / peak_nodes(v)
+    node = max([*estimates, share])  # never under the share
+    # seff's and sacct's estimates are of the job's total. Where memory is enforced per node
+    # (a cgroup, which says OUT_OF_MEMORY when it kills) no node held more than the per-node
+    # request it ran with: the busiest node's peak is at most that (2 nodes, "62.81 GB of
+    # 64.00 GB": 32 GB a node, not 62.81). Only OverMemoryKill's sampled kill (FAILED or
+    # CANCELLED over the request) may have seen a node past it. jobstats measures each node:
+    # its figure stands as measured.
+    request = request_mib if request_mib is not None else _mib(v.alloc.mem_mib)
+    sampled_kill = v.usage.killed_for_memory is True and v.usage.state != "OUT_OF_MEMORY"
+    if request is not None and not sampled_kill:
+        node = min(node, max(request, share))
+        measured = _mib(v.jobstats.mem_peak_node_mib)
+        node = max(node, measured) if measured is not None else node
     return Usage(mem_peak_node_mib=min(float(peak), node)).facts()
 
 
@@ -185,7 +201,7 @@ def allocation_facts(
         seen = v.host.proc__workers__max
         workers = seen if seen is not None else script_workers(v, cores)
     out = Alloc(cpus_per_task=cores, mem_mib=mem, workers=workers).facts()
-    out.update(node_peak_facts(v))
+    out.update(node_peak_facts(v, request_mib=mem))  # bounded by the per-node request
     return out, notes
 
 

@@ -1,9 +1,9 @@
 """What the Slurm release means for the job script's launch: whether its srun ignores
 SLURM_CPUS_PER_TASK (22.05.x and 23.02.x; sources in ``slurm/jobscript/cpu_binding.py``).
 
-Without a version (no cluster asked) the rule assumes the release that drops the cores: the
-fix it suggests, ``SRUN_CPUS_PER_TASK``, changes nothing on other releases, and its evidence
-says the version was not known.
+Without a version (no cluster asked, no srun on the PATH that answers) the rule assumes the
+release that drops the cores: the fix it suggests, ``SRUN_CPUS_PER_TASK``, changes nothing on
+other releases, and its title and evidence say the version was not known.
 """
 
 from __future__ import annotations
@@ -26,9 +26,13 @@ def release_facts(facts: Facts) -> dict[str, object]:
     if found is None:
         return Slurm(
             srun_drops_cpus=True,
-            version_note="not known (no cluster asked: --jobid or apply --submit asks "
-            "srun --version); 22.05 and 23.02 ignore SLURM_CPUS_PER_TASK",
+            version_known=False,
+            version_note="not known (srun --version not answered here: --jobid, "
+            "apply --submit or srun on the PATH asks it); 22.05 and 23.02 ignore "
+            "SLURM_CPUS_PER_TASK",
         ).facts()
     release = (int(found.group(1)), int(found.group(2)))
     drops = DROPS_FROM <= release < DROPS_BEFORE
-    return Slurm(srun_drops_cpus=drops, version_note=f"{version} (srun --version)").facts()
+    return Slurm(
+        srun_drops_cpus=drops, version_known=True, version_note=f"{version} (srun --version)"
+    ).facts()

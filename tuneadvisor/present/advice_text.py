@@ -14,6 +14,7 @@ from tuneadvisor.present.findings import (
     rationale_line,
     suggestion_items,
 )
+from tuneadvisor.present.not_read import NOT_READ_TITLE, none_found
 from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.present.prediction_text import prediction_lines
 
@@ -34,11 +35,13 @@ def finding_lines(finding: Finding) -> list[str]:
 
 
 def render_advice(advice: Advice, tuned: TunedFiles) -> list[str]:
-    out = ["", "Findings:" if advice.findings else "Findings: none"]
+    out = ["", "Findings:" if advice.findings else f"Findings: {none_found(advice.not_read)}"]
     for group, members in grouped_findings(advice.findings):
         out += ["", f"  {group}:"]
         for finding in members:
             out += ["  " + line for line in finding_lines(finding)]
+    if advice.not_read:
+        out += ["", f"{NOT_READ_TITLE}:"] + [f"  - {item.line()}" for item in advice.not_read]
     plan = advice.plan
     if not plan.is_empty():
         out += ["", "Plan:"]

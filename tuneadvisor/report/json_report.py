@@ -236,6 +236,8 @@ def _advice(advice: Advice, tuned: TunedFiles) -> dict[str, Any]:
         "job_diff": tuned.job_diff,
         "script_patch": tuned.script_patch,
         "notes": [*advice.notes, *tuned.notes],
+        # what the inputs held that was not read or followed, each with why
+        "not_read": [item.line() for item in advice.not_read],
         "sharpen": list(advice.sharpen),
         "not_evaluated": [{"id": s.id, "missing": list(s.missing)} for s in advice.skipped],
         "facts": dict(sorted(advice.facts.items())),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.present.findings import evidence_text, rationale_line, suggestion_items
 from tuneadvisor.present.metrics_read import metrics_lines
+from tuneadvisor.present.not_read import NOT_READ_TITLE
 from tuneadvisor.present.number_text import (
     column_unit,
     heat_bar,
@@ -153,7 +154,7 @@ def _steps(traces: TraceSet, top: int = 5) -> list[str]:
 def _advice(advice: Advice, tuned: TunedFiles) -> list[str]:
     out = ["", "## Findings", ""]
     if not advice.findings:
-        out.append("No findings.")
+        out.append("No findings in what was read." if advice.not_read else "No findings.")
     for finding in advice.findings:
         out += ["", f"### {finding.severity.value}: `{finding.id}` {finding.title}", ""]
         # the unit once: not after a label that names it ("(%): **80.1**")
@@ -163,6 +164,8 @@ def _advice(advice: Advice, tuned: TunedFiles) -> list[str]:
                 for section, change in suggestion_items(finding.suggest)]  # fmt: skip
         out += ["", rationale_line(finding.rationale)]
         out += [f"- <{ref}>" for ref in finding.references]
+    if advice.not_read:
+        out += ["", f"## {NOT_READ_TITLE}", ""] + [f"- {item.line()}" for item in advice.not_read]
     if not advice.plan.is_empty():
         out += ["", "## Plan", ""]
         out += [f"- {where}: `{change}` (because {because})"

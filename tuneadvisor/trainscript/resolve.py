@@ -26,6 +26,7 @@ from tuneadvisor.trainscript.pyast import dotted_name
 from tuneadvisor.trainscript.resolve_names import (
     Elsewhere,
     class_attribute,
+    held_attribute,
     module_value,
     parameter_value,
 )
@@ -321,7 +322,7 @@ class Resolver:
         if option is not None:
             return self.argparse(option, self.index.text(node))
         found = parameter_value(self.index, node, self.elsewhere.calls)
-        found = found or class_attribute(self.index, node)
+        found = found or class_attribute(self.index, node) or held_attribute(self.index, node)
         if found is not None:
             origin = self.resolve(found.node, depth + 1)
             return replace(origin, via=(found.via, *origin.via))

@@ -143,3 +143,27 @@ def module_value(index: NodeIndex, node: ast.expr, values: Mapping[str, Origin])
     the local module gives it, resolved there."""
     qual = index.qual(node)
     return values.get(qual) if qual is not None else None
+
+
+def held_attribute(index: NodeIndex, node: ast.expr) -> Found | None:
+    """``self.args.cpu_workers`` where ``self.args = args`` is the object's only binding of
+    it and ``args.cpu_workers = 8`` is set once, unconditionally, at the module level on a
+    module-level ``args``: the value a careful reader follows through the object."""
+    if not (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "self"
+    ):
+        return None
+    held = index.bindings.get(f"self.{node.value.attr}", [])
+    if len(held) != 1 or not isinstance(held[0].value, ast.Name):
+        return None
+    owner = held[0].value.id
+    module = index.tree
+    if not any(b.scope is module for b in index.bindings.get(owner, [])):
+        return None  # not the module's object: a caller's, which is not followed
+    sets = index.bindings.get(f"{owner}.{node.attr}", [])
+    if len(sets) != 1 or sets[0].scope is not module or sets[0].conditional:
+        return None
+    return Found(sets[0].value, f"{owner}.{node.attr}")

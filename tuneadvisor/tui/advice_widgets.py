@@ -25,6 +25,7 @@ from tuneadvisor.present.findings import (
     suggestion_texts,
     top_finding,
 )
+from tuneadvisor.present.not_read import NOT_READ_TITLE, none_found
 from tuneadvisor.present.plan_rows import plan_rows
 from tuneadvisor.present.prediction_text import prediction_lines
 from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
@@ -170,11 +171,19 @@ class FindingsPanel(VerticalScroll):
         if advice is None:
             yield Static(NO_FINDINGS, id="findings-view", classes="-pending")
             return
-        yield Static(findings_summary(advice.findings), id="findings-view")
+        summary = findings_summary(advice.findings)
+        if not advice.findings and advice.not_read:
+            summary = f"findings: {none_found(advice.not_read)}"
+        yield Static(summary, id="findings-view")
         for group, members in grouped_findings(advice.findings):
             yield Static(Text(group), classes="findings-group")
             for finding in members:
                 yield FindingCard(finding)
+        if advice.not_read:
+            lines = [item.line() for item in advice.not_read]
+            unread = Static(_bullets(lines), id="not-read", classes="advice-section")
+            unread.border_title = NOT_READ_TITLE
+            yield unread
         if not advice.plan.is_empty():
             yield PlanView(advice.plan, id="plan")
         head, details = prediction_lines(advice)

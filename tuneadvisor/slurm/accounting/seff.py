@@ -135,6 +135,10 @@ class SeffReport:
     warnings: tuple[str, ...] = ()
     unread: tuple[str, ...] = ()  # 'line N: text' of each line not understood, left out
 
+    def missing_lines(self) -> tuple[str, ...]:
+        """seff's usual lines this report lacks (a report pasted in part)."""
+        return tuple(line for line, name in _USUAL_LINES if getattr(self, name) in (None, ""))
+
     @property
     def final(self) -> bool:
         """False while the job runs or waits: seff's numbers are then provisional."""
@@ -246,9 +250,25 @@ def parse_seff(text: str) -> SeffReport:
     return _finish(builder)
 
 
+# Lines of seff's that carry a verdict: a report pasted without its 'Job ID:' line is read
+# when one of these is there (the report then says the id is missing).
+_VERDICT_FIELDS = ("state", "mem_used_mib", "mem_efficiency_pct", "cpu_used_s", "wall_s")
+# seff's usual lines, by the field each fills: what a pasted part lacks is said.
+_USUAL_LINES = (
+    ("Job ID", "job_id"),
+    ("State", "state"),
+    ("CPU Utilized", "cpu_used_s"),
+    ("Job Wall-clock time", "wall_s"),
+    ("Memory Utilized", "mem_used_mib"),
+    ("Memory Efficiency", "mem_requested_mib"),
+)
+
+
 def _finish(builder: _Builder) -> SeffReport:
     if "job_id" not in builder.fields:
-        raise SeffError("not a seff report: no 'Job ID:' line")
+        if not any(name in builder.fields for name in _VERDICT_FIELDS):
+            raise SeffError("not a seff report: no 'Job ID:' line")
+        builder.fields["job_id"] = ""  # pasted in part: read what is there
     fields = cast("dict[str, Any]", builder.fields)  # keys and types set by the handlers below
     report = SeffReport(warnings=tuple(builder.warnings), unread=tuple(builder.unread), **fields)
     report = replace(report, cores=_cores(report))

@@ -89,6 +89,37 @@ def _capability(text: str) -> Details:
     return found
 
 
+# Each bounded and anchored on a literal: no nested or unbounded repeats.
+_PORT = (re.compile(r":(\d{1,5}) \(errno: ?98"), re.compile(r"\bport: (\d{1,5}),"))
+_MISSING_FILE = r"(?:line \d{1,7}|execve\(\)): ([^:\n]{1,400}): No such file or directory"
+_CANNOT_OPEN = r"can't open file '([^'\n]{1,400})': \[Errno 2\] No such file or directory"
+_NOT_FOUND = r": ([^:\n]{1,200}): command not found"
+# Environment Modules' (Tcl) and Lmod's words for a module that is not there
+_NO_MODULEFILE = r"Unable to locate a modulefile for '([^'\n]{1,200})'"
+_LMOD_UNKNOWN = r"The following module\(s\) are unknown: \"([^\"\n]{1,200})\""
+
+
+def _port(text: str) -> Details:
+    """c10d's "failed to bind to [::]:29500 (errno: 98 - ...)", 2.4's "port: 12341, ..."."""
+    match = next((m for p in _PORT if (m := p.search(text))), None)
+    return {"port": int(match[1])} if match else {}
+
+
+def _missing_file(text: str) -> Details:
+    match = re.search(_MISSING_FILE, text) or re.search(_CANNOT_OPEN, text)
+    return {"path": match[1].strip()} if match else {}
+
+
+def _modulefile(text: str) -> Details:
+    match = re.search(_NO_MODULEFILE, text) or re.search(_LMOD_UNKNOWN, text)
+    return {"name": match[1]} if match else {}
+
+
+def _command(text: str) -> Details:
+    match = re.search(_NOT_FOUND, text)
+    return {"name": match[1].strip()} if match else {}
+
+
 def _none(text: str) -> Details:
     return {}
 
@@ -154,6 +185,14 @@ CAUSES: tuple[Cause, ...] = (
         _capability,
         _any(r"The current PyTorch install supports CUDA capabilities "),
     ),
+    # a fixed MASTER_PORT another process on the node holds (another job, a stale run)
+    Cause("port_in_use", _any(r"Address already in use", r"EADDRINUSE"), _port),
+    # bash's and Python's: a file the job names is not where it says (an environment's
+    # activate script, the training script, a program srun was asked to start)
+    Cause("missing_file", _any(_MISSING_FILE, _CANNOT_OPEN), _missing_file),
+    Cause("command_not_found", _any(_NOT_FOUND), _command),
+    # `module load` of a module the node does not have: the environment never set up
+    Cause("module_unavailable", _any(_NO_MODULEFILE, _LMOD_UNKNOWN), _modulefile),
 )
 
 # One search over every chunk first: a chunk where none of these occurs holds no cause.
@@ -161,6 +200,8 @@ KEYWORDS = re.compile(
     rb"out of memory|Out Of Memory|Out of memory|oom[-_]kill|Killed|Watchdog caught|Bus error"
     rb"|bus error|shared memory|torch_|No space left|TIME LIMIT|unrecognized arguments"
     rb"|No module named|no kernel image|CUDA capabilit"
+    rb"|Address already in use|EADDRINUSE|No such file or directory|command not found"
+    rb"|Unable to locate a modulefile|module\(s\) are unknown"
 )
 
 BY_KIND: Mapping[str, Cause] = {cause.kind: cause for cause in CAUSES}

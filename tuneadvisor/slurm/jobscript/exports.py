@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from tuneadvisor.slurm.jobscript.cpu_binding import sets_variable
 from tuneadvisor.slurm.jobscript.model import JobScript
+from tuneadvisor.slurm.jobscript.placement import unsafe_before
 from tuneadvisor.slurm.jobscript.syntax import Line
 from tuneadvisor.slurm.launch_line.model import LaunchLine
 
@@ -52,9 +53,12 @@ def with_exports(
     if not new:
         return job
     at = launch.line - 1
-    if at and lines[at - 1].text.rstrip().endswith(("\\", "|", "&&", "||")):
-        # the launch line continues a command: a line in between would change what runs
-        notes.append(f"{'; '.join(new)}: not written, add it before line {launch.line} yourself")
+    unsafe = unsafe_before(job, launch)
+    if unsafe is not None:  # a line in between would change what runs, or when
+        notes.append(
+            f"{'; '.join(new)}: not written ({unsafe}): add it where bash runs it just before "
+            f"the launch on line {launch.line} yourself"
+        )
         return job
     indent = re.match(r"[ \t]*", lines[at].text)
     margin = indent.group(0) if indent else ""

@@ -29,7 +29,12 @@ def job_facts(
     invalid_options = {p.option for p in job.problems if p.id == "invalid-directive"}
     # sbatch refuses an unreadable --cpus-per-task; "1" would be a guess that rules then
     # double ("2 cores") while the user meant 72. Absent: invalid-directive says what to fix.
-    if "cpus-per-task" not in invalid_options:
+    # --exclusive without a core count: the task has the node's cores, a number the script
+    # does not say (sinfo, the site file or accounting may): not 1, which rules would cut to.
+    whole_node = req.exclusive == "exclusive" and req.cpus_per_task is None
+    if whole_node and req.cpus_per_gpu is None:
+        facts["job.exclusive_cores_unknown"] = True
+    elif "cpus-per-task" not in invalid_options:
         # --cpus-per-gpu counts too: 8 GPUs x 4 is 32 cores for a one-task job, not 1.
         facts["job.cpus_per_task"] = req.task_cpus
     mem_mib = req.node_mem_mib  # from --mem, --mem-per-cpu or --mem-per-gpu
@@ -70,6 +75,9 @@ def job_facts(
         )
         ranks = _ranks_per_task(launch, req.node_gpus or 0)
         facts.update(binding_facts(job, launch))  # srun's cores, OMP_NUM_THREADS
+        if facts.get("job.exclusive_cores_unknown") is True:
+            # no --cpus-per-task, so no SLURM_CPUS_PER_TASK for srun to lose or to export
+            facts.pop("job.srun_cpus_unset", None)
     if ranks is not None:
         facts["job.ranks_per_task"] = ranks
     # launched in the background, an array past its list, srun's tasks per node

@@ -25,7 +25,7 @@ def srun_tasks_per_node(launch: LaunchLine, nodes: int) -> int | None:
     something only running would tell (``-n $WORLD``)."""
     srun = launch.launcher("srun")
     if srun is None:
-        return 0
+        return _mpi_tasks_per_node(launch, nodes)
     options = dict(srun.options)
     for word in srun.words:
         short = _SHORT.fullmatch(word)
@@ -40,6 +40,27 @@ def srun_tasks_per_node(launch: LaunchLine, nodes: int) -> int | None:
         return per_node
     if ntasks:
         return math.ceil(ntasks / max(step_nodes or nodes, 1))
+    return 0
+
+
+# Open MPI's and MPICH's (Hydra's) spellings: processes in all, and per node.
+_MPI_TOTAL = ("-np", "--np", "-n", "-c")
+_MPI_PER_NODE = ("--npernode", "-npernode", "-N", "-ppn", "--ppn")
+
+
+def _mpi_tasks_per_node(launch: LaunchLine, nodes: int) -> int:
+    """mpirun's or mpiexec's processes per node: its per-node count, else its total over the
+    job's nodes; 0 without either (it then starts one per slot Slurm gave: the job's tasks)."""
+    mpi = next((launcher for launcher in launch.launchers if launcher.name.startswith("mpi")), None)
+    if mpi is None:
+        return 0
+    options = mpi.options
+    per_node = _count(options, *_MPI_PER_NODE)
+    total = _count(options, *_MPI_TOTAL)
+    if per_node:
+        return per_node
+    if total:
+        return math.ceil(total / max(nodes, 1))
     return 0
 
 

@@ -78,12 +78,15 @@ class Gathering:
     measured: list[MeasuredAllocation] = field(default_factory=list)
     stamp: EvidenceStamp | None = None
 
-    def cannot_read(self, what: str, why: str, note: bool = True) -> None:
-        """``what`` could not be read or followed, ``why``; said as a note too unless
-        ``note`` is False (a reader whose note says more in its own words)."""
+    def cannot_read(self, what: str, why: str) -> None:
+        """``what`` could not be read or followed, ``why``: said once, in the report's "Not
+        read" part (not as a note beside it)."""
         self.not_read.append(NotRead(what, why))
-        if note:
-            self.notes.append(f"{what}: {why}")
+
+    def notes_as_not_read(self, what: str, said: int) -> None:
+        """The notes a helper wrote since ``said`` are of ``what`` not read: moved there."""
+        self.not_read += [NotRead.said(note, what) for note in self.notes[said:]]
+        del self.notes[said:]
 
 
 def always(state: Gathering) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tuneadvisor.advisor.evidence import NotRead
 from tuneadvisor.workspace.readers.base import Gathering, Reader
 
 WHAT = "the job's log"
@@ -16,7 +15,7 @@ def _read(state: Gathering) -> None:
     from_slurm = live_log_paths(live, inputs.logs, state.notes) if live is not None else []
     log = read_job_logs(inputs.logs, from_slurm, state.notes)
     # what the log readers said: a log Slurm named that is not here, or one with no cause
-    state.not_read += [NotRead(WHAT, note) for note in state.notes[said:]]
+    state.notes_as_not_read(WHAT, said)
     if log is not None:
         state.facts.update(log.facts())
 

@@ -3,8 +3,13 @@ training."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tuneadvisor.workspace.read_files import read_job
 from tuneadvisor.workspace.readers.base import Gathering, JobRead, Reader
+
+if TYPE_CHECKING:
+    from tuneadvisor.slurm.jobscript.model import JobScript
 
 
 def _read(state: Gathering) -> None:
@@ -29,6 +34,8 @@ def _read(state: Gathering) -> None:
     unfollowed = unfollowed_launch(job) if launch is None and inputs.script is None else None
     state.facts.update(job_facts(job, launch, launches))
     state.notes += job_notes(job, launches, launch)
+    if launch is None and inputs.script is None:
+        _runtime_launches(state, job, unfollowed is not None)
     gpus = state.facts.get("job.gpus")
     if launch is not None and "job.ranks_per_task" not in state.facts and isinstance(gpus, int):
         from tuneadvisor.slurm.launch_line.visible_gpus import visible_gpu_ranks
@@ -38,6 +45,24 @@ def _read(state: Gathering) -> None:
             state.facts["job.ranks_per_task"] = gpus
             state.notes.append(said)
     state.job = JobRead(job, launch, unfollowed, len(launches))
+
+
+def _runtime_launches(state: Gathering, job: JobScript, unfollowed: bool) -> None:
+    """No training command read: a command the script builds at run time (``eval "$cmd"``)
+    is named as not followed; with none (and no launcher that led nowhere), that the job
+    script starts no Python program tuneadvisor reads."""
+    from tuneadvisor.slurm.launch_line.runtime import runtime_commands
+
+    built = runtime_commands(job)
+    for line, command in built:
+        state.cannot_read(
+            f"line {line}: `{command}` runs a command built when the job runs",
+            "not followed, so the training script and its settings were not read (give --script)",
+        )
+    if not built and not unfollowed:
+        state.cannot_read(
+            "the job script's launch", "no Python training command found in it (give --script)"
+        )
 
 
 READER = Reader("job script", _read)

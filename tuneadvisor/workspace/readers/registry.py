@@ -40,5 +40,7 @@ READERS: tuple[Reader, ...] = (
     run_record.READER,
     derived.ALLOCATION,  # every input that says what the run was given is read by now
     site.READER,  # after the job script and the live job: the partition
+    derived.EXCLUSIVE_CORES,  # after accounting and the site's node: their core counts
     derived.SLURM_RELEASE,
+    derived.OTHER_PROGRAM,
 )

@@ -20,6 +20,13 @@ def _read(state: Gathering) -> None:
     except SeffError as exc:
         raise InputError(path, f"not seff output: {exc}") from None
     state.facts.update(seff.facts())
+    if not seff.job_id:  # pasted in part: what it has is read, what it lacks is said
+        lacks = [f"'{line}:'" for line in seff.missing_lines()]
+        state.cannot_read(
+            path,
+            f"seff output without its {', '.join(lacks)} "
+            f"line{'s' if len(lacks) > 1 else ''}: read as far as it goes",
+        )
     if seff.unread:  # a site's seff adds lines: say what was left out, not half silently
         state.cannot_read(path, unread(seff.unread))
     if seff.gpu_util_pct is not None or seff.gpu_mem_used_mib is not None:

@@ -15,7 +15,7 @@ def _read(state: Gathering) -> None:
     said = len(state.notes)
     path, text = read_training_script(state.inputs, read.launch, state.notes, read.unfollowed)
     # what read_training_script said is why the script named in the job was not read
-    state.not_read += [NotRead(WHAT, note) for note in state.notes[said:]]
+    state.notes_as_not_read(WHAT, said)
     if text is None:
         state.sharpen.append("the training script (--script, or a job script that runs it)")
         state.script = ScriptRead(path, text)
@@ -51,8 +51,7 @@ def _read(state: Gathering) -> None:
         state.notes.append(followed.note)
     unresolved = unresolved_workers(state.facts, program.names[0])
     if unresolved is not None:
-        state.not_read.append(NotRead("the DataLoader's worker count", unresolved))
-        state.notes.append(unresolved)
+        state.not_read.append(NotRead.said(unresolved, "the DataLoader's worker count"))
     state.script = ScriptRead(path, text, scan, followed.module)
 
 
