@@ -131,7 +131,7 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         "shm",
         _any(
-            r"DataLoader worker \(pid\(?s?\)? ?[0-9, ]{0,400}\)? is killed by signal: Bus error",
+            r"DataLoader worker \(pid\(?s?\)? ?[0-9, ]{0,256}\)? is killed by signal: Bus error",
             r"bus error encountered in worker",
             r"insufficient shared memory",
             r"unable to write to file </torch_",

@@ -1,0 +1,104 @@
+"""Every regular expression the package compiles or runs, found in its source (issue 34,
+class 5): each ``re.compile/search/match/fullmatch/findall/finditer/sub/subn/split`` call,
+its pattern evaluated in its module (constants and f-strings of module constants), and every
+compiled pattern a module holds at its top level (in a tuple, a list, a dict or a frozen
+dataclass too, as slurm/joblog/causes.py's CAUSES)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "tuneadvisor"
+CALLS = {"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"}
+
+
+@dataclass(frozen=True)
+class Site:
+    where: str  # path:line, or module.NAME for a compiled pattern found at the top level
+    pattern: str | bytes | None  # None: not a constant this can evaluate
+    flags: int
+    anchored: bool  # re.match / re.fullmatch: tried from the start only
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    return ".".join(rel.parts).removesuffix(".__init__")
+
+
+def _evaluate(node: ast.expr, namespace: dict[str, object]) -> object:
+    try:
+        return eval(compile(ast.Expression(node), "<pattern>", "eval"), dict(namespace))
+    except Exception:
+        return None
+
+
+def call_sites() -> Iterator[Site]:
+    for path in sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__main__.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        namespace: dict[str, object] | None = None
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "re"
+                and node.func.attr in CALLS
+                and node.args
+            ):
+                continue
+            if namespace is None:
+                namespace = vars(importlib.import_module(_module_name(path)))
+            where = f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+            pattern = _evaluate(node.args[0], namespace)
+            flag_node = next((k.value for k in node.keywords if k.arg == "flags"), None)
+            position = {"sub": 3, "subn": 3, "split": 2}.get(node.func.attr, 1)
+            if flag_node is None and len(node.args) > position:
+                flag_node = node.args[position]
+            flags = _evaluate(flag_node, namespace) if flag_node is not None else 0
+            yield Site(
+                where,
+                pattern if isinstance(pattern, str | bytes) else None,
+                int(flags) if isinstance(flags, int) else 0,
+                node.func.attr in ("match", "fullmatch"),
+            )
+
+
+def _patterns_in(value: object, depth: int = 0) -> Iterator[re.Pattern[str] | re.Pattern[bytes]]:
+    if isinstance(value, re.Pattern):
+        yield value
+    elif depth > 3:
+        return
+    elif isinstance(value, tuple | list | frozenset | set):
+        for item in value:
+            yield from _patterns_in(item, depth + 1)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _patterns_in(item, depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            yield from _patterns_in(getattr(value, item.name), depth + 1)
+
+
+def module_patterns() -> Iterator[Site]:
+    for path in sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__main__.py"):
+        name = _module_name(path)
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if getattr(value, "__module__", name) not in (name, None) and not isinstance(
+                value, tuple | list | dict | re.Pattern
+            ):
+                continue
+            uses = set(re.findall(rf"\b{re.escape(attr)}\.([a-z]+)\(", source(path)))
+            anchored = bool(uses) and uses <= {"match", "fullmatch"}
+            for found in _patterns_in(value):
+                yield Site(f"{name}.{attr}", found.pattern, found.flags, anchored)
+
+
+def source(path: Path) -> str:
+    return path.read_text()
