@@ -30,9 +30,8 @@ KNOWN: frozenset[str | bytes] = frozenset({
     '(\\d+)\\.(\\d+)',  # advisor/slurm_release.py
     # advisor/toml_text.py
     '"""(?:[^\\\\]|\\\\.)*?"""|\\\'\\\'\\\'.*?\\\'\\\'\\\'|"(?:[^"\\\\\\n]|\\\\.)*"|\\\'[^\\\'\\n]*\\\'|#[^\\n]*|[\\[\\]{}]|[=,\\n]|\\.',
-    '^(GPU|GI|CI|VGPU|SW|SWITCH|LINK|CPU|CORE|CX)\\s+(\\d+)\\b(.*)$',  # metrics/dcgm_dmon.py
     # metrics/dcgm_exporter.py
-    '^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\\{(?P<labels>(?:[^\\"}]|\\"(?:[^\\"\\\\]|\\\\.)*\\")*)\\})?\\s+(?P<value>\\S+)(?:\\s+(?P<ts>-?\\d+))?\\s*$',
+    '^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\\{(?P<labels>(?:[^\\"}]|\\"(?:[^\\"\\\\]|\\\\.)*\\")*)\\})?\\s+(?P<value>\\S+)(?:\\s+(?P<ts>-?[0-9]+))?\\s*$',
     # metrics/dcgm_exporter.py
     '\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*=\\s*"((?:[^"\\\\]|\\\\.)*)"\\s*,?',
     '^(?:# (?:HELP|TYPE) )?DCGM_FI_[A-Z0-9_]+[{\\s]',  # metrics/dcgm_exporter.py

@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
+from tuneadvisor.metrics.plausible import GpuBound
 
 MIB = 1024 * 1024
 
@@ -62,7 +63,9 @@ _FIELDS: dict[str, tuple[str, Callable[[float], float]]] = {
     "NVLRX": ("nvlink_rx_mib_s", _mib_of_bytes),
 }
 _HEADER = re.compile(r"^#\s*Entity\b")
-_ROW = re.compile(r"^(GPU|GI|CI|VGPU|SW|SWITCH|LINK|CPU|CORE|CX)\s+(\d+)\b(.*)$")
+# [0-9]{1,9}, not \d+: int() refuses 5,000 Arabic-Indic digits that \d takes (issue 34);
+# the values after it are split, not matched (.* after \s+ retried at every space)
+_ROW = re.compile(r"^(GPU|GI|CI|VGPU|SW|SWITCH|LINK|CPU|CORE|CX)[ \t]+([0-9]{1,9})(?![0-9])")
 _MISSING = {"N/A", "-", "NA"}
 
 
@@ -80,6 +83,7 @@ def parse_dcgmi_dmon(text: str) -> MetricsSeries:
     ignored: dict[str, None] = {}
     skipped: dict[str, int] = {}
     bad: list[str] = []
+    bound = GpuBound()
     for number, raw in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
         line = raw.strip()
         if not line:
@@ -95,7 +99,7 @@ def parse_dcgmi_dmon(text: str) -> MetricsSeries:
         row = _ROW.match(line)
         if row is None:
             raise DcgmDmonError(f"line {number}: not a dmon row: {line[:60]!r}")
-        kind, index, rest = row.group(1), int(row.group(2)), row.group(3).split()
+        kind, index, rest = row.group(1), int(row.group(2)), line[row.end() :].split()
         if kind != "GPU":
             skipped[kind] = skipped.get(kind, 0) + 1
             continue
@@ -106,6 +110,8 @@ def parse_dcgmi_dmon(text: str) -> MetricsSeries:
             raise DcgmDmonError(
                 f"line {number}: {len(rest)} values for {len(columns)} fields ({' '.join(columns)})"
             )
+        if not bound.admit(str(index)):
+            continue
         values: dict[str, float] = {}
         for name, token in zip(columns, rest, strict=True):
             if name not in _FIELDS or token in _MISSING:
@@ -124,6 +130,8 @@ def parse_dcgmi_dmon(text: str) -> MetricsSeries:
     if not samples:
         raise DcgmDmonError("no GPU rows (dcgmi dmon prints 'GPU N  values...' per sample)")
     notes = ["dcgmi dmon prints no times: samples are counted, not timed", *bad]
+    if (dropped := bound.note()) is not None:
+        notes.append(dropped)
     if ignored:
         notes.append(f"fields not read: {', '.join(ignored)}")
     for kind, count in skipped.items():
