@@ -27,7 +27,7 @@ from tests.regex_sites import Site, call_sites, module_patterns
 # fmt: off
 KNOWN: frozenset[str | bytes] = frozenset({
     '^[a-z][a-z0-9]*(-[a-z0-9]+)*$',  # advisor/rules.py
-    '(\\d+)\\.(\\d+)',  # advisor/slurm_release.py
+    '([0-9]+)\\.([0-9]+)',  # advisor/slurm_release.py
     # advisor/toml_text.py
     '"""(?:[^\\\\]|\\\\.)*?"""|\\\'\\\'\\\'.*?\\\'\\\'\\\'|"(?:[^"\\\\\\n]|\\\\.)*"|\\\'[^\\\'\\n]*\\\'|#[^\\n]*|[\\[\\]{}]|[=,\\n]|\\.',
     # metrics/dcgm_exporter.py
@@ -65,28 +65,28 @@ KNOWN: frozenset[str | bytes] = frozenset({
     # slurm/launch_line/variables.py
     '\\$(?:(?P<bare>[A-Za-z_][A-Za-z0-9_]*)|\\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?-)(?P<default>[^}]*))?\\})',
     '[A-Za-z_][A-Za-z0-9_]*=',  # slurm/launch_line/variables.py
-    '\\d+(?:_\\d+|_\\[[^]]*\\]|\\+\\d+)?(?:\\.\\w+)?',  # slurm/sacct/pipe_format.py
+    '[0-9]+(?:_[0-9]+|_\\[[^]]*\\]|\\+[0-9]+)?(?:\\.\\w+)?',  # slurm/sacct/pipe_format.py
     '(?:^|\\s+)([A-Za-z][A-Za-z0-9_:/]*)=',  # slurm/scontrol.py
-    '(\\S.*?)(?: \\(exit code (\\d+)\\))?',  # slurm/seff.py
+    '(\\S.*?)(?: \\(exit code ([0-9]+)\\))?',  # slurm/seff.py
     "\\[\\s*'([^']+)'\\s*\\]",  # slurm/seff.py
     # slurm/seff.py
-    '(?P<pct>\\d+(?:\\.\\d+)?)\\s*%\\s+(?:(?:(?P<used>\\S+)\\s+)?of\\s+(?P<cw>\\S+)\\s+core-walltime|\\((?:(?P<used2>\\S+)\\s+of\\s+)?(?P<cw2>\\S+)\\s+core-walltime\\))',
+    '(?P<pct>[0-9]+(?:\\.[0-9]+)?)\\s*%\\s+(?:(?:(?P<used>\\S+)\\s+)?of\\s+(?P<cw>\\S+)\\s+core-walltime|\\((?:(?P<used2>\\S+)\\s+of\\s+)?(?P<cw2>\\S+)\\s+core-walltime\\))',
     # slurm/seff.py
-    '(?P<pct>\\d+(?:\\.\\d+)?)\\s*%\\s+(?:(?P<wall>\\S+)\\s+)?of\\s+(?P<limit>\\S+)\\s+time limit',
-    '(\\d+(?:\\.\\d+)?)\\s*%',  # slurm/seff.py
+    '(?P<pct>[0-9]+(?:\\.[0-9]+)?)\\s*%\\s+(?:(?P<wall>\\S+)\\s+)?of\\s+(?P<limit>\\S+)\\s+time limit',  # noqa: E501
+    '([0-9]+(?:\\.[0-9]+)?)\\s*%',  # slurm/seff.py
     # slurm/seff.py
-    '(?:(?P<pct>\\d+(?:\\.\\d+)?)\\s*%\\s+)?(?P<used>\\d+(?:\\.\\d+)?)\\s*(?P<used_unit>[KMGTP]B)(?:\\s+of\\s+(?P<total>\\d+(?:\\.\\d+)?)\\s*(?P<total_unit>[KMGTP]B))?',
-    '(\\d+(?:\\.\\d+)?)\\s*([KMGTP]B)( \\(estimated maximum\\))?',  # slurm/seff.py
+    '(?:(?P<pct>[0-9]+(?:\\.[0-9]+)?)\\s*%\\s+)?(?P<used>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<used_unit>[KMGTP]B)(?:\\s+of\\s+(?P<total>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<total_unit>[KMGTP]B))?',
+    '([0-9]+(?:\\.[0-9]+)?)\\s*([KMGTP]B)( \\(estimated maximum\\))?',  # slurm/seff.py
     # slurm/seff.py
-    '(?P<pct>\\d+(?:\\.\\d+)?)\\s*%\\s+(?:(?P<used>\\d+(?:\\.\\d+)?)\\s*(?P<used_unit>[KMGTP]B)(?:\\s+\\((?P<task_min>\\d+(?:\\.\\d+)?)\\s*(?P<task_min_unit>[KMGTP]B)\\s+to\\s+(?P<task_max>\\d+(?:\\.\\d+)?)\\s*(?P<task_max_unit>[KMGTP]B)\\s*/\\s*task\\))?\\s+)?of\\s+(?P<req>\\d+(?:\\.\\d+)?)\\s*(?P<req_unit>[KMGTP]B)(?:\\s+\\((?P<per>\\d+(?:\\.\\d+)?)\\s*(?P<per_unit>[KMGTP]B)\\s*/\\s*(?P<per_what>node|core|task)\\))?',
+    '(?P<pct>[0-9]+(?:\\.[0-9]+)?)\\s*%\\s+(?:(?P<used>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<used_unit>[KMGTP]B)(?:\\s+\\((?P<task_min>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<task_min_unit>[KMGTP]B)\\s+to\\s+(?P<task_max>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<task_max_unit>[KMGTP]B)\\s*/\\s*task\\))?\\s+)?of\\s+(?P<req>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<req_unit>[KMGTP]B)(?:\\s+\\((?P<per>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<per_unit>[KMGTP]B)\\s*/\\s*(?P<per_what>node|core|task)\\))?',
     '#{2,}(?:\\s.*\\s#{2,})?',  # slurm/seff.py
-    '(?:(\\d+)-)?(?:(\\d+):)?(\\d+):(\\d+(?:\\.\\d+)?)',  # slurm/units.py
-    '(?:^|,)(?:gres[:/])?gpu(?::[^:,(]+)?:(\\d+)',  # slurm/units.py
+    '(?:([0-9]+)-)?(?:([0-9]+):)?([0-9]+):([0-9]+(?:\\.[0-9]+)?)',  # slurm/units.py
+    '(?:^|,)(?:gres[:/])?gpu(?::[^:,(]+)?:([0-9]+)',  # slurm/units.py
     '\\$\\(\\((.*?)\\)\\)',  # trainscript/argparse_options.py
     '\\$(?:[A-Za-z_]\\w*|\\{[A-Za-z_]\\w*(?::-[^}]*)?\\})',  # trainscript/argparse_options.py
     # trainscript/names.py
     '^(?:[a-z0-9]*_)*(?:model|net|network)(?:_?[A-Z0-9][A-Za-z0-9]*)?$|^[a-z0-9]*(?:model|net)$|^model_engine$',
-    ' *(\\d+): ',  # watch/remote.py
+    ' *([0-9]+): ',  # watch/remote.py
 })
 # fmt: on
 

@@ -44,7 +44,9 @@ def _bare_fact(expr: Expression) -> str | None:
     if len(expr.facts) != 1:
         return None
     name = next(iter(expr.facts))
-    bare = re.fullmatch(rf"\s*(?:round\(\s*)?{re.escape(name)}\s*(?:,\s*\d+\s*)?\)?\s*", expr.text)
+    bare = re.fullmatch(
+        rf"\s*(?:round\(\s*)?{re.escape(name)}\s*(?:,\s*[0-9]+\s*)?\)?\s*", expr.text
+    )
     return name if bare else None
 
 

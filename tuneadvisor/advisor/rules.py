@@ -132,7 +132,7 @@ class _Loader:
             data = tomllib.loads(self.text)
         except tomllib.TOMLDecodeError as exc:
             # tomllib's message ends with "(at line N, column M)"
-            match = re.search(r"at line (\d+)", str(exc))
+            match = re.search(r"at line ([0-9]+)", str(exc))
             line = match.group(1) if match else "1"
             raise RuleError(f"{self.path}:{line}", f"not valid TOML: {exc}") from None
         except (RecursionError, ValueError) as exc:  # nested too deep, huge integers

@@ -18,10 +18,10 @@ from tuneadvisor.slurm.jobscript.model import JobScript
 __all__ = ["ArrayList", "array_task_ids", "indexed_list", "largest_task_id"]
 
 _MOST_IDS = 1_000_000  # far over any MaxArraySize; a hostile value is not expanded
-_RANGE = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
+_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
 _LITERAL = re.compile(r"^[ \t]*(?:(?:declare|local|typeset)\s+-a\s+)?([A-Za-z_]\w*)=\(", re.M)
 _TASK_ID = r"\$?(?:\{SLURM_ARRAY_TASK_ID\}|SLURM_ARRAY_TASK_ID)"
-_OFFSET = r"(?:\s*([-+])\s*(\d+))?"
+_OFFSET = r"(?:\s*([-+])\s*([0-9]+))?"
 # ${name[$SLURM_ARRAY_TASK_ID]}, ${name[SLURM_ARRAY_TASK_ID-1]}, ${name[$((SLURM_ARRAY_TASK_ID-1))]}
 _INDEXED = re.compile(
     r"\$\{([A-Za-z_]\w*)\[\s*(?:\$\(\(\s*"
