@@ -123,6 +123,8 @@ class CaseResult:
 
 
 def _same(expected: object, actual: object) -> bool:
+    if isinstance(expected, int) and isinstance(actual, int):
+        return expected == actual  # exact, and no float() of a 400-digit int
     if isinstance(expected, int | float) and isinstance(actual, int | float):
         return abs(float(expected) - float(actual)) <= 1e-9 * max(1.0, abs(float(expected)))
     return expected == actual
