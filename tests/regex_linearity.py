@@ -169,7 +169,7 @@ def problems(pattern: str | bytes, flags: int = 0, *, anchored: bool = False) ->
                 # an optional part (``?``): not a repetition, its inside followed by the rest
                 walk(list(av[2]), then(seq[i + 1 :], follow))  # type: ignore[index]
             elif op in REPEATS:
-                _low, high, body = av  # type: ignore[misc]
+                low, high, body = av  # type: ignore[misc]
                 body = list(body)
                 if not _fixed_simple(body):
                     found.append(f"a repetition holds a repetition or a choice: {body!r:.80}")
@@ -195,8 +195,14 @@ def problems(pattern: str | bytes, flags: int = 0, *, anchored: bool = False) ->
                             "an unbounded repetition of what the pattern may start with, "
                             "not anchored at the start of the text"
                         )
-                elif high > bound:
+                # a lookbehind refusing the repeated class: tried at the start of a run only
+                single = len(body) == 1 and body[0][0] in ONE_CHAR
+                guarded = single and char_set(*body[0], flags) <= guard
+                if high is not C.MAXREPEAT and high > bound and not guarded:
                     found.append(f"a repetition of up to {high} (at most {bound})")
+                if low > MAX_BOUND and not anchored and not guarded:
+                    # each try inside a long run reads up to ``low`` before it fails
+                    found.append(f"a repetition of at least {low}, tried inside a run")
             elif op is C.SUBPATTERN:
                 walk(list(av[-1]), then(seq[i + 1 :], follow))  # type: ignore[index]
             elif op is C.BRANCH:
