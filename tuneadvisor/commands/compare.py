@@ -4,6 +4,10 @@ with terminal plots and, on request, a PNG or SVG file. Only argparse loads at s
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tuneadvisor.relaunch.compare import Item
 
 HELP = "runs or profiles side by side, with plots"
 
@@ -55,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         from tuneadvisor.present.terminal_safe import one_line_safe
 
         items = [replace(item, label=one_line_safe(item.label)) for item in items]
+        items = [_safe_prediction(item) for item in items]
     if args.plot:
         from tuneadvisor.relaunch.plots import write_plot_file
 
@@ -121,3 +126,18 @@ def _compare_traces(paths: list[str], fmt: str) -> int:
     sys.stdout.write(f"before: {paths[0]}\nafter:  {paths[1]}\n")
     sys.stdout.write(render_text(rows))
     return 0
+
+
+def _safe_prediction(item: Item) -> Item:
+    """The setting names of the prediction a run recorded, shown and not obeyed: a name from
+    a run record (``run --from REPORT`` copies the report's) holds no terminal escape."""
+    from dataclasses import replace
+
+    from tuneadvisor.present.terminal_safe import one_line_safe
+
+    checked = item.predicted
+    if checked is None:
+        return item
+    setting = {one_line_safe(k): v for k, v in checked.prediction.setting.items()}
+    prediction = replace(checked.prediction, setting=setting)
+    return replace(item, predicted=replace(checked, prediction=prediction))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.prediction import Prediction, Span
+from tuneadvisor.present.terminal_safe import one_line_safe
 
 
 def _range(span: Span, fmt: str, unit: str = "") -> str:
@@ -20,8 +21,10 @@ def _step(span: Span) -> str:
 
 
 def _setting(prediction: Prediction) -> str:
-    names = {"num_workers": "num_workers={}", "cpus_per_task": "--cpus-per-task={}"}
-    return ", ".join(names.get(k, k + "={}").format(v) for k, v in prediction.setting.items())
+    names = {"num_workers": "num_workers", "cpus_per_task": "--cpus-per-task"}
+    # a name from a saved report is text, never a format string ("{1}" raised IndexError)
+    # nor a terminal escape (issue 34)
+    return one_line_safe(", ".join(f"{names.get(k, k)}={v}" for k, v in prediction.setting.items()))
 
 
 def headline(prediction: Prediction) -> str:
