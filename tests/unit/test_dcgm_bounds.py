@@ -89,3 +89,42 @@ def test_a_value_no_device_reports_is_dropped_with_a_note() -> None:
     assert utils == [None, 40.0]
     assert [s.mem_used_mib for s in series.gpu_samples] == [None, 1000.0]
     assert any("util_pct (1), mem_used_mib (1)" in note for note in series.notes), series.notes
+
+
+_CSV_HEAD = (
+    "timestamp, index, name, uuid, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.one_of(st.floats(-1e30, 1e30, allow_nan=False), st.sampled_from([-50.0, 101.0])),
+            st.one_of(st.floats(-1e30, 1e30, allow_nan=False), st.just(1e20)),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_every_metrics_reader_drops_what_no_device_reports(
+    rows: list[tuple[float, float]],
+) -> None:
+    """Issue 34, class 8: a utilization of -50 % raised gpu-idle, a memory peak showed as
+    1e20 %. nvidia-smi CSV (as every reader, through MetricsSeries.from_samples): any value
+    kept is one a device reports, and each one dropped is counted in a note."""
+    from tuneadvisor.metrics.nvidia_smi_csv import parse_nvidia_smi_csv
+
+    text = _CSV_HEAD + "".join(
+        f"2024/01/31 12:34:{i % 60:02d}.000, 0, A100, GPU-1, {u:f} %, {m:f} MiB, 40960 MiB\n"
+        for i, (u, m) in enumerate(rows)
+    )
+    series = parse_nvidia_smi_csv(text)
+    dropped = 0
+    for sample, (util, _) in zip(series.gpu_samples, rows, strict=True):
+        assert plausible.out_of_range(sample) == []
+        written = float(f"{util:f}")  # as the CSV holds it
+        assert sample.util_pct == (written if 0 <= written <= 100 else None)
+        dropped += sample.util_pct is None
+    if dropped:
+        assert any(f"util_pct ({dropped})" in note for note in series.notes), series.notes
