@@ -38,7 +38,6 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
-from textual.driver import Driver
 from textual.events import Resize
 from textual.message import Message
 from textual.reactive import var
@@ -47,7 +46,6 @@ from textual.worker import Worker, WorkerState
 
 from tuneadvisor.present.terminal_safe import one_line_safe
 from tuneadvisor.tui.dialogs import QuitAnswer, QuitScreen
-from tuneadvisor.tui.hangup_driver import hangup_safe
 from tuneadvisor.tui.watch_panels import (
     PANELS,
     CorePanel,
@@ -114,10 +112,6 @@ class WatchApp(App[int]):
     # The newest sample as drawn; its watcher hands it to every panel. A var: the panels
     # redraw what changed, a repaint of the whole screen on top would be wasted.
     screen_state: var[ScreenState | None] = var(None, init=False)
-
-    def get_driver_class(self) -> type[Driver]:
-        # A terminal that hangs up must end the watch (its SIGHUP handler), never hang it.
-        return hangup_safe(super().get_driver_class())
 
     def __init__(
         self, source: Source, title: str = "tuneadvisor watch", run: LiveRun | None = None
