@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import importlib
 import re
 from collections.abc import Iterator
@@ -38,10 +39,42 @@ def _evaluate(node: ast.expr, namespace: dict[str, object]) -> object:
         return None
 
 
+@functools.cache
+def _methods() -> dict[str, set[str]]:
+    """name -> the methods called on it anywhere in the package (``NAME.match(``...)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for name, method in re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\.([a-z]+)\(", path.read_text()):
+            found.setdefault(name, set()).add(method)
+    return found
+
+
+def only_matched(name: str) -> bool:
+    """Every use of the compiled pattern ``name`` in the package is ``.match`` or
+    ``.fullmatch``: it is tried from one place only, whatever its shape."""
+    uses = _methods().get(name, set())
+    return bool(uses) and uses <= {"match", "fullmatch"}
+
+
 def call_sites() -> Iterator[Site]:
     for path in sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__main__.py"):
         tree = ast.parse(path.read_text(), str(path))
         namespace: dict[str, object] | None = None
+        # re.compile(...) assigned to a module-level name: how that name is used
+        assigned = {
+            id(node.value): node.targets[0].id
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        }
+        assigned.update(
+            {
+                id(node.value): node.target.id
+                for node in tree.body
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+            }
+        )
         for node in ast.walk(tree):
             if not (
                 isinstance(node, ast.Call)
@@ -65,7 +98,8 @@ def call_sites() -> Iterator[Site]:
                 where,
                 pattern if isinstance(pattern, str | bytes) else None,
                 int(flags) if isinstance(flags, int) else 0,
-                node.func.attr in ("match", "fullmatch"),
+                node.func.attr in ("match", "fullmatch")
+                or (node.func.attr == "compile" and only_matched(assigned.get(id(node), ""))),
             )
 
 
@@ -94,11 +128,5 @@ def module_patterns() -> Iterator[Site]:
                 value, tuple | list | dict | re.Pattern
             ):
                 continue
-            uses = set(re.findall(rf"\b{re.escape(attr)}\.([a-z]+)\(", source(path)))
-            anchored = bool(uses) and uses <= {"match", "fullmatch"}
             for found in _patterns_in(value):
-                yield Site(f"{name}.{attr}", found.pattern, found.flags, anchored)
-
-
-def source(path: Path) -> str:
-    return path.read_text()
+                yield Site(f"{name}.{attr}", found.pattern, found.flags, only_matched(attr))
