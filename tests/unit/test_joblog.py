@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.slurm.joblog import lines as lines_module
+from tuneadvisor.slurm.joblog import scan as scan_module
 from tuneadvisor.slurm.joblog.causes import KEYWORDS
 from tuneadvisor.slurm.joblog.lines import MAX_PIECE, LineCounter, pieces
 from tuneadvisor.slurm.joblog.scan import MAX_QUOTE, scan_logs
+from tuneadvisor.workspace.job_log import read_job_logs
 
 OOM_OLD = (
     "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 1; "
@@ -153,7 +155,8 @@ def test_a_message_after_a_huge_line_is_found_in_bounded_memory(
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert str(facts["log.cuda_oom"]).startswith(f"{log}:1002: torch.cuda")
+    # 8 MiB is past HEAD + TAIL: the last line is in the tail, numbered from the end
+    assert str(facts["log.cuda_oom"]).startswith(f"{log}, line 1 from its end: torch.cuda")
     assert peak < 2 * 1024 * 1024, peak  # the file is 8 MiB; the reader holds a chunk or two
 
 
@@ -228,3 +231,76 @@ def test_a_cause_among_any_other_text_is_found_at_its_line(
     assert facts["log.causes"] == 1
     assert str(facts["log.host_oom"]).startswith(f"{log}:{at + 1}: slurmstepd")
     assert facts["log.lines"] == len(lines)
+
+
+# ------------------------------------------------------- a long log: its head and tail only
+
+
+def test_a_long_log_is_read_for_its_head_and_tail_and_says_what_it_skipped(
+    tmp_path: Path,
+) -> None:
+    """A sparse 4 GiB log (no bytes on disk) is read for HEAD + TAIL bytes: the cause in its
+    last line is found, numbered from the end, and the bytes not read are counted."""
+    path = tmp_path / "huge.out"
+    with path.open("wb") as out:
+        out.write(b"ModuleNotFoundError: No module named 'apex'\n")
+        out.seek(4 << 30)
+        out.write(b"\n" + NCCL.encode() + b"\nbye\n")
+    log = scan_logs([path])
+    size = path.stat().st_size
+    assert log.skipped == {str(path): size - scan_module.HEAD - scan_module.TAIL}
+    facts = log.facts()
+    assert facts["log.missing_module"] == f"{path}:1: ModuleNotFoundError: No module named 'apex'"
+    assert str(facts["log.nccl_timeout"]).startswith(f"{path}, line 2 from its end: [rank3]")
+    notes: list[str] = []
+    read_job_logs([str(path)], [], notes)
+    assert notes and "bytes between were not read" in notes[0] and str(path) in notes[0]
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    filler=st.lists(
+        st.sampled_from(["epoch 1", "x" * 50, "Killed by nobody", "", "é" * 30]), max_size=60
+    ),
+    at=st.integers(0, 60),
+    head=st.integers(1, 400),
+    tail=st.integers(1, 400),
+)
+def test_a_cause_in_the_head_or_tail_is_found_and_none_in_the_middle(
+    filler: list[str],
+    at: int,
+    head: int,
+    tail: int,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever the windows, a cause line wholly inside the first HEAD bytes is found at its
+    line, one wholly inside the last TAIL bytes (past the tail's first line break) is found
+    numbered from the end, one in neither (or cut by a window's edge) is not, and the bytes
+    skipped add up."""
+    monkeypatch.setattr(scan_module, "HEAD", head)
+    monkeypatch.setattr(scan_module, "TAIL", tail)
+    at = min(at, len(filler))
+    cause = "slurmstepd: error: Detected 1 oom_kill event in StepId=1.0"
+    lines = [*filler[:at], cause, *filler[at:]]
+    data = ("\n".join(lines) + "\n").encode()
+    log_path = _log(tmp_path_factory.mktemp("log"), data)
+    log = scan_logs([log_path])
+    start = len(("\n".join(lines[:at]) + "\n").encode()) if at else 0
+    end = start + len(cause) + 1
+    if len(data) <= head + tail:
+        assert log.skipped == {}
+        assert str(log.facts()["log.host_oom"]).startswith(f"{log_path}:{at + 1}: slurmstepd")
+        return
+    assert log.skipped == {str(log_path): len(data) - head - tail}
+    tail_start = len(data) - tail  # the tail's first whole line starts past a line break
+    found = log.facts().get("log.host_oom")
+    if end <= head:
+        assert str(found).startswith(f"{log_path}:{at + 1}: slurmstepd")
+    elif start > tail_start:
+        back = len(lines) - at
+        assert str(found).startswith(f"{log_path}, line {back} from its end: slurmstepd")
+    else:  # in the middle, or cut by a window's edge (no "Killed by nobody" cut to "Killed")
+        assert found is None

@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.cli import main
 from tuneadvisor.compare.tables import findings, load_item, prediction_table, tables
 from tuneadvisor.errors import InputError
+from tuneadvisor.present.prediction_text import headline
 from tuneadvisor.relaunch.predicted import FINDING_ID, check
 from tuneadvisor.relaunch.records import RunRecord, read_record, write_record
 from tuneadvisor.relaunch.requests import RelaunchRequest, advised_settings
@@ -243,3 +246,19 @@ def test_compare_without_predictions_has_no_such_table(tmp_path: Path) -> None:
     del data["prediction"]
     (run / "run.json").write_text(json.dumps(data))
     assert prediction_table([load_item(str(run))]) is None
+
+
+@given(
+    name=st.text(
+        alphabet=st.sampled_from(["a", "{", "}", "1", "\x1b", "]", "\x07", "\x9b", "\n", "_"]),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_a_setting_name_from_a_report_is_shown_as_text_never_obeyed(name: str) -> None:
+    """Issue 34: a prediction's setting names come from a saved report (`run --from`) or a
+    run record; ``{1}`` in one raised IndexError (used as a format string) and an escape
+    reached the terminal. Shown: one line, no control character."""
+    span = Span(0.1, 0.2, 0.3)
+    shown = headline(Prediction({name: 4}, span, Span(1.0, 1.5, 2.0)))
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in shown), shown

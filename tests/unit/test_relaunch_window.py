@@ -66,3 +66,28 @@ def test_the_window_rate_lies_between_the_slowest_and_fastest_step(times: list[f
     rates = [64 / t for t in times]
     assert min(rates) * (1 - 1e-9) <= found.samples_per_s <= max(rates) * (1 + 1e-9)
     assert found.spread >= 0.0
+
+
+_ODD_FLOATS = st.one_of(
+    st.floats(min_value=0.0, max_value=1e308, allow_nan=False, allow_subnormal=True),
+    st.sampled_from([1e-200, 1e-320, 5e-324, 1e308, 1e30, 1e-30, 0.0]),
+    st.none(),
+)
+
+
+@given(
+    events=st.lists(
+        st.tuples(st.integers(0, 10**6), _ODD_FLOATS, _ODD_FLOATS), min_size=1, max_size=20
+    )
+)
+def test_any_rates_and_step_times_give_a_finite_window_or_none(
+    events: list[tuple[int, float | None, float | None]],
+) -> None:
+    """Issue 34: a rate that underflows to 0 (1e-200 samples/s over 1e-200 s) raised a
+    ZeroDivisionError; whatever the figures, the window is None or finite and positive."""
+    steps = [Step(n, rate, secs, {}) for n, rate, secs in events]
+    found = window(steps)
+    if found is not None:
+        assert 0 < found.samples_per_s < float("inf")
+        assert 0 <= found.spread < float("inf")
+        assert found.step_s is None or 0 < found.step_s < float("inf")

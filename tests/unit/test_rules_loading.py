@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import textwrap
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import pytest
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.rules import RuleError
+from tuneadvisor.cli import main
 from tuneadvisor.workspace.rule_files import load_rule, load_rules
 
 GOOD = """\
@@ -180,3 +183,24 @@ def test_ordinary_arithmetic_still_works() -> None:
 
     expr = compile_expression("round(2 ** 10 % 1000 * 1.5, 1) + max(1, 2)", frozenset())
     assert expr.evaluate({}, {}) == 38.0
+
+
+@pytest.mark.parametrize(
+    "value", ["9" * 400, "-" + "9" * 400, "1e999", "1e31", "99999999999999999999999999999999"]
+)
+def test_rules_check_with_a_case_expecting_a_number_past_any_setting_is_one_line(
+    tmp_path: Path, value: str
+) -> None:
+    """Issue 34: a case expecting a 400-digit value ended `rules check` in an OverflowError;
+    any number past 1e30 is refused where the case is read, naming its file and line."""
+    source = Path(__file__).parents[2] / "tuneadvisor" / "rules" / "no-loader-workers.toml"
+    text = source.read_text().replace("num_workers = 7 }", f"num_workers = {value} }}", 1)
+    assert value in text
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / source.name).write_text(text)
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        status = main(["rules", "check", str(folder)])
+    said = err.getvalue().strip().splitlines()
+    assert status == 2 and len(said) == 1 and source.name in said[0], said

@@ -48,7 +48,9 @@ def _bare_fact(expr: Expression) -> str | None:
     if len(expr.facts) != 1:
         return None
     name = next(iter(expr.facts))
-    bare = re.fullmatch(rf"\s*(?:round\(\s*)?{re.escape(name)}\s*(?:,\s*\d+\s*)?\)?\s*", expr.text)
+    bare = re.fullmatch(
+        rf"\s*(?:round\(\s*)?{re.escape(name)}\s*(?:,\s*[0-9]+\s*)?\)?\s*", expr.text
+    )
     return name if bare else None
 
 
@@ -127,6 +129,8 @@ class CaseResult:
 
 
 def _same(expected: object, actual: object) -> bool:
+    if isinstance(expected, int) and isinstance(actual, int):
+        return expected == actual  # exact, and no float() of a 400-digit int
     if isinstance(expected, int | float) and isinstance(actual, int | float):
         return abs(float(expected) - float(actual)) <= 1e-9 * max(1.0, abs(float(expected)))
     return expected == actual

@@ -22,6 +22,7 @@ from tuneadvisor.advisor.expressions import (
 from tuneadvisor.advisor.facts import FACTS, sample_value, type_matches
 from tuneadvisor.advisor.findings import Severity
 from tuneadvisor.errors import InputError
+from tuneadvisor.numbers import is_finite_number
 
 TOP_KEYS = frozenset(
     {
@@ -132,7 +133,7 @@ class _Loader:
             data = tomllib.loads(self.text)
         except tomllib.TOMLDecodeError as exc:
             # tomllib's message ends with "(at line N, column M)"
-            match = re.search(r"at line (\d+)", str(exc))
+            match = re.search(r"at line ([0-9]+)", str(exc))
             line = match.group(1) if match else "1"
             raise RuleError(f"{self.path}:{line}", f"not valid TOML: {exc}") from None
         except (RecursionError, ValueError) as exc:  # nested too deep, huge integers
@@ -244,6 +245,17 @@ class _Loader:
             expect = case.get("expect", {})
             if not isinstance(expect, dict) or any(k not in SUGGEST_KEYS for k in expect):
                 raise RuleError(f"{self.path}:{line}", "case 'expect' takes sbatch, script, env")
+            for section, values in expect.items():
+                for key, value in values.items() if isinstance(values, dict) else ():
+                    # a number no setting holds (400 digits) ended `rules check` in an
+                    # OverflowError when compared (issue 34)
+                    number = isinstance(value, int | float) and not isinstance(value, bool)
+                    if number and not is_finite_number(value):
+                        raise RuleError(
+                            f"{self.path}:{line}",
+                            f"case expects {section}.{key} = {str(value)[:20]}..., "
+                            "beyond any real value (1e30)",
+                        )
             name = case.get("name", f"case {index + 1}")
             out.append(Case(str(name), facts, fires, expect, line))
         return tuple(out)

@@ -16,7 +16,7 @@ from tuneadvisor.advisor.facts import Facts
 # [first, last] releases (year, month) whose srun reads SRUN_CPUS_PER_TASK only.
 DROPS_FROM = (22, 5)
 DROPS_BEFORE = (23, 11)
-_RELEASE = re.compile(r"(\d+)\.(\d+)")
+_RELEASE = re.compile(r"([0-9]+)\.([0-9]+)")
 
 
 def release_facts(facts: Facts) -> dict[str, object]:

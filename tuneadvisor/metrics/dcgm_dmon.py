@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
+from tuneadvisor.metrics.plausible import GpuBound
 
 MIB = 1024 * 1024
 
@@ -62,7 +63,9 @@ _FIELDS: dict[str, tuple[str, Callable[[float], float]]] = {
     "NVLRX": ("nvlink_rx_mib_s", _mib_of_bytes),
 }
 _HEADER = re.compile(r"^#\s*Entity\b")
-_ROW = re.compile(r"^(GPU|GI|CI|VGPU|SW|SWITCH|LINK|CPU|CORE|CX)\s+(\d+)\b(.*)$")
+# [0-9]{1,9}, not \d+: int() refuses 5,000 Arabic-Indic digits that \d takes (issue 34);
+# the values after it are split, not matched (.* after \s+ retried at every space)
+_ROW = re.compile(r"^(GPU|GI|CI|VGPU|SW|SWITCH|LINK|CPU|CORE|CX)[ \t]+([0-9]{1,9})(?![0-9])")
 _MISSING = {"N/A", "-", "NA"}
 
 
@@ -74,12 +77,30 @@ def sniff(text: str) -> bool:
     return False
 
 
+def _values(number: int, columns: list[str], row: list[str]) -> dict[str, float]:
+    """One GPU row's values by sample field: blank (``N/A``) and non-finite left out."""
+    values: dict[str, float] = {}
+    for name, token in zip(columns, row, strict=True):
+        if name not in _FIELDS or token in _MISSING:
+            continue
+        try:
+            number_value = float(token)
+        except ValueError:
+            raise DcgmDmonError(f"line {number}: {name} is {token!r}, not a number") from None
+        if not math.isfinite(number_value):
+            continue
+        field, convert = _FIELDS[name]
+        values[field] = convert(number_value)
+    return values
+
+
 def parse_dcgmi_dmon(text: str) -> MetricsSeries:
     columns: list[str] | None = None
     samples: list[GpuSample] = []
     ignored: dict[str, None] = {}
     skipped: dict[str, int] = {}
     bad: list[str] = []
+    bound = GpuBound()
     for number, raw in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
         line = raw.strip()
         if not line:
@@ -95,7 +116,7 @@ def parse_dcgmi_dmon(text: str) -> MetricsSeries:
         row = _ROW.match(line)
         if row is None:
             raise DcgmDmonError(f"line {number}: not a dmon row: {line[:60]!r}")
-        kind, index, rest = row.group(1), int(row.group(2)), row.group(3).split()
+        kind, index, rest = row.group(1), int(row.group(2)), line[row.end() :].split()
         if kind != "GPU":
             skipped[kind] = skipped.get(kind, 0) + 1
             continue
@@ -106,24 +127,16 @@ def parse_dcgmi_dmon(text: str) -> MetricsSeries:
             raise DcgmDmonError(
                 f"line {number}: {len(rest)} values for {len(columns)} fields ({' '.join(columns)})"
             )
-        values: dict[str, float] = {}
-        for name, token in zip(columns, rest, strict=True):
-            if name not in _FIELDS or token in _MISSING:
-                continue
-            try:
-                number_value = float(token)
-            except ValueError:
-                raise DcgmDmonError(f"line {number}: {name} is {token!r}, not a number") from None
-            if not math.isfinite(number_value):
-                continue
-            field, convert = _FIELDS[name]
-            values[field] = convert(number_value)
-        samples.append(GpuSample(index=index, **values))  # type: ignore[arg-type]
+        if not bound.admit(str(index)):
+            continue
+        samples.append(GpuSample(index=index, **_values(number, columns, rest)))  # type: ignore[arg-type]
     if columns is None:
         raise DcgmDmonError("line 1: no #Entity header (dcgmi dmon -e FIELDS output)")
     if not samples:
         raise DcgmDmonError("no GPU rows (dcgmi dmon prints 'GPU N  values...' per sample)")
     notes = ["dcgmi dmon prints no times: samples are counted, not timed", *bad]
+    if (dropped := bound.note()) is not None:
+        notes.append(dropped)
     if ignored:
         notes.append(f"fields not read: {', '.join(ignored)}")
     for kind, count in skipped.items():

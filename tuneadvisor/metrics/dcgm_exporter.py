@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
+from tuneadvisor.metrics.plausible import GpuBound
+from tuneadvisor.numbers import ascii_int
 
 MIB = 1024 * 1024
 _FP64_BLANK = 140737488355328.0  # DCGM_FP64_BLANK; larger ones are its other markers
@@ -67,7 +69,7 @@ _FIELDS: dict[str, tuple[str, Callable[[float], float]]] = {
 _LINE = re.compile(
     r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)"
     r"(?:\{(?P<labels>(?:[^\"}]|\"(?:[^\"\\]|\\.)*\")*)\})?"
-    r"\s+(?P<value>\S+)(?:\s+(?P<ts>-?\d+))?\s*$"
+    r"\s+(?P<value>\S+)(?:\s+(?P<ts>-?[0-9]+))?\s*$"
 )
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 _SNIFF = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_FI_[A-Z0-9_]+[{\s]", re.MULTILINE)
@@ -119,6 +121,7 @@ def parse_dcgm_exporter(text: str) -> MetricsSeries:
     seen: dict[tuple[str, str], int] = {}  # (series name, labels) -> times seen
     rows: dict[_Key, _Row] = {}  # insertion order: first seen first
     unlabelled = 0
+    bound = GpuBound()
     for number, raw in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -136,14 +139,25 @@ def parse_dcgm_exporter(text: str) -> MetricsSeries:
             continue
         device = _device_key(labels)
         stamp = match.group("ts")
-        if stamp is not None:
-            key: _Key = (device, int(stamp))
+        moment = None if stamp is None else _stamp_ms(stamp)
+        if stamp is not None and moment is None:
+            raise DcgmExporterError(
+                f"line {number}: the timestamp {stamp[:20]!r}... is not a time in milliseconds"
+                if len(stamp) > 20
+                else f"line {number}: the timestamp {stamp!r} is not a time in milliseconds"
+            )
+        if moment is not None:
+            key: _Key = (device, moment)
         else:
             series = (name, match.group("labels") or "")
             seen[series] = seen.get(series, 0) + 1
             key = (device, seen[series])
-        t = None if stamp is None else int(stamp) / 1000.0
-        row = rows.setdefault(key, _Row(labels, t))
+        t = None if moment is None else moment / 1000.0
+        row = rows.get(key)
+        if row is None:
+            if not bound.admit(device):
+                continue
+            row = rows[key] = _Row(labels, t)
         value = _number(match.group("value"))
         if value is not None:
             row.values[known[0]] = known[1](value)
@@ -157,7 +171,21 @@ def parse_dcgm_exporter(text: str) -> MetricsSeries:
         notes.append("dcgm-exporter text has no timestamps: scrapes are counted, not timed")
     if unlabelled:
         notes.append(f"{unlabelled} DCGM series without a gpu label skipped")
+    if (dropped := bound.note()) is not None:
+        notes.append(dropped)
     return MetricsSeries.from_samples(samples, source="dcgm-exporter", notes=notes)
+
+
+# A timestamp in ms of up to 15 digits (year 33658); a 400-digit one overflowed the division.
+_MAX_STAMP_DIGITS = 15
+
+
+def _stamp_ms(text: str) -> int | None:
+    digits = text.removeprefix("-")
+    if len(digits) > _MAX_STAMP_DIGITS:
+        return None
+    value = ascii_int(digits)
+    return None if value is None else (-value if text.startswith("-") else value)
 
 
 def _device_key(labels: dict[str, str]) -> str:
@@ -178,7 +206,7 @@ def _sample(row: _Row) -> GpuSample:
     key = _device_key(labels)
     return GpuSample(
         t=row.t,
-        index=int(index) if index.isdigit() else None,
+        index=ascii_int(index),  # not isdigit(): int() refuses "²" (issue 34)
         uuid=None if key == f"gpu{index}" else key,
         name=f"{name} MIG {profile}" if name and profile else name,
         pci_bus_id=labels.get("pci_bus_id"),

@@ -13,9 +13,9 @@ import re
 # Matched against the name without "NVIDIA " / "Tesla " and in upper case.
 _WITH = re.compile(
     r"^(V100|T4|TITAN V|TITAN RTX|QUADRO RTX|QUADRO GV100|RTX|GEFORCE RTX|"
-    r"A\d+|H\d+|B\d+|GB\d+|GH\d+|L\d+|DGX|PG\d+)"
+    r"A[0-9]+|H[0-9]+|B[0-9]+|GB[0-9]+|GH[0-9]+|L[0-9]+|DGX|PG[0-9]+)"
 )
-_WITHOUT = re.compile(r"^(K\d+|M\d+|P\d+|GEFORCE GTX|GTX|QUADRO [KMP]\d+|TITAN X)")
+_WITHOUT = re.compile(r"^(K[0-9]+|M[0-9]+|P[0-9]+|GEFORCE GTX|GTX|QUADRO [KMP][0-9]+|TITAN X)")
 
 
 def has_tensor_cores(name: str | None) -> bool | None:

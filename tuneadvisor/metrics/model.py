@@ -252,11 +252,15 @@ class MetricsSeries:
         source: str = "",
         notes: Iterable[str] = (),
     ) -> MetricsSeries:
+        from tuneadvisor.metrics.plausible import Dropped, in_range
+
         grouped: dict[str, list[GpuSample]] = {}  # insertion order = first appearance
-        for sample in gpu_samples:
+        dropped = Dropped()  # every reader's values no device reports (issue 34)
+        for sample in in_range(gpu_samples, dropped):
             grouped.setdefault(sample.gpu_key, []).append(sample)
         gpus = tuple(GpuSeries(key, tuple(samples)) for key, samples in grouped.items())
-        return cls(gpus, tuple(host_samples), source, tuple(notes))
+        said = dropped.note()
+        return cls(gpus, tuple(host_samples), source, (*notes, *([said] if said else [])))
 
     @property
     def gpu_samples(self) -> tuple[GpuSample, ...]:

@@ -28,7 +28,7 @@ from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 from tuneadvisor.numbers import finite_float, is_ascii_digits
 
 # The banner line of the plain `nvidia-smi` table: "| NVIDIA-SMI 550.144.03   Driver ..."
-_PLAIN_TABLE = re.compile(r"\|\s*NVIDIA-SMI \d")
+_PLAIN_TABLE = re.compile(r"\|\s*NVIDIA-SMI [0-9]")
 
 
 class NvidiaSmiCsvError(ValueError):
@@ -67,7 +67,7 @@ _TEXT = {"name": "name", "uuid": "uuid", "pci.bus_id": "pci_bus_id", "pstate": "
 _FREE = "memory.free"  # used = total - free when memory.used was not asked for
 
 _HEADER_FIELD = re.compile(r"[a-z][a-z0-9_.]*(?: \[[^\]]*\])?")
-_NUMBER = re.compile(r"([-+]?\d+(?:\.\d+)?)\s*([A-Za-z%]*)")
+_NUMBER = re.compile(r"([-+]?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z%]*)")
 _TIMESTAMP_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S")
 _MAX_NOTED_MESSAGES = 3
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.prediction import Prediction, Span
-from tuneadvisor.present.terminal_safe import name_safe
+from tuneadvisor.present.terminal_safe import name_safe, one_line_safe
 
 
 def _range(span: Span, fmt: str, unit: str = "") -> str:
@@ -21,11 +21,11 @@ def _step(span: Span) -> str:
 
 
 def _setting(prediction: Prediction) -> str:
-    names = {"num_workers": "num_workers={}", "cpus_per_task": "--cpus-per-task={}"}
-    # a setting's name came from a file (a report handed to run --from): shown, never obeyed
-    return ", ".join(
-        names.get(k, name_safe(k, 60).replace("{", "{{").replace("}", "}}") + "={}").format(v)
-        for k, v in prediction.setting.items()
+    names = {"num_workers": "num_workers", "cpus_per_task": "--cpus-per-task"}
+    # a name from a saved report is text, never a format string ("{1}" raised IndexError)
+    # nor a terminal escape (issue 34)
+    return one_line_safe(
+        ", ".join(f"{names.get(k) or name_safe(k, 60)}={v}" for k, v in prediction.setting.items())
     )
 
 

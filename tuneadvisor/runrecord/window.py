@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tuneadvisor.numbers import MAX_NUMBER
 from tuneadvisor.runrecord.measured import Step
 
 BLOCKS = 4  # contiguous parts of the window whose rates give its spread
@@ -43,8 +44,17 @@ def _intervals(steps: Sequence[Step]) -> list[tuple[float, float, int]]:
         previous = s.step
         if s.step_time_s and s.samples_per_s and s.step_time_s > 0 and s.samples_per_s > 0:
             seconds = float(s.step_time_s) * n
-            out.append((float(s.samples_per_s) * seconds, seconds, n))
+            samples = float(s.samples_per_s) * seconds
+            # a product that underflows to 0 (1e-200 s x 1e-200/s) or passes any real figure
+            # is no interval: the rate's division and the spread's need positive sums
+            if _real(seconds) and _real(samples) and _real(float(s.samples_per_s)):
+                out.append((samples, seconds, n))
     return out
+
+
+def _real(value: float) -> bool:
+    """Within any real figure's range either way: the sums and quotients stay positive."""
+    return 1 / MAX_NUMBER <= value <= MAX_NUMBER
 
 
 def _rate(part: Sequence[tuple[float, float, int]]) -> float:
@@ -68,7 +78,9 @@ def window(steps: Sequence[Step]) -> Window | None:
 def _rates_only(steps: Sequence[Step]) -> Window | None:
     """Events that give a rate and no step time (a script of the user's, an old record):
     the median of the rates is all there is, with half their interquartile range."""
-    rates = sorted(float(s.samples_per_s) for s in steps if s.samples_per_s and s.samples_per_s > 0)
+    rates = sorted(
+        float(s.samples_per_s) for s in steps if s.samples_per_s and _real(float(s.samples_per_s))
+    )
     if not rates:
         return None
     middle = statistics.median(rates)

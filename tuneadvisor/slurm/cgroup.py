@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from tuneadvisor.numbers import is_ascii_digits
 
-_JOB = re.compile(r"/job_(\d+)(?:/step_([^/\s]+))?")
+_JOB = re.compile(r"/job_([0-9]+)(?:/step_([^/\s]+))?")
 
 
 @dataclass(frozen=True)

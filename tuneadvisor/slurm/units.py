@@ -280,12 +280,12 @@ def gpu_count(items: tuple[GresItem, ...]) -> int:
 # ----------------------------------------------------------------------------- as printed
 
 _BINARY = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_DURATION = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMGTP]?)([nc]?)")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_DURATION = re.compile(r"(?:([0-9]+)-)?(?:([0-9]+):)?([0-9]+):([0-9]+(?:\.[0-9]+)?)")
 # Time limits that are no limit: sacct's and scontrol's words, and sinfo's.
 _NO_LIMIT = frozenset({"UNLIMITED", "INFINITE", "N/A", "PARTITION_LIMIT", "INVALID", ""})
-_GRES_GPU = re.compile(r"(?:^|,)(?:gres[:/])?gpu(?::[^:,(]+)?:(\d+)")
+_GRES_GPU = re.compile(r"(?:^|,)(?:gres[:/])?gpu(?::[^:,(]+)?:([0-9]+)")
 
 
 def to_mib(number: float, suffix: str) -> float:

@@ -20,7 +20,7 @@ import re
 # build loaders (`DataLoader`, `get_loader`, `fabric.setup_dataloaders`).
 _LOADER_NAME = re.compile(
     r"(?:loaders?|prefetchers?|(?:^|_)dls?)"
-    r"(?:_?(?:[a-z]|\d+|train|training|val|valid|validation|test|eval|src|tgt|source|target|un)?"
+    r"(?:_?(?:[a-z]|[0-9]+|train|training|val|valid|validation|test|eval|src|tgt|source|target|un)?"
     r"(?:labell?ed)?)?$",
     re.IGNORECASE,
 )

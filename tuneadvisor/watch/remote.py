@@ -34,7 +34,7 @@ from tuneadvisor.watch.program import send_to_group
 PIECE = 1024  # srun's largest piece of a line (Slurm's MAX_MSG_LEN)
 STARTUP_S = 60.0  # srun, the step, and Python starting on every node
 STALE_INTERVALS = 5.0
-_LABEL = re.compile(r" *(\d+): ")
+_LABEL = re.compile(r" *([0-9]+): ")
 _MESSAGES = 200
 
 

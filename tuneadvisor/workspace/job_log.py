@@ -59,7 +59,7 @@ def read_job_logs(given: Sequence[str], found: Sequence[str], notes: list[str]) 
     ``found`` (Slurm's: one that cannot be read after all is a note)."""
     if not (given or found):
         return None
-    from tuneadvisor.slurm.joblog.scan import LogScan
+    from tuneadvisor.slurm.joblog.scan import HEAD, TAIL, LogScan, size_text
 
     scan = LogScan()
     for path in given:
@@ -72,6 +72,11 @@ def read_job_logs(given: Sequence[str], found: Sequence[str], notes: list[str]) 
     log = scan.result()
     if not log.paths:
         return None
+    for path, skipped in log.skipped.items():
+        notes.append(
+            f"{path}: read its first {size_text(HEAD)} and last {size_text(TAIL)} only; "
+            f"{skipped:,} bytes between were not read (a cause printed only there is not seen)"
+        )
     if not log.found:
         notes.append(
             f"{', '.join(log.paths)}: read, {log.lines} lines, no known cause of death found"

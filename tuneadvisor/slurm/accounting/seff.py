@@ -63,15 +63,15 @@ class SeffError(ValueError):
     """The text is not seff's report. The message says what is wrong, without the file name."""
 
 
-_PCT = r"(?P<pct>\d+(?:\.\d+)?)\s*%"
-_SIZE = r"(\d+(?:\.\d+)?)\s*([KMGTP]B)"
+_PCT = r"(?P<pct>[0-9]+(?:\.[0-9]+)?)\s*%"
+_SIZE = r"([0-9]+(?:\.[0-9]+)?)\s*([KMGTP]B)"
 
 
 def _size(name: str) -> str:
-    return rf"(?P<{name}>\d+(?:\.\d+)?)\s*(?P<{name}_unit>[KMGTP]B)"
+    return rf"(?P<{name}>[0-9]+(?:\.[0-9]+)?)\s*(?P<{name}_unit>[KMGTP]B)"
 
 
-_STATE = re.compile(r"(\S.*?)(?: \(exit code (\d+)\))?")
+_STATE = re.compile(r"(\S.*?)(?: \(exit code ([0-9]+)\))?")
 _STATE_LIST = re.compile(r"\[\s*'([^']+)'\s*\]")  # NeSI: "['OUT_OF_MEMORY']"
 # "90.91% of 00:00:11 core-walltime"; NeSI's "98.55% 00:01:08 of 00:01:09 core-walltime";
 # other sites' "90.91% (00:00:10 of 00:00:11 core-walltime)"
@@ -81,7 +81,7 @@ _CPU_EFF = re.compile(
 )
 # "51.4% of 01:00:00 time limit"; NeSI's "7.67% 00:01:09 of 00:15:00 time limit"
 _WALL_OF_LIMIT = re.compile(_PCT + r"\s+(?:(?P<wall>\S+)\s+)?of\s+(?P<limit>\S+)\s+time limit")
-_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
+_PERCENT = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*%")
 # "3.20 GB"; NeSI's "2.2%  510.00 MB of 23 GB"
 _GPU_MEM = re.compile(rf"(?:{_PCT}\s+)?{_size('used')}(?:\s+of\s+{_size('total')})?")
 # Lines of seff's own that carry nothing read here: seff -d's raw record, newer seff's note

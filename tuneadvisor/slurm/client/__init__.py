@@ -46,8 +46,8 @@ from tuneadvisor.slurm.client.squeue import QueuedJob, SqueueError, parse_squeue
 
 _Parsed = TypeVar("_Parsed")
 
-_JOB_ID = re.compile(r"\d+(?:_\d+)?")
-_SUBMITTED = re.compile(r"(\d+)(?:;\S+)?")
+_JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+)?")
+_SUBMITTED = re.compile(r"([0-9]+)(?:;\S+)?")
 _FORGOTTEN = ("Invalid job id", "No steps running", "does not exist", "not found")
 _NO_STEPS_HERE = ("There are no steps", "does not exist", "Invalid job id")
 # TRESUsageIn*: the steps' gres/gpuutil and gres/gpumem where Slurm gathers them (23.02+).

@@ -113,7 +113,7 @@ def _time(record: Mapping[str, str], key: str) -> int | None:
 def _cpus_per_gpu(value: str | None) -> int | None:
     """``gres:gpu:2`` (22.05) or ``gres/gpu:2``, among other TRES, comma-separated."""
     for item in (value or "").split(","):
-        match = re.fullmatch(r"gres[:/]gpu(?::[^:,]+)?:(\d+)", item.strip())
+        match = re.fullmatch(r"gres[:/]gpu(?::[^:,]+)?:([0-9]+)", item.strip())
         if match:
             return int(match[1])
     return None

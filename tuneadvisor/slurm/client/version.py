@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-_VERSION = re.compile(r"\b(\d{2})\.(\d{2})(?:\.(\d+))?\b")
+_VERSION = re.compile(r"\b([0-9]{2})\.([0-9]{2})(?:\.([0-9]+))?\b")
 
 
 def parse_version(text: str) -> str | None:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 Details = dict[str, object]
 
-_SIZE = r"(\d{1,9}(?:\.\d{1,6})?) ?(bytes|[KMGT]iB)"
+# [0-9], not \d: a Unicode digit that \d takes is refused by float() (issue 34)
+_SIZE = r"([0-9]{1,9}(?:\.[0-9]{1,6})?) ?(bytes|[KMGT]iB)"
 _TO_MIB = {"bytes": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
 
 
@@ -31,7 +32,7 @@ def _cuda_oom(text: str) -> Details:
     numbers = {
         "tried_mib": re.search(rf"Tried to allocate {_SIZE}", text),
         "gpu_total_mib": re.search(rf"{_SIZE} total capacity", text)
-        or re.search(rf"total capac\w* of {_SIZE}", text),
+        or re.search(rf"total capac[a-z]{{0,8}} of {_SIZE}", text),
         "free_mib": re.search(rf"of which {_SIZE} is free", text)
         or re.search(rf"; {_SIZE} free", text),
         "reserved_unused_mib": re.search(rf"{_SIZE} is reserved by PyTorch but unallocated", text),
@@ -40,7 +41,7 @@ def _cuda_oom(text: str) -> Details:
         value = _mib(match)
         if value is not None:
             found[name] = value
-    gpu = re.search(r"\(GPU (\d{1,4});|GPU (\d{1,4}) has a total", text)
+    gpu = re.search(r"\(GPU ([0-9]{1,4});|GPU ([0-9]{1,4}) has a total", text)
     if gpu is not None:
         found["gpu"] = int(gpu[1] or gpu[2])
     allocated = re.search(rf"{_SIZE} already allocated", text)
@@ -53,16 +54,16 @@ def _cuda_oom(text: str) -> Details:
 
 def _nccl_timeout(text: str) -> Details:
     found: Details = {}
-    rank = re.search(r"\[Rank (\d{1,7})\]", text)
+    rank = re.search(r"\[Rank ([0-9]{1,7})\]", text)
     if rank is not None:
         found["rank"] = int(rank[1])
-    op = re.search(r"OpType=(\w{1,40})", text)
+    op = re.search(r"OpType=([A-Za-z0-9_]{1,40})", text)
     if op is not None:
         found["op"] = op[1]
-    seq = re.search(r"SeqNum=(\d{1,15})", text)
+    seq = re.search(r"SeqNum=([0-9]{1,15})", text)
     if seq is not None:
         found["seq"] = int(seq[1])
-    timeout = re.search(r"Timeout\(ms\)=(\d{1,12})", text)
+    timeout = re.search(r"Timeout\(ms\)=([0-9]{1,12})", text)
     if timeout is not None:
         found["timeout_s"] = int(timeout[1]) / 1000
     return found
@@ -74,25 +75,25 @@ def _arguments(text: str) -> Details:
 
 
 def _module(text: str) -> Details:
-    match = re.search(r"No module named '?([\w.]{1,200})", text)
+    match = re.search(r"No module named '?([A-Za-z0-9_.]{1,200})", text)
     return {"name": match[1]} if match else {}
 
 
 def _capability(text: str) -> Details:
     found: Details = {}
-    match = re.search(r"CUDA capability (sm_\d{1,4}) is not compatible", text)
+    match = re.search(r"CUDA capability (sm_[0-9]{1,4}) is not compatible", text)
     if match is not None:
         found["capability"] = match[1]
-    supports = re.search(r"supports CUDA capabilities ((?:sm_\d{1,4} ?){1,40})", text)
+    supports = re.search(r"supports CUDA capabilities (sm_[0-9][sm_0-9 ]{0,240})", text)
     if supports is not None:
         found["supported"] = supports[1].strip()
     return found
 
 
 # Each bounded and anchored on a literal: no nested or unbounded repeats.
-_PORT = (re.compile(r":(\d{1,5}) \(errno: ?98"), re.compile(r"\bport: (\d{1,5}),"))
-_MISSING_FILE = r"(?:line \d{1,7}|execve\(\)): ([^:\n]{1,400}): No such file or directory"
-_CANNOT_OPEN = r"can't open file '([^'\n]{1,400})': \[Errno 2\] No such file or directory"
+_PORT = (re.compile(r":([0-9]{1,5}) \(errno: ?98"), re.compile(r"\bport: ([0-9]{1,5}),"))
+_MISSING_FILE = r"(?:line [0-9]{1,7}|execve\(\)): ([^:\n]{1,256}): No such file or directory"
+_CANNOT_OPEN = r"can't open file '([^'\n]{1,256})': \[Errno 2\] No such file or directory"
 _NOT_FOUND = r": ([^:\n]{1,200}): command not found"
 # Environment Modules' (Tcl) and Lmod's words for a module that is not there
 _NO_MODULEFILE = r"Unable to locate a modulefile for '([^'\n]{1,200})'"
@@ -147,10 +148,10 @@ CAUSES: tuple[Cause, ...] = (
         "host_oom",
         _any(
             r"\boom[-_]kill event",  # slurmstepd, any release
-            r"tasks? \d[\d,-]*: Out Of Memory",  # srun: "task 0", "tasks 1-3"
+            r"tasks? [0-9][0-9,-]{0,200}: Out Of Memory",  # srun: "task 0", "tasks 1-3"
             r"Out of memory: Kill(?:ed)? process",  # the kernel's own line
-            r"^\s*Killed\s*$",  # the shell, a SIGKILL of the foreground program
-            r": line \d+: +\d+ Killed\b",  # bash in a batch script
+            r"^\s{0,200}Killed\s{0,200}$",  # the shell, a SIGKILL of the foreground program
+            r": line [0-9]{1,12}: {1,20}[0-9]{1,12} Killed\b",  # bash in a batch script
         ),
     ),
     Cause(
@@ -161,15 +162,17 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         "shm",
         _any(
-            r"DataLoader worker \(pid\(?s?\)? ?[\d, ]*\)? is killed by signal: Bus error",
+            r"DataLoader worker \(pid\(?s?\)? ?[0-9, ]{0,256}\)? is killed by signal: Bus error",
             r"bus error encountered in worker",
             r"insufficient shared memory",
             r"unable to write to file </torch_",
-            r"No space left on device.*(/dev/shm|torch_)|(/dev/shm|torch_).*No space left",
-            r"^\s*Bus error\b",
+            # both on one piece, in either order: two lookaheads from its start, each one
+            # pass over the piece (``A.*B|B.*A`` retried ``.*`` at every A: quadratic)
+            r"^(?=.{0,4096}?No space left)(?=.{0,4096}?(?:/dev/shm|torch_))",
+            r"^\s{0,200}Bus error\b",
         ),
     ),
-    Cause("time_limit", _any(r"CANCELLED AT \S+ DUE TO TIME LIMIT", r"DUE TO TIME LIMIT")),
+    Cause("time_limit", _any(r"CANCELLED AT [^ ]{1,40} DUE TO TIME LIMIT", r"DUE TO TIME LIMIT")),
     Cause("bad_arguments", _any(r"error: unrecognized arguments: "), _arguments),
     Cause(
         "missing_module",
@@ -180,7 +183,7 @@ CAUSES: tuple[Cause, ...] = (
         "no_kernel_image",
         _any(
             r"no kernel image is available for execution on the device",
-            r"CUDA capability sm_\d+ is not compatible with the current PyTorch",
+            r"CUDA capability sm_[0-9]{1,4} is not compatible with the current PyTorch",
         ),
         _capability,
         _any(r"The current PyTorch install supports CUDA capabilities "),

@@ -18,10 +18,10 @@ from tuneadvisor.slurm.jobscript.model import JobScript
 __all__ = ["ArrayList", "array_task_ids", "indexed_list", "largest_task_id"]
 
 _MOST_IDS = 1_000_000  # far over any MaxArraySize; a hostile value is not expanded
-_RANGE = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
+_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
 _LITERAL = re.compile(r"^[ \t]*(?:(?:declare|local|typeset)\s+-a\s+)?([A-Za-z_]\w*)=\(", re.M)
 _TASK_ID = r"\$?(?:\{SLURM_ARRAY_TASK_ID\}|SLURM_ARRAY_TASK_ID)"
-_OFFSET = r"(?:\s*([-+])\s*(\d+))?"
+_OFFSET = r"(?:\s*([-+])\s*([0-9]+))?"
 # ${name[$SLURM_ARRAY_TASK_ID]}, ${name[SLURM_ARRAY_TASK_ID-1]}, ${name[$((SLURM_ARRAY_TASK_ID-1))]}
 _INDEXED = re.compile(
     r"\$\{([A-Za-z_]\w*)\[\s*(?:\$\(\(\s*"
@@ -86,6 +86,21 @@ def indexed_list(job: JobScript) -> ArrayList | None:
     return min(found, key=lambda item: item.size - item.offset, default=None)
 
 
+_READS = re.compile(r"\b(?:mapfile|readarray)\b")
+
+
+def _read_into(body: str, name: str) -> bool:
+    """A line that runs mapfile or readarray and names ``name`` after it. Not one pattern
+    ``(mapfile|readarray)\\b.*\\bNAME``: that retried ``.*`` from every mapfile on a line
+    (a 160 KB job script took 14-28 s); here one search per line, each linear."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for line in body.splitlines():
+        reads = _READS.search(line)
+        if reads is not None and word.search(line, reads.end()):
+            return True
+    return False
+
+
 def _without_comments(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
@@ -93,9 +108,10 @@ def _without_comments(text: str) -> str:
 def _literal(body: str, name: str) -> tuple[int, int] | None:
     """(elements, offset of the assignment) of ``name=(...)``, set once and never changed."""
     # name=x, name[3]=x, name+=x, name+=(x), mapfile/readarray name (a word like --name=x
-    # matches too: then the list is left alone, which is the safe side)
-    changed = rf"\b{name}(\[[^\]]*\])?\+?=(?!\()|\b{name}\+=|(mapfile|readarray)\b.*\b{name}\b"
-    if re.search(changed, body):
+    # matches too: then the list is left alone, which is the safe side; so is an index of
+    # 256+ characters)
+    changed = rf"\b{name}(\[[^\]\n]{{0,256}}\])?\+?=(?!\()|\b{name}\+=|\b{name}\[[^\]\n]{{256}}"
+    if re.search(changed, body) or _read_into(body, name):
         return None
     sets = [m for m in _LITERAL.finditer(body) if m.group(1) == name]
     if len(sets) != 1:

@@ -16,7 +16,7 @@ __all__ = ["srun_tasks_per_node"]
 
 # Slurm's own counts stand for the job's: `srun -n $SLURM_NTASKS` is the job's tasks.
 _JOBS_OWN = re.compile(r"\$\{?SLURM_(NTASKS|NPROCS|NTASKS_PER_NODE|NNODES|JOB_NUM_NODES)\}?")
-_SHORT = re.compile(r"-([nN])(\d+)")  # `srun -n8`, `-N2`
+_SHORT = re.compile(r"-([nN])([0-9]+)")  # `srun -n8`, `-N2`
 
 
 def srun_tasks_per_node(launch: LaunchLine, nodes: int) -> int | None:

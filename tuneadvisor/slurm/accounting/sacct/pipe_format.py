@@ -26,7 +26,7 @@ from tuneadvisor.slurm.units import (
 __all__ = ["parse_sacct_pipe"]
 
 _T = TypeVar("_T")
-_JOB_ID = re.compile(r"\d+(?:_\d+|_\[[^]]*\]|\+\d+)?(?:\.\w+)?")
+_JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+|_\[[^]]*\]|\+[0-9]+)?(?:\.\w+)?")
 
 
 def parse_sacct_pipe(text: str, columns: Sequence[str] | None = None) -> tuple[SacctJob, ...]:
