@@ -142,6 +142,34 @@ class SlurmClient:
             raise SlurmError(doing, f"sbatch printed no job id: {out!r}")
         return match.group(1)
 
+    def test_only(self, script: Path, *, chdir: str | None = None) -> str:
+        """``sbatch --test-only``: the line saying when the scheduler would start ``script``
+        ("Job 135 to start at 2026-12-06T06:38:27 using 2 processors on nodes vm ...");
+        a script sbatch refuses is a SlurmError with its words."""
+        name = str(script) if script.is_absolute() else f"./{script}"
+        args = ["--test-only", *([f"--chdir={chdir}"] if chdir else []), name]
+        doing = f"asking when {script} would start"
+        done = self._run(doing, "sbatch", args)
+        if done.returncode != 0:
+            raise SlurmError(doing, _said(done, "sbatch"))
+        said = [line for line in done.stderr.splitlines() if "to start at" in line]
+        return said[-1].removeprefix("sbatch: ").strip() if said else ""
+
+    def cancel(self, job_id: str) -> None:
+        """``scancel JOBID`` (an array: its tasks left)."""
+        self._output(f"cancelling job {check_job_id(job_id)}", "scancel", [job_id])
+
+    def array_states(self, job_id: str) -> tuple[str, ...]:
+        """The state of each task of array ``job_id`` still in the queue (PENDING, RUNNING,
+        ...), one per task (``squeue -r``); the tasks that ended are not listed."""
+        doing = f"reading the tasks of array {check_job_id(job_id)}"
+        done = self._run(doing, "squeue", ["-h", "-r", "-j", job_id, "-o", "%T"])
+        if done.returncode != 0:
+            if "invalid job id" in done.stderr.lower():  # every task ended and was forgotten
+                return ()
+            raise SlurmError(doing, _said(done, "squeue"))
+        return tuple(line.strip() for line in done.stdout.splitlines() if line.strip())
+
     def show_job(self, job_id: str) -> JobInfo | None:
         """``scontrol show job -o ID``; None once slurmctld has forgotten the job (MinJobAge)."""
         text = self._job_record(job_id)
