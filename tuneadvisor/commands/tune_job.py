@@ -98,7 +98,7 @@ def ledger_lines(result: JobTuneResult) -> list[str]:
         "one at a time: %1); trials in " + str(result.folder),
     ]
     if result.start_estimate:
-        lines.append(f"scheduler's start estimate at submission: {result.start_estimate}")
+        lines.append(f"at submission, sbatch --test-only said: {result.start_estimate}")
     lines.append(WORKERS_HOW)
     for why in result.grid.left_out:
         lines.append(f"left out: {why}")

@@ -47,6 +47,7 @@ from tuneadvisor.slurm.client.squeue import QueuedJob, SqueueError, parse_squeue
 _Parsed = TypeVar("_Parsed")
 
 _JOB_ID = re.compile(r"\d+(?:_\d+)?")
+_TEST_ONLY = re.compile(r"to start at (\S+) using \d+ processors on nodes (\S+)")
 _SUBMITTED = re.compile(r"(\d+)(?:;\S+)?")
 _FORGOTTEN = ("Invalid job id", "No steps running", "does not exist", "not found")
 _NO_STEPS_HERE = ("There are no steps", "does not exist", "Invalid job id")
@@ -143,8 +144,8 @@ class SlurmClient:
         return match.group(1)
 
     def test_only(self, script: Path, *, chdir: str | None = None) -> str:
-        """``sbatch --test-only``: the line saying when the scheduler would start ``script``
-        ("Job 135 to start at 2026-12-06T06:38:27 using 2 processors on nodes vm ...");
+        """``sbatch --test-only``: when and where the scheduler would start ``script``
+        ("starts 2026-12-06T06:38:27 on vm"; "" when sbatch did not say);
         a script sbatch refuses is a SlurmError with its words."""
         name = str(script) if script.is_absolute() else f"./{script}"
         args = ["--test-only", *([f"--chdir={chdir}"] if chdir else []), name]
@@ -152,8 +153,9 @@ class SlurmClient:
         done = self._run(doing, "sbatch", args)
         if done.returncode != 0:
             raise SlurmError(doing, _said(done, "sbatch"))
-        said = [line for line in done.stderr.splitlines() if "to start at" in line]
-        return said[-1].removeprefix("sbatch: ").strip() if said else ""
+        said = [_TEST_ONLY.search(line) for line in done.stderr.splitlines()]
+        found = [m for m in said if m is not None]
+        return f"starts {found[-1][1]} on {found[-1][2]}" if found else ""
 
     def cancel(self, job_id: str) -> None:
         """``scancel JOBID`` (an array: its tasks left)."""
