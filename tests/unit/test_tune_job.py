@@ -67,7 +67,10 @@ def test_the_array_interleaves_repeats_one_task_at_a_time(
         assert sorted(plan.setting_of(i) for i in chunk) == list(range(len(tried)))
         for i in chunk:
             s = tried[plan.setting_of(i)]
-            assert f"  {i}) setting={plan.setting_of(i)} cores={s.cores} workers={s.workers} ;;" in text
+            assert (
+                f"  {i}) setting={plan.setting_of(i)} cores={s.cores} workers={s.workers} ;;"
+                in text
+            )
     assert "python train.py" not in text  # the user's body runs from its trial script only
 
 
@@ -103,7 +106,9 @@ def test_a_winner_within_the_noise_is_never_kept(
     if best is not None:
         assert best.verdict is not None and best.verdict.kept
         assert best.rate is not None and all(
-            best.rate.median >= r.rate.median for r in results[1:] if r.verdict and r.verdict.kept and r.rate
+            best.rate.median >= r.rate.median
+            for r in results[1:]
+            if r.verdict and r.verdict.kept and r.rate
         )
     else:
         assert not any(r.verdict and r.verdict.kept for r in results[1:])

@@ -55,7 +55,9 @@ def _whole_env(name: str, least: int) -> int | None:
         return None
     if text.isascii() and text.isdigit() and len(text) <= 6 and int(text) >= least:
         return int(text)
-    print(f"tuneadvisor probe: {name}={text!r} ignored (a whole number >= {least})", file=sys.stderr)
+    print(
+        f"tuneadvisor probe: {name}={text!r} ignored (a whole number >= {least})", file=sys.stderr
+    )
     return None
 
 

@@ -28,11 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(parser)
     tune = parser.add_argument_group("trials")
     tune.add_argument(
-        "--budget", type=seconds, metavar="S",
+        "--budget",
+        type=seconds,
+        metavar="S",
         help="time budget (default: 300 s; with --job, the wait for the array: 1800 s)",
     )
     tune.add_argument(
-        "--steps", type=int, metavar="N",
+        "--steps",
+        type=int,
+        metavar="N",
         help="measured steps per trial (default: 10; with --job, 30)",
     )
     tune.add_argument(
@@ -40,8 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     tune.add_argument(
         "--repeats", type=int, metavar="N",
-        help="repeats per trial (default: 1, with --job 2, interleaved; with one, a trial's spread is that of its "
-        "steps after the warm-up, and no setting has a spread over repeats)",
+        help="repeats per trial (default: 1, with --job 2, interleaved; with one, a trial's "
+        "spread is that of its steps after the warm-up, and no setting has a spread over repeats)",
     )  # fmt: skip
     tune.add_argument(
         "--min-gain", type=finite, default=5.0, metavar="PCT",

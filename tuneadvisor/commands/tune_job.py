@@ -26,7 +26,9 @@ def job_request(args: argparse.Namespace) -> JobTuneRequest:
     steps = 30 if args.steps is None else args.steps
     repeats = 2 if args.repeats is None else args.repeats
     if not 3 <= steps <= MAX_STEPS:
-        raise InputError(None, f"--steps: from 3 to {MAX_STEPS} with --job (the probe times 3 windows)")
+        raise InputError(
+            None, f"--steps: from 3 to {MAX_STEPS} with --job (the probe times 3 windows)"
+        )
     if not 1 <= repeats <= MAX_REPEATS:
         raise InputError(None, f"--repeats: from 1 to {MAX_REPEATS}")
     budget = 1800.0 if args.budget is None else args.budget
@@ -108,7 +110,9 @@ def ledger_lines(result: JobTuneResult) -> list[str]:
                      _verdict(result, r)))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + "  " + row[4])
+        lines.append(
+            "  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        )
     for task in result.tasks:
         if task.failed:
             lines.append(f"trial {task.task} ({task.setting.describe()}) failed: {task.failed}")

@@ -48,7 +48,9 @@ def safe_path(path: Path, what: str) -> str:
     (sbatch reads #SBATCH values up to the end of the line)."""
     text = str(path)
     if any(not c.isprintable() for c in text):
-        raise InputError(path, f"{what}: a path with a control character cannot go into a job script")
+        raise InputError(
+            path, f"{what}: a path with a control character cannot go into a job script"
+        )
     return shlex.quote(text)
 
 
@@ -64,7 +66,11 @@ def trial_script(job: JobScript, setting: JobSetting) -> JobScript:
 def array_script(job: JobScript, plan: ArrayPlan, folder: Path, name: str) -> str:
     """The array script: the user's header (its partition, memory, time, account, GPUs) with
     the largest setting's cores, the array, and logs in ``folder``; then the dispatch."""
-    for value in (plan.steps, plan.repeats, *(v for s in plan.settings for v in (s.cores, s.workers))):
+    for value in (
+        plan.steps,
+        plan.repeats,
+        *(v for s in plan.settings for v in (s.cores, s.workers)),
+    ):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InputError(None, f"a trial's value {value!r} is not a whole number")
     header = job
@@ -95,7 +101,7 @@ def array_script(job: JobScript, plan: ArrayPlan, folder: Path, name: str) -> st
         *cases,
         '  *) echo "tuneadvisor: no trial ${SLURM_ARRAY_TASK_ID:-}" >&2; exit 2 ;;',
         "esac",
-        f"export TUNEADVISOR_PROBE_OUT={where}/probe-\"$SLURM_ARRAY_TASK_ID\".json",
+        f'export TUNEADVISOR_PROBE_OUT={where}/probe-"$SLURM_ARRAY_TASK_ID".json',
         f"export TUNEADVISOR_STEPS={plan.steps}",
         'export TUNEADVISOR_NUM_WORKERS="$workers" TUNEADVISOR_CORES="$cores"',
         'export SLURM_CPUS_PER_TASK="$cores" SRUN_CPUS_PER_TASK="$cores"',

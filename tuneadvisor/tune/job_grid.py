@@ -60,7 +60,11 @@ def job_grid(
             left_out.append(f"{setting.describe()}: at most {MAX_SETTINGS} settings per tune")
         else:
             kept.append(setting)
-    if predicted is not None and predicted not in kept:  # the prediction is always tried
-        if node_cores is None or predicted.cores <= node_cores:
+    fits = predicted is not None and (node_cores is None or predicted.cores <= node_cores)
+    if predicted is not None and fits and predicted not in kept:  # the prediction is tried
+        if len(kept) < MAX_SETTINGS:
+            kept.append(predicted)
+        else:
+            left_out.append(f"{kept[-1].describe()}: at most {MAX_SETTINGS} settings per tune")
             kept[-1] = predicted
     return Grid(start, predicted, tuple(kept), tuple(left_out))

@@ -87,9 +87,14 @@ def ledger(
     start = results[0].rate
     if start is None:
         return tuple(results)
-    return (results[0],) + tuple(
-        SettingResult(r.setting, r.tasks, r.rate, judge(start, r.rate, min_gain) if r.rate else None)
-        for r in results[1:]
+    return (
+        results[0],
+        *(
+            SettingResult(
+                r.setting, r.tasks, r.rate, judge(start, r.rate, min_gain) if r.rate else None
+            )
+            for r in results[1:]
+        ),
     )
 
 

@@ -85,7 +85,8 @@ def _read(request: JobTuneRequest) -> _Read:
         raise InputError(
             request.job,
             "tune --job: the training script's num_workers could not be read "
-            f"({facts.get('script.num_workers.expr', 'no DataLoader found')}): the start is not known",
+            f"({facts.get('script.num_workers.expr', 'no DataLoader found')}): "
+            "the start is not known",
         )
     start = JobSetting(cores if isinstance(cores, int) else 1, workers)
     predicted = None
@@ -181,7 +182,8 @@ def _wait(
         states = client.array_states(job_id)
         pending = sum(1 for s in states if s == "PENDING")
         running = len(states) - pending
-        line = f"array {job_id}: {pending} pending, {running} running, {tasks - len(states)} done of {tasks}"
+        done = tasks - len(states)
+        line = f"array {job_id}: {pending} pending, {running} running, {done} done of {tasks}"
         if line != said:
             progress(line + (f" ({estimate})" if pending == tasks and estimate else ""))
             said = line
@@ -206,8 +208,14 @@ def _winning_files(
     from tuneadvisor.workspace.tuned_files import TunedFiles, job_diff, tuned_files
 
     why = (f"tune-array-{job_id}",)
-    sbatch = {"cpus-per-task": Change(setting.cores, why)} if setting.cores != read.start.cores else {}
-    script = {"num_workers": Change(setting.workers, why)} if setting.workers != read.start.workers else {}
+    sbatch = (
+        {"cpus-per-task": Change(setting.cores, why)} if setting.cores != read.start.cores else {}
+    )
+    script = (
+        {"num_workers": Change(setting.workers, why)}
+        if setting.workers != read.start.workers
+        else {}
+    )
     # the patch derives num_workers from SLURM_CPUS_PER_TASK: all cores, or one for the main
     plan = Plan(sbatch=sbatch, script=script, reserve_main_core=setting.workers != setting.cores)
     tuned = tuned_files(read.gathered, plan)
