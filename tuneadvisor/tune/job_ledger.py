@@ -68,12 +68,16 @@ def _why(log: Path) -> str:
 
 
 def pooled(tasks: Sequence[TaskResult]) -> Rate | None:
-    """The median of every window of every repeat, and half their range relative to it."""
-    rates = [r for t in tasks for r in t.rates]
-    if not rates:
+    """Each repeat's median over its windows; the setting's median over its repeats and half
+    their range relative to it (one repeat: half the range of its windows). A window slowed
+    by a neighbour's burst moves its repeat's median little; a repeat that ran slower moves
+    the spread, as it should."""
+    runs = [statistics.median(t.rates) for t in tasks if t.rates]
+    if not runs:
         return None
-    median = statistics.median(rates)
-    return Rate(median, (max(rates) - min(rates)) / 2 / median)
+    values = runs if len(runs) > 1 else [r for t in tasks for r in t.rates]
+    median = statistics.median(runs)
+    return Rate(median, (max(values) - min(values)) / 2 / median)
 
 
 def ledger(
