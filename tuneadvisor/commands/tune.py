@@ -37,14 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--steps",
         type=int,
         metavar="N",
-        help="measured steps per trial (default: 10; with --job, 30)",
+        help="measured steps per trial (default: 10), with --job 30",
     )
     tune.add_argument(
         "--warmup", type=int, default=3, metavar="N", help="warm-up steps per trial (default: 3)"
     )
     tune.add_argument(
         "--repeats", type=int, metavar="N",
-        help="repeats per trial (default: 1, with --job 2, interleaved; with one, a trial's "
+        help="repeats per trial (default: 1; with --job 2, interleaved; with one, a trial's "
         "spread is that of its steps after the warm-up, and no setting has a spread over repeats)",
     )  # fmt: skip
     tune.add_argument(
@@ -73,7 +73,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tune this job script and the training script it runs, unedited: one job array "
         "of short trials (the prediction's setting and its neighbours)",
     )  # fmt: skip
-    own.add_argument("--format", choices=("text", "json"), default="text", help="the ledger's form")
+    own.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="the ledger's form (default: text)",
+    )
     own.add_argument(
         "--submit-winner", action="store_true", help="submit the winning job script with sbatch"
     )
