@@ -5,6 +5,7 @@ job array on the one-node cluster; the user's files are never edited."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -68,33 +69,49 @@ def cluster() -> Cluster:
     return Cluster(start_cluster())
 
 
+def _busy() -> float:
+    """Runnable threads per core on this machine (the 1-minute load average over the cores)."""
+    return os.getloadavg()[0] / (os.cpu_count() or 1)
+
+
 def test_tune_job_finds_the_cores_and_workers_without_editing(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     (tmp_path / "train.py").write_text(TRAIN_PY)
     (tmp_path / "train.sbatch").write_text(JOB)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    busy = _busy()
     done = cluster.tuneadvisor(
         tmp_path, "tune", "--job", "train.sbatch", "--steps", "30", "--repeats", "3",
         "--format", "json",
     )  # fmt: skip
+    busy = max(busy, _busy())
     assert done.returncode == 0, done.stderr
     ledger = json.loads(done.stdout)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in before} == before
-    assert "done of" in done.stderr  # the progress line
+    assert "12 done of 12" in done.stderr  # the progress line, to the end
     trials = ledger["trials"]
-    assert [t["array_task_id"] for t in trials] == list(range(len(trials)))
+    assert [t["array_task_id"] for t in trials] == list(range(12))
     failed = [t["failed"] for t in trials if t["failed"]]
     assert not failed, failed
-    settings = {(t["setting"]["cpus_per_task"], t["setting"]["num_workers"]) for t in trials}
-    assert (1, 0) in settings and (2, 1) in settings  # the start and the node's 2 cores
+    settings = [(t["setting"]["cpus_per_task"], t["setting"]["num_workers"]) for t in trials]
+    assert settings[:4] == settings[4:8] == settings[8:]  # the repeats interleaved
+    assert settings[0] == (1, 0) and (2, 1) in settings  # the start, and the node's 2 cores
     assert all(t["node"] == "vm" for t in trials)
     winner = ledger["winner"]
-    assert winner is not None, done.stderr + done.stdout
+    tuned_path = tmp_path / "train.tuned.sbatch"
+    assert tuned_path.exists() == (winner is not None)  # nothing written without a winner
+    if winner is not None:
+        tuned = JobScript.parse(tuned_path.read_text())
+        assert tuned.directives()["cpus-per-task"] == str(winner["cpus_per_task"])
+        assert f"tuned from tune array {ledger['job_id']}" in tuned.text
+    if busy > 1.0:
+        # other work on the machine takes cores from the trials: more threads get more of
+        # the machine whatever their cores, and the spreads hide the difference
+        pytest.skip(f"the machine was busy ({busy:.1f} runnable per core): no finding asserted; "
+                    f"winner {winner}")  # fmt: skip
+    assert winner is not None, done.stdout
     assert winner["cpus_per_task"] == 2 and winner["num_workers"] >= 1
-    tuned = JobScript.parse((tmp_path / "train.tuned.sbatch").read_text())
-    assert tuned.directives()["cpus-per-task"] == "2"
-    assert f"tuned from tune array {ledger['job_id']}" in tuned.text
     assert (tmp_path / "train.py.tuneadvisor.patch").is_file()
 
 
