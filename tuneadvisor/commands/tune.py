@@ -83,6 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--submit-winner", action="store_true", help="submit the winning job script with sbatch"
     )
     own.add_argument("--force", action="store_true", help="overwrite -o when it exists")
+    own.add_argument(
+        "--spread",
+        action="store_true",
+        help="run trials side by side, one per node of the partition (each node --exclusive), "
+        "not one at a time",
+    )
 
 
 def tune_request(args: argparse.Namespace) -> TuneRequest:

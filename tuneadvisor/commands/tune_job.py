@@ -37,7 +37,7 @@ def job_request(args: argparse.Namespace) -> JobTuneRequest:
     return JobTuneRequest(
         job=args.job, steps=steps, repeats=repeats, budget_s=budget,
         min_gain=args.min_gain / 100.0, output=args.output, force=args.force,
-        submit_winner=args.submit_winner,
+        submit_winner=args.submit_winner, spread=args.spread,
     )  # fmt: skip
 
 
@@ -97,7 +97,13 @@ def ledger_lines(result: JobTuneResult) -> list[str]:
     lines = [
         f"job array {result.job_id}: {result.plan.tasks} trials of {result.plan.steps} steps "
         f"({len(result.grid.settings)} settings x {result.plan.repeats} repeats, interleaved, "
-        "one at a time: %1); trials in " + str(result.folder),
+        + (
+            f"{result.plan.parallel} at a time, one per node: --exclusive"
+            if result.plan.parallel > 1
+            else "one at a time: %1"
+        )
+        + "); trials in "
+        + str(result.folder),
     ]
     if result.start_estimate:
         lines.append(f"at submission, sbatch --test-only said: {result.start_estimate}")

@@ -28,6 +28,8 @@ class ArrayPlan:
     settings: tuple[JobSetting, ...]
     repeats: int
     steps: int
+    # tasks at once: 1 (%1) on one node; on several, one per node, each node --exclusive
+    parallel: int = 1
 
     @property
     def tasks(self) -> int:
@@ -69,6 +71,7 @@ def array_script(job: JobScript, plan: ArrayPlan, folder: Path, name: str) -> st
     for value in (
         plan.steps,
         plan.repeats,
+        plan.parallel,
         *(v for s in plan.settings for v in (s.cores, s.workers)),
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -78,11 +81,13 @@ def array_script(job: JobScript, plan: ArrayPlan, folder: Path, name: str) -> st
         header = header.without_directive(option)
     values = {
         "cpus-per-task": str(max(s.cores for s in plan.settings)),
-        "array": f"0-{plan.tasks - 1}%1",
+        "array": f"0-{plan.tasks - 1}%{max(1, plan.parallel)}",
         "job-name": name,
         "output": str(folder / "task-%a.out"),
     }
     notes: list[str] = []
+    if plan.parallel > 1:  # trials side by side never on one node
+        values["exclusive"] = ""
     header = with_options(header, values, notes)
     if notes:
         raise InputError(job.path, f"cannot write the tune's array script: {notes[0]}")

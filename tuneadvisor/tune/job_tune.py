@@ -41,6 +41,7 @@ class JobTuneRequest:
     output: str | None = None
     force: bool = False
     submit_winner: bool = False
+    spread: bool = False  # trials side by side, one per node (--exclusive), not one at a time
     poll_s: float = 2.0
 
 
@@ -99,17 +100,20 @@ def _read(request: JobTuneRequest) -> _Read:
     return _Read(job, gathered, start, advice.prediction if predicted else None)
 
 
-def _node_cores(client: SlurmClient, job: JobScript, notes: list[str]) -> int | None:
-    """The CPUs of the job's partition's nodes (sinfo); None, said, where Slurm cannot say."""
+def _nodes(client: SlurmClient, job: JobScript, notes: list[str]) -> tuple[int | None, int]:
+    """The CPUs of the job's partition's nodes and how many nodes it has (sinfo); (None, 1),
+    said, where Slurm cannot say."""
     try:
         shapes = client.partitions()
     except SlurmError as exc:
         notes.append(f"node size not read ({exc.problem}): no setting left out for it")
-        return None
+        return None, 1
     asked = job.directive("partition")
     names = set(asked.value.split(",")) if asked is not None else None
-    cpus = [p.cpus for p in shapes if (p.partition in names if names else p.default)]
-    return min(cpus) if cpus else None
+    mine = [p for p in shapes if (p.partition in names if names else p.default)]
+    if not mine:
+        return None, 1
+    return min(p.cpus for p in mine), min(p.nodes for p in mine)
 
 
 def tune_job(
@@ -120,8 +124,11 @@ def tune_job(
     read = _read(request)
     out = Path(request.output) if request.output else tuned_name(Path(request.job))
     notes: list[str] = []
-    grid = job_grid(read.start, _predicted(read), _node_cores(client, read.job, notes))
-    plan = ArrayPlan(grid.settings, request.repeats, request.steps)
+    cores, nodes = _nodes(client, read.job, notes)
+    grid = job_grid(read.start, _predicted(read), cores)
+    # one trial per node at a time (each node exclusive), never two on one node's cores
+    parallel = max(1, min(nodes, len(grid.settings))) if request.spread else 1
+    plan = ArrayPlan(grid.settings, request.repeats, request.steps, parallel)
     job_path = Path(request.job).resolve()
     folder = job_path.parent / f"tune-{job_path.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     if not request.force and out.exists():
