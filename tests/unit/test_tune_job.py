@@ -124,3 +124,13 @@ def test_a_failed_trial_still_leaves_the_others() -> None:
     ]
     results = ledger(tasks, tried, 0.05)
     assert winner(results) is results[1]
+
+
+def test_spread_trials_run_one_per_node_each_node_exclusive() -> None:
+    plan = ArrayPlan((JobSetting(1, 0), JobSetting(2, 1)), repeats=2, steps=10, parallel=3)
+    job = _job([], ["python train.py"])
+    array = JobScript.parse(array_script(job, plan, Path("/tmp/t"), "tune-x"))
+    assert array.directives()["array"] == "0-3%3"
+    assert "exclusive" in array.directives()
+    one = JobScript.parse(array_script(job, ArrayPlan(plan.settings, 2, 10), Path("/tmp/t"), "t"))
+    assert "exclusive" not in one.directives()
