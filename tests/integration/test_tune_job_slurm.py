@@ -130,3 +130,14 @@ def test_the_array_script_is_accepted_by_test_only(
     assert cluster.test_only(array) is None
     syntax = subprocess.run(["bash", "-n", str(array)], capture_output=True, text=True, check=False)
     assert syntax.returncode == 0, syntax.stderr
+
+
+def test_a_job_sbatch_refuses_is_one_line_and_leaves_nothing(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    (tmp_path / "train.py").write_text(TRAIN_PY)
+    (tmp_path / "train.sbatch").write_text(JOB.replace("--mem=2G", "--partition=nosuch"))
+    done = cluster.tuneadvisor(tmp_path, "tune", "--job", "train.sbatch")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "invalid partition" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py", "train.sbatch"]

@@ -9,6 +9,7 @@ steps and ends the program after the trial's steps (``job_array``)."""
 from __future__ import annotations
 
 import hashlib
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -140,8 +141,12 @@ def tune_job(
     name = f"tune-{job_path.stem}"[:64]
     write_atomic(array, array_script(read.job, plan, folder, name).encode())
     chdir = str(job_path.parent)
-    estimate = client.test_only(array, chdir=chdir)  # refused here, nothing submitted
-    job_id = client.submit(array, chdir=chdir)
+    try:  # a script sbatch refuses is refused here: nothing submitted, nothing left
+        estimate = client.test_only(array, chdir=chdir)
+        job_id = client.submit(array, chdir=chdir)
+    except InputError:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     _wait(client, job_id, plan.tasks, request, progress, estimate)
     tasks = tuple(
         read_task(folder, i, grid.settings[plan.setting_of(i)]) for i in range(plan.tasks)
