@@ -68,16 +68,17 @@ def _why(log: Path) -> str:
 
 
 def pooled(tasks: Sequence[TaskResult]) -> Rate | None:
-    """Each repeat's median over its windows; the setting's median over its repeats and half
-    their range relative to it (one repeat: half the range of its windows). A window slowed
-    by a neighbour's burst moves its repeat's median little; a repeat that ran slower moves
-    the spread, as it should."""
-    runs = [statistics.median(t.rates) for t in tasks if t.rates]
+    """Each repeat's median over its windows; the setting's median over its repeats. Its
+    spread, relative to that median, is the larger of half the range of the repeats' medians
+    (a repeat that ran slower) and the typical repeat's half range of its windows (steps that
+    vary within a run): repeats that agree by chance do not hide windows that do not."""
+    runs = [(statistics.median(t.rates), t.rates) for t in tasks if t.rates]
     if not runs:
         return None
-    values = runs if len(runs) > 1 else [r for t in tasks for r in t.rates]
-    median = statistics.median(runs)
-    return Rate(median, (max(values) - min(values)) / 2 / median)
+    median = statistics.median(m for m, _ in runs)
+    between = (max(m for m, _ in runs) - min(m for m, _ in runs)) / 2
+    within = statistics.median((max(r) - min(r)) / 2 for _, r in runs)
+    return Rate(median, max(between, within) / median)
 
 
 def ledger(
