@@ -91,14 +91,7 @@ def _read(request: JobTuneRequest) -> _Read:
             "the start is not known",
         )
     start = JobSetting(cores if isinstance(cores, int) else 1, workers)
-    predicted = None
-    if advice.prediction is not None:
-        setting = advice.prediction.setting
-        predicted = JobSetting(
-            int(setting.get("cpus_per_task", start.cores)),
-            int(setting.get("num_workers", start.workers)),
-        )
-    return _Read(job, gathered, start, advice.prediction if predicted else None)
+    return _Read(job, gathered, start, advice.prediction)
 
 
 def _nodes(client: SlurmClient, job: JobScript, notes: list[str]) -> tuple[int | None, int]:
