@@ -78,3 +78,27 @@ def test_without_an_output_file_the_hook_does_nothing(tmp_path: Path) -> None:
     hooked = _run(tmp_path, {"PYTHONPATH": str(HOOK)})
     assert hooked.returncode == 3 and hooked.stderr == ""
     assert not list(tmp_path.glob("*.json"))
+
+
+@pytest.mark.torch
+def test_a_tune_trial_sets_the_workers_and_ends_after_its_steps(tmp_path: Path) -> None:
+    """tune --job's trial: num_workers replaced at DataLoader.__init__, the program ended
+    cleanly (status 0, before its own end and its exit 3) after the steps, the probe written,
+    the process kept on one core; a bad value is ignored, said on stderr."""
+    out = tmp_path / "probe.json"
+    path = os.pathsep.join(p for p in (str(HOOK), os.environ.get("PYTHONPATH", "")) if p)
+    env = {"PYTHONPATH": path, "TUNEADVISOR_PROBE_OUT": str(out)}
+    trial = _run(tmp_path, {**env, "TUNEADVISOR_NUM_WORKERS": "1", "TUNEADVISOR_STEPS": "5",
+                            "TUNEADVISOR_CORES": "1"})  # fmt: skip
+    assert trial.returncode == 0, trial.stderr
+    assert "total" not in trial.stdout  # ended after 5 timed batches, not at its own end
+    probe = json.loads(out.read_text())
+    assert probe["num_workers"] == 1 and probe["cores"] == 1
+    assert probe["steps_per_window"] == 5 // 3
+    out.unlink()
+    bad = _run(
+        tmp_path, {**env, "TUNEADVISOR_NUM_WORKERS": "1; rm -rf /", "TUNEADVISOR_STEPS": "x"}
+    )
+    assert bad.returncode == 3 and "total" in bad.stdout  # as written: nothing applied
+    assert "TUNEADVISOR_NUM_WORKERS='1; rm -rf /' ignored" in bad.stderr
+    assert json.loads(out.read_text())["num_workers"] == 0

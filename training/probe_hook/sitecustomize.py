@@ -17,6 +17,13 @@ measured, the ceiling estimated as the loop's time outside the loader, and no pi
 Nothing here may break the program it watches: every part is guarded, and without
 ``TUNEADVISOR_PROBE_OUT`` nothing is patched. An existing ``sitecustomize`` further down the
 path is still run.
+
+For a trial of ``tuneadvisor tune --job`` three more variables (checked; a bad value is
+ignored with a line on stderr): ``TUNEADVISOR_NUM_WORKERS`` replaces the ``num_workers`` every
+``DataLoader`` is built with (at ``DataLoader.__init__``: the script is not edited),
+``TUNEADVISOR_STEPS`` ends the program cleanly (``SystemExit(0)``, the probe written at exit)
+once that many batches were timed, and ``TUNEADVISOR_CORES`` keeps the process (and what it
+starts) on that many of the cores it may use, as a site binding tasks to their cores would.
 """
 
 from __future__ import annotations
@@ -39,6 +46,24 @@ _SKIP = 3  # batches of each pass left out: workers starting, the first prefetch
 _WINDOWS = 3
 _timed: dict[int, dict[str, Any]] = {}  # id(loader) -> its batch size, workers and samples
 _pid = os.getpid()
+
+
+def _whole_env(name: str, least: int) -> int | None:
+    """A whole number from the environment (ASCII digits, at least ``least``), else None."""
+    text = os.environ.get(name)
+    if text is None:
+        return None
+    if text.isascii() and text.isdigit() and len(text) <= 6 and int(text) >= least:
+        return int(text)
+    print(
+        f"tuneadvisor probe: {name}={text!r} ignored (a whole number >= {least})", file=sys.stderr
+    )
+    return None
+
+
+_WORKERS = _whole_env("TUNEADVISOR_NUM_WORKERS", 0)
+_STEPS = _whole_env("TUNEADVISOR_STEPS", _WINDOWS)
+_CORES = _whole_env("TUNEADVISOR_CORES", 1)
 
 
 class _Timed:
@@ -66,6 +91,8 @@ class _Timed:
         self._seen += 1
         if self._seen > _SKIP and self._last_end is not None:
             self._record["samples"].append((end - start, start - self._last_end))
+            if _STEPS is not None and len(self._record["samples"]) >= _STEPS:
+                raise SystemExit(0)  # the trial's steps are measured: atexit writes the probe
         self._last_end = end
         return batch
 
@@ -86,6 +113,28 @@ def _patch(module: ModuleType) -> None:
             return inner
 
     loader_class.__iter__ = __iter__
+    if _WORKERS is not None:
+        _patch_init(loader_class, _WORKERS)
+
+
+def _patch_init(loader_class: Any, workers: int) -> None:
+    """Every DataLoader built with ``workers`` workers, whatever the script wrote."""
+    original = loader_class.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            if len(args) > 5:  # dataset, batch_size, shuffle, sampler, batch_sampler, num_workers
+                args = (*args[:5], workers, *args[6:])
+            else:
+                kwargs["num_workers"] = workers
+            if workers == 0:  # what DataLoader refuses without workers
+                kwargs.pop("prefetch_factor", None)
+                kwargs["persistent_workers"] = False
+        except Exception:
+            pass
+        original(self, *args, **kwargs)
+
+    loader_class.__init__ = __init__
 
 
 class _Finder(importlib.abc.MetaPathFinder):
@@ -145,6 +194,7 @@ def _write() -> None:
         "kind": "tuneadvisor-probe",
         "schema": 1,
         "source": "probe_hook",
+        "host": os.uname().nodename if hasattr(os, "uname") else "",
         "script": sys.argv[0] if sys.argv else "",
         "batch_size": record["batch_size"] or 1,
         "num_workers": record["workers"],
@@ -174,6 +224,9 @@ def _chain() -> None:
         spec.loader.exec_module(module)
 
 
+if _OUT and _CORES is not None and hasattr(os, "sched_setaffinity"):
+    with contextlib.suppress(Exception):  # before torch starts its threads
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:_CORES])
 if _OUT:
     try:
         sys.meta_path.insert(0, _Finder())

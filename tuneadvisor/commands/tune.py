@@ -22,22 +22,30 @@ HELP = "short trials over the knobs; writes the winning job"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", metavar="NAME", help="bundled script to tune")
+    parser.add_argument(
+        "name", metavar="NAME", nargs="?", help="bundled script to tune (or --job JOBSCRIPT)"
+    )
     add_settings_arguments(parser)
     tune = parser.add_argument_group("trials")
     tune.add_argument(
-        "--budget", type=seconds, default=300.0, metavar="S", help="time budget (default: 300 s)"
+        "--budget",
+        type=seconds,
+        metavar="S",
+        help="time budget (default: 300 s; with --job, the wait for the array: 1800 s)",
     )
     tune.add_argument(
-        "--steps", type=int, default=10, metavar="N", help="measured steps per trial (default: 10)"
+        "--steps",
+        type=int,
+        metavar="N",
+        help="measured steps per trial (default: 10), with --job 30",
     )
     tune.add_argument(
         "--warmup", type=int, default=3, metavar="N", help="warm-up steps per trial (default: 3)"
     )
     tune.add_argument(
-        "--repeats", type=int, default=1, metavar="N",
-        help="repeats per trial (default: 1; with one, a trial's spread is that of its "
-        "steps after the warm-up, and no setting has a spread over repeats)",
+        "--repeats", type=int, metavar="N",
+        help="repeats per trial (default: 1; with --job 2, interleaved; with one, a trial's "
+        "spread is that of its steps after the warm-up, and no setting has a spread over repeats)",
     )  # fmt: skip
     tune.add_argument(
         "--min-gain", type=finite, default=5.0, metavar="PCT",
@@ -56,7 +64,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cores to try up to (default: the cores this process may use)",
     )
     parser.add_argument(
-        "-o", "--output", metavar="JOB", help="winning job script (default: in the tune folder)"
+        "-o", "--output", metavar="JOB",
+        help="winning job script (default: in the tune folder; with --job, JOB.tuned.sbatch)",
+    )  # fmt: skip
+    own = parser.add_argument_group("your own job (on its cluster, as one Slurm job array)")
+    own.add_argument(
+        "--job", metavar="JOBSCRIPT",
+        help="tune this job script and the training script it runs, unedited: one job array "
+        "of short trials (the prediction's setting and its neighbours)",
+    )  # fmt: skip
+    own.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="the ledger's form (default: text)",
+    )
+    own.add_argument(
+        "--submit-winner", action="store_true", help="submit the winning job script with sbatch"
+    )
+    own.add_argument("--force", action="store_true", help="overwrite -o when it exists")
+    own.add_argument(
+        "--spread",
+        action="store_true",
+        help="run trials side by side, one per node of the partition (each node --exclusive), "
+        "not one at a time",
     )
 
 
@@ -65,17 +96,22 @@ def tune_request(args: argparse.Namespace) -> TuneRequest:
     one InputError line."""
     from tuneadvisor.tune.tuner import STAGES, TuneOptions, TuneRequest
 
+    if args.name is None:
+        raise InputError(None, "tune: give a bundled script's NAME, or --job JOBSCRIPT")
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         raise InputError(None, f"--stages: unknown stage {unknown[0]!r}")
-    if args.steps < 1 or args.warmup < 0 or args.repeats < 1:
+    budget = 300.0 if args.budget is None else args.budget
+    steps = 10 if args.steps is None else args.steps
+    repeats = 1 if args.repeats is None else args.repeats
+    if steps < 1 or args.warmup < 0 or repeats < 1:
         raise InputError(None, "--steps and --repeats must be at least 1, --warmup 0 or more")
     options = TuneOptions(
-        budget_s=args.budget,
+        budget_s=budget,
         warmup_steps=args.warmup,
-        measure_steps=args.steps,
-        repeats=args.repeats,
+        measure_steps=steps,
+        repeats=repeats,
         min_gain=args.min_gain / 100.0,
         stages=stages,
         max_cores=args.max_cores,
@@ -84,6 +120,10 @@ def tune_request(args: argparse.Namespace) -> TuneRequest:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.job is not None:
+        from tuneadvisor.commands.tune_job import run_job
+
+        return run_job(args)
     from dataclasses import replace
 
     from rich.console import Console

@@ -47,6 +47,7 @@ from tuneadvisor.slurm.client.squeue import QueuedJob, SqueueError, parse_squeue
 _Parsed = TypeVar("_Parsed")
 
 _JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+)?")
+_TEST_ONLY = re.compile(r"to start at (\S{1,64}) using [0-9]{1,9} processors on nodes (\S{1,256})")
 _SUBMITTED = re.compile(r"([0-9]+)(?:;\S+)?")
 _FORGOTTEN = ("Invalid job id", "No steps running", "does not exist", "not found")
 _NO_STEPS_HERE = ("There are no steps", "does not exist", "Invalid job id")
@@ -141,6 +142,35 @@ class SlurmClient:
         if match is None:
             raise SlurmError(doing, f"sbatch printed no job id: {out!r}")
         return match.group(1)
+
+    def test_only(self, script: Path, *, chdir: str | None = None) -> str:
+        """``sbatch --test-only``: when and where the scheduler would start ``script``
+        ("starts 2026-12-06T06:38:27 on vm"; "" when sbatch did not say);
+        a script sbatch refuses is a SlurmError with its words."""
+        name = str(script) if script.is_absolute() else f"./{script}"
+        args = ["--test-only", *([f"--chdir={chdir}"] if chdir else []), name]
+        doing = f"asking when {script} would start"
+        done = self._run(doing, "sbatch", args)
+        if done.returncode != 0:
+            raise SlurmError(doing, _said(done, "sbatch"))
+        said = [_TEST_ONLY.search(line) for line in done.stderr.splitlines()]
+        found = [m for m in said if m is not None]
+        return f"starts {found[-1][1]} on {found[-1][2]}" if found else ""
+
+    def cancel(self, job_id: str) -> None:
+        """``scancel JOBID`` (an array: its tasks left)."""
+        self._output(f"cancelling job {check_job_id(job_id)}", "scancel", [job_id])
+
+    def array_states(self, job_id: str) -> tuple[str, ...]:
+        """The state of each task of array ``job_id`` still in the queue (PENDING, RUNNING,
+        ...), one per task (``squeue -r``); the tasks that ended are not listed."""
+        doing = f"reading the tasks of array {check_job_id(job_id)}"
+        done = self._run(doing, "squeue", ["-h", "-r", "-j", job_id, "-o", "%T"])
+        if done.returncode != 0:
+            if "invalid job id" in done.stderr.lower():  # every task ended and was forgotten
+                return ()
+            raise SlurmError(doing, _said(done, "squeue"))
+        return tuple(line.strip() for line in done.stdout.splitlines() if line.strip())
 
     def show_job(self, job_id: str) -> JobInfo | None:
         """``scontrol show job -o ID``; None once slurmctld has forgotten the job (MinJobAge)."""

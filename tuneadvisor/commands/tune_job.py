@@ -1,0 +1,165 @@
+"""``tuneadvisor tune --job JOBSCRIPT``: the request from the arguments, the progress line on
+stderr, and the ledger (text or JSON) on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from tuneadvisor.errors import InputError
+
+if TYPE_CHECKING:
+    from tuneadvisor.tune.job_ledger import SettingResult
+    from tuneadvisor.tune.job_tune import JobTuneRequest, JobTuneResult
+
+MAX_STEPS = 100_000
+MAX_REPEATS = 20
+
+
+def job_request(args: argparse.Namespace) -> JobTuneRequest:
+    from tuneadvisor.tune.job_tune import JobTuneRequest
+
+    if args.name is not None:
+        raise InputError(None, "tune: give a bundled script's NAME or --job JOBSCRIPT, not both")
+    steps = 30 if args.steps is None else args.steps
+    repeats = 2 if args.repeats is None else args.repeats
+    if not 3 <= steps <= MAX_STEPS:
+        raise InputError(
+            None, f"--steps: from 3 to {MAX_STEPS} with --job (the probe times 3 windows)"
+        )
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise InputError(None, f"--repeats: from 1 to {MAX_REPEATS}")
+    budget = 1800.0 if args.budget is None else args.budget
+    if budget <= 0:
+        raise InputError(None, "--budget: a positive number of seconds")
+    return JobTuneRequest(
+        job=args.job, steps=steps, repeats=repeats, budget_s=budget,
+        min_gain=args.min_gain / 100.0, output=args.output, force=args.force,
+        submit_winner=args.submit_winner, spread=args.spread,
+    )  # fmt: skip
+
+
+def run_job(args: argparse.Namespace) -> int:
+    from tuneadvisor.present.terminal_safe import terminal_safe
+    from tuneadvisor.slurm.client import SlurmClient
+    from tuneadvisor.tune.job_tune import tune_job
+
+    request = job_request(args)
+
+    def progress(line: str) -> None:
+        print(terminal_safe(line), file=sys.stderr, flush=True)
+
+    result = tune_job(request, SlurmClient(), progress)
+    if args.format == "json":
+        json.dump(as_json(result), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for line in ledger_lines(result):
+            print(terminal_safe(line))
+    return 0
+
+
+def _setting(r: SettingResult) -> str:
+    return r.setting.describe()
+
+
+def _rate(r: SettingResult) -> str:
+    if r.rate is None:
+        return "failed"
+    return f"{r.rate.median:,.1f} +-{100 * r.rate.spread:.1f} %"
+
+
+def _predicted(result: JobTuneResult, r: SettingResult) -> str:
+    p = result.prediction
+    if p is None or p.samples_per_s is None or result.grid.predicted != r.setting:
+        return "-"
+    s = p.samples_per_s
+    return f"{s.low:,.0f}-{s.high:,.0f}"
+
+
+def _verdict(result: JobTuneResult, r: SettingResult) -> str:
+    if r is result.results[0]:
+        return "start (the job as written)"
+    if r.rate is None or r.verdict is None:
+        return "no measurement"
+    if r is result.best:
+        return f"{100 * r.verdict.gain:+.1f} %: kept (the winner)"
+    if r.verdict.kept:
+        return f"{100 * r.verdict.gain:+.1f} %: beyond the noise, not the fastest"
+    return r.verdict.why()
+
+
+def ledger_lines(result: JobTuneResult) -> list[str]:
+    from tuneadvisor.tune.job_tune import WORKERS_HOW
+
+    lines = [
+        f"job array {result.job_id}: {result.plan.tasks} trials of {result.plan.steps} steps "
+        f"({len(result.grid.settings)} settings x {result.plan.repeats} repeats, interleaved, "
+        + (
+            f"{result.plan.parallel} at a time, one per node: --exclusive"
+            if result.plan.parallel > 1
+            else "one at a time: %1"
+        )
+        + "); trials in "
+        + str(result.folder),
+    ]
+    if result.start_estimate:
+        lines.append(f"at submission, sbatch --test-only said: {result.start_estimate}")
+    lines.append(WORKERS_HOW)
+    for why in result.grid.left_out:
+        lines.append(f"left out: {why}")
+    rows = [("setting", "samples/s", "predicted", "node", "verdict")]
+    for r in result.results:
+        rows.append((_setting(r), _rate(r), _predicted(result, r), ",".join(r.hosts) or "-",
+                     _verdict(result, r)))  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        lines.append(
+            "  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        )
+    for task in result.tasks:
+        if task.failed:
+            lines.append(f"trial {task.task} ({task.setting.describe()}) failed: {task.failed}")
+    if result.best is None:
+        lines.append("no change beats the start beyond both spreads: nothing written")
+    else:
+        lines.append(f"winner: {result.best.setting.describe()}")
+    lines += list(result.written)
+    if result.winner_job_id:
+        lines.append(f"submitted batch job {result.winner_job_id}")
+    lines += [f"note: {n}" for n in result.notes]
+    return lines
+
+
+def as_json(result: JobTuneResult) -> dict[str, Any]:
+    trials = []
+    for task in result.tasks:
+        mine = next(r for r in result.results if r.setting == task.setting)
+        trials.append({
+            "array_task_id": task.task,
+            "setting": task.setting.as_json(),
+            "node": task.host,
+            "samples_per_s": (
+                {"median": mine.rate.median, "spread": mine.rate.spread} if mine.rate else None
+            ),
+            "task_samples_per_s": list(task.rates),
+            "predicted_samples_per_s": (
+                result.prediction.samples_per_s.as_json()
+                if result.prediction and result.prediction.samples_per_s
+                and result.grid.predicted == task.setting else None
+            ),
+            "failed": task.failed,
+        })  # fmt: skip
+    return {
+        "job_id": result.job_id,
+        "folder": str(result.folder),
+        "start": result.grid.start.as_json(),
+        "left_out": list(result.grid.left_out),
+        "start_estimate": result.start_estimate or None,
+        "trials": trials,
+        "winner": result.best.setting.as_json() if result.best else None,
+        "written": list(result.written),
+        "winner_job_id": result.winner_job_id,
+    }
