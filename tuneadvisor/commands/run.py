@@ -125,7 +125,8 @@ class ProgressView:
             accuracy = f"{100 * float(said):.1f} %" if isinstance(said, int | float) else "-"
             line = (
                 f"epoch {event.get('epoch')}: accuracy {accuracy}"
-                f", test loss {event.get('test_loss')}, {event.get('samples_per_s')} samples/s"
+                f", test loss {event.get('test_loss')}"
+                + _epoch_rate(event.get("samples_per_s"))
             )
             if self.live:
                 self.progress.console.print(line)
@@ -135,13 +136,26 @@ class ProgressView:
             self.console.print(f"{kind}: {dict(event)}", highlight=False)
 
 
+def _epoch_rate(rate: object) -> str:
+    """An epoch's own rate, named as such: the run's figure is its steady window's."""
+    if not isinstance(rate, int | float) or isinstance(rate, bool):
+        return ""
+    return f", this epoch {rate:,.1f} samples/s"
+
+
+def _step_ms(step_s: float | None) -> str:
+    if not step_s:
+        return " (after the warm-up)"
+    return f" (step {1000 * step_s:,.1f} ms, after the warm-up)"
+
+
 def print_record(console: Console, record: RunRecord) -> None:
     s = record.summary
     rate = record.samples_per_s
     console.print(
         f"[bold]{record.id}[/]: {record.status}, "
         f"{record.settings.describe()}; "
-        + (f"{rate:,.1f} samples/s (median of steps), " if rate else "")
+        + (f"{rate:,.1f} samples/s{_step_ms(record.step_s)}, " if rate else "")
         + (
             f"final accuracy {100 * s.final_accuracy:.1f} %, "
             if s.final_accuracy is not None

@@ -110,7 +110,7 @@ def throughput_table(items: Sequence[Item]) -> Table:
         run = item.run
         rate = item.samples_per_s
         speedup = _speedup(item, base)
-        step = run.summary.step_time_s_median if run else None
+        step = run.step_s if run else None  # the same steady window as samples/s
         acc = run.summary.final_accuracy if run else None
         table.add_row(
             item.label,
@@ -136,14 +136,15 @@ def _measured(m: Measure | None, scale: float, spec: str, unit: str = "") -> str
 
 def prediction_table(items: Sequence[Item]) -> Table | None:
     """Each run that recorded a prediction: the predicted range against the steady-state
-    median (after the warm-up) and its spread."""
+    figure (its steady window, after the warm-up) and its spread."""
     checked = [(i, i.predicted) for i in items if i.predicted is not None]
     if not checked:
         return None
     table = Table(
         title="Predicted against measured",
         title_justify="left",
-        caption="measured: median of the steps after the warm-up, +- half the interquartile range",
+        caption="measured: the run's figure, over the steps after the warm-up, +- half the "
+        "range of its blocks",
         caption_justify="left",
     )
     for name in ("run", "setting", "step time predicted", "measured", "samples/s predicted",
@@ -305,6 +306,7 @@ def to_json(items: Sequence[Item]) -> list[dict[str, Any]]:
                 "counted": item.counted,
                 "baseline": item is base,
                 "samples_per_s": item.samples_per_s,
+                "step_time_s": item.run.step_s if item.run else None,
                 "speedup": _speedup(item, base),
                 "settings": item.run.settings.to_json() if item.run else None,
                 "summary": _summary_json(item.run) if item.run else None,
@@ -318,8 +320,15 @@ def to_json(items: Sequence[Item]) -> list[dict[str, Any]]:
 
 
 def _summary_json(run: RunRecord) -> dict[str, Any]:
-    """As the record has it; {} for a run not measured yet."""
-    return run.measured.summary.to_json() if run.measured is not None else {}
+    """As the record has it, with the run's figures (its steady window: an older record's
+    summary had others); {} for a run not measured yet."""
+    if run.measured is None:
+        return {}
+    return {
+        **run.measured.summary.to_json(),
+        "samples_per_s": run.samples_per_s,
+        "step_time_s": run.step_s,
+    }
 
 
 def _resources_json(run: RunRecord) -> dict[str, Any]:

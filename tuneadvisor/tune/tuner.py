@@ -31,7 +31,8 @@ from tuneadvisor.relaunch.runner import RunRequest, run_local
 from tuneadvisor.relaunch.settings import Settings, render_job_script
 from tuneadvisor.relaunch.submit import launch_line
 from tuneadvisor.relaunch.watcher import tuneadvisor_command
-from tuneadvisor.runrecord.window import Window, window
+from tuneadvisor.runrecord.window import Window
+from tuneadvisor.runrecord.window import steady_window as window_of
 from tuneadvisor.tune.gain import Rate, Verdict, judge
 
 # knobs that only shape a trial; the winning job script leaves them out
@@ -134,10 +135,8 @@ class TuneResult:
 def steady_window(record: RunRecord, warmup_steps: int) -> Window | None:
     """Samples over seconds of the steps after the warm-up (the steady-state window), with
     the spread of its blocks (relaunch/window.py: not the median of per-step rates, which
-    follows the fast steps of bursty workers)."""
-    steps = record.steps
-    measured = [s for s in steps if s.step > warmup_steps] or steps[1:]
-    return window(measured)
+    follows the fast steps of bursty workers): the figure every command prints for the run."""
+    return window_of(record.steps, warmup_steps)
 
 
 def measured_rate(record: RunRecord, warmup_steps: int) -> float | None:
