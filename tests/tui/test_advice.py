@@ -70,7 +70,7 @@ async def test_findings_of_the_example_with_evidence_and_suggestions(tmp_path: P
         text = static_text(card)
         assert text.startswith("Training waits for the DataLoader\n")
         assert "\nDataLoader share of the training function (%): 80.1\n" in text
-        assert "\ncores per task of the measured run: 1 cores\n" in text
+        assert "\ncores per task of the measured run: 1 core\n" in text
         # sized in one step by the step-time model
         assert "\nsuggest  --cpus-per-task=8  num_workers=7\n" in text
         # The rationale is one paragraph for the widget to wrap, not the rule file's lines.

@@ -125,8 +125,7 @@ class ProgressView:
             accuracy = f"{100 * float(said):.1f} %" if isinstance(said, int | float) else "-"
             line = (
                 f"epoch {event.get('epoch')}: accuracy {accuracy}"
-                f", test loss {event.get('test_loss')}"
-                + _epoch_rate(event.get("samples_per_s"))
+                f", test loss {event.get('test_loss')}" + _epoch_rate(event.get("samples_per_s"))
             )
             if self.live:
                 self.progress.console.print(line)
