@@ -153,7 +153,7 @@ def print_record(console: Console, record: RunRecord) -> None:
     rate = record.samples_per_s
     console.print(
         f"[bold]{record.id}[/]: {record.status}, "
-        f"{record.settings.describe()}; "
+        f"{record.describe()}; "
         + (f"{rate:,.1f} samples/s{_step_ms(record.step_s)}, " if rate else "")
         + (
             f"final accuracy {100 * s.final_accuracy:.1f} %, "

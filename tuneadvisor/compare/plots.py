@@ -138,7 +138,7 @@ def _against(items: Sequence[tuple[str, RunRecord]], attr: str, name: str) -> Pa
             continue
         size = world_size(run)
         key = f"{run.name}, {size} rank{'s' if size != 1 else ''}"
-        x = float(getattr(run.settings, attr))
+        x = float(getattr(run.used_settings, attr))  # a run on the CPU is at 0 GPUs
         groups[key][x] = max(rate, groups[key].get(x, 0.0))
     # a line needs two settings: a world size measured at one is no line
     series = [Series(k, sorted(b), [b[x] for x in sorted(b)]) for k, b in groups.items()

@@ -114,7 +114,7 @@ def throughput_table(items: Sequence[Item]) -> Table:
         acc = run.summary.final_accuracy if run else None
         table.add_row(
             item.label,
-            run.settings.describe() if run else "(profile/recording)",
+            run.describe() if run else "(profile/recording)",
             _fmt(rate, ",.1f"),
             f"{speedup:.2f}x" if speedup is not None else "-",
             f"{1000 * step:.1f} ms" if isinstance(step, int | float) else "-",
@@ -236,7 +236,7 @@ def resources_table(items: Sequence[Item]) -> Table:
             cores + _share(mean, asked),
             _fmt(settings.mem if settings else None),
             (f"{rss:,.0f} MiB" if isinstance(rss, int | float) else "-") + _share(rss, mem_mib),
-            _fmt(settings.gpus if settings else None),
+            _fmt(run.used_settings.gpus if run else None),  # a run on the CPU had none
             f"{gpu:.0f} %" if isinstance(gpu, int | float) else "-",
             f"{samples:.0f} round{'' if samples == 1 else 's'}" if sampled and samples else "no",
         )

@@ -11,7 +11,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -247,6 +247,28 @@ class RunRecord:
         if rate is not None:
             out["run.samples_per_s"] = round(rate, 3)
         return out
+
+    @property
+    def ran_on_cpu(self) -> bool:
+        """The training said it ran on the CPU (its start event's device): a machine without
+        a GPU, whatever the settings asked for."""
+        device = self.measured.start.get("device") if self.measured is not None else None
+        return isinstance(device, str) and device.split(":")[0] == "cpu"
+
+    @property
+    def used_settings(self) -> Settings:
+        """The settings as the run had them: no GPU where it ran on the CPU (never labelled
+        or plotted at the GPUs it asked for and did not get)."""
+        if self.ran_on_cpu and self.settings.gpus:
+            return replace(self.settings, gpus=0)
+        return self.settings
+
+    def describe(self) -> str:
+        """Its settings in one short line, as the run had them."""
+        text = self.used_settings.describe()
+        if self.used_settings is not self.settings:
+            text += f", no GPU ({self.settings.gpus} asked)"
+        return text
 
     @cached_property
     def steady(self) -> Window | None:
