@@ -3,8 +3,9 @@ kind, resources requested and used, loss and accuracy per epoch."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,12 +101,18 @@ def _fmt(value: Any, spec: str = "", none: str = "-") -> str:
     return str(value)
 
 
-def throughput_table(items: Sequence[Item]) -> Table:
+def throughput_table(items: Sequence[Item], form: str | None = None) -> Table:
     base = baseline(items)
     against = f"speedup against {base.label}" if base is not None else "no completed run"
-    table = Table(title=f"Throughput ({against})", title_justify="left")
+    table = Table(
+        title=f"Throughput ({against})",
+        title_justify="left",
+        caption=f"run: the time and suffix of its id, {form}" if form else None,
+        caption_justify="left",
+    )
     for name in ("run", "settings", "samples/s", "speedup", "step time", "accuracy", "status"):
-        table.add_column(name, justify="right" if name not in ("run", "settings") else "left")
+        words = name not in ("run", "settings")  # a figure with its unit: never split
+        table.add_column(name, justify="right" if words else "left", no_wrap=words)
     for item in items:
         run = item.run
         rate = item.samples_per_s
@@ -149,7 +156,8 @@ def prediction_table(items: Sequence[Item]) -> Table | None:
     )
     for name in ("run", "setting", "step time predicted", "measured", "samples/s predicted",
                  "measured", "verdict"):  # fmt: skip
-        table.add_column(name, justify="left" if name in ("run", "setting") else "right")
+        figure = name not in ("run", "setting")  # a figure with its unit: never split
+        table.add_column(name, justify="right" if figure else "left", no_wrap=figure)
     for item, c in checked:
         p = c.prediction
         table.add_row(
@@ -192,7 +200,8 @@ def scaling_table(items: Sequence[Item]) -> Table | None:
         caption_justify="left",
     )
     for name in ("setting", "ranks", "nodes", "run", "samples/s", "speedup", "efficiency"):
-        table.add_column(name, justify="left" if name in ("setting", "run") else "right")
+        figure = name not in ("setting", "run")
+        table.add_column(name, justify="right" if figure else "left", no_wrap=figure)
     for p in points:
         table.add_row(p.group, str(p.world_size), str(p.nodes), p.run, f"{p.samples_per_s:,.1f}",
                       f"{p.speedup:.2f}x", f"{100 * p.efficiency:.0f} %")  # fmt: skip
@@ -215,7 +224,12 @@ def resources_table(items: Sequence[Item]) -> Table:
     )
     for name in ("run", "tasks", "cores asked", "cores used", "mem asked", "peak RSS", "gpus",
                  "gpu util", "sampled"):  # fmt: skip
-        table.add_column(name, justify="left" if name == "run" else "right")
+        # the figures never split from their units; a two-word heading takes two lines
+        table.add_column(
+            name.replace(" ", "\n") if name != "run" else name,
+            justify="left" if name == "run" else "right",
+            no_wrap=name != "run",
+        )
     for item in items:
         run = item.run
         settings = run.settings if run else None
@@ -284,8 +298,37 @@ def epochs_table(items: Sequence[Item]) -> Table | None:
     return table
 
 
+# a run id as `run` names its folder: date-time-name-suffix
+_RUN_ID = re.compile(r"^(\d{8})-(\d{6})-(.+)-([0-9a-f]{4})$")
+
+
+def short_labels(labels: Sequence[str]) -> tuple[list[str], str | None]:
+    """Run ids less the parts all of them share (their date, their script's name), so that a
+    narrow table shows what tells them apart and never cuts each to the same
+    ``20261206…``; with the form of the id they stand for (None: shown whole)."""
+    found = [_RUN_ID.match(label) for label in labels]
+    if len(labels) < 2 or not all(found):
+        return list(labels), None
+    parts = [m.groups() for m in found if m]
+    same_date = len({p[0] for p in parts}) == 1
+    same_name = len({p[2] for p in parts}) == 1
+    if not (same_date or same_name):
+        return list(labels), None
+    dropped = {0} if same_date else set()
+    dropped |= {2} if same_name else set()
+    shown = ["-".join(x for i, x in enumerate(p) if i not in dropped) for p in parts]
+    if len(set(shown)) < len(shown):
+        return list(labels), None
+    date = parts[0][0] if same_date else "DATE"
+    name = parts[0][2] if same_name else "NAME"
+    return shown, f"{date}-TIME-{name}-SUFFIX"
+
+
 def tables(items: Sequence[Item]) -> list[Table]:
-    out = [throughput_table(items), resources_table(items)]
+    shown, form = short_labels([i.label for i in items])
+    if form is not None:
+        items = [replace(i, label=label) for i, label in zip(items, shown, strict=True)]
+    out = [throughput_table(items, form), resources_table(items)]
     more = (prediction_table(items), scaling_table(items), kinds_table(items), epochs_table(items))
     for extra in more:
         if extra is not None:
