@@ -7,8 +7,8 @@ each on the tuner's clock."""
 from __future__ import annotations
 
 import io
-import re
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
