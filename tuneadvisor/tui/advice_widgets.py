@@ -54,10 +54,9 @@ class AdviceBar(Static):
             return
         self.add_class(f"-{top.severity.value}")
         more = len(advice.findings) - 1
-        rest = f" · {more} more" if more else ""
-        self.update(
-            Text(f"{top.severity.value} {top.id}: {top.title}{rest} · press 2 for findings")
-        )
+        # what to press before the title: on a narrow screen the line is cut at its end
+        keys = f"{more} more, press 2" if more else "press 2"
+        self.update(Text(f"{top.severity.value} {top.id} ({keys}): {top.title}"))
 
 
 class FindingCard(Static, can_focus=True):

@@ -143,7 +143,7 @@ class MainScreen(Screen[None]):
             with TabPane("Profile", id="profile"):
                 yield AdviceBar(id="advice-bar")
                 if self.analysis is None:
-                    yield Static("no profile given (tuneadvisor open PROFILE.lprof)", id="empty")
+                    yield Static(self._no_profile_text(), id="empty")
                 else:
                     with Horizontal(id="top"):
                         with Vertical(id="left"):
@@ -167,6 +167,15 @@ class MainScreen(Screen[None]):
                 with TabPane("Steps", id="steps"):
                     yield StepsPane(workspace.traces, id="steps-pane")
         yield Footer()
+
+    def _no_profile_text(self) -> str:
+        """What the Profile tab says without a line profile: a trace's steps are elsewhere."""
+        if self.workspace.traces is not None:
+            return (
+                "no line profile: these are torch.profiler traces, whose steps are on the "
+                "Steps tab (4); a line profile is kernprof's (tuneadvisor open PROFILE.lprof)"
+            )
+        return "no profile given (tuneadvisor open PROFILE.lprof)"
 
     def on_mount(self) -> None:
         self._populate()
@@ -340,8 +349,6 @@ class MainScreen(Screen[None]):
             traces = self.workspace.traces
             on_steps = self._tabs.active == "steps"
             return on_steps and traces is not None and len(traces.ranks) > 1
-        if action == "show_tab" and parameters == ("steps",):
-            return self.workspace.traces is not None
         if action == "apply":
             return self._can_apply() and self._tabs.active == "job"
         return True
@@ -394,7 +401,13 @@ class MainScreen(Screen[None]):
 
     def action_show_tab(self, tab: str) -> None:
         if tab == "steps" and self.workspace.traces is None:
-            return  # no trace given: no Steps tab
+            # no trace given: no Steps tab, said rather than a key that does nothing
+            self.notify(
+                "no Steps tab: it shows torch.profiler traces (tuneadvisor open TRACE.json, "
+                "or run --profile torch)",
+                timeout=4,
+            )
+            return
         self._tabs.active = tab
         # Move focus into the shown pane (a focused widget in a hidden pane would switch
         # the tabs back).
