@@ -69,6 +69,16 @@ ZOOMS: tuple[float | None, ...] = (30.0, 60.0, 300.0, 900.0, 3600.0, None)  # No
 REPLAY_ACTIONS = frozenset({"faster", "slower", "to_end", "restart"})
 SESSION_WORKER = "watch-session"
 OUTPUT_POLL_S = 0.25  # how often the output pane looks for new lines
+# the bundled scripts' "TUNEADVISOR {json}" progress records: half the output, for `run`
+RECORDS_HIDDEN = "(the training's TUNEADVISOR {json} progress records are not shown here)"
+
+
+def is_progress_record(line: str) -> bool:
+    from tuneadvisor.relaunch.measurements import parse_event
+
+    return parse_event(line) is not None
+
+
 STOP_KILL_S = 10.0  # "stop it": SIGTERM, then SIGKILL if it has not ended by then
 WIDE = 160  # columns from which the processes and the output sit side by side
 
@@ -130,6 +140,7 @@ class WatchApp(App[int]):
         self._end_shown: tuple[str, str] | None = None  # (title, body) on the end panel
         self._stop_sent: float | None = None  # "stop it" answered: when SIGTERM went
         self._output_count = 0  # output lines already in the pane
+        self._records_hidden = False  # the note on the hidden progress records is shown
         self._output_follow = True  # the pane shows the newest line (not scrolled up)
         self._output_scrolled_to = 0.0  # where the pane was left at the last poll
         self.replay = source if isinstance(source, ReplaySession) else None
@@ -268,6 +279,11 @@ class WatchApp(App[int]):
             where = f" (all of them in {program.log_path})" if program and program.log_path else ""
             log.write(Text(f"… {new.skipped} lines not shown{where}", "italic"), scroll_end=False)
         for line in new.lines:
+            if is_progress_record(line):  # machine-readable: the lines beside it say it
+                if not self._records_hidden:
+                    self._records_hidden = True
+                    log.write(Text(RECORDS_HIDDEN, "italic"), scroll_end=False)
+                continue
             log.write(output_text(line), scroll_end=False)
         if self._output_follow and log.scroll_y < log.max_scroll_y:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
