@@ -6,6 +6,7 @@ each on the tuner's clock."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -142,7 +143,7 @@ def test_the_trials_table_at_100_columns_keeps_each_figure_with_its_unit(
     # the settings as long as a report's: 8 cpu, 1 gpu, workers 7, batch 128, amp, input high
     long = Settings(cpus_per_task=8, gpus=1, knobs={"num_workers": 7, "batch_size": 128,
                     "amp": True, "input_cost": "high"})  # fmt: skip
-    result.trials = [tune_mod.replace(t, settings=long) for t in result.trials]
+    result.trials = [dataclasses.replace(t, settings=long) for t in result.trials]
     console = Console(file=io.StringIO(), width=100, color_system=None)
     _print_result(console, "mnist_single", result)
     out = console.file.getvalue()  # type: ignore[attr-defined]
