@@ -478,3 +478,20 @@ def test_open_of_a_job_script_as_the_profile_is_one_line_before_the_screen(
         f"tuneadvisor: {job}: a Slurm job script (#! and #SBATCH lines), not a profile: "
         "pass it with --job\n"
     )
+
+
+@async_test
+async def test_tab_never_stops_on_time_by_kind(tmp_path: Path) -> None:
+    """Issue 33 §4: Tab stopped on the "Time by kind" summary, where `/` filters the
+    functions table instead; Tab goes between the tables only."""
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        seen = set()
+        for _ in range(6):
+            await pilot.press("tab")
+            focused = app.focused
+            seen.add(focused.id if focused is not None else None)
+        assert "side" not in seen and "summary" not in seen
+        assert {"functions", "lines"} <= seen
+        assert screen.query_one("#side").can_focus is False

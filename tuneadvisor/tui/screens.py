@@ -149,7 +149,8 @@ class MainScreen(Screen[None]):
                         with Vertical(id="left"):
                             yield FunctionsTable(id="functions")
                             yield PartsTable(id="parts")
-                        with VerticalScroll(id="side"):
+                        # not a Tab stop: `/` there would filter the functions, not it
+                        with VerticalScroll(id="side", can_focus=False):
                             yield KindSummary(id="summary")
                     yield SourceNote(id="source-note")
                     yield LinesTable(id="lines")

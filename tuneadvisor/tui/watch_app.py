@@ -299,8 +299,8 @@ class WatchApp(App[int]):
         """Playback keys only in a replay; marking only live (a recording has its marks)."""
         if action in REPLAY_ACTIONS:
             return self.replay is not None
-        if action == "mark":
-            return self.replay is None and not self.ended
+        if action == "mark":  # a replay says what m does rather than nothing
+            return self.replay is not None or not self.ended
         if action == "toggle_output":
             return self.live.output is not None
         return True
@@ -382,6 +382,13 @@ class WatchApp(App[int]):
             self.refresh_view(force=True)
 
     def action_mark(self) -> None:
+        if self.replay is not None:  # a recording is as it was: its own marks, none added
+            self.notify(
+                "m marks a moment while watching live; a replay shows the recording's own "
+                "marks (the Marks line)",
+                timeout=5,
+            )
+            return
         self.marks += 1
         label = f"mark {self.marks}"
         self.source.mark(label)
