@@ -233,8 +233,11 @@ class _Prefixed:
             return
         body = line[1:]
         body.overflow = "fold"
-        for row in body.wrap(console, max(1, options.max_width - 1), overflow="fold"):
-            yield Text.assemble(line[:1], row, no_wrap=True)
+        # a continued row is the marker and a space: "-" before a row that begins
+        # "--max-steps" read as "---max-steps" (issue 33 §4)
+        rows = body.wrap(console, max(1, options.max_width - 2), overflow="fold")
+        for n, row in enumerate(rows):
+            yield Text.assemble(line[:1], " " if n else "", row, no_wrap=True)
 
 
 class DiffView(Static):

@@ -39,7 +39,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.driver import Driver
-from textual.events import Resize
+from textual.events import Key, Resize
 from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Footer, Header, RichLog, Static
@@ -299,8 +299,8 @@ class WatchApp(App[int]):
         """Playback keys only in a replay; marking only live (a recording has its marks)."""
         if action in REPLAY_ACTIONS:
             return self.replay is not None
-        if action == "mark":  # a replay says what m does rather than nothing
-            return self.replay is not None or not self.ended
+        if action == "mark":  # a replay answers m in on_key (no footer room for it there)
+            return self.replay is None and not self.ended
         if action == "toggle_output":
             return self.live.output is not None
         return True
@@ -381,14 +381,18 @@ class WatchApp(App[int]):
             self.gpu_index = (self.gpu_index + 1) % len(self._gpu_keys)
             self.refresh_view(force=True)
 
-    def action_mark(self) -> None:
-        if self.replay is not None:  # a recording is as it was: its own marks, none added
+    def on_key(self, event: Key) -> None:
+        """``m`` in a replay: not silently nothing (the README documents it), a word on
+        what marks are; a recording is as it was, with its own marks and none added."""
+        if event.key == "m" and self.replay is not None:
+            event.stop()
             self.notify(
                 "m marks a moment while watching live; a replay shows the recording's own "
                 "marks (the Marks line)",
                 timeout=5,
             )
-            return
+
+    def action_mark(self) -> None:
         self.marks += 1
         label = f"mark {self.marks}"
         self.source.mark(label)
