@@ -495,3 +495,16 @@ async def test_tab_never_stops_on_time_by_kind(tmp_path: Path) -> None:
         assert "side" not in seen and "summary" not in seen
         assert {"functions", "lines"} <= seen
         assert screen.query_one("#side").can_focus is False
+
+
+@async_test
+async def test_the_search_prompt_is_not_under_a_toast(tmp_path: Path) -> None:
+    """Issue 33 §4: the "Written" toast covered the search prompt opened after it."""
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        app.notify("Written: mnist.tuned.sbatch", timeout=30)
+        await wait_for(pilot, lambda: len(app._notifications) == 1)
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: len(app._notifications) == 0)
+        assert app.screen.query_one("#search").display

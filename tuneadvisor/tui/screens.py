@@ -364,6 +364,8 @@ class MainScreen(Screen[None]):
         target = self.last_table
         self.search_target = target
         value = self.function_query if target == "functions" else self.line_query
+        # a toast ("Written ...") sits where the prompt opens: the prompt is what matters now
+        self.app.clear_notifications()
         self.query_one(SearchBar).open(target, value)
 
     def action_clear_search(self) -> None:
