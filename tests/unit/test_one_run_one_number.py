@@ -148,3 +148,16 @@ def test_the_figure_is_one_for_any_steps(tmp_path_factory: Any, times: list[floa
     assert rate is not None
     for face, (r, _) in figures.items():
         assert r is not None and abs(r - rate) <= 1e-3 * rate, face
+
+
+def test_the_progress_bar_fits_100_columns_and_names_its_rate() -> None:
+    """Issue 33 §4: the bar was cut at 100 columns; its rate is the last logged step's."""
+    console = Console(width=100, file=StringIO(), force_terminal=True, color_system=None)
+    view = ProgressView(console, "mnist_single", Settings(), live=True)
+    view.progress.update(view.task, total=1400, completed=321, rate="1,234", loss="2.3012")
+    table = view.progress.make_tasks_table(view.progress.tasks)
+    (line,) = console.render_lines(table, console.options)
+    text = "".join(segment.text for segment in line).rstrip()
+    assert len(text) <= 100 and "…" not in text
+    assert "321/1400 steps · last 1,234 samples/s · loss 2.3012" in text
+    assert text.endswith("-:--:--")  # the time left, whole

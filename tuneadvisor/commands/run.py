@@ -79,19 +79,20 @@ class ProgressView:
             MofNCompleteColumn,
             Progress,
             TextColumn,
-            TimeElapsedColumn,
             TimeRemainingColumn,
         )
+        from rich.table import Column
 
         self.console = console
         self.settings = settings
         self.live = live
+        # fits 100 columns: the name, a short bar, and the last logged step's rate named as
+        # such (the run's own figure is its steady window's, in its last line)
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
+            TextColumn("[bold]{task.description}", table_column=Column(max_width=24)),
+            BarColumn(bar_width=20),
             MofNCompleteColumn(),
-            TextColumn("steps  {task.fields[rate]} samples/s  loss {task.fields[loss]}"),
-            TimeElapsedColumn(),
+            TextColumn("steps · last {task.fields[rate]} samples/s · loss {task.fields[loss]}"),
             TimeRemainingColumn(),
             console=console,
             transient=False,
@@ -249,7 +250,9 @@ def run(args: argparse.Namespace) -> int:
         return _submit(req, args.wait, console)
     live = not args.no_progress and console.is_terminal
     label = request.label or f"{req.spec.name} ({req.settings.describe()})"
-    with ProgressView(console, label, req.settings, live) as view:
+    if live:  # the settings once above the bar: in it they cut the bar at 100 columns
+        console.print(label, highlight=False, soft_wrap=True)
+    with ProgressView(console, request.label or req.spec.name, req.settings, live) as view:
         record = run_local(req, on_event=view)
     print_record(Console(), record)
     if record.interrupted:
