@@ -217,8 +217,8 @@ async def test_s_changes_the_order(tmp_path: Path) -> None:
         await pilot.pause()
         assert function_names(screen) == ["train()", "test()"]
 
-        # Lines pane (tab: the kinds panel, then the lines): line -> time -> hits -> line.
-        await pilot.press("tab", "tab")
+        # Lines pane (tab: straight to the lines, not the kinds panel): line -> time -> hits
+        await pilot.press("tab")
         await pilot.pause()
         assert app.focused is screen.query_one(LinesTable)
         await pilot.press("s")
@@ -478,3 +478,33 @@ def test_open_of_a_job_script_as_the_profile_is_one_line_before_the_screen(
         f"tuneadvisor: {job}: a Slurm job script (#! and #SBATCH lines), not a profile: "
         "pass it with --job\n"
     )
+
+
+@async_test
+async def test_tab_never_stops_on_time_by_kind(tmp_path: Path) -> None:
+    """Issue 33 §4: Tab stopped on the "Time by kind" summary, where `/` filters the
+    functions table instead; Tab goes between the tables only."""
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_loaded(pilot)
+        seen = set()
+        for _ in range(6):
+            await pilot.press("tab")
+            focused = app.focused
+            seen.add(focused.id if focused is not None else None)
+        assert "side" not in seen and "summary" not in seen
+        assert {"functions", "lines"} <= seen
+        assert screen.query_one("#side").can_focus is False
+
+
+@async_test
+async def test_the_search_prompt_is_not_under_a_toast(tmp_path: Path) -> None:
+    """Issue 33 §4: the "Written" toast covered the search prompt opened after it."""
+    app = make_app(mnist_workspace(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        app.notify("Written: mnist.tuned.sbatch", timeout=30)
+        await wait_for(pilot, lambda: len(app._notifications) == 1)
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: len(app._notifications) == 0)
+        assert app.screen.query_one("#search").display

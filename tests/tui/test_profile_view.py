@@ -54,6 +54,12 @@ def test_the_lines_status_says_which_filter_empties_the_table(tmp_path: Path) ->
     assert function is not None
     assert lines_status(view, function, 0) == "/zzz · no lines match"
     assert lines_status(replace(view, line_query=""), function, 3).endswith("timed lines")
+    # a filter that shows one line says so, not the function's whole count (issue 33 §4)
+    total = len(function.lines)
+    assert total > 1
+    assert lines_status(replace(view, line_query="loader"), function, 1) == (
+        f"/loader · 1 of {total} timed lines"
+    )
 
 
 def test_the_quick_stage_says_nothing_about_the_source_yet(tmp_path: Path) -> None:

@@ -158,6 +158,9 @@ async def test_wrapped_rows_of_a_changed_line_keep_their_prefix(
         assert sum(row[:1] in "-+" for row in rows) >= len(changed)
         if size == (100, 30):  # the launch line is longer than the pane: its rows wrap
             assert sum(row[:1] in "-+" for row in rows) > len(changed)
+        # a continued row is its marker and a space, never "---..." or "+++..." inside a hunk
+        body = rows[2:]  # after the ---/+++ headers
+        assert not any(row.startswith(("---", "+++")) for row in body), rows
 
 
 @async_test

@@ -151,6 +151,19 @@ async def test_a_workspace_without_traces_has_no_steps_tab(tmp_path: Path) -> No
         ]  # fmt: skip
         await pilot.press("4")
         assert screen.query_one(TabbedContent).active == "profile"
+        # not silently nothing: the key says why there is no Steps tab
+        await wait_for(pilot, lambda: any("no Steps tab" in str(n.message)
+                                          for n in app._notifications))  # fmt: skip
+
+
+@async_test
+async def test_a_trace_alone_says_where_its_steps_are_on_the_profile_tab() -> None:
+    app = make_app(_traced(cpu_only()))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await wait_loaded(pilot)
+        await pilot.press("1")
+        said = " ".join(static_text(screen.query_one("#empty", Static)).split())
+        assert "Steps tab (4)" in said and "no profile given" not in said
 
 
 @async_test

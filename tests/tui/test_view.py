@@ -153,7 +153,7 @@ def test_findings_grouped_by_cause_and_the_top_one_by_severity() -> None:
 
 
 def test_evidence_and_suggestions_as_the_report_writes_them() -> None:
-    assert evidence_text(Evidence("cores requested", 1, "cores")) == ("cores requested", "1 cores")
+    assert evidence_text(Evidence("cores requested", 1, "cores")) == ("cores requested", "1 core")
     assert evidence_text(Evidence("share", 80.1, "fraction")) == ("share", "80.1")
     assert format_value(0.5, "GiB") == "0.5 GiB"
     suggest = Suggestion(sbatch={"cpus-per-task": 4}, script={"num_workers": 3}, env={"X": 1})

@@ -377,6 +377,29 @@ async def test_the_programs_output_goes_to_its_pane_as_it_comes() -> None:
 
 
 @async_test
+async def test_the_trainings_progress_records_stay_out_of_the_pane() -> None:
+    """Issue 33 §4: half the pane was ``TUNEADVISOR {json}`` records; the readable lines
+    beside them stay, the records are said once to be left out."""
+    s, sampler = quiet_session()
+    program = FakeProgram()
+    program.output.feed(
+        'TUNEADVISOR {"event": "start", "script": "mnist_single"}\n'
+        "Train Epoch: 1 [0/3000 (0%)]\tLoss: 2.299602\n"
+        'TUNEADVISOR {"event": "step", "step": 1, "samples_per_s": 29.27}\n'
+        "TUNEADVISOR not json: a line of the program's own\n"
+    )
+    app = WatchApp(s, run=live_run(program))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until_app(pilot, lambda: len(pane_lines(app)) == 3, "the lines")
+        lines = pane_lines(app)
+        assert lines[0].startswith("(the training's TUNEADVISOR {json} progress records")
+        assert lines[1].startswith("Train Epoch: 1") and lines[1].endswith("Loss: 2.299602")
+        assert lines[2] == "TUNEADVISOR not json: a line of the program's own"
+        assert not any('"event"' in line for line in lines)
+        sampler.gate.set()
+
+
+@async_test
 async def test_wide_the_output_is_beside_the_processes() -> None:
     s, sampler = quiet_session()
     app = WatchApp(s, run=live_run(FakeProgram()))

@@ -194,6 +194,10 @@ async def test_speed_keys_end_and_restart() -> None:
         assert total == len(parse_recording(FIXTURE.read_text()).snapshots)
         assert "end of recording, 10.0 s" in shown(app)
         assert shown(app, "#marks") == "Marks: 4.5 s warm-up done"  # the recorded mark
+        await pilot.press("m")  # not silently nothing (the README documents m)
+        await until(pilot, lambda: any("marks a moment while watching live" in str(n.message)
+                                       for n in app._notifications), "m's answer")  # fmt: skip
+        assert shown(app, "#marks") == "Marks: 4.5 s warm-up done"  # no mark added
         for _ in SPEEDS:
             await pilot.press("left_square_bracket")
         assert session.speed == SPEEDS[0]

@@ -19,7 +19,8 @@ LABELS = ["mnist_single-1", "mnist_single-2 w4", "mnist_single-3 amp"]
 
 def bars(values: list[float], labels: list[str]) -> Panel:
     series = Series("samples/s", [float(i) for i in range(len(values))], values)
-    return Panel("Throughput per run (median of steps)", "samples/s", "", [series], "bars", labels)
+    title = "Throughput per run (steps after the warm-up)"
+    return Panel(title, "samples/s", "", [series], "bars", labels)
 
 
 def loss_panel() -> Panel:

@@ -29,7 +29,7 @@ def _run(folder: Path, name: str, status: str, rate: float, ranks: int = 1, cpus
         "label": name, "status": status, "launcher": "srun",
         "settings": Settings(ntasks=ranks, cpus_per_task=cpus).to_json(),
         "start": {"world_size": ranks, "train_samples": 512, "batch_size": 32},
-        "summary": {"samples_per_s_median": rate}, "steps": steps,
+        "summary": {"samples_per_s": rate}, "steps": steps,
         "paths": {"profiles": [], "metrics": []},
     }  # fmt: skip
     run = folder / name

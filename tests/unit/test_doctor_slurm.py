@@ -105,7 +105,9 @@ def test_a_node_without_slurm_configuration_says_slurms_reason(fake: FakeSlurm) 
             check.value
             == f"{fake.bin}/{cmd}: {cmd}: fatal: Could not establish a configuration source"
         )
-        assert check.fix
+        # no configuration: slurmctld was never asked, so it is not said not to answer
+        assert check.fix and "slurm.conf not found" in check.fix
+        assert "does not answer" not in check.fix
 
 
 def test_slurmctld_down(fake: FakeSlurm) -> None:
@@ -118,6 +120,7 @@ def test_slurmctld_down(fake: FakeSlurm) -> None:
     check = checked(fake)["slurm.scontrol"]
     assert check.status == "failed"
     assert check.value.endswith("Slurmctld(primary) at head01 is DOWN")
+    assert check.fix is not None and "slurmctld does not answer" in check.fix
 
 
 def test_accounting_disabled(fake: FakeSlurm) -> None:

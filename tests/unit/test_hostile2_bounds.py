@@ -223,7 +223,7 @@ def _run_record(folder: Path, name: str, steps: int) -> Path:
         "label": name, "status": "completed", "launcher": "python",
         "settings": Settings().to_json(),
         "start": {"batch_size": 64, "train_samples": 60000},
-        "summary": {"samples_per_s_median": 100.0},
+        "summary": {"samples_per_s": 100.0},
         "steps": [{"event": "step", "epoch": 1, "step": i, "step_time_s": 0.1,
                    "samples_per_s": 640.0} for i in range(1, steps + 1)],
         "paths": {"profiles": [], "metrics": []},

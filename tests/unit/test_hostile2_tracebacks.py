@@ -76,7 +76,7 @@ def run_record(**change: Any) -> str:
         "status": "completed", "launcher": "srun",
         "settings": {"ntasks": 1, "nodes": 1, "cpus_per_task": 1, "gpus": 0},
         "start": {"world_size": 1, "train_samples": 768, "batch_size": 32},
-        "summary": {"samples_per_s_median": 100.0, "final_accuracy": 0.8},
+        "summary": {"samples_per_s": 100.0, "final_accuracy": 0.8},
         "steps": [{"event": "step", "epoch": 1, "step": 2 * (i + 1), "step_time_s": 0.3,
                    "samples_per_s": 100.0, "loss": 2.0 / (i + 1)} for i in range(4)],
         "epochs": [{"epoch": 1, "accuracy": 0.5, "train_loss": 1.0}],

@@ -96,7 +96,7 @@ def _run(folder: Path, name: str, metrics: list[str], resources: dict[str, Any])
     run.mkdir(parents=True)
     data = {
         "kind": "tuneadvisor-run", "schema": 1, "id": name, "label": name,
-        "status": "completed", "summary": {"samples_per_s_median": 100.0},
+        "status": "completed", "summary": {"samples_per_s": 100.0},
         "settings": Settings(cpus_per_task=2, mem="2G").to_json(), "resources": resources,
         "paths": {"profiles": [], "metrics": metrics},
     }  # fmt: skip

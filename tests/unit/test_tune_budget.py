@@ -6,8 +6,10 @@ each on the tuner's clock."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -129,3 +131,22 @@ def test_one_repeat_says_there_is_no_spread_over_repeats(
     assert any("no spread over repeats" in line for line in summary_lines(result))
     written = json.loads(write_tune_summary(tmp_path, result, {}).read_text())
     assert written["base"]["range"] is None and written["repeats"] == 1
+
+
+def test_the_trials_table_at_100_columns_keeps_each_figure_with_its_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33 §4: `tune` wrapped `%` onto a line of its own at 100 columns."""
+    runs = TimedRuns([90.0, 110.0, 100.0])
+    monkeypatch.setattr(tune_mod, "run_local", runs)
+    result = tuner(tmp_path, runs, repeats=3, stages=("amp",)).run()
+    # the settings as long as a report's: 8 cpu, 1 gpu, workers 7, batch 128, amp, input high
+    long = Settings(cpus_per_task=8, gpus=1, knobs={"num_workers": 7, "batch_size": 128,
+                    "amp": True, "input_cost": "high"})  # fmt: skip
+    result.trials = [dataclasses.replace(t, settings=long) for t in result.trials]
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    _print_result(console, "mnist_single", result)
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    assert rows and all(not re.search(r"│\s+%\s+│", line) for line in rows), out
+    assert all(len(line) <= 100 for line in out.splitlines())

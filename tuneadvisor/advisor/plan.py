@@ -258,7 +258,13 @@ def _bound_memory(
     floor = _mem_floor(v, workers, notes)
     if floor is not None and mib is not None and mib < floor:
         floor_mib = math.ceil(floor / 1024) * 1024
-        notes.append(f"--mem raised to {mem_text(floor_mib)}: never below 1.2 x the peak")
+        if now_mib is not None and floor_mib < now_mib:  # the diff lowers it, less than asked
+            notes.append(
+                f"--mem lowered from {mem_text(now_mib)} to {mem_text(floor_mib)}, not to "
+                f"{change.value} (the peak alone): never below 1.2 x the peak with the workers'"
+            )
+        else:
+            notes.append(f"--mem raised to {mem_text(floor_mib)}: never below 1.2 x the peak")
         change = Change(mem_text(floor_mib), change.because)
         mib = floor_mib
         now = v.job.mem_mib

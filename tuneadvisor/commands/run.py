@@ -79,19 +79,20 @@ class ProgressView:
             MofNCompleteColumn,
             Progress,
             TextColumn,
-            TimeElapsedColumn,
             TimeRemainingColumn,
         )
+        from rich.table import Column
 
         self.console = console
         self.settings = settings
         self.live = live
+        # fits 100 columns: the name, a short bar, and the last logged step's rate named as
+        # such (the run's own figure is its steady window's, in its last line)
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
+            TextColumn("[bold]{task.description}", table_column=Column(max_width=24)),
+            BarColumn(bar_width=20),
             MofNCompleteColumn(),
-            TextColumn("steps  {task.fields[rate]} samples/s  loss {task.fields[loss]}"),
-            TimeElapsedColumn(),
+            TextColumn("steps · last {task.fields[rate]} samples/s · loss {task.fields[loss]}"),
             TimeRemainingColumn(),
             console=console,
             transient=False,
@@ -125,7 +126,7 @@ class ProgressView:
             accuracy = f"{100 * float(said):.1f} %" if isinstance(said, int | float) else "-"
             line = (
                 f"epoch {event.get('epoch')}: accuracy {accuracy}"
-                f", test loss {event.get('test_loss')}, {event.get('samples_per_s')} samples/s"
+                f", test loss {event.get('test_loss')}" + _epoch_rate(event.get("samples_per_s"))
             )
             if self.live:
                 self.progress.console.print(line)
@@ -135,13 +136,26 @@ class ProgressView:
             self.console.print(f"{kind}: {dict(event)}", highlight=False)
 
 
+def _epoch_rate(rate: object) -> str:
+    """An epoch's own rate, named as such: the run's figure is its steady window's."""
+    if not isinstance(rate, int | float) or isinstance(rate, bool):
+        return ""
+    return f", this epoch {rate:,.1f} samples/s"
+
+
+def _step_ms(step_s: float | None) -> str:
+    if not step_s:
+        return " (after the warm-up)"
+    return f" (step {1000 * step_s:,.1f} ms, after the warm-up)"
+
+
 def print_record(console: Console, record: RunRecord) -> None:
     s = record.summary
     rate = record.samples_per_s
     console.print(
         f"[bold]{record.id}[/]: {record.status}, "
-        f"{record.settings.describe()}; "
-        + (f"{rate:,.1f} samples/s (median of steps), " if rate else "")
+        f"{record.describe()}; "
+        + (f"{rate:,.1f} samples/s{_step_ms(record.step_s)}, " if rate else "")
         + (
             f"final accuracy {100 * s.final_accuracy:.1f} %, "
             if s.final_accuracy is not None
@@ -236,7 +250,9 @@ def run(args: argparse.Namespace) -> int:
         return _submit(req, args.wait, console)
     live = not args.no_progress and console.is_terminal
     label = request.label or f"{req.spec.name} ({req.settings.describe()})"
-    with ProgressView(console, label, req.settings, live) as view:
+    if live:  # the settings once above the bar: in it they cut the bar at 100 columns
+        console.print(label, highlight=False, soft_wrap=True)
+    with ProgressView(console, request.label or req.spec.name, req.settings, live) as view:
         record = run_local(req, on_event=view)
     print_record(Console(), record)
     if record.interrupted:

@@ -175,7 +175,9 @@ def _trials(req: RunRequest, options: TuneOptions) -> TuneResult:
             if trial.rate
             else "failed"
         )
-        err.print(f"  {trial.stage:8} {trial.settings.describe():45} {rate}", highlight=False)
+        # the figures first: on a narrow terminal only the settings' words wrap, never a
+        # figure away from its unit
+        err.print(f"  {trial.stage:8} {rate:48} {trial.settings.describe()}", highlight=False)
 
     err.print(f"tuning {req.spec.name} for at most {options.budget_s:g} s:", highlight=False)
     if req.prediction is not None:
@@ -195,7 +197,8 @@ def _print_result(console: Console, name: str, result: TuneResult) -> None:
 
     table = Table(title=f"Trials of {name}", title_justify="left")
     for col in ("stage", "settings", "samples/s", "spread", "over repeats", "against base"):
-        table.add_column(col, justify="left" if col in ("stage", "settings") else "right")
+        figure = col not in ("stage", "settings")  # "+-3.1 %": never split from its unit
+        table.add_column(col, justify="right" if figure else "left", no_wrap=figure)
     base_rate = result.base.rate if result.base else None
     for trial in result.trials:
         mark = " *" if trial is result.best else ""

@@ -20,6 +20,7 @@ from tuneadvisor.compare.tables import Item, scale_points
 from tuneadvisor.errors import InputError
 from tuneadvisor.numbers import is_ascii_digits, is_finite_number
 from tuneadvisor.relaunch.records import RunRecord
+from tuneadvisor.runrecord.window import steady_steps
 
 FILE_FORMATS = (".png", ".svg")
 
@@ -88,7 +89,7 @@ def _throughput_bars(items: Sequence[tuple[str, RunRecord]]) -> Panel | None:
         return None
     values = [float(rate) for _, rate in rated if rate is not None]
     bars = Series("samples/s", [float(i) for i in range(len(values))], values)
-    return Panel("Throughput per run (median of steps)", "samples/s", "", [bars], "bars",
+    return Panel("Throughput per run (steps after the warm-up)", "samples/s", "", [bars], "bars",
                  [label for label, _ in rated])  # fmt: skip
 
 
@@ -116,10 +117,10 @@ def _scaling(items: Sequence[Item]) -> list[Panel]:
 
 
 def _step_times(items: Sequence[tuple[str, RunRecord]]) -> Panel | None:
-    """Each run's logged step times, the first (start-up) report left out as in its median."""
+    """Each run's logged step times over its steady window (the warm-up left out)."""
     series = []
     for label, run in items:
-        times = [1000.0 * s.step_time_s for s in run.steps[1:] if s.step_time_s]
+        times = [1000.0 * s.step_time_s for s in steady_steps(run.steps) if s.step_time_s]
         if len(times) >= 2:
             series.append(Series(label, [], times))
     if not series:
@@ -137,7 +138,7 @@ def _against(items: Sequence[tuple[str, RunRecord]], attr: str, name: str) -> Pa
             continue
         size = world_size(run)
         key = f"{run.name}, {size} rank{'s' if size != 1 else ''}"
-        x = float(getattr(run.settings, attr))
+        x = float(getattr(run.used_settings, attr))  # a run on the CPU is at 0 GPUs
         groups[key][x] = max(rate, groups[key].get(x, 0.0))
     # a line needs two settings: a world size measured at one is no line
     series = [Series(k, sorted(b), [b[x] for x in sorted(b)]) for k, b in groups.items()

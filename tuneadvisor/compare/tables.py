@@ -3,8 +3,9 @@ kind, resources requested and used, loss and accuracy per epoch."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,21 +101,27 @@ def _fmt(value: Any, spec: str = "", none: str = "-") -> str:
     return str(value)
 
 
-def throughput_table(items: Sequence[Item]) -> Table:
+def throughput_table(items: Sequence[Item], form: str | None = None) -> Table:
     base = baseline(items)
     against = f"speedup against {base.label}" if base is not None else "no completed run"
-    table = Table(title=f"Throughput ({against})", title_justify="left")
+    table = Table(
+        title=f"Throughput ({against})",
+        title_justify="left",
+        caption=f"run: the time and suffix of its id, {form}" if form else None,
+        caption_justify="left",
+    )
     for name in ("run", "settings", "samples/s", "speedup", "step time", "accuracy", "status"):
-        table.add_column(name, justify="right" if name not in ("run", "settings") else "left")
+        words = name not in ("run", "settings")  # a figure with its unit: never split
+        table.add_column(name, justify="right" if words else "left", no_wrap=words)
     for item in items:
         run = item.run
         rate = item.samples_per_s
         speedup = _speedup(item, base)
-        step = run.summary.step_time_s_median if run else None
+        step = run.step_s if run else None  # the same steady window as samples/s
         acc = run.summary.final_accuracy if run else None
         table.add_row(
             item.label,
-            run.settings.describe() if run else "(profile/recording)",
+            run.describe() if run else "(profile/recording)",
             _fmt(rate, ",.1f"),
             f"{speedup:.2f}x" if speedup is not None else "-",
             f"{1000 * step:.1f} ms" if isinstance(step, int | float) else "-",
@@ -136,19 +143,21 @@ def _measured(m: Measure | None, scale: float, spec: str, unit: str = "") -> str
 
 def prediction_table(items: Sequence[Item]) -> Table | None:
     """Each run that recorded a prediction: the predicted range against the steady-state
-    median (after the warm-up) and its spread."""
+    figure (its steady window, after the warm-up) and its spread."""
     checked = [(i, i.predicted) for i in items if i.predicted is not None]
     if not checked:
         return None
     table = Table(
         title="Predicted against measured",
         title_justify="left",
-        caption="measured: median of the steps after the warm-up, +- half the interquartile range",
+        caption="measured: the run's figure, over the steps after the warm-up, +- half the "
+        "range of its blocks",
         caption_justify="left",
     )
     for name in ("run", "setting", "step time predicted", "measured", "samples/s predicted",
                  "measured", "verdict"):  # fmt: skip
-        table.add_column(name, justify="left" if name in ("run", "setting") else "right")
+        figure = name not in ("run", "setting")  # a figure with its unit: never split
+        table.add_column(name, justify="right" if figure else "left", no_wrap=figure)
     for item, c in checked:
         p = c.prediction
         table.add_row(
@@ -191,7 +200,8 @@ def scaling_table(items: Sequence[Item]) -> Table | None:
         caption_justify="left",
     )
     for name in ("setting", "ranks", "nodes", "run", "samples/s", "speedup", "efficiency"):
-        table.add_column(name, justify="left" if name in ("setting", "run") else "right")
+        figure = name not in ("setting", "run")
+        table.add_column(name, justify="right" if figure else "left", no_wrap=figure)
     for p in points:
         table.add_row(p.group, str(p.world_size), str(p.nodes), p.run, f"{p.samples_per_s:,.1f}",
                       f"{p.speedup:.2f}x", f"{100 * p.efficiency:.0f} %")  # fmt: skip
@@ -214,7 +224,12 @@ def resources_table(items: Sequence[Item]) -> Table:
     )
     for name in ("run", "tasks", "cores asked", "cores used", "mem asked", "peak RSS", "gpus",
                  "gpu util", "sampled"):  # fmt: skip
-        table.add_column(name, justify="left" if name == "run" else "right")
+        # the figures never split from their units; a two-word heading takes two lines
+        table.add_column(
+            name.replace(" ", "\n") if name != "run" else name,
+            justify="left" if name == "run" else "right",
+            no_wrap=name != "run",
+        )
     for item in items:
         run = item.run
         settings = run.settings if run else None
@@ -235,7 +250,7 @@ def resources_table(items: Sequence[Item]) -> Table:
             cores + _share(mean, asked),
             _fmt(settings.mem if settings else None),
             (f"{rss:,.0f} MiB" if isinstance(rss, int | float) else "-") + _share(rss, mem_mib),
-            _fmt(settings.gpus if settings else None),
+            _fmt(run.used_settings.gpus if run else None),  # a run on the CPU had none
             f"{gpu:.0f} %" if isinstance(gpu, int | float) else "-",
             f"{samples:.0f} round{'' if samples == 1 else 's'}" if sampled and samples else "no",
         )
@@ -283,8 +298,37 @@ def epochs_table(items: Sequence[Item]) -> Table | None:
     return table
 
 
+# a run id as `run` names its folder: date-time-name-suffix
+_RUN_ID = re.compile(r"^(\d{8})-(\d{6})-(.+)-([0-9a-f]{4})$")
+
+
+def short_labels(labels: Sequence[str]) -> tuple[list[str], str | None]:
+    """Run ids less the parts all of them share (their date, their script's name), so that a
+    narrow table shows what tells them apart and never cuts each to the same
+    ``20261206…``; with the form of the id they stand for (None: shown whole)."""
+    found = [_RUN_ID.match(label) for label in labels]
+    if len(labels) < 2 or not all(found):
+        return list(labels), None
+    parts = [m.groups() for m in found if m]
+    same_date = len({p[0] for p in parts}) == 1
+    same_name = len({p[2] for p in parts}) == 1
+    if not (same_date or same_name):
+        return list(labels), None
+    dropped = {0} if same_date else set()
+    dropped |= {2} if same_name else set()
+    shown = ["-".join(x for i, x in enumerate(p) if i not in dropped) for p in parts]
+    if len(set(shown)) < len(shown):
+        return list(labels), None
+    date = parts[0][0] if same_date else "DATE"
+    name = parts[0][2] if same_name else "NAME"
+    return shown, f"{date}-TIME-{name}-SUFFIX"
+
+
 def tables(items: Sequence[Item]) -> list[Table]:
-    out = [throughput_table(items), resources_table(items)]
+    shown, form = short_labels([i.label for i in items])
+    if form is not None:
+        items = [replace(i, label=label) for i, label in zip(items, shown, strict=True)]
+    out = [throughput_table(items, form), resources_table(items)]
     more = (prediction_table(items), scaling_table(items), kinds_table(items), epochs_table(items))
     for extra in more:
         if extra is not None:
@@ -305,6 +349,7 @@ def to_json(items: Sequence[Item]) -> list[dict[str, Any]]:
                 "counted": item.counted,
                 "baseline": item is base,
                 "samples_per_s": item.samples_per_s,
+                "step_time_s": item.run.step_s if item.run else None,
                 "speedup": _speedup(item, base),
                 "settings": item.run.settings.to_json() if item.run else None,
                 "summary": _summary_json(item.run) if item.run else None,
@@ -318,8 +363,15 @@ def to_json(items: Sequence[Item]) -> list[dict[str, Any]]:
 
 
 def _summary_json(run: RunRecord) -> dict[str, Any]:
-    """As the record has it; {} for a run not measured yet."""
-    return run.measured.summary.to_json() if run.measured is not None else {}
+    """As the record has it, with the run's figures (its steady window: an older record's
+    summary had others); {} for a run not measured yet."""
+    if run.measured is None:
+        return {}
+    return {
+        **run.measured.summary.to_json(),
+        "samples_per_s": run.samples_per_s,
+        "step_time_s": run.step_s,
+    }
 
 
 def _resources_json(run: RunRecord) -> dict[str, Any]:

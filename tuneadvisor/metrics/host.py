@@ -48,9 +48,7 @@ from tuneadvisor.metrics.affinity import read_affinity
 from tuneadvisor.metrics.model import HostSample
 from tuneadvisor.metrics.proc_readers import DEFAULT, ZOMBIE, Gone, Readers, Stat
 from tuneadvisor.metrics.proc_roles import ProcStatic, Tracked, role_of, tree_totals
-from tuneadvisor.metrics.snapshot import (
-    ProcSample,
-)
+from tuneadvisor.metrics.snapshot import ROLE_CHILD, ROLE_OTHER, ProcSample
 
 MIB = 1024 * 1024
 NODE_TOP = 15  # processes listed when watching the whole node
@@ -497,6 +495,8 @@ class HostSampler:
             tr = r.tr
             if tr.role is None or tr.role_ppid != r.st.ppid or tr.role_parent is not parent_static:
                 tr.role = role_of(static, parent_static)
+                if not self.whole_node and tr.role[0] == ROLE_OTHER:
+                    tr.role = (ROLE_CHILD, None)  # a root of the watched tree: what it ran
                 tr.role_ppid, tr.role_parent = r.st.ppid, parent_static
             role, rank = tr.role
             out.append(

@@ -24,6 +24,7 @@ from tuneadvisor.metrics.snapshot import (
     ROLE_HELPER,
     ROLE_LAUNCHER,
     ROLE_MAIN,
+    ROLE_OTHER,
     ROLE_WORKER,
     ProcSample,
 )
@@ -97,7 +98,8 @@ def role_of(me: ProcStatic, parent: ProcStatic | None) -> tuple[str, int | None]
         return ROLE_MAIN, _rank(me.env)
     if me.name in _SHELLS:
         return ROLE_LAUNCHER, None
-    return ROLE_CHILD, None
+    # a child is some process's: one with no parent read (init, a whole node's daemons) is not
+    return (ROLE_CHILD if parent is not None else ROLE_OTHER), None
 
 
 def _rank(env: dict[str, str] | None) -> int | None:

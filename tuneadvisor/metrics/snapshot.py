@@ -16,7 +16,8 @@ ROLE_MAIN = "main"  # the watched process (or each rank's own process)
 ROLE_WORKER = "worker"  # a DataLoader worker (a multiprocessing child of a Python process)
 ROLE_LAUNCHER = "launcher"  # torchrun / torch.distributed.run / srun around the ranks
 ROLE_HELPER = "helper"  # multiprocessing's resource tracker, forkserver
-ROLE_CHILD = "child"  # anything else in the tree
+ROLE_CHILD = "child"  # anything else in the tree, under a parent read with it
+ROLE_OTHER = "other"  # anything else with no parent in the tree (PID 1 of a whole-node watch)
 
 
 @dataclass(frozen=True, kw_only=True)

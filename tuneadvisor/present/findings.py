@@ -14,11 +14,19 @@ def finding_heading(finding: Finding) -> str:
     return f"[{finding.severity.value}] {finding.id}: {finding.title}"
 
 
+# count units said in the singular for a count of one ("1 core", not "1 cores")
+_SINGULAR = {"cores": "core", "workers": "worker", "nodes": "node", "tasks": "task",
+             "GPUs": "GPU", "gpus": "gpu", "steps": "step", "ranks": "rank",
+             "threads": "thread", "jobs": "job"}  # fmt: skip
+
+
 def format_value(value: object, unit: str = "") -> str:
-    """An evidence value as the text report writes it: '80.1', '1 cores', '0.5 GiB'.
+    """An evidence value as the text report writes it: '80.1', '1 core', '4 cores', '0.5 GiB'.
 
     (The markdown report and the watch screen write the value as it is, ``str(value)``.)"""
     text = f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 1:
+        unit = _SINGULAR.get(unit, unit)
     return f"{text} {unit}" if unit and unit != "fraction" else text
 
 

@@ -13,12 +13,18 @@ def findings_heading(window_s: float) -> str:
     return f"Findings (evidence: the last {window_s:g} s):"
 
 
-def no_findings(window_s: float, brief: bool = False) -> str:
+# Without a GPU sampled the live input-pipeline rules cannot fire: each compares the GPU's
+# idle time with the cores' use. Said, so that "none" does not read as "nothing wrong".
+NO_GPU = "no GPU sampled: the input-pipeline rules need its idle time"
+
+
+def no_findings(window_s: float, brief: bool = False, gpu: bool = True) -> str:
     """'Findings: none (evidence: the last 60 s)'; ``brief`` (the screen): '... none in the
-    last 60 s'."""
+    last 60 s'; ``gpu`` False: why none could show."""
+    why = "" if gpu else f"; {NO_GPU}"
     if brief:
-        return f"Findings: none in the last {window_s:g} s"
-    return f"Findings: none (evidence: the last {window_s:g} s)"
+        return f"Findings: none in the last {window_s:g} s{why}"
+    return f"Findings: none (evidence: the last {window_s:g} s{why})"
 
 
 def summary_lines(live: LiveFinding) -> list[str]:

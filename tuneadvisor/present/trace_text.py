@@ -50,12 +50,17 @@ KIND_LETTERS: Mapping[str, str] = {
 }
 # A rank whose own work (a step less its communication and idle time) is this much longer than
 # the median of the others' makes them wait in their collectives: it is named the straggler.
+# rank-straggler-trace's ratio_min (1.1) and excess_share_min (of the mean step): a rank the
+# report names is one the finding is about.
 STRAGGLER_EXCESS = 0.10
+STRAGGLER_SHARE = 0.10
 # What a trace without device events cannot say (a CPU-only run, or CUDA not traced).
+# Communication on the host (gloo's all-reduce) is shown: only the device's is not.
 CPU_ONLY_NOTE = (
-    "no device events (a CPU-only trace): kernel, memcpy, memset and communication time, "
-    "the GPU's idle share, host-to-device copies and tiny kernels cannot be shown"
+    "no device events (a CPU-only trace): kernel, memcpy and memset time, communication on "
+    "the GPU, the GPU's idle share, host-to-device copies and tiny kernels cannot be shown"
 )
+NO_DEVICE = "no device events"  # how the reader's own note of it begins
 
 
 def duration(us: float) -> str:
@@ -104,7 +109,6 @@ def breakdown(trace: RankTrace) -> RankBreakdown | None:
     shares = {k: (v / total if total > 0 else 0.0) for k, v in by_kind.items()}
     exposed = sum(s.communication_exposed_us for s in trace.steps)
     busy = sum(s.gpu_busy_us for s in trace.steps)
-    waited = by_kind["communication"] + by_kind[IDLE]
     return RankBreakdown(
         label=rank_label(trace),
         rank=trace.rank,
@@ -113,7 +117,7 @@ def breakdown(trace: RankTrace) -> RankBreakdown | None:
         shares=shares,
         exposed_communication_share=exposed / total if total > 0 else 0.0,
         gpu_busy_share=(busy / total if total > 0 else 0.0) if trace.has_device else None,
-        work_us=(total - waited) / count,
+        work_us=sum(s.work_us for s in trace.steps) / count,  # as trace.skew's facts
     )
 
 
@@ -157,6 +161,9 @@ def straggler(traces: TraceSet) -> Straggler | None:
     slowest = max(rows, key=lambda b: b.work_us)
     others = statistics.median(b.work_us for b in rows if b is not slowest)
     if others <= 0 or slowest.work_us < others * (1 + STRAGGLER_EXCESS):
+        return None
+    step = statistics.mean(s.duration_us for t in traces.ranks for s in t.steps)
+    if step <= 0 or (slowest.work_us - others) / step < STRAGGLER_SHARE:
         return None
     return Straggler(
         slowest.label, slowest.rank, slowest.work_us, others, slowest.work_us / others - 1
@@ -242,13 +249,18 @@ def cannot_show(traces: TraceSet) -> list[str]:
     out = list(traces.notes)
     if traces.ordered_by == "file" and len(traces.ranks) > 1:
         out.append("no trace named its rank (torch.distributed not initialised): ordered by file")
+    # each note once, with the ranks it is about ("rank 0, rank 1: no device events ...")
+    ranks_of: dict[str, list[str]] = {}
     for trace in traces.ranks:
         label = rank_label(trace)
-        if not trace.has_device:
-            out.append(f"{label}: {CPU_ONLY_NOTE}")
+        said = list(trace.notes)
+        if not trace.has_device and not any(n.startswith(NO_DEVICE) for n in said):
+            said.insert(0, CPU_ONLY_NOTE)
         if not trace.steps:
-            out.append(f"{label}: no ProfilerStep# in the trace: no step breakdown")
-        out += [f"{label}: {note}" for note in trace.notes]
+            said.append("no ProfilerStep# in the trace: no step breakdown")
+        for note in said:
+            ranks_of.setdefault(note, []).append(label)
+    out += [f"{', '.join(labels)}: {note}" for note, labels in ranks_of.items()]
     return out
 
 

@@ -124,7 +124,7 @@ def render_summary(session: WatchSession, target: str, recording: str | None) ->
         for live in state.findings:
             out += ["  " + line for line in summary_lines(live)]
     else:
-        out.append(no_findings(state.window_s))
+        out.append(no_findings(state.window_s, gpu=any(s.gpus for s in snaps)))
     marks = [s for s in snaps if s.mark]
     for snap in marks:
         out.append(f"Mark at {snap.t - state.started:.1f} s: {snap.mark}")

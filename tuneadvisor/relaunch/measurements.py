@@ -11,10 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuneadvisor.runrecord.json_fields import JsonFields
+
 # runrecord holds the run record's model (below the session); named here too for
 # relaunch's importers.
 from tuneadvisor.runrecord.measured import Measured as Measured
-from tuneadvisor.runrecord.measured import Summary
+from tuneadvisor.runrecord.measured import Step, Summary
+from tuneadvisor.runrecord.window import steady_steps, window
 
 PREFIX = "TUNEADVISOR "  # the training scripts' progress lines: PREFIX + one JSON object
 
@@ -61,15 +64,20 @@ class Measurements:
         else:
             self.other.append(dict(event))
 
-    def summary(self, warmup_steps: int = 1) -> Summary:
-        """Throughput over the measured steps: the first ``warmup_steps`` step reports (start-
-        up, first batches, worker start) are left out of the medians."""
-        measured = self.steps[warmup_steps:] or self.steps
-        rates = [s["samples_per_s"] for s in measured if s.get("samples_per_s")]
-        times = [s["step_time_s"] for s in measured if s.get("step_time_s")]
+    def summary(self) -> Summary:
+        """The run's throughput and step time over its steady window (window.py, the figure
+        every command prints), with the per-step medians of the same steps and the end
+        event's figure over the whole training, each named for what it is."""
+        steps = [Step.from_json(JsonFields(s, None)) for s in self.steps]
+        measured = steady_steps(steps)
+        steady = window(measured)
+        rates = [s.samples_per_s for s in measured if s.samples_per_s]
+        times = [s.step_time_s for s in measured if s.step_time_s]
         accuracy = [e["accuracy"] for e in self.epochs if e.get("accuracy") is not None]
         return Summary(
-            samples_per_s=self.end.get("samples_per_s"),
+            samples_per_s=steady.samples_per_s if steady else self.end.get("samples_per_s"),
+            step_time_s=steady.step_s if steady else None,
+            samples_per_s_overall=self.end.get("samples_per_s"),
             samples_per_s_median=statistics.median(rates) if rates else None,
             step_time_s_median=statistics.median(times) if times else None,
             steps=self.end.get("steps", self.steps[-1]["step"] if self.steps else 0),

@@ -15,7 +15,7 @@ from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.relaunch.saved_report import prediction_of
 from tuneadvisor.runrecord.measured import Step
 from tuneadvisor.runrecord.record import RunRecord
-from tuneadvisor.runrecord.window import WARMUP_STEPS, window
+from tuneadvisor.runrecord.window import WARMUP_STEPS, steady_window
 
 FINDING_ID = "prediction-missed"
 SLOW_WARMUP = 1.5  # the first steps this much slower than the rest: a warm-up that shows
@@ -39,12 +39,6 @@ class Measure:
 
     def as_json(self) -> dict[str, float | int]:
         return {"value": self.value, "spread": self.spread, "n": self.n}
-
-
-def steady_steps(steps: Sequence[Step], warmup: int = WARMUP_STEPS) -> Sequence[Step]:
-    """The steps after the warm-up (all but the first when the run was too short for it)."""
-    after = [s for s in steps if s.step > warmup]
-    return after or list(steps[1:]) or list(steps)
 
 
 @dataclass(frozen=True)
@@ -118,7 +112,7 @@ def check(
     if prediction is None:
         return None
     # samples over seconds of the steady window, not the median of per-step rates (window.py)
-    steady = window(steady_steps(record.steps, warmup))
+    steady = steady_window(record.steps, warmup)
     step_s = (
         Measure(steady.step_s, steady.spread, steady.steps) if steady and steady.step_s else None
     )

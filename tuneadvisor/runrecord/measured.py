@@ -33,11 +33,15 @@ class Gathering(Protocol):
 
 @dataclass(frozen=True)
 class Summary:
-    """Throughput and accuracy of a run (``Measurements.summary``)."""
+    """Throughput and accuracy of a run (``Measurements.summary``). ``samples_per_s`` and
+    ``step_time_s`` are the run's figures, those of its steady window (window.py); the others
+    are named for what they are."""
 
-    samples_per_s: float | None = None  # the end event's: all samples over the training time
-    samples_per_s_median: float | None = None  # of the measured steps
-    step_time_s_median: float | None = None
+    samples_per_s: float | None = None  # over the steady window (window.py: steady_window)
+    step_time_s: float | None = None  # over the steady window
+    samples_per_s_overall: float | None = None  # the end event's: all samples, warm-up included
+    samples_per_s_median: float | None = None  # the median of the per-step rates
+    step_time_s_median: float | None = None  # the median of the per-step times
     steps: int | None = None
     samples: float | None = None
     train_time_s: float | None = None
@@ -51,6 +55,8 @@ class Summary:
     def from_json(cls, f: JsonFields) -> Summary:
         return cls(
             samples_per_s=f.number("samples_per_s"),
+            step_time_s=f.number("step_time_s"),
+            samples_per_s_overall=f.number("samples_per_s_overall"),
             samples_per_s_median=f.number("samples_per_s_median"),
             step_time_s_median=f.number("step_time_s_median"),
             steps=f.opt_whole("steps"),

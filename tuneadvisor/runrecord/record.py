@@ -11,7 +11,8 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from tuneadvisor.runrecord.json_fields import (
 from tuneadvisor.runrecord.measured import Epoch, Measured, Step, Summary
 from tuneadvisor.runrecord.parts import Host, Paths, Resources
 from tuneadvisor.runrecord.settings import Settings
-from tuneadvisor.runrecord.window import WARMUP_STEPS, window
+from tuneadvisor.runrecord.window import Window, steady_window
 
 KIND = "tuneadvisor-run"
 SCHEMA = 1
@@ -242,15 +243,55 @@ class RunRecord:
             if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
                 out["run.batch_size"] = batch
                 break
-        steady = window([s for s in self.steps if s.step > WARMUP_STEPS] or self.steps[1:])
-        if steady is not None:
-            out["run.samples_per_s"] = round(steady.samples_per_s, 3)
+        rate = self.samples_per_s
+        if rate is not None:
+            out["run.samples_per_s"] = round(rate, 3)
         return out
 
     @property
+    def ran_on_cpu(self) -> bool:
+        """The training said it ran on the CPU (its start event's device): a machine without
+        a GPU, whatever the settings asked for."""
+        device = self.measured.start.get("device") if self.measured is not None else None
+        return isinstance(device, str) and device.split(":")[0] == "cpu"
+
+    @property
+    def used_settings(self) -> Settings:
+        """The settings as the run had them: no GPU where it ran on the CPU (never labelled
+        or plotted at the GPUs it asked for and did not get)."""
+        if self.ran_on_cpu and self.settings.gpus:
+            return replace(self.settings, gpus=0)
+        return self.settings
+
+    def describe(self) -> str:
+        """Its settings in one short line, as the run had them."""
+        text = self.used_settings.describe()
+        if self.used_settings is not self.settings:
+            text += f", no GPU ({self.settings.gpus} asked)"
+        return text
+
+    @cached_property
+    def steady(self) -> Window | None:
+        """The steady window of its steps (window.py): the run's throughput and step time."""
+        return steady_window(self.steps)
+
+    @property
     def samples_per_s(self) -> float | None:
-        s = self.summary
-        value = s.samples_per_s_median or s.samples_per_s
+        """The run's throughput: over its steady window; a record without steps (a job
+        that wrote none) has only its summary's."""
+        steady = self.steady
+        if steady is not None:
+            return steady.samples_per_s
+        value = self.summary.samples_per_s
+        return float(value) if value is not None else None
+
+    @property
+    def step_s(self) -> float | None:
+        """The run's step time in seconds, over the same steady window."""
+        steady = self.steady
+        if steady is not None:
+            return steady.step_s
+        value = self.summary.step_time_s
         return float(value) if value is not None else None
 
     @property

@@ -7,6 +7,11 @@ pace and a few wait for the next burst, so the median of per-step rates follows 
 core and 3 workers, the same as 1 worker's 424). What a run delivers, and what a prediction or
 a tuning decision is about, is samples over seconds. Its spread is that of contiguous blocks
 of the window, each also samples over seconds.
+
+``steady_window`` is a run's one throughput and step time: the steps after the first
+``WARMUP_STEPS``. ``run``'s last line, run.json's summary, compare, tune, the run facts of the
+report and the TUI, and the check against the prediction all print it; any other figure (an
+epoch's rate, a per-step median, all samples over the whole training time) is labelled as such.
 """
 
 from __future__ import annotations
@@ -73,6 +78,17 @@ def window(steps: Sequence[Step]) -> Window | None:
     rates = [_rate(parts[i * size : (i + 1) * size]) for i in range(count)] if size else []
     spread = (max(rates) - min(rates)) / 2 / rate if rates else 0.0
     return Window(rate, step_s, spread, sum(p[2] for p in parts))
+
+
+def steady_steps(steps: Sequence[Step], warmup: int = WARMUP_STEPS) -> list[Step]:
+    """The steps after the warm-up (all but the first when the run was too short for it)."""
+    after = [s for s in steps if s.step > warmup]
+    return after or list(steps[1:]) or list(steps)
+
+
+def steady_window(steps: Sequence[Step], warmup: int = WARMUP_STEPS) -> Window | None:
+    """A run's throughput and step time: the window of the steps after the warm-up."""
+    return window(steady_steps(steps, warmup))
 
 
 def _rates_only(steps: Sequence[Step]) -> Window | None:

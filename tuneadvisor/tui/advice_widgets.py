@@ -55,10 +55,9 @@ class AdviceBar(Static):
             return
         self.add_class(f"-{top.severity.value}")
         more = len(advice.findings) - 1
-        rest = f" · {more} more" if more else ""
-        self.update(
-            Text(f"{top.severity.value} {top.id}: {top.title}{rest} · press 2 for findings")
-        )
+        # what to press before the title: on a narrow screen the line is cut at its end
+        keys = f"{more} more, press 2" if more else "press 2"
+        self.update(Text(f"{top.severity.value} {top.id} ({keys}): {top.title}"))
 
 
 class FindingCard(Static, can_focus=True):
@@ -243,8 +242,11 @@ class _Prefixed:
             return
         body = line[1:]
         body.overflow = "fold"
-        for row in body.wrap(console, max(1, options.max_width - 1), overflow="fold"):
-            yield Text.assemble(line[:1], row, no_wrap=True)
+        # a continued row is the marker and a space: "-" before a row that begins
+        # "--max-steps" read as "---max-steps" (issue 33 §4)
+        rows = body.wrap(console, max(1, options.max_width - 2), overflow="fold")
+        for n, row in enumerate(rows):
+            yield Text.assemble(line[:1], " " if n else "", row, no_wrap=True)
 
 
 class DiffView(Static):

@@ -112,6 +112,9 @@ def lines_status(view: ProfileView, function: AnnotatedFunction, shown: int) -> 
         parts.append(f"no {kind_label(view.kind)} lines in {function.qualified}")
     elif shown == 0:
         parts.append("no lines match")
+    elif (view.kind is not None or view.line_query) and shown < len(function.lines):
+        # filtered: what the table shows, of how many ("1 of 19 timed lines")
+        parts.append(f"{shown} of {len(function.lines)} timed lines")
     else:
         parts.append(f"{len(function.lines)} timed lines")
     return " · ".join(parts)

@@ -143,13 +143,14 @@ class MainScreen(Screen[None]):
             with TabPane("Profile", id="profile"):
                 yield AdviceBar(id="advice-bar")
                 if self.analysis is None:
-                    yield Static("no profile given (tuneadvisor open PROFILE.lprof)", id="empty")
+                    yield Static(self._no_profile_text(), id="empty")
                 else:
                     with Horizontal(id="top"):
                         with Vertical(id="left"):
                             yield FunctionsTable(id="functions")
                             yield PartsTable(id="parts")
-                        with VerticalScroll(id="side"):
+                        # not a Tab stop: `/` there would filter the functions, not it
+                        with VerticalScroll(id="side", can_focus=False):
                             yield KindSummary(id="summary")
                     yield SourceNote(id="source-note")
                     yield LinesTable(id="lines")
@@ -167,6 +168,15 @@ class MainScreen(Screen[None]):
                 with TabPane("Steps", id="steps"):
                     yield StepsPane(workspace.traces, id="steps-pane")
         yield Footer()
+
+    def _no_profile_text(self) -> str:
+        """What the Profile tab says without a line profile: a trace's steps are elsewhere."""
+        if self.workspace.traces is not None:
+            return (
+                "no line profile: these are torch.profiler traces, whose steps are on the "
+                "Steps tab (4); a line profile is kernprof's (tuneadvisor open PROFILE.lprof)"
+            )
+        return "no profile given (tuneadvisor open PROFILE.lprof)"
 
     def on_mount(self) -> None:
         self._populate()
@@ -340,8 +350,6 @@ class MainScreen(Screen[None]):
             traces = self.workspace.traces
             on_steps = self._tabs.active == "steps"
             return on_steps and traces is not None and len(traces.ranks) > 1
-        if action == "show_tab" and parameters == ("steps",):
-            return self.workspace.traces is not None
         if action == "apply":
             return self._can_apply() and self._tabs.active == "job"
         return True
@@ -356,6 +364,8 @@ class MainScreen(Screen[None]):
         target = self.last_table
         self.search_target = target
         value = self.function_query if target == "functions" else self.line_query
+        # a toast ("Written ...") sits where the prompt opens: the prompt is what matters now
+        self.app.clear_notifications()
         self.query_one(SearchBar).open(target, value)
 
     def action_clear_search(self) -> None:
@@ -394,7 +404,13 @@ class MainScreen(Screen[None]):
 
     def action_show_tab(self, tab: str) -> None:
         if tab == "steps" and self.workspace.traces is None:
-            return  # no trace given: no Steps tab
+            # no trace given: no Steps tab, said rather than a key that does nothing
+            self.notify(
+                "no Steps tab: it shows torch.profiler traces (tuneadvisor open TRACE.json, "
+                "or run --profile torch)",
+                timeout=4,
+            )
+            return
         self._tabs.active = tab
         # Move focus into the shown pane (a focused widget in a hidden pane would switch
         # the tabs back).

@@ -39,7 +39,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.driver import Driver
-from textual.events import Resize
+from textual.events import Key, Resize
 from textual.message import Message
 from textual.reactive import var
 from textual.widgets import Footer, Header, RichLog, Static
@@ -69,6 +69,16 @@ ZOOMS: tuple[float | None, ...] = (30.0, 60.0, 300.0, 900.0, 3600.0, None)  # No
 REPLAY_ACTIONS = frozenset({"faster", "slower", "to_end", "restart"})
 SESSION_WORKER = "watch-session"
 OUTPUT_POLL_S = 0.25  # how often the output pane looks for new lines
+# the bundled scripts' "TUNEADVISOR {json}" progress records: half the output, for `run`
+RECORDS_HIDDEN = "(the training's TUNEADVISOR {json} progress records are not shown here)"
+
+
+def is_progress_record(line: str) -> bool:
+    from tuneadvisor.relaunch.measurements import parse_event
+
+    return parse_event(line) is not None
+
+
 STOP_KILL_S = 10.0  # "stop it": SIGTERM, then SIGKILL if it has not ended by then
 WIDE = 160  # columns from which the processes and the output sit side by side
 
@@ -130,6 +140,7 @@ class WatchApp(App[int]):
         self._end_shown: tuple[str, str] | None = None  # (title, body) on the end panel
         self._stop_sent: float | None = None  # "stop it" answered: when SIGTERM went
         self._output_count = 0  # output lines already in the pane
+        self._records_hidden = False  # the note on the hidden progress records is shown
         self._output_follow = True  # the pane shows the newest line (not scrolled up)
         self._output_scrolled_to = 0.0  # where the pane was left at the last poll
         self.replay = source if isinstance(source, ReplaySession) else None
@@ -268,6 +279,11 @@ class WatchApp(App[int]):
             where = f" (all of them in {program.log_path})" if program and program.log_path else ""
             log.write(Text(f"… {new.skipped} lines not shown{where}", "italic"), scroll_end=False)
         for line in new.lines:
+            if is_progress_record(line):  # machine-readable: the lines beside it say it
+                if not self._records_hidden:
+                    self._records_hidden = True
+                    log.write(Text(RECORDS_HIDDEN, "italic"), scroll_end=False)
+                continue
             log.write(output_text(line), scroll_end=False)
         if self._output_follow and log.scroll_y < log.max_scroll_y:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
@@ -283,7 +299,7 @@ class WatchApp(App[int]):
         """Playback keys only in a replay; marking only live (a recording has its marks)."""
         if action in REPLAY_ACTIONS:
             return self.replay is not None
-        if action == "mark":
+        if action == "mark":  # a replay answers m in on_key (no footer room for it there)
             return self.replay is None and not self.ended
         if action == "toggle_output":
             return self.live.output is not None
@@ -364,6 +380,17 @@ class WatchApp(App[int]):
         if self._gpu_keys:
             self.gpu_index = (self.gpu_index + 1) % len(self._gpu_keys)
             self.refresh_view(force=True)
+
+    def on_key(self, event: Key) -> None:
+        """``m`` in a replay: not silently nothing (the README documents it), a word on
+        what marks are; a recording is as it was, with its own marks and none added."""
+        if event.key == "m" and self.replay is not None:
+            event.stop()
+            self.notify(
+                "m marks a moment while watching live; a replay shows the recording's own "
+                "marks (the Marks line)",
+                timeout=5,
+            )
 
     def action_mark(self) -> None:
         self.marks += 1

@@ -231,7 +231,8 @@ def findings_text(state: ScreenState) -> str | Text:
     """The live findings over the evidence window, one line each."""
     live = state.live
     if not live.findings:
-        return no_findings(live.window_s, brief=True)
+        gpu = any(s.gpus for s in state.span.rounds)
+        return no_findings(live.window_s, brief=True, gpu=gpu)
     lines = [findings_heading(live.window_s)]
     lines += [screen_line(f) for f in live.findings]
     return Text("\n".join(lines))  # not markup: "[warning]" is shown as it is

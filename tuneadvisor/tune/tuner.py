@@ -31,7 +31,8 @@ from tuneadvisor.relaunch.runner import RunRequest, run_local
 from tuneadvisor.relaunch.settings import Settings, render_job_script
 from tuneadvisor.relaunch.submit import launch_line
 from tuneadvisor.relaunch.watcher import tuneadvisor_command
-from tuneadvisor.runrecord.window import Window, window
+from tuneadvisor.runrecord.window import Window
+from tuneadvisor.runrecord.window import steady_window as window_of
 from tuneadvisor.tune.gain import Rate, Verdict, judge
 
 # knobs that only shape a trial; the winning job script leaves them out
@@ -69,6 +70,7 @@ class Trial:
     runs: tuple[str, ...]  # run ids
     ok: bool
     spread: float = 0.0  # relative: of the steady steps and of the repeats (trial_spread)
+    accuracy: float | None = None  # test accuracy after the trial's steps (its last repeat)
 
     @property
     def rate(self) -> float | None:
@@ -95,6 +97,7 @@ class Trial:
             "repeats": list(self.rates),
             "range": list(self.rate_range) if self.rate_range else None,  # min, max
             "spread": self.spread,
+            "accuracy": self.accuracy,
             "runs": list(self.runs),
             "ok": self.ok,
         }
@@ -112,6 +115,9 @@ class TuneResult:
     repeats: int = 1  # runs per setting
     prediction: Prediction | None = None  # what the trials started from, if anything
     predicted: dict[str, Any] | None = None  # that setting's trial against it (predicted.py)
+    # the started-from report's cores and workers, kept in the job where this machine had
+    # fewer cores than they need (the trials could not measure them)
+    kept_shape: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -128,16 +134,19 @@ class TuneResult:
             "skipped": self.skipped,
             "cut_short": self.cut_short,
             "repeats": self.repeats,
+            "kept_shape": self.kept_shape,
         }
+
+
+# a winner whose accuracy after its trial is this much (absolute) below the base's is flagged
+ACCURACY_DROP = 0.05
 
 
 def steady_window(record: RunRecord, warmup_steps: int) -> Window | None:
     """Samples over seconds of the steps after the warm-up (the steady-state window), with
     the spread of its blocks (relaunch/window.py: not the median of per-step rates, which
-    follows the fast steps of bursty workers)."""
-    steps = record.steps
-    measured = [s for s in steps if s.step > warmup_steps] or steps[1:]
-    return window(measured)
+    follows the fast steps of bursty workers): the figure every command prints for the run."""
+    return window_of(record.steps, warmup_steps)
 
 
 def measured_rate(record: RunRecord, warmup_steps: int) -> float | None:
@@ -278,6 +287,7 @@ class Tuner:
         windows: list[Window] = []
         runs: list[str] = []
         ok = True
+        accuracy: float | None = None
         t0 = self.clock()
         for _ in range(self.options.repeats):
             # no sampler beside a trial: its start-up would land in the measured steps
@@ -296,11 +306,14 @@ class Tuner:
                 break
             windows.append(steady)
             rates.append(steady.samples_per_s)
+            accuracy = record.summary.final_accuracy
             if prediction is not None and self.result.predicted is None:
                 found = check(record, warmup=self.options.warmup_steps)
                 self.result.predicted = found.as_json() if found is not None else None
         self._last_trial_s = (self.clock() - t0) / max(1, len(runs))
-        trial = Trial(stage, settings, tuple(rates), tuple(runs), ok, trial_spread(windows))
+        trial = Trial(
+            stage, settings, tuple(rates), tuple(runs), ok, trial_spread(windows), accuracy
+        )
         self.result.trials.append(trial)
         if self.on_trial is not None:
             self.on_trial(trial)
@@ -348,9 +361,41 @@ class Tuner:
             else:
                 best = self._one_change(best, "pin", best.settings.with_knobs(pin_memory=True))
         self.result.best = best
+        self._flag_accuracy(base, best)
+        self._keep_the_shape(best)
         self._judge_advice(advice or {}, base, best)
         self._say_what_the_budget_left_out()
         return self.result
+
+    def _flag_accuracy(self, base: Trial, best: Trial) -> None:
+        """A winner that trains worse is said to, with both accuracies: faster is no gain if
+        the model learns less in the same steps (a larger batch, mixed precision)."""
+        if best is base or best.accuracy is None or base.accuracy is None:
+            return
+        if best.accuracy < base.accuracy - ACCURACY_DROP:
+            self.result.decisions.append(
+                f"check the winner's accuracy: {100 * best.accuracy:.1f} % after its trial "
+                f"against {100 * base.accuracy:.1f} % for the base ({best.settings.describe()} "
+                f"against {base.settings.describe()}): faster, but it trains worse in as many "
+                "steps"
+            )
+
+    def _keep_the_shape(self, best: Trial) -> None:
+        """A tune started from a report whose cores this machine does not have: the job keeps
+        the report's cores and workers (the trials could not measure them) and says so."""
+        shape = self.request.settings
+        cores = self.options.max_cores or len(available_cores())
+        if "sbatch.cpus-per-task" not in shape.because or shape.cpus_per_task <= cores:
+            return
+        if best.settings.cpus_per_task >= shape.cpus_per_task:
+            return
+        workers = base_workers(shape)
+        self.result.kept_shape = {"cpus_per_task": shape.cpus_per_task, "num_workers": workers}
+        self.result.decisions.append(
+            f"job shape: the report's {shape.cpus_per_task} cores and {workers} workers kept "
+            f"in the job script: this machine has {cores}, so the trials measured "
+            f"{best.settings.cpus_per_task} and could not measure them"
+        )
 
     def _say_what_the_budget_left_out(self) -> None:
         """Stages the budget ended or never reached: named in ``stopped`` with the time
@@ -493,6 +538,9 @@ def winning_settings(result: TuneResult) -> Settings | None:
         return None
     settings = result.best.settings
     knobs = {k: v for k, v in settings.knobs.items() if k not in TRIAL_ONLY}
+    if result.kept_shape is not None:  # the report's cores and workers, not this machine's
+        knobs["num_workers"] = result.kept_shape["num_workers"]
+        settings = replace(settings, cpus_per_task=result.kept_shape["cpus_per_task"])
     return replace(settings, knobs=knobs)
 
 

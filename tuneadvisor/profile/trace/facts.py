@@ -92,11 +92,8 @@ def _device_facts(ranks: list[RankTrace], judged: bool) -> dict[str, object]:
 
 def _skew(ranks: list[RankTrace]) -> dict[str, object]:
     """The straggler: the rank with the most step time that is not waiting for the others
-    (exposed communication is the fast ranks' wait for the slow one)."""
-    work = {
-        _label(r): statistics.mean(s.duration_us - s.communication_exposed_us for s in r.steps)
-        for r in ranks
-    }
+    (StepTime.work_us: the reports name the straggler by the same measure)."""
+    work = {_label(r): statistics.mean(s.work_us for s in r.steps) for r in ranks}
     if len(work) < SKEW_MIN_RANKS:  # two files naming one rank are one label
         return {}
     slowest = max(work, key=lambda k: (work[k], k))

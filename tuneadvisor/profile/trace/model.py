@@ -41,6 +41,14 @@ class StepTime:
     communication_exposed_us: float = 0.0  # communication not overlapped by compute kernels
     gpu_busy_us: float = 0.0  # union of kernel, memcpy and memset time in the step
 
+    @property
+    def work_us(self) -> float:
+        """What the rank itself did in the step: its time less communication and idle (a
+        fast rank waits for a slow one in its collectives). The one measure of a straggler,
+        for the ``trace.skew`` facts and the reports' sentence alike."""
+        waited = self.by_kind.get("communication", 0.0) + self.by_kind.get(IDLE, 0.0)
+        return self.duration_us - waited
+
     def share(self, kind: str) -> float:
         """``kind``'s share of the step, 0..1."""
         return self.by_kind.get(kind, 0.0) / self.duration_us if self.duration_us > 0 else 0.0

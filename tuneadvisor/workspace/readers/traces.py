@@ -15,8 +15,9 @@ def _read(state: Gathering) -> None:
     state.facts.update(trace_facts(traces))
     state.notes += traces.notes
     for rank in traces.ranks:
-        state.notes += [f"{rank.path}: {note}" for note in rank.notes]
-        # what each file could not show, and why (no steps, too short to judge)
+        # each rank's notes are the trace section's "Cannot show" (once, with the ranks they
+        # are about), not advice notes as well; what each file could not show, and why (no
+        # steps, too short to judge), is a Not-read entry
         state.not_read += [NotRead(rank.path, note) for note in rank.notes]
 
 

@@ -19,6 +19,18 @@ def slurm_words(err: SlurmError) -> str:
     return (telling or lines or [err.one_line()])[-1]
 
 
+NO_CONFIG = (
+    "this machine has no Slurm configuration (slurm.conf not found): run this on a login "
+    "node, or point SLURM_CONF at the cluster's slurm.conf"
+)
+
+
+def no_config(err: SlurmError) -> bool:
+    """Slurm could not read its configuration: nothing was asked of slurmctld at all."""
+    said = err.said.lower()
+    return any(w in said for w in ("slurm.conf", "configuration file", "configuration source"))
+
+
 def slurm_checks(
     client: SlurmClient, env: Mapping[str, str], cgroup_text: str | None
 ) -> list[Check]:
@@ -44,8 +56,10 @@ def _scontrol(client: SlurmClient) -> Check:
             "slurm.scontrol",
             "failed",
             f"{path}: {slurm_words(err)}",
-            "slurmctld does not answer from here: try a login node; if it fails there too, "
-            "tell the site's admins",
+            NO_CONFIG
+            if no_config(err)
+            else "slurmctld does not answer from here: try a login node; if it fails there "
+            "too, tell the site's admins",
         )
     return Check("slurm.scontrol", "ok", f"{version} at {path}; {said.splitlines()[0]}")
 
@@ -61,7 +75,9 @@ def _sacct(client: SlurmClient) -> Check:
             "slurm.sacct",
             "failed",
             f"{path}: {slurm_words(err)}",
-            "job accounting does not answer: `jobs` and reports of finished jobs need it "
+            NO_CONFIG
+            if no_config(err)
+            else "job accounting does not answer: `jobs` and reports of finished jobs need it "
             "(ask the admins whether slurmdbd is set up for this cluster)",
         )
     return Check("slurm.sacct", "ok", f"{path} answers ({rows} of your jobs in the last hour)")

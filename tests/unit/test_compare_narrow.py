@@ -1,0 +1,58 @@
+"""compare at 100 columns (issue 33 §4): run ids are not all cut to the same ``20261206…``,
+and no figure is split from its unit onto a line of its own."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from rich.console import Console
+
+from tuneadvisor.compare.tables import load_item, short_labels, tables
+from tuneadvisor.relaunch.settings import Settings
+
+IDS = ("20261206-064512-mnist_single-a1b2", "20261206-065010-mnist_single-c3d4")
+
+
+def test_short_labels_keep_what_tells_runs_apart() -> None:
+    shown, form = short_labels(list(IDS))
+    assert shown == ["064512-a1b2", "065010-c3d4"]
+    assert form == "20261206-TIME-mnist_single-SUFFIX"
+    other = ["20261205-064512-mnist_ddp-a1b2", IDS[1]]
+    assert short_labels(other) == (other, None)  # nothing shared: shown whole
+    assert short_labels(["before", "after"]) == (["before", "after"], None)
+    assert short_labels([IDS[0]]) == ([IDS[0]], None)
+
+
+def _run(folder: Path, rid: str, cpus: int, rate: float) -> Path:
+    run = folder / rid
+    run.mkdir()
+    steps = [{"event": "step", "step": i, "step_time_s": 64 / rate, "samples_per_s": rate}
+             for i in range(1, 12)]  # fmt: skip
+    data = {
+        "kind": "tuneadvisor-run", "schema": 1, "id": rid, "name": "mnist_single",
+        "status": "completed", "start": {"device": "cpu"}, "steps": steps,
+        "settings": Settings(cpus_per_task=cpus, mem="6G", knobs={"num_workers": cpus - 1,
+                             "batch_size": 64, "input_cost": "high"}).to_json(),
+        "summary": {"final_accuracy": 0.46},
+        "resources": {"cores_used": 0.9 * cpus, "max_rss_mib": 1400.0},
+        "paths": {"profiles": [], "metrics": []},
+    }  # fmt: skip
+    (run / "run.json").write_text(json.dumps(data))
+    return run
+
+
+def test_compare_at_100_columns(tmp_path: Path) -> None:
+    items = [load_item(str(_run(tmp_path, rid, c, r)))
+             for rid, c, r in zip(IDS, (1, 8), (120.0, 480.0), strict=True)]  # fmt: skip
+    console = Console(width=100, record=True)
+    for table in tables(items):
+        console.print(table)
+    text = console.export_text()
+    assert "064512-a1b2" in text and "065010-c3d4" in text
+    assert "20261206…" not in text and "…" not in text
+    for line in text.splitlines():
+        assert len(line) <= 100
+        # a unit alone at the start of a cell: its figure is on the line above
+        assert not re.search(r"│\s+(%\)|%|ms|MiB)\s+│", line), line
