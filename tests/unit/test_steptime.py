@@ -182,8 +182,9 @@ def test_prediction_of_the_sizing(
     share: float, workers: int, cores: int, node: int, ranks: int
 ) -> None:
     """For any loader-bound profile: the range holds its expected value, the speedup of
-    adding workers is at least 1, and the sizing never gives a rank more workers than its
-    cores (or than the node's, unless the run already had more)."""
+    adding workers is at least 1, under a cap no other count within it is predicted faster,
+    and the sizing never gives a rank more workers than its cores (or than the node's,
+    unless the run already had more)."""
     facts = _facts(share, workers, cores, **{"node.cores": node, "job.ranks_per_task": ranks})
     budget = step_budget(facts)
     assert budget is not None
@@ -198,8 +199,13 @@ def test_prediction_of_the_sizing(
     assert prediction is not None
     for span in (prediction.step_s, prediction.speedup):
         assert span.low <= span.expected <= span.high
-    assert prediction.speedup.expected >= 1
-    assert prediction.step_s.expected <= 0.1 + 1e-12
+    if sizing.workers >= workers:  # adds workers on at least the measured cores
+        assert prediction.speedup.expected >= 1 - 1e-9
+        assert prediction.step_s.expected <= 0.1 + 1e-12
+    if sizing.cap is not None:  # the model's best within the cap, not the request less cores
+        chosen = budget.step_at(sizing.workers, sizing.cores_per_task, ranks)
+        for other in range(1, max(1, sizing.cores_per_task // ranks) + 1):
+            assert chosen <= budget.step_at(other, sizing.cores_per_task, ranks) + 1e-9
     assert (prediction, _) == predict(facts, plan)  # the same evidence, the same prediction
 
 
@@ -290,3 +296,44 @@ def test_a_trace_sizing_never_shrinks_the_measured_cores(
         got_cores, got_workers = sized["model.cores_per_task"], sized["model.workers"]
         assert isinstance(got_cores, int) and isinstance(got_workers, int)
         assert got_cores >= cores and got_workers >= 1
+
+
+def test_under_a_cap_the_model_takes_its_best_setting_within_it() -> None:
+    """Issue 31: a loop waiting 20 % of its step, one worker on one core, a 2-core node: the
+    model's best within the cap is 2 workers (1.2x), not the rule's request less the cores
+    taken away (1 worker, which it predicts at 1.00x)."""
+    facts = _facts(0.2, 1, 1, **{"node.cores": 2})
+    budget = step_budget(facts)
+    assert budget is not None
+    sizing = size(budget, facts)
+    assert sizing.cap is not None and (sizing.workers, sizing.cores_per_task) == (2, 2)
+    assert budget.step_at(2, 2) < budget.step_at(1, 2)
+
+
+def test_a_change_that_buys_nothing_is_not_made(example_on: Any) -> None:
+    """On a 1-core node the example's one worker on one core is already the model's best:
+    no workers or cores change, and the line says what the model predicted instead."""
+    advice = example_on(1)["advice"]
+    assert "num_workers" not in advice["plan"]["script"]
+    assert "cpus-per-task" not in advice["plan"]["sbatch"]
+    assert advice["prediction"] is None
+    assert "1.00x" in advice["no_prediction"] and "no change" in advice["no_prediction"]
+
+
+@pytest.fixture
+def example_on(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> Any:
+    """The example's JSON report with a site file of ``cores`` cores a node."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(REPO / "tests" / "no-such-config"))
+    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
+    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
+
+    def report(cores: int) -> Any:
+        site = tmp_path / f"site-{cores}.toml"
+        site.write_text(f"[partitions.here]\ncores = {cores}\ndefault = true\n")
+        assert main(["report", *EXAMPLE, "--site", str(site), "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    return report

@@ -50,9 +50,7 @@ def _planned(plan: Plan, v: FactView) -> tuple[int, int] | None:
 def usable_workers(budget: StepBudget, workers: int, cores: int, ranks: int) -> float:
     """Workers' worth of CPU: no more than the rank's cores less what the main process
     keeps busy."""
-    if workers <= 0:
-        return 0.0
-    return min(float(workers), max(1.0, cores / ranks - budget.busy))
+    return budget.usable(workers, cores, ranks)
 
 
 def _ceiling(budget: StepBudget, model: StepModel, usable: float, speed: float) -> str | None:
@@ -91,8 +89,9 @@ def predict(
     workers, cores = planned
     ranks = ranks_per_task(v)
     usable = usable_workers(budget, workers, cores, ranks)
-    # the plan adds workers or cores, never takes them away: never slower than measured
-    relative = min(budget.step_with(usable), 1.0)
+    # a setting can be slower than the measured one (fewer cores, a worker where the loop
+    # loaded its own batches): said as it is, never rounded up to 1.0x
+    relative = budget.step_with(usable)
     spread = budget.spread
     speed = 1.0 / relative
     step = budget.step_s * relative
@@ -106,7 +105,7 @@ def predict(
         Prediction(
             setting={"num_workers": workers, "cpus_per_task": cores},
             step_s=Span(step * max(1 - spread, 0.0) / faster, step, step * (1 + spread)),
-            speedup=Span(max(min(1.0, speed), speed / (1 + spread)), speed, fastest),
+            speedup=Span(speed / (1 + spread), speed, fastest),
             samples_per_s=samples,
             basis=(
                 *budget.basis,

@@ -74,6 +74,19 @@ class StepBudget:
             return 1.0 if self.workers == 0 else self.busy + self.worker_steps
         return max(self.busy, self.worker_steps / workers)
 
+    def usable(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """Workers' worth of CPU: no more than the rank's cores less what the main process
+        keeps busy (a worker on a shared core still gets about one: the measured run's
+        one-core figures count it so)."""
+        if workers <= 0:
+            return 0.0
+        return min(float(workers), max(1.0, cores / max(ranks, 1) - self.busy))
+
+    def step_at(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """Predicted step time (measured steps) with ``workers`` per rank on ``cores`` per
+        task: more than 1.0 is a slowdown, and is said as one."""
+        return self.step_with(self.usable(workers, cores, ranks))
+
 
 def _s(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
