@@ -238,11 +238,18 @@ def test_the_headline_reads_as_the_issue_asks() -> None:
         samples_per_s=Span(2903.0, 3100.0, 3377.0),
     )
     assert headline(prediction) == (
-        "expected 2,903-3,377 samples/s, 13.2-15.4x (step 19-22 ms) "
-        "with num_workers=15, --cpus-per-task=16"
+        "expected 13.20-15.40x over the measured run (step 19-22 ms; 2,903-3,377 samples/s "
+        "if the node performs as in the measured run) with num_workers=15, --cpus-per-task=16"
     )
     without_batch = replace(prediction, samples_per_s=None, step_s=Span(1.5, 2.0, 2.5))
-    assert headline(without_batch).startswith("expected 13.2-15.4x (step 1.50-2.50 s)")
+    assert headline(without_batch).startswith(
+        "expected 13.20-15.40x over the measured run (step 1.50-2.50 s) with"
+    )
+    # where the node was assumed, the prediction's own line says so
+    assumed = replace(prediction, assumed_node="for an assumed 64-core node (no site file)")
+    assert headline(assumed).endswith(
+        "--cpus-per-task=16, for an assumed 64-core node (no site file)"
+    )
 
 
 def _trace_facts(share: float, workers: int, cores: int) -> dict[str, object]:

@@ -66,6 +66,22 @@ def _ceiling(budget: StepBudget, model: StepModel, usable: float, speed: float) 
     )
 
 
+def assumed_node(v: FactView) -> str | None:
+    """Where the node sized for is not known: what was assumed, said on the prediction's
+    line (a site file, ``--cluster`` or the machine a relaunch runs on gives the real one)."""
+    if v.node.assumed is True and v.node.cores:
+        return (
+            f"for an assumed {v.node.cores}-core node (no site file, Slurm not asked; "
+            "--site or --cluster gives the real one)"
+        )
+    if v.node.cores is None:
+        return (
+            "for a node of unknown size, no core cap applied (no site file, Slurm not asked; "
+            "--site or --cluster gives the real one)"
+        )
+    return None
+
+
 def predict(
     facts: Mapping[str, object] | FactView, plan: Plan, model: StepModel | None = None
 ) -> tuple[Prediction | None, str | None]:
@@ -113,6 +129,7 @@ def predict(
                 f"measured step, the loop needs {1 / budget.busy:.2f}: estimated, the model",
             ),
             ceiling=_ceiling(budget, model, usable, speed),
+            assumed_node=assumed_node(v),
         ),
         None,
     )
