@@ -125,7 +125,14 @@ def advised_settings(request: RelaunchRequest) -> Advised:
         source = request.from_report
         report = load_report(source)
         settings = settings_from_report(Settings(), report, source)
-        return Advised(settings, source, report_prediction(report, source))
+        prediction = report_prediction(report, source)
+        if not request.submit:  # the processes run here: sized for this machine's cores
+            from tuneadvisor.relaunch.allocation import available_cores
+            from tuneadvisor.relaunch.here import sized_here
+
+            here = sized_here(report, settings, prediction, len(available_cores()))
+            settings, prediction = here.settings, here.prediction
+        return Advised(settings, source, prediction)
     inputs = request.inputs
     if inputs is not None:
         from tuneadvisor.session.workspace import load_workspace
