@@ -230,6 +230,7 @@ class Probe(Section):
     workers_for_95pct: int | None = None
     test_mode: bool | None = None
     batch_size: int | None = None
+    workers: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -264,6 +265,7 @@ class Run(Section):
     PREFIX = "run"
     batch_size: int | None = None
     samples_per_s: float | None = None
+    spread: float | None = None
 
 
 @dataclass(frozen=True, eq=False)

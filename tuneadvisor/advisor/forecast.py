@@ -12,7 +12,8 @@ from tuneadvisor.advisor.sizing import StepModel, ranks_per_task, step_model, wa
 from tuneadvisor.advisor.steptime import StepBudget
 
 NO_EVIDENCE = (
-    "no prediction: a line_profiler profile of the run (kernprof), or a probe's result, "
+    "no prediction: nothing timed the training step; a line_profiler profile (kernprof), a "
+    "torch.profiler trace, a watch recording of the run with its GPU, or a probe's result "
     "would give its step time and what waits for data"
 )
 NO_STEP_TIME = (
@@ -22,6 +23,21 @@ NO_STEP_TIME = (
 NO_CHANGE = (
     "no prediction: the measured run's DataLoader workers or cores are not known (a script "
     "that sets num_workers, or a recording of the run, would say)"
+)
+NO_WORKERS = (
+    "no prediction: the {what} was read, but not the DataLoader workers of the run it "
+    "measured; the run record beside it (run.json, written by `tuneadvisor run`), a training "
+    "script that sets num_workers, or a watch recording of the run would say"
+)
+NO_GPU_SHARE = (
+    "no prediction: the watch recording has no GPU busy share (no GPU was sampled), so the "
+    "loop's wait for data cannot be told from its wait for the device; a line_profiler "
+    "profile, a torch.profiler trace or a probe of the run would"
+)
+RECORDING_STEP = (
+    "no prediction: the watch recording gives the GPU's busy share but no step time; the run "
+    "record beside it (run.json, written by `tuneadvisor run`), or a profile, trace or probe "
+    "of the run would give one"
 )
 STORAGE = (
     "no prediction: the workers were mostly idle while the loop waited: the pipeline waits "
@@ -66,6 +82,29 @@ def _ceiling(budget: StepBudget, model: StepModel, usable: float, speed: float) 
     )
 
 
+def _why_no_budget(v: FactView) -> str | None:
+    """What is missing where evidence of the step was given but no budget came of it; None
+    where no such evidence was given."""
+
+    def above(value: float | None, least: float) -> bool:
+        return value is not None and value >= least
+
+    # each where it shows the loop waiting (the rules' thresholds): else nothing to predict
+    kinds = [
+        ("line_profiler profile", above(v.profile.loader_share, 0.10)),
+        ("torch.profiler trace", above(v.trace.dataloader_share, 0.05)),
+        ("probe's result", above(v.probe.stall_share, 0.10)),
+        ("watch recording", v.gpu.util__mean is not None and v.gpu.util__mean < 50
+         and v.host.proc__main_cpu_pct__mean is not None),
+    ]  # fmt: skip
+    given = [name for name, there in kinds if there]
+    if given:
+        return NO_WORKERS.format(what=" and the ".join(given))
+    if v.host.proc__main_cpu_pct__mean is not None:
+        return NO_GPU_SHARE
+    return None
+
+
 def assumed_node(v: FactView) -> str | None:
     """Where the node sized for is not known: what was assumed, said on the prediction's
     line (a site file, ``--cluster`` or the machine a relaunch runs on gives the real one)."""
@@ -94,14 +133,22 @@ def predict(
     planned = _planned(plan, v)
     if budget is not None and budget.storage_bound:
         return None, STORAGE
+    if budget is None:
+        # evidence of the step was given and could not make a budget: say exactly why, a
+        # change planned or not (the evidence was meant to say something)
+        missing = _why_no_budget(v)
+        if missing is not None:
+            return None, missing
     if "num_workers" not in plan.script and "cpus-per-task" not in plan.sbatch:
+        if budget is not None and budget.step_s is None and budget.source == "recording":
+            return None, RECORDING_STEP
         return None, None
     if budget is None:
         return None, NO_EVIDENCE
     if planned is None:
         return None, NO_CHANGE
     if budget.step_s is None:
-        return None, NO_STEP_TIME
+        return None, RECORDING_STEP if budget.source == "recording" else NO_STEP_TIME
     workers, cores = planned
     ranks = ranks_per_task(v)
     usable = usable_workers(budget, workers, cores, ranks)

@@ -120,6 +120,9 @@ def _fallback(v: FactView) -> Model:
     cores = max(FALLBACK_MIN_CORES, (positive(v.alloc.cpus_per_task) or 1) * 2)
     share = first(v.profile.loader_share, v.trace.dataloader_share)
     waits = share is not None and share >= MAIN_WAITS_SHARE
+    limits = caps(v)
+    if limits and limits[0].cores < cores:  # never past the node (or the site's cap)
+        cores = max(limits[0].cores, positive(v.alloc.cpus_per_task) or 1)
     workers = max(1, cores // ranks_per_task(v) - (0 if waits else 1))
     return Model(storage_bound=False, workers=workers, cores_per_task=cores)
 

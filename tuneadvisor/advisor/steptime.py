@@ -35,6 +35,9 @@ PROFILER_OVERHEAD = 0.15
 # torch.profiler's own cost (record_shapes, the CPU and CUDA activity buffers) is in every
 # traced step too; assumed the same order as line_profiler's, fast side only.
 TRACE_OVERHEAD = 0.10
+# A measured spread is taken at least this wide: a few blocks of one run understate the
+# run-to-run variation of a shared machine.
+MIN_SPREAD = 0.05
 # A worker using less than this share of a core while the loop waits is waiting itself: on
 # storage, not on CPU.
 WORKER_BUSY_MIN = 0.5
@@ -311,23 +314,47 @@ def step_budget(facts: Mapping[str, object] | FactView) -> StepBudget | None:
     profile, recording or probe, or the measured run's workers are unknown)."""
     v = as_view(facts)
     workers = v.alloc.workers
+    if workers is None and v.probe.workers is not None and _from_probe(v, 0) is not None:
+        workers = v.probe.workers  # the probe file names its loop's
     if workers is None:
+        # a probe that swept the worker counts sizes without the loop's own: its count
+        if v.probe.workers_for_95pct:
+            budget = _from_probe(v, 0)
+            if budget is not None:
+                note = "the probed loop's DataLoader workers: not known, the probe's sweep sizes"
+                return _with_run(replace(budget, basis=(*budget.basis, note)), v)
         return None
     for make in (_from_probe, _from_profile, _from_trace, _from_recording):
         budget = make(v, workers)
         if budget is not None:
-            if budget.batch_size is None:  # the script's, else its run record's
-                batch = v.script.batch_size or v.run.batch_size
-                budget = replace(budget, batch_size=batch)
-            rate = v.run.samples_per_s
-            if rate is not None:
-                budget = replace(
-                    budget,
-                    basis=(
-                        *budget.basis,
-                        f"{rate:,.1f} samples/s: measured, the run record "
-                        "beside the profile (steps after the warm-up)",
-                    ),
-                )
-            return budget
+            return _with_run(budget, v)
     return None
+
+
+def _with_run(budget: StepBudget, v: FactView) -> StepBudget:
+    """The batch size (the script's, else the run record's) and, from the run record beside
+    the evidence (`tuneadvisor run` wrote both), its steady rate: the step time where the
+    evidence has none (a recording), and the spread of its window where it is measured."""
+    if budget.batch_size is None:
+        budget = replace(budget, batch_size=v.script.batch_size or v.run.batch_size)
+    rate = v.run.samples_per_s
+    if rate is None:
+        return budget
+    basis = [
+        *budget.basis,
+        f"{rate:,.1f} samples/s: measured, the run record beside the evidence (its steady window)",
+    ]
+    if budget.step_s is None and budget.batch_size:
+        step = budget.batch_size / rate
+        basis.append(f"step time {_s(step)}: measured, batch {budget.batch_size} / that rate")
+        budget = replace(budget, step_s=step)
+    spread = v.run.spread
+    if spread is not None and budget.source != "probe":
+        spread = max(spread, MIN_SPREAD)
+        basis = [b for b in basis if not b.startswith("spread ")]
+        basis.append(
+            f"spread {spread:.0%}: measured, the run record's steady window (its blocks' "
+            f"rates; at least {MIN_SPREAD:.0%})"
+        )
+        budget = replace(budget, spread=spread)
+    return replace(budget, basis=tuple(basis))

@@ -213,6 +213,8 @@ class RunRecord:
         steady = window([s for s in self.steps if s.step > WARMUP_STEPS] or self.steps[1:])
         if steady is not None:
             out["run.samples_per_s"] = round(steady.samples_per_s, 3)
+            if steady.steps >= 8:  # blocks of a handful of steps say nothing of the spread
+                out["run.spread"] = round(steady.spread, 4)
         return out
 
     @property

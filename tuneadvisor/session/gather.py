@@ -98,7 +98,8 @@ def gather(
     metrics, measured = _gpu_metrics(found, inputs, gpu_read)
     _probe(found, inputs)
     stamp = _stamp(inputs, read.job)
-    _allocation(found, inputs.profiles, measured, stamp)
+    beside = (*inputs.profiles, *_beside_traces(inputs.traces), *inputs.metrics, *_probe_at(inputs))
+    _allocation(found, beside, measured, stamp)
     _site(found, inputs, env, client)
     _slurm_release(found, client)
     return Gathered(
@@ -339,6 +340,16 @@ def _stamp(inputs: Inputs, job: JobScript | None) -> EvidenceStamp | None:
     from tuneadvisor.session.evidence_stamp import evidence_stamp
 
     return evidence_stamp(inputs)
+
+
+def _probe_at(inputs: Inputs) -> tuple[str, ...]:
+    return (inputs.probe,) if inputs.probe is not None else ()
+
+
+def _beside_traces(traces: Sequence[str]) -> list[str]:
+    """Where a trace's run record would be, as a path beside it: a trace file's folder, or
+    the folder of traces given (`run --profile torch` writes both into its run folder)."""
+    return [os.path.join(t, "trace") if os.path.isdir(t) else t for t in traces]
 
 
 def _allocation(
