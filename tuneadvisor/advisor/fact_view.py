@@ -248,6 +248,8 @@ class Host(Section):
     proc__workers__max: int | None = None
     proc__affinity__min_cpus: int | None = None
     proc__affinity__short_ranks: int | None = None
+    cpu__count: int | None = None
+    cpu__busy_cores__mean: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
