@@ -344,3 +344,55 @@ def example_on(
         return json.loads(capsys.readouterr().out)
 
     return report
+
+
+def test_a_trace_beside_a_profile_gives_the_device_floor() -> None:
+    """Issue 31 §3: host-side line times of a CUDA loop hold queued kernels in the wait; the
+    trace's device time is the floor more workers cannot go under."""
+    facts = _facts(0.8, 1, 2, **{"job.gpus": 1})
+    host_only = step_budget(facts)
+    assert host_only is not None and host_only.busy == pytest.approx(0.2)
+    assert any("lower bound" in b for b in host_only.basis)
+    traced = {
+        **facts,
+        "trace.kernel_share": 0.5,
+        "trace.step_s": 0.1,
+        "trace.dataloader_share": 0.4,
+    }
+    budget = step_budget(traced)
+    assert budget is not None and budget.source == "profile"
+    assert budget.busy == pytest.approx(0.5)  # the device's 50 ms of a 100 ms step
+    assert not any("lower bound" in b for b in budget.basis)
+    # the device floor caps the speedup of any setting at 1 / 0.5
+    assert 1 / budget.step_at(64, 65) == pytest.approx(2.0)
+
+
+def test_the_pin_memory_thread_takes_from_the_workers() -> None:
+    plain = step_budget(_facts(0.5, 2, 3))
+    pinned = step_budget(_facts(0.5, 2, 3, **{"script.pin_memory": True}))
+    assert plain is not None and pinned is not None
+    assert pinned.usable(4, 3) < plain.usable(4, 3)
+    assert any("pin-memory thread" in b and "assumed" in b for b in pinned.basis)
+
+
+def test_the_prediction_names_its_assumptions() -> None:
+    facts = _facts(0.5, 1, 2)
+    plan = Plan(
+        sbatch={"cpus-per-task": Change(4, ("x",))}, script={"num_workers": Change(3, ("x",))}
+    )
+    prediction, _ = predict(facts, plan)
+    assert prediction is not None
+    basis = " ".join(prediction.basis)
+    for assumption in ("spread 15%: assumed", "line_profiler: assumed", "one core per worker: "
+                       "assumed", "margin (assumed)"):  # fmt: skip
+        assert assumption in basis, assumption
+
+
+def test_fewer_cores_than_measured_predict_a_slowdown() -> None:
+    """Never forbidden: a setting with fewer cores than the measured run is slower."""
+    facts = _facts(0.6, 3, 4)
+    plan = Plan(
+        sbatch={"cpus-per-task": Change(1, ("x",))}, script={"num_workers": Change(1, ("x",))}
+    )
+    prediction, _ = predict(facts, plan)
+    assert prediction is not None and prediction.speedup.expected < 1

@@ -281,6 +281,7 @@ class Script(Section):
     num_workers__expr: str | None = None
     num_workers__passed: str | None = None
     num_workers__passed_source: str | None = None
+    pin_memory: bool | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,8 +8,14 @@ from collections.abc import Mapping
 from tuneadvisor.advisor.fact_view import FactView, as_view
 from tuneadvisor.advisor.plan import Plan
 from tuneadvisor.advisor.prediction import Prediction, Span
-from tuneadvisor.advisor.sizing import StepModel, ranks_per_task, step_model, wanted_workers
-from tuneadvisor.advisor.steptime import StepBudget
+from tuneadvisor.advisor.sizing import (
+    MARGIN,
+    StepModel,
+    ranks_per_task,
+    step_model,
+    wanted_workers,
+)
+from tuneadvisor.advisor.steptime import WORKER_BUSY_MIN, StepBudget
 
 NO_EVIDENCE = (
     "no prediction: nothing timed the training step; a line_profiler profile (kernprof), a "
@@ -40,9 +46,10 @@ RECORDING_STEP = (
     "of the run would give one"
 )
 STORAGE = (
-    "no prediction: the workers were mostly idle while the loop waited: the pipeline waits "
-    "on storage, and more workers will not help; stage the data to node-local disk "
-    "($TMPDIR, /scratch) or a faster file system first"
+    "no prediction: the workers were mostly idle while the loop waited (each under "
+    f"{WORKER_BUSY_MIN:.0%} of a core, an assumed threshold): the pipeline waits on storage, "
+    "and more workers will not help; stage the data to node-local disk ($TMPDIR, /scratch) "
+    "or a faster file system first"
 )
 MOVERS = (
     "cache decoded data, lighter transforms, transforms on the GPU (DALI), a larger batch "
@@ -172,8 +179,13 @@ def predict(
             samples_per_s=samples,
             basis=(
                 *budget.basis,
+                f"one core per worker: assumed; {workers} worker(s) on {cores} core(s) a task "
+                f"run {usable:.2f} workers' worth beside the main process's {budget.busy:.2f} "
+                "core (no more than a core each, none below one)",
                 f"the pipeline then makes {usable / budget.worker_steps:.2f} batches a "
                 f"measured step, the loop needs {1 / budget.busy:.2f}: estimated, the model",
+                f"the setting: the fewest workers that cover the loop with a {MARGIN:.0%} "
+                "margin (assumed), the model's best within the cores where a cap binds",
             ),
             ceiling=_ceiling(budget, model, usable, speed),
             assumed_node=assumed_node(v),

@@ -38,6 +38,9 @@ TRACE_OVERHEAD = 0.10
 # A measured spread is taken at least this wide: a few blocks of one run understate the
 # run-to-run variation of a shared machine.
 MIN_SPREAD = 0.05
+# The pin-memory thread of the main process (pin_memory=True with workers) copies every batch
+# into page-locked memory: a share of a core taken from the workers (assumed, not measured).
+PIN_THREAD = 0.1
 # A worker using less than this share of a core while the loop waits is waiting itself: on
 # storage, not on CPU.
 WORKER_BUSY_MIN = 0.5
@@ -64,12 +67,18 @@ class StepBudget:
     # the measured steps carry an instrument's cost (a profiler): the run without it may be
     # up to this much faster (relative)
     overhead: float = 0.0
+    # the main process's pin-memory thread, in cores, while workers feed it
+    pin_thread: float = 0.0
+    # the device's time a step, in measured steps, where a trace or GPM measured it: the loop
+    # cannot run faster than the device (0.0: not measured)
+    device_floor: float = 0.0
 
     @property
     def busy(self) -> float:
         """What the loop does besides waiting, in step times: the floor of the step that
-        more workers cannot lower."""
-        return max(1.0 - self.wait, 1e-6)
+        more workers cannot lower; never under the device's measured time a step (a
+        host-side wait of an asynchronous CUDA loop holds kernels queued before it)."""
+        return max(1.0 - self.wait, self.device_floor, 1e-6)
 
     def step_with(self, workers: float) -> float:
         """Predicted step time (measured steps) with ``workers`` workers' worth of CPU."""
@@ -83,7 +92,8 @@ class StepBudget:
         one-core figures count it so)."""
         if workers <= 0:
             return 0.0
-        return min(float(workers), max(1.0, cores / max(ranks, 1) - self.busy))
+        main = self.busy + self.pin_thread
+        return min(float(workers), max(1.0, cores / max(ranks, 1) - main))
 
     def step_at(self, workers: int, cores: int, ranks: int = 1) -> float:
         """Predicted step time (measured steps) with ``workers`` per rank on ``cores`` per
@@ -244,7 +254,31 @@ def _from_profile(v: FactView, workers: int) -> StepBudget | None:
         overhead=PROFILER_OVERHEAD,
         overhead_why="line_profiler: assumed (8-14 % measured on the bundled MNIST loop)",
     )
-    return _measured(shares, v, workers)
+    budget = _measured(shares, v, workers)
+    return _gpu_floor(budget, v)
+
+
+def _gpu_floor(budget: StepBudget, v: FactView) -> StepBudget:
+    """A line profile's host-side times on a GPU: kernels queued before ``next(batch)`` count
+    as data wait. A trace's device time beside it gives the true floor; without one the
+    floor is a lower bound, and the basis says so."""
+    t = v.trace
+    device = sum(x or 0.0 for x in (t.kernel_share, t.memcpy_share, t.memset_share))
+    if device > 0 and t.step_s and budget.step_s:
+        floor = min(1.0, device * t.step_s / budget.step_s)
+        note = (
+            f"device time {_s(device * t.step_s)} a step: measured, the torch.profiler trace; "
+            f"the floor is max(the loop's host time, the device's)"
+        )
+        return replace(budget, device_floor=floor, basis=(*budget.basis, note))
+    if v.job.gpus or v.gpu.count:
+        note = (
+            "the floor (the loop's time besides waiting) is a lower bound: line times of an "
+            "asynchronous CUDA loop count kernels queued before the next batch as waiting; a "
+            "torch.profiler trace or GPM's GPU time would give the device's"
+        )
+        return replace(budget, basis=(*budget.basis, note))
+    return budget
 
 
 def _from_trace(v: FactView, workers: int) -> StepBudget | None:
@@ -322,13 +356,26 @@ def step_budget(facts: Mapping[str, object] | FactView) -> StepBudget | None:
             budget = _from_probe(v, 0)
             if budget is not None:
                 note = "the probed loop's DataLoader workers: not known, the probe's sweep sizes"
-                return _with_run(replace(budget, basis=(*budget.basis, note)), v)
+                budget = replace(budget, basis=(*budget.basis, note))
+                return _with_threads(_with_run(budget, v), v)
         return None
     for make in (_from_probe, _from_profile, _from_trace, _from_recording):
         budget = make(v, workers)
         if budget is not None:
-            return _with_run(budget, v)
+            return _with_threads(_with_run(budget, v), v)
     return None
+
+
+def _with_threads(budget: StepBudget, v: FactView) -> StepBudget:
+    """The main process's other threads that take cores from the workers: the pin-memory
+    thread where the script pins (assumed cost)."""
+    if v.script.pin_memory is True:
+        note = (
+            f"the pin-memory thread ~{PIN_THREAD:g} of a core beside the main process: "
+            "assumed, pin_memory=True in the script"
+        )
+        return replace(budget, pin_thread=PIN_THREAD, basis=(*budget.basis, note))
+    return budget
 
 
 def _with_run(budget: StepBudget, v: FactView) -> StepBudget:
