@@ -396,3 +396,12 @@ def test_fewer_cores_than_measured_predict_a_slowdown() -> None:
     )
     prediction, _ = predict(facts, plan)
     assert prediction is not None and prediction.speedup.expected < 1
+
+
+def test_a_traces_own_steps_give_its_spread() -> None:
+    measured = step_budget({**_trace_facts(0.6, 1, 2), "trace.step_spread": 0.2})
+    assumed = step_budget(_trace_facts(0.6, 1, 2))
+    assert measured is not None and assumed is not None
+    assert measured.spread == pytest.approx(0.2) and assumed.spread == 0.15
+    assert any(b.startswith("spread 20%: measured") for b in measured.basis)
+    assert any(b.startswith("spread 15%: assumed") for b in assumed.basis)

@@ -218,6 +218,7 @@ class Trace(Section):
     communication_share: float | None = None
     step_s: float | None = None
     steps: int | None = None
+    step_spread: float | None = None
 
 
 @dataclass(frozen=True, eq=False)

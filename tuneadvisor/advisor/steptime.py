@@ -202,6 +202,7 @@ class _Shares:
     spread_why: str
     overhead: float
     overhead_why: str
+    spread: float | None = None  # measured (the trace's steps); None: assumed
 
 
 def _measured(shares: _Shares, v: FactView, workers: int) -> StepBudget:
@@ -213,7 +214,9 @@ def _measured(shares: _Shares, v: FactView, workers: int) -> StepBudget:
         f"waiting for data {s.wait:.0%}, copies {s.transfer:.0%}, compute {s.compute:.0%}, "
         f"syncs {s.sync:.0%}, other {other:.0%} of the step: measured, {s.shares_from}",
         _worker_note(workers, worker_steps, f"the {s.source}"),
-        f"spread {PROFILE_SPREAD:.0%}: assumed, {s.spread_why}",
+        f"spread {s.spread:.0%}: measured, {s.spread_why}"
+        if s.spread is not None
+        else f"spread {PROFILE_SPREAD:.0%}: assumed, {s.spread_why}",
         f"up to {s.overhead:.0%} faster without {s.overhead_why}, the range's fast side only",
     ]
     if s.step_s is not None and s.steps:
@@ -227,7 +230,7 @@ def _measured(shares: _Shares, v: FactView, workers: int) -> StepBudget:
         other=other,
         workers=workers,
         worker_steps=worker_steps,
-        spread=PROFILE_SPREAD,
+        spread=s.spread if s.spread is not None else PROFILE_SPREAD,
         step_s=s.step_s,
         storage_bound=storage_bound(v),
         basis=tuple(basis),
@@ -303,9 +306,14 @@ def _from_trace(v: FactView, workers: int) -> StepBudget | None:
         steps=steps,
         shares_from="the torch.profiler trace's breakdown",
         steps_from=f"the trace ({steps} steps a rank)",
-        spread_why="a few traced steps measure no spread",
+        spread_why=(
+            f"half the range of the trace's {steps} steps (at least {MIN_SPREAD:.0%})"
+            if t.step_spread is not None
+            else "a few traced steps measure no spread"
+        ),
         overhead=TRACE_OVERHEAD,
         overhead_why="torch.profiler: assumed",
+        spread=max(t.step_spread, MIN_SPREAD) if t.step_spread is not None else None,
     )
     return _measured(shares, v, workers)
 

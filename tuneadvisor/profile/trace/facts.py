@@ -21,6 +21,10 @@ def trace_facts(traces: TraceSet) -> dict[str, object]:
     total = sum(s.duration_us for r in ranks for s in r.steps)
     facts["trace.steps"] = min(len(r.steps) for r in ranks)
     facts["trace.step_s"] = statistics.median(s.duration_us for r in ranks for s in r.steps) / 1e6
+    durations = [s.duration_us for r in ranks for s in r.steps]
+    if len(durations) >= 3 and statistics.median(durations) > 0:  # the step-time model's spread
+        half = (max(durations) - min(durations)) / 2
+        facts["trace.step_spread"] = half / statistics.median(durations)
     if total <= 0:
         return facts
     for kind in (*KINDS, IDLE):
