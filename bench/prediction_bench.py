@@ -244,6 +244,22 @@ def summarize(cases: Sequence[Case]) -> list[KindSummary]:
     return out
 
 
+def agreement(cases: Sequence[Case]) -> str:
+    """The same job measured several ways: one setting? do the speedup ranges overlap?"""
+    predicted = [c for c in cases if c.setting is not None and c.speedup is not None]
+    if not predicted:
+        return "no prediction"
+    settings = sorted({c.setting for c in predicted if c.setting is not None})
+    low = max(c.speedup[0] for c in predicted if c.speedup is not None)
+    high = min(c.speedup[2] for c in predicted if c.speedup is not None)
+    said = ", ".join(f"cpus {s[0]} workers {s[1]}" for s in settings)
+    overlap = f"overlap {low:.2f}-{high:.2f}x" if low <= high else "do not overlap"
+    return (
+        f"{'one setting' if len(settings) == 1 else f'{len(settings)} settings'} ({said}) "
+        f"from {len(predicted)} kind(s); speedup ranges {overlap}"
+    )
+
+
 def steady_rate(record_path: Path, warmup: int) -> float | None:
     """The run's one throughput figure: samples over seconds of its steady window."""
     from tuneadvisor.runrecord.record import read_record
@@ -452,6 +468,10 @@ def main() -> None:
         "",
         f"All cases: {sum(1 for x in all_inside if x)} of {len(all_inside)} measured rates "
         "inside the predicted samples/s range.",
+        "",
+        "The same job measured four ways: "
+        + "; ".join(f"{cost}: {agreement([c for c in judged if c.cost == cost])}" for cost in costs)
+        + ".",
         "",
         "### Each case",
         "",

@@ -133,3 +133,16 @@ def test_a_case_measured_faster_than_the_range_is_outside() -> None:
     case = _case("probe", (80.0, 100.0, 120.0), 121.0, (1.0, 1.2, 1.4), 1.5)
     assert case.inside is False and case.inside_speedup is False
     assert case.error == pytest.approx(0.21) and case.speedup_error == pytest.approx(0.25)
+
+
+def test_agreement_says_one_setting_and_whether_the_ranges_overlap() -> None:
+    from bench.prediction_bench import agreement
+
+    a = _case("profile", (80.0, 100.0, 120.0), 1.0, (1.6, 2.0, 2.4), 2.0)
+    b = _case("trace", (80.0, 100.0, 120.0), 1.0, (2.2, 2.5, 2.8), 2.0)
+    c = _case("probe", (80.0, 100.0, 120.0), 1.0, (2.5, 2.7, 2.9), 2.0)
+    assert agreement([a, b]) == (
+        "one setting (cpus 2 workers 2) from 2 kind(s); speedup ranges overlap 2.20-2.40x"
+    )
+    assert agreement([a, c]).endswith("speedup ranges do not overlap")
+    assert agreement([_case("recording", None, None)]) == "no prediction"
