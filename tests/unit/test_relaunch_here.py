@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import REPO
 from tuneadvisor.cli import main
-from tuneadvisor.relaunch.here import sized_here
+from tuneadvisor.relaunch.here import report_facts, sized_here
 from tuneadvisor.relaunch.predicted import report_prediction
 from tuneadvisor.relaunch.settings import Settings, settings_from_report
 
@@ -32,7 +32,7 @@ def test_a_two_core_machine_runs_the_models_two_core_setting(report: Any) -> Non
     prediction = report_prediction(report, "r.json")
     assert prediction is not None and prediction.assumed_node is not None
     assert (settings.cpus_per_task, settings.knobs["num_workers"]) == (8, 7)
-    here = sized_here(report, settings, prediction, 2)
+    here = sized_here(report_facts(report), settings, prediction, 2)
     assert (here.settings.cpus_per_task, here.settings.knobs["num_workers"]) == (2, 2)
     assert here.prediction is not None
     assert here.prediction.setting == {"num_workers": 2, "cpus_per_task": 2}
@@ -45,13 +45,13 @@ def test_a_two_core_machine_runs_the_models_two_core_setting(report: Any) -> Non
 def test_the_same_size_here_changes_nothing(report: Any) -> None:
     settings = settings_from_report(Settings(), report, "r.json")
     prediction = report_prediction(report, "r.json")
-    here = sized_here(report, settings, prediction, 64)
+    here = sized_here(report_facts(report), settings, prediction, 64)
     assert here.settings == settings
 
 
 def test_a_machine_where_nothing_helps_runs_the_measured_setting(report: Any) -> None:
     settings = settings_from_report(Settings(), report, "r.json")
-    here = sized_here(report, settings, report_prediction(report, "r.json"), 1)
+    here = sized_here(report_facts(report), settings, report_prediction(report, "r.json"), 1)
     assert (here.settings.cpus_per_task, here.settings.knobs["num_workers"]) == (1, 1)
     assert here.prediction is None and "no gain" in here.settings.notes[-1]
 
@@ -59,4 +59,4 @@ def test_a_machine_where_nothing_helps_runs_the_measured_setting(report: Any) ->
 def test_a_report_without_facts_is_run_as_it_says(report: Any) -> None:
     del report["advice"]["facts"]
     settings = settings_from_report(Settings(), report, "r.json")
-    assert sized_here(report, settings, None, 2).settings == settings
+    assert sized_here(report_facts(report), settings, None, 2).settings == settings

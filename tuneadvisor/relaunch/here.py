@@ -1,7 +1,7 @@
-"""A saved report's advice sized again for the machine a local `run --from` runs on: the report
-may have sized for another node (a site file's, or an assumed 64-core one); the processes run
-here, on these cores. The same step-time model, from the report's own facts, with this
-machine's cores as the node; what changed is said in a note."""
+"""The advice (a saved report's, or the inputs' own) sized again for the machine a local `run`
+runs on: it may have sized for another node (a site file's, or an assumed 64-core one); the
+processes run here, on these cores. The same step-time model, from the advice's own facts,
+with this machine's cores as the node; what changed is said in a note."""
 
 from __future__ import annotations
 
@@ -27,19 +27,22 @@ class Here:
     prediction: Prediction | None
 
 
-def _facts(report: Mapping[str, Any]) -> dict[str, object] | None:
+def report_facts(report: Mapping[str, Any]) -> dict[str, object] | None:
+    """A saved report's ``advice.facts`` (None: it has none)."""
     advice = report.get("advice")
     facts = advice.get("facts") if isinstance(advice, Mapping) else None
     return dict(facts) if isinstance(facts, Mapping) else None
 
 
 def sized_here(
-    report: Mapping[str, Any], settings: Settings, prediction: Prediction | None, cores: int
+    facts: Mapping[str, object] | None,
+    settings: Settings,
+    prediction: Prediction | None,
+    cores: int,
 ) -> Here:
-    """``settings`` with the workers and cores the model gives on ``cores`` cores, and the
-    prediction for them; unchanged where the report has no facts to size from, the model
-    cannot size, or it sizes the same."""
-    facts = _facts(report)
+    """``settings`` with the workers and cores the model gives on ``cores`` cores, from the
+    advice's ``facts``, and the prediction for them; unchanged where there are no facts to
+    size from, the model cannot size, or it sizes the same."""
     if facts is None or cores < 1:
         return Here(settings, prediction)
     node = {k: v for k, v in facts.items() if k not in _NODE} | {"node.cores": cores}

@@ -126,13 +126,9 @@ def advised_settings(request: RelaunchRequest) -> Advised:
         report = load_report(source)
         settings = settings_from_report(Settings(), report, source)
         prediction = report_prediction(report, source)
-        if not request.submit:  # the processes run here: sized for this machine's cores
-            from tuneadvisor.relaunch.allocation import available_cores
-            from tuneadvisor.relaunch.here import sized_here
+        from tuneadvisor.relaunch.here import report_facts
 
-            here = sized_here(report, settings, prediction, len(available_cores()))
-            settings, prediction = here.settings, here.prediction
-        return Advised(settings, source, prediction)
+        return _here(request, report_facts(report), Advised(settings, source, prediction))
     inputs = request.inputs
     if inputs is not None:
         from tuneadvisor.session.workspace import load_workspace
@@ -141,8 +137,24 @@ def advised_settings(request: RelaunchRequest) -> Advised:
         workspace = load_workspace(inputs)
         advice = workspace.advice
         prediction = advice.prediction if advice is not None else None
-        return Advised(settings_from_workspace(Settings(), workspace, source), source, prediction)
+        settings = settings_from_workspace(Settings(), workspace, source)
+        facts = advice.facts if advice is not None else None
+        return _here(request, facts, Advised(settings, source, prediction))
     return Advised()
+
+
+def _here(
+    request: RelaunchRequest, facts: Mapping[str, object] | None, advised: Advised
+) -> Advised:
+    """A local run's advice sized for this machine's cores (the processes run here, whatever
+    node the advice sized for); a submitted one as the advice says."""
+    if request.submit or advised.settings is None:
+        return advised
+    from tuneadvisor.relaunch.allocation import available_cores
+    from tuneadvisor.relaunch.here import sized_here
+
+    here = sized_here(facts, advised.settings, advised.prediction, len(available_cores()))
+    return Advised(here.settings, advised.source, here.prediction)
 
 
 def _check_nodes(spec: Bundled, settings: Settings, *, submit: bool) -> None:
