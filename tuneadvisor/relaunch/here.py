@@ -80,7 +80,7 @@ def sized_here(
         else "the model predicts no gain here: the measured run's setting"
     )
     note = (
-        f"sized for this machine ({cores} cores) instead of the report's node: {was} -> "
+        f"sized for this machine ({cores} cores) instead of the advice's node: {was} -> "
         f"--cpus-per-task {cpus}, num_workers {workers} ({said})"
     )
     resized = replace(
