@@ -405,3 +405,16 @@ def test_a_traces_own_steps_give_its_spread() -> None:
     assert measured.spread == pytest.approx(0.2) and assumed.spread == 0.15
     assert any(b.startswith("spread 20%: measured") for b in measured.basis)
     assert any(b.startswith("spread 15%: assumed") for b in assumed.basis)
+
+
+def test_cpu_compute_with_threads_is_named_as_not_counted() -> None:
+    """A CPU run (no GPU) whose compute is a real share of the step: intra-op threads compete
+    with the workers; the basis says the model does not count them."""
+    plan = Plan(
+        sbatch={"cpus-per-task": Change(4, ("x",))}, script={"num_workers": Change(3, ("x",))}
+    )
+    cpu, _ = predict(_facts(0.5, 1, 2, **{"job.omp_threads_set": True}), plan)
+    gpu, _ = predict(_facts(0.5, 1, 2, **{"job.gpus": 1}), plan)
+    assert cpu is not None and gpu is not None
+    assert any(b.startswith("intra-op threads: OMP_NUM_THREADS set") for b in cpu.basis)
+    assert not any(b.startswith("intra-op threads") for b in gpu.basis)

@@ -98,6 +98,7 @@ class Job(Section):
 
     PREFIX = "job"
     cpus_per_task: int | None = None
+    omp_threads_set: bool | None = None
     mem_mib: float | None = None
     mem_per_cpu_mib: float | None = None
     time_s: int | None = None

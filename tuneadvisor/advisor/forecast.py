@@ -89,6 +89,22 @@ def _ceiling(budget: StepBudget, model: StepModel, usable: float, speed: float) 
     )
 
 
+def _threads_note(budget: StepBudget, v: FactView, cores: int) -> tuple[str, ...]:
+    """Intra-op threads where they compete with the workers: a CPU-side compute (no GPU)
+    with OMP_NUM_THREADS set (the bundled jobs follow the cores): the model counts one core
+    for the main process, so the prediction may be optimistic; said where it applies."""
+    on_cpu = not v.job.gpus and not v.gpu.count
+    if not on_cpu or budget.compute < 0.1 or cores < 2:
+        return ()
+    omp = "set (the bundled jobs: the task's cores)" if v.job.omp_threads_set else "not known"
+    return (
+        f"intra-op threads: OMP_NUM_THREADS {omp}; compute {budget.compute:.0%} of the step "
+        f"runs on the CPU, where up to {cores} threads compete with the workers for the same "
+        "cores: not counted (one core assumed for the main process), so the prediction may "
+        "be optimistic",
+    )
+
+
 def _why_no_budget(v: FactView) -> str | None:
     """What is missing where evidence of the step was given but no budget came of it; None
     where no such evidence was given."""
@@ -158,6 +174,7 @@ def predict(
         return None, RECORDING_STEP if budget.source == "recording" else NO_STEP_TIME
     workers, cores = planned
     ranks = ranks_per_task(v)
+    threads = _threads_note(budget, v, cores // max(ranks, 1))
     usable = usable_workers(budget, workers, cores, ranks)
     # a setting can be slower than the measured one (fewer cores, a worker where the loop
     # loaded its own batches): said as it is, never rounded up to 1.0x
@@ -186,6 +203,7 @@ def predict(
                 f"measured step, the loop needs {1 / budget.busy:.2f}: estimated, the model",
                 f"the setting: the fewest workers that cover the loop with a {MARGIN:.0%} "
                 "margin (assumed), the model's best within the cores where a cap binds",
+                *threads,
             ),
             ceiling=_ceiling(budget, model, usable, speed),
             assumed_node=assumed_node(v),
