@@ -398,7 +398,8 @@ def main() -> None:
         ".venv/bin/python bench/prediction_bench.py --short"
         if args.short
         else f".venv/bin/python bench/prediction_bench.py --steps {args.steps} --warmup "
-        f"{args.warmup} --repeats {args.repeats} --costs {','.join(costs)}"
+        f"{args.warmup} --repeats {args.repeats} --costs {','.join(costs)} --kinds "
+        f"{','.join(kinds)}"
     )
     all_inside = [c.inside for c in judged if c.inside is not None]
     kind_rows = [
