@@ -1,23 +1,24 @@
-"""Issue 21's numbers on this machine: does the step-time model's prediction hold, does one
-`apply` reach the sweep's best, and does `tune` get there faster than the sweep?
+"""Issue 31's numbers on this machine: does the step-time model's prediction hold, for each
+kind of evidence (a line_profiler profile, a torch.profiler trace, a probe, a watch recording)?
 
 All runs are ``mnist_single`` on synthetic MNIST with the device-time stand-in
 (``--device-time-ms``: each step's device work is a sleep that uses no CPU; a test mode,
 never a substitute for a GPU run).
 
-P1. Per ``--input-cost`` (low, medium, high): the one-worker, one-core run profiled;
-    ``tuneadvisor report --format json`` on it with a site file of this machine's cores;
-    ``tuneadvisor run --from`` the report. The prediction's samples/s (range and expected)
-    against the measured median after the warm-up: within +-25 % of the expected?
-P2. A sweep of --cpus-per-task x --num-workers (cores 1..N, workers 0..3) at ``--sweep-cost``:
-    its best samples/s, and the advised setting (what `apply` writes) against it (>= 90 %?).
-P3. ``tuneadvisor tune --from`` the report, from the one-worker run: the trials' time until one
-    reaches 95 % of the sweep's best, against the sweep's time (<= 1/3?), and whether the change
-    it kept lies beyond the measured spread (tune.json).
+For each ``--input-cost``: the one-worker, one-core run measured four ways (profiled, traced,
+probed, recorded); ``tuneadvisor report --format json`` on each with a site file of this
+machine's cores; then, in interleaved rounds (load from other work falls on all alike), the
+plain one-worker, one-core run (the baseline) and each predicted setting, without profiler or
+sampler. A run's throughput is its one figure: the samples over the seconds of its steady
+window (runrecord/window.py), not the median of per-step rates. Per evidence kind: the share
+of cases whose measured rate lies inside the predicted range, and the median error of the
+expected samples/s and of the expected speedup (over the baseline, measured in the same
+round).
 
 Recorded, never asserted. Replaces only its own section of bench/RESULTS.md.
 
-    .venv/bin/python bench/prediction_bench.py [--steps 30] [--repeats 2]    (6-8 minutes)
+    .venv/bin/python bench/prediction_bench.py [--steps 40] [--repeats 3]     (10-15 minutes)
+    .venv/bin/python bench/prediction_bench.py --short                        (a smoke run)
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ if str(ROOT) not in sys.path:  # run as a script: bench/ is on the path, the roo
     sys.path.insert(0, str(ROOT))
 
 from bench.results_index import refresh, with_section  # noqa: E402
-from bench.training_advice import TA, last_run, rate, sh  # noqa: E402
+from bench.training_advice import TA, last_run, sh  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 BEGIN = "<!-- prediction-bench:begin -->"
@@ -158,23 +159,158 @@ def _best(rates: Mapping[tuple[int, int], float]) -> tuple[tuple[int, int], floa
     return key, rates[key]
 
 
+KINDS = ("profile", "trace", "probe", "recording")
+SPEEDUP_GOAL = 0.25  # every evidence kind within 25 % of the expected speedup
+INSIDE_GOAL = 0.8  # the measured rate inside the range in at least 4 of 5 cases
+
+
+@dataclass(frozen=True)
+class Case:
+    """One evidence kind at one input cost: what its report predicted, what was measured."""
+
+    kind: str
+    cost: str
+    setting: tuple[int, int] | None  # (cpus, workers) predicted; None: no prediction
+    why: str | None  # the no_prediction line
+    rate: Predicted | None  # predicted samples/s
+    speedup: tuple[float, float, float] | None  # predicted low, expected, high
+    measured: float | None = None  # median window samples/s of the setting's runs
+    measured_speedup: float | None = None  # median of the rounds' setting / baseline
+
+    @property
+    def inside(self) -> bool | None:
+        if self.rate is None or self.measured is None:
+            return None
+        return self.rate.low <= self.measured <= self.rate.high
+
+    @property
+    def inside_speedup(self) -> bool | None:
+        if self.speedup is None or self.measured_speedup is None:
+            return None
+        return self.speedup[0] <= self.measured_speedup <= self.speedup[2]
+
+    @property
+    def error(self) -> float | None:
+        if self.rate is None or self.measured is None or self.rate.expected <= 0:
+            return None
+        return self.measured / self.rate.expected - 1.0
+
+    @property
+    def speedup_error(self) -> float | None:
+        if self.speedup is None or self.measured_speedup is None or self.speedup[1] <= 0:
+            return None
+        return self.measured_speedup / self.speedup[1] - 1.0
+
+
+@dataclass(frozen=True)
+class KindSummary:
+    kind: str
+    cases: int  # with a prediction and a measurement
+    no_prediction: int
+    inside: float | None  # share inside the samples/s range
+    inside_speedup: float | None  # share inside the speedup range
+    error: float | None  # median |error| of the expected samples/s
+    speedup_error: float | None  # median |error| of the expected speedup
+
+
+def summarize(cases: Sequence[Case]) -> list[KindSummary]:
+    """Per evidence kind, in KINDS order (kinds with no case left out)."""
+    out = []
+    for kind in KINDS:
+        mine = [c for c in cases if c.kind == kind]
+        if not mine:
+            continue
+        judged = [c for c in mine if c.inside is not None or c.inside_speedup is not None]
+
+        def share(flags: list[bool | None]) -> float | None:
+            seen = [f for f in flags if f is not None]
+            return sum(seen) / len(seen) if seen else None
+
+        def median_abs(values: list[float | None]) -> float | None:
+            seen = [abs(v) for v in values if v is not None]
+            return statistics.median(seen) if seen else None
+
+        out.append(
+            KindSummary(
+                kind=kind,
+                cases=len(judged),
+                no_prediction=sum(c.setting is None for c in mine),
+                inside=share([c.inside for c in judged]),
+                inside_speedup=share([c.inside_speedup for c in judged]),
+                error=median_abs([c.error for c in judged]),
+                speedup_error=median_abs([c.speedup_error for c in judged]),
+            )
+        )
+    return out
+
+
+def agreement(cases: Sequence[Case]) -> str:
+    """The same job measured several ways: one setting? do the speedup ranges overlap?"""
+    predicted = [c for c in cases if c.setting is not None and c.speedup is not None]
+    if not predicted:
+        return "no prediction"
+    settings = sorted({c.setting for c in predicted if c.setting is not None})
+    low = max(c.speedup[0] for c in predicted if c.speedup is not None)
+    high = min(c.speedup[2] for c in predicted if c.speedup is not None)
+    said = ", ".join(f"cpus {s[0]} workers {s[1]}" for s in settings)
+    overlap = f"overlap {low:.2f}-{high:.2f}x" if low <= high else "do not overlap"
+    return (
+        f"{'one setting' if len(settings) == 1 else f'{len(settings)} settings'} ({said}) "
+        f"from {len(predicted)} kind(s); speedup ranges {overlap}"
+    )
+
+
+def steady_rate(record_path: Path, warmup: int) -> float | None:
+    """The run's one throughput figure: samples over seconds of its steady window."""
+    from tuneadvisor.runrecord.record import read_record
+    from tuneadvisor.runrecord.window import window
+
+    record = read_record(record_path)
+    steady = window([s for s in record.steps if s.step > warmup])
+    return steady.samples_per_s if steady is not None else None
+
+
+def _case(kind: str, cost: str, report: Mapping[str, Any], batch: int) -> Case:
+    advice = report["advice"]
+    pred = advice.get("prediction")
+    if not pred:
+        return Case(kind, cost, None, advice.get("no_prediction") or "(nothing said)", None, None)
+    setting = (int(pred["setting"]["cpus_per_task"]), int(pred["setting"]["num_workers"]))
+    sp = pred["speedup"]
+    return Case(
+        kind, cost, setting, None, predicted_rate(pred, batch),
+        (sp["low"], sp["expected"], sp["high"]),
+    )  # fmt: skip
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f} %"
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"{one:.2f} (5 min {five:.2f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=30, help="steps per run (default: 30)")
+    parser.add_argument("--steps", type=int, default=40, help="steps per run (default: 40)")
     parser.add_argument("--warmup", type=int, default=8, help="steps left out (default: 8)")
-    parser.add_argument("--repeats", type=int, default=2, help="runs per setting (default: 2)")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds (default: 3)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--device-time-ms", type=int, default=20, help="the stand-in's step")
-    parser.add_argument("--costs", default="low,medium,high", help="input costs of P1")
-    parser.add_argument("--sweep-cost", default="medium", help="input cost of P2 and P3")
+    parser.add_argument("--costs", default="low,medium,high", help="input costs")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="evidence kinds")
     parser.add_argument("--train", type=int, default=4096, help="synthetic training images")
+    parser.add_argument("--short", action="store_true", help="a smoke run: medium, 1 round")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
+    if args.short:
+        args.costs, args.repeats, args.steps, args.warmup = "medium", 1, 20, 5
     costs = [c.strip() for c in args.costs.split(",") if c.strip()]
-    if args.sweep_cost not in costs:
-        costs.append(args.sweep_cost)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip() in KINDS]
     t0 = time.perf_counter()
-    load0 = os.getloadavg()
+    load0 = _load()
     cores = os.cpu_count() or 2
     work = Path(tempfile.mkdtemp(prefix="prediction-bench-"))
     runs = work / "runs"
@@ -186,281 +322,177 @@ def main() -> None:
               f"--extra=--device-time-ms={args.device_time_ms}"]  # fmt: skip
     site = work / "site.toml"
     site.write_text(f"[partitions.here]\ncores = {cores}\ndefault = true\n")
+    job = ["--job", "slurm/mnist_single.sbatch", "--site", str(site)]
 
     def ta(*argv: str) -> str:
         return sh([*TA, *argv], ROOT, env).stdout
 
-    # P1: profile, report, apply for each input cost
-    reports: dict[str, Path] = {}
-    preds: dict[str, dict[str, Any] | None] = {}
-    profiled: dict[str, float] = {}  # the profiled run's samples/s (under kernprof)
-    plans: dict[str, str] = {}
-    applied: dict[str, tuple[int | None, int | None]] = {}
-    for cost in costs:
-        print(f"P1 {cost}: the one-worker, one-core run, profiled; report; apply", flush=True)
-        ta("run", "mnist_single", *common, "--input-cost", cost, "--cpus-per-task", "1",
-           "--num-workers", "1", "--profile")  # fmt: skip
-        base = last_run(runs)
-        profiled[cost] = window_rate(base["steps"], args.warmup) or 0.0
-        profile = Path(base["paths"]["dir"]) / base["paths"]["profiles"][0]
-        report = work / f"report-{cost}.json"
-        inputs = [str(profile), "--job", "slurm/mnist_single.sbatch", "--site", str(site)]
-        report.write_text(ta("report", "--format", "json", *inputs))
-        reports[cost] = report
-        data = json.loads(report.read_text())
-        preds[cost] = data["advice"].get("prediction")
-        plan = data["advice"]["plan"]
-        plans[cost] = (
-            ", ".join(
-                f"{k} = {v['value']}" for t in ("sbatch", "script") for k, v in plan[t].items()
-            )
-            or "no change"
-        )
-        job = work / f"applied-{cost}.sbatch"
-        ta("apply", *inputs, "-o", str(job))
-        applied[cost] = applied_setting(job.read_text()) if job.exists() else (None, None)
+    def run(cost: str, cpus: int, workers: int, *extra: str) -> Path:
+        ta("run", "mnist_single", *common, "--input-cost", cost, "--cpus-per-task", str(cpus),
+           "--num-workers", str(workers), *extra)  # fmt: skip
+        latest = last_run(runs)
+        return Path(latest["paths"]["dir"])
 
-    # P1 relaunches and the P2 sweep, interleaved round by round: load from other work on the
-    # machine then falls on all settings alike instead of on whichever ran during it
-    points = [(c, w) for c in range(1, cores + 1) for w in range(0, MAX_WORKERS + 1)]
-    relaunch: dict[str, list[float]] = {c: [] for c in costs}
-    relaunch_window: dict[str, list[float]] = {c: [] for c in costs}
-    relaunch_line: dict[str, str] = {}
-    relaunch_setting: dict[str, tuple[int, int]] = {}
+    # the measured run, four ways; a report on each
+    cases: list[Case] = []
+    for cost in costs:
+        for kind in kinds:
+            print(f"{cost}: the one-worker, one-core run, {kind}", flush=True)
+            if kind == "profile":
+                folder = run(cost, 1, 1, "--profile", "--no-watch")
+                record = json.loads((folder / "run.json").read_text())
+                evidence = [str(folder / record["paths"]["profiles"][0])]
+            elif kind == "trace":
+                folder = run(cost, 1, 1, "--profile", "torch", "--no-watch")
+                evidence = sorted(str(p) for p in folder.glob("*.pt.trace.json*"))
+            elif kind == "probe":
+                probe = work / f"probe-{cost}.json"
+                steps = max(5, args.steps // 4)  # each of its windows: REPEATS x this
+                run(cost, 1, 1, "--no-watch", "--extra=--probe", f"--extra={probe}",
+                    "--extra=--probe-steps", f"--extra={steps}")  # fmt: skip
+                evidence = ["--probe", str(probe)]
+            else:
+                folder = run(cost, 1, 1)  # with its sampler: the recording
+                evidence = ["--metrics", str(folder / "metrics.jsonl")]
+            report = json.loads(ta("report", "--format", "json", *evidence, *job))
+            (work / f"report-{cost}-{kind}.json").write_text(json.dumps(report))
+            cases.append(_case(kind, cost, report, args.batch_size))
+
+    # interleaved rounds: the baseline and every predicted setting, plain (no profiler, no
+    # sampler), the order turned each round
+    wanted = {(c.cost, c.setting) for c in cases if c.setting is not None}
+    rates: dict[tuple[str, tuple[int, int]], list[float]] = {k: [] for k in wanted}
+    ratios: dict[tuple[str, tuple[int, int]], list[float]] = {k: [] for k in wanted}
     baseline: dict[str, list[float]] = {c: [] for c in costs}
-    sweep: dict[tuple[int, int], list[float]] = {p: [] for p in points}
-    sweep_window: dict[tuple[int, int], list[float]] = {p: [] for p in points}
-    sweep_ids: list[str] = []
     for round_no in range(args.repeats):
-        print(f"round {round_no + 1}: baselines, relaunches --from, sweep", flush=True)
+        print(f"round {round_no + 1} of {args.repeats} (load {_load()})", flush=True)
         for cost in costs:
-            if cost != args.sweep_cost:  # the sweep's (1, 1) is the sweep cost's baseline
-                ta("run", "mnist_single", *common, "--input-cost", cost, "--cpus-per-task", "1",
-                   "--num-workers", "1", "--no-watch")  # fmt: skip
-                baseline[cost].append(rate(last_run(runs), args.warmup))
-            out = ta("run", "mnist_single", *common, "--input-cost", cost, "--from",
-                     str(reports[cost]))  # fmt: skip
-            run = last_run(runs)
-            relaunch[cost].append(rate(run, args.warmup))
-            relaunch_window[cost].append(window_rate(run["steps"], args.warmup) or 0.0)
-            relaunch_setting[cost] = (
-                run["settings"]["cpus_per_task"],
-                run["settings"]["knobs"]["num_workers"],
-            )
-            said = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("predicted")]
-            relaunch_line[cost] = said[0] if said else "(no prediction printed)"
-        for cpus, workers in points:
-            ta("run", "mnist_single", *common, "--input-cost", args.sweep_cost, "--cpus-per-task",
-               str(cpus), "--num-workers", str(workers), "--no-watch")  # fmt: skip
-            run = last_run(runs)
-            sweep[(cpus, workers)].append(rate(run, args.warmup))
-            sweep_window[(cpus, workers)].append(window_rate(run["steps"], args.warmup) or 0.0)
-            sweep_ids.append(run["id"])
-    baseline[args.sweep_cost] = sweep.get((1, 1), [])
-    # two measures of each point: the window's samples over its seconds (the throughput) and
-    # the median of the per-step rates (what `run` prints and `tune` decides on)
-    sweep_win = {k: statistics.median(v) for k, v in sweep_window.items()}
-    sweep_med = {k: statistics.median(v) for k, v in sweep.items()}
-    best_key, best = _best(sweep_win)
-    best_med_key, best_med = _best(sweep_med)
-    sweep_s = _wall(_records(runs, sweep_ids))
-
-    # P3: tune from the one-worker run, starting from the report's prediction
-    print("P3: tune --from the report, from the one-worker run", flush=True)
-    tune_t0 = time.perf_counter()
-    tune_out = ta("tune", "mnist_single", *common, "--input-cost", args.sweep_cost,
-                  "--cpus-per-task", "1", "--num-workers", "1", "--from",
-                  str(reports[args.sweep_cost]), "--stages", "workers",
-                  "--steps", str(args.steps - args.warmup), "--warmup", str(args.warmup),
-                  "--repeats", str(args.repeats), "--max-cores", str(cores),
-                  "--budget", "600", "-o", str(work / "tuned.sbatch"))  # fmt: skip
-    tune_wall = time.perf_counter() - tune_t0
-    summary_path = max(runs.glob("*tune-mnist_single*/tune.json"), key=lambda p: p.stat().st_mtime)
-    tune = json.loads(summary_path.read_text())
-    trial_records = [_records(summary_path.parent, t["runs"]) for t in tune["trials"]]
-    trial_window = [
-        statistics.median(window_rate(r["steps"], args.warmup) or 0.0 for r in recs)
-        if recs else None
-        for recs in trial_records
+            settings = sorted(s for c, s in wanted if c == cost)
+            if round_no % 2:
+                settings.reverse()
+            base = steady_rate(run(cost, 1, 1, "--no-watch") / "run.json", args.warmup)
+            if base:
+                baseline[cost].append(base)
+            for cpus, workers in settings:
+                got = steady_rate(run(cost, cpus, workers, "--no-watch") / "run.json", args.warmup)
+                if got:
+                    rates[(cost, (cpus, workers))].append(got)
+                    if base:
+                        ratios[(cost, (cpus, workers))].append(got / base)
+    judged = [
+        replace(
+            c,
+            measured=statistics.median(rates[(c.cost, c.setting)])
+            if rates.get((c.cost, c.setting)) else None,
+            measured_speedup=statistics.median(ratios[(c.cost, c.setting)])
+            if ratios.get((c.cost, c.setting)) else None,
+        )
+        if c.setting is not None else c
+        for c in cases
     ]  # fmt: skip
-    trial_s = [_wall(recs) for recs in trial_records]
-    tune_s = sum(trial_s)
-    reached = time_to_reach(list(zip(trial_window, trial_s, strict=True)), TUNE_REACH * best)
-    reached_med = time_to_reach(
-        [(t["samples_per_s"], s) for t, s in zip(tune["trials"], trial_s, strict=True)],
-        TUNE_REACH * best_med,
-    )
-    noisy, noisy_why = kept_within_noise(tune)
+    summary = summarize(judged)
     elapsed = time.perf_counter() - t0
-    load1 = os.getloadavg()
-
-    # the section
-    p1_rows = []
-    for cost in costs:
-        pred = preds[cost]
-        measured = statistics.median(relaunch[cost])
-        base_rate = statistics.median(baseline[cost]) if baseline[cost] else None
-        setting = relaunch_setting[cost]
-        base_txt = (_fmt(base_rate) if base_rate else "-") + f" (profiled {_fmt(profiled[cost])})"
-        if pred is None:
-            p1_rows.append(
-                f"| {cost} | {base_txt} | {plans[cost]} | no prediction | - | "
-                f"{_fmt(measured)} (cpus {setting[0]}, workers {setting[1]}) | - | - | - |"
-            )
-            continue
-        p = predicted_rate(pred, args.batch_size)
-        off = measured / p.expected - 1.0
-        star = "*" if p.derived else ""
-        speed = pred["speedup"]
-        got = f", {measured / base_rate:.2f}x" if base_rate else ""
-        whole = statistics.median(relaunch_window[cost])
-        p1_rows.append(
-            f"| {cost} | {base_txt} | {plans[cost]} | {_fmt(p.low)}-{_fmt(p.high)}{star} "
-            f"(expected {_fmt(p.expected)}; {speed['expected']:.2f}x) | "
-            f"{'inside' if p.low <= measured <= p.high else 'outside'} | {_fmt(measured)} "
-            f"({', '.join(_fmt(r) for r in relaunch[cost])}{got}) | {100 * off:+.0f} % | "
-            f"{verdict(within(p.expected, measured))} | {_fmt(whole)} "
-            f"({verdict(within(p.expected, whole))}) |"
-        )
-    adv = relaunch_setting[args.sweep_cost]
-    adv_point = sweep_win.get(adv)
-    adv_point_med = sweep_med.get(adv)
-    adv_relaunch = statistics.median(relaunch_window[args.sweep_cost])
-    reach_point = adv_point / best if adv_point else None
-
-    def reach_line(at: float | None) -> str:
-        if at is None or not sweep_s:
-            return "no trial reached it: MISS"
-        return (
-            f"{at:.0f} s, {100 * at / sweep_s:.0f} % of the sweep's {sweep_s:.0f} s: "
-            f"{verdict(at <= TUNE_SHARE * sweep_s)}"
-        )
+    load1 = _load()
 
     cmd = (
-        f".venv/bin/python bench/prediction_bench.py --steps {args.steps} --warmup {args.warmup} "
-        f"--repeats {args.repeats}"
+        ".venv/bin/python bench/prediction_bench.py --short"
+        if args.short
+        else f".venv/bin/python bench/prediction_bench.py --steps {args.steps} --warmup "
+        f"{args.warmup} --repeats {args.repeats} --costs {','.join(costs)} --kinds "
+        f"{','.join(kinds)}"
+    )
+    all_inside = [c.inside for c in judged if c.inside is not None]
+    kind_rows = [
+        f"| {k.kind} | {k.cases} | {k.no_prediction} | {_pct(k.inside)} | "
+        f"{_pct(k.inside_speedup)} | {_pct(k.error)} | {_pct(k.speedup_error)} | "
+        + (
+            "-"
+            if k.speedup_error is None
+            else ("PASS" if k.speedup_error <= SPEEDUP_GOAL else "MISS")
+        )
+        + " |"
+        for k in summary
+    ]
+    case_rows = []
+    for c in judged:
+        if c.setting is None:
+            case_rows.append(f"| {c.cost} | {c.kind} | - | {c.why} | | | | |")
+            continue
+        assert c.rate is not None and c.speedup is not None
+        case_rows.append(
+            f"| {c.cost} | {c.kind} | cpus {c.setting[0]}, workers {c.setting[1]} | "
+            f"{c.speedup[0]:.2f}-{c.speedup[2]:.2f}x (expected {c.speedup[1]:.2f}x); "
+            f"{_fmt(c.rate.low)}-{_fmt(c.rate.high)} samples/s (expected "
+            f"{_fmt(c.rate.expected)}) | "
+            + ("-" if c.measured_speedup is None else f"{c.measured_speedup:.2f}x")
+            + f" ({_pct(c.speedup_error)}) | "
+            + ("-" if c.measured is None else _fmt(c.measured))
+            + f" ({_pct(c.error)}) | "
+            + f"{'inside' if c.inside else 'outside'} | "
+            + f"{'inside' if c.inside_speedup else 'outside'} |"
+        )
+    base_line = ", ".join(
+        f"{cost} {_fmt(statistics.median(v))} ({', '.join(_fmt(x) for x in v)})"
+        for cost, v in baseline.items()
+        if v
     )
     lines = [
         BEGIN,
-        "## The step-time model's prediction, one apply and `tune` against a sweep (issue 21)",
+        "## The step-time model's prediction from each kind of evidence (issues 21, 31)",
         "",
         f"Recorded {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `{cmd}` in {elapsed:.0f} s "
-        "(rewrites only this section). Load average "
-        f"{load0[0]:.2f} at the start, {load1[0]:.2f} at the end, on {cores} CPUs shared with "
-        "other work, so single numbers are noisy.",
+        f"(rewrites only this section). Load average {load0} at the start, {load1} at the end, "
+        f"on {cores} CPUs shared with other work.",
         "",
         f"**Test stand-in, not a GPU:** every run is `mnist_single` with `--device-time-ms "
-        f"{args.device_time_ms}`, the bundled scripts' test mode in which a step's device work "
-        "is a sleep that uses no CPU. This machine has "
-        f"{cores} cores and no GPU; the GPU acceptance part of the issue "
-        "(`bench/gpu_acceptance.py` from one worker on one core) could not run here: no "
-        "device machine was lent to this session.",
+        f"{args.device_time_ms}` (a step's device work is a sleep that uses no CPU). No GPU "
+        "was lent to this session: `bench/gpu_acceptance.py` (one apply against a sweep on a "
+        "real card) did not run.",
         "",
         f"Synthetic MNIST ({args.train} images), batch {args.batch_size}, {args.steps} steps a "
-        f"run; samples/s = the median of the per-step rates after the first {args.warmup} steps, "
-        "or (window) the samples over the seconds of those steps; median of "
-        f"{args.repeats} runs a setting, all settings interleaved round by round. The report: "
-        f"the profiled one-worker, one-core run + `slurm/mnist_single.sbatch` + a site file of "
-        f"{cores} cores.",
+        f"run; a run's throughput is the samples over the seconds of its steps after the first "
+        f"{args.warmup} (runrecord/window.py); {args.repeats} interleaved round(s): each round "
+        "runs the plain one-worker, one-core baseline and every predicted setting (no profiler, "
+        "no sampler). The measured speedup is the median of the rounds' setting / baseline. "
+        f"Each report: the measured run's evidence + `slurm/mnist_single.sbatch` + a site file "
+        f"of {cores} cores.",
         "",
-        "### P1: predicted against measured (`run --from` the report), goal +-25 % of the expected",
+        f"Baselines (1 core, 1 worker), samples/s: {base_line or '-'}.",
         "",
-        "| input cost | baseline 1 core, 1 worker, samples/s (the profiled run's window) | plan | "
-        "predicted samples/s | "
-        "measured in the range? | measured median (runs, x baseline) | off | +-25 % | "
-        "window samples/s |",
-        "|---|---|---|---|---|---|---|---|---|",
-        *p1_rows,
+        "### Per evidence kind (goals: speedup within 25 %; inside the range in 4 of 5 cases)",
         "",
-        "\\* the report predicted the step time only (it did not know the batch size: the "
-        "bundled script sets it through a helper the script scan cannot read); samples/s = "
-        f"{args.batch_size} / the predicted step time.",
+        "| evidence | cases | no prediction | inside the samples/s range | inside the speedup "
+        "range | median error, expected samples/s | median error, expected speedup | speedup "
+        "+-25 % |",
+        "|---|---|---|---|---|---|---|---|",
+        *kind_rows,
         "",
-        "Window samples/s: the samples over the seconds of the steps after the warm-up "
-        "(median of the runs), beside the median of the per-step rates the goal names. With "
-        "several workers the batches arrive in bursts (W workers finish about together, then "
-        "the loop waits again), so most steps are served at the device's pace and a few wait "
-        "for the next burst: the per-step median then follows the fast steps and overstates "
-        "the throughput; the window does not.",
+        f"All cases: {sum(1 for x in all_inside if x)} of {len(all_inside)} measured rates "
+        "inside the predicted samples/s range.",
         "",
-        "What `run --from` printed for each:",
+        "The same job measured four ways: "
+        + "; ".join(f"{cost}: {agreement([c for c in judged if c.cost == cost])}" for cost in costs)
+        + ".",
         "",
-        *(f"- {cost}: {relaunch_line[cost]}" for cost in costs),
+        "### Each case",
+        "",
+        "| input cost | evidence | predicted setting | predicted | measured speedup (error) | "
+        "measured samples/s (error) | samples/s range | speedup range |",
+        "|---|---|---|---|---|---|---|---|",
+        *case_rows,
         "",
         "Each report's prediction basis:",
         "",
         *(
-            f"- {cost}: "
-            + "; ".join(pred["basis"])
-            + (f" ({pred['ceiling']})" if pred["ceiling"] else "")
-            for cost in costs
-            if (pred := preds[cost]) is not None
-        ),
-        "",
-        f"### P2: one apply against the sweep (`--input-cost {args.sweep_cost}`), goal >= 90 %",
-        "",
-        "Throughput here is the window's samples over its seconds (see P1); the per-step "
-        "median, which the bursts of several workers inflate, is beside it.",
-        "",
-        f"- sweep best: cpus {best_key[0]}, workers {best_key[1]}: {_fmt(best)} samples/s "
-        f"(by the per-step median: cpus {best_med_key[0]}, workers {best_med_key[1]}, "
-        f"{_fmt(best_med)}); the sweep ran {len(sweep_ids)} runs, {sweep_s:.0f} s of run time",
-        f"- `apply` wrote cpus-per-task {applied[args.sweep_cost][0]}, workers "
-        f"{applied[args.sweep_cost][1]}; `run --from` the report ran cpus {adv[0]}, workers "
-        f"{adv[1]}",
-        (
-            f"- the advised setting's sweep point: {_fmt(adv_point)} samples/s, "
-            f"**{100 * reach_point:.0f} %** of the best: {verdict(reach_point >= REACH)} "
-            f"(by the per-step median: {100 * (adv_point_med or 0.0) / best_med:.0f} %)"
-            if adv_point and reach_point is not None
-            else f"- the advised setting {adv} is not in the sweep"
-        ),
-        f"- the relaunch `--from` the report (with its sampler): {_fmt(adv_relaunch)} "
-        f"samples/s, {100 * adv_relaunch / best:.0f} % of the best",
-        "",
-        "| --cpus-per-task | --num-workers | window samples/s (median) | runs | per-step "
-        "median (median) | runs |",
-        "|---|---|---|---|---|---|",
-        *(
-            f"| {c} | {w} | {_fmt(sweep_win[(c, w)])} | "
-            f"{', '.join(_fmt(x) for x in sweep_window[(c, w)])} | {_fmt(sweep_med[(c, w)])} | "
-            f"{', '.join(_fmt(x) for x in rs)} |"
-            for (c, w), rs in sorted(sweep.items())
-        ),
-        "",
-        "### P3: `tune --from` the report, from the one-worker run, goal 95 % of the sweep's "
-        "best in <= 1/3 of its time",
-        "",
-        f"- trials' run time until one reached {100 * TUNE_REACH:.0f} % of the sweep's best "
-        f"({_fmt(TUNE_REACH * best)} window samples/s): {reach_line(reached)}",
-        f"- the same by the per-step median (the goal's; tune now measures the window; "
-        f"{_fmt(TUNE_REACH * best_med)} "
-        f"samples/s): {reach_line(reached_med)}",
-        f"- all of tune's trials: {tune_s:.0f} s of run time ({tune_wall:.0f} s wall for the "
-        "command); the trials run as many repeats and steps as the sweep's points",
-        f"- kept a change inside the noise? {'yes' if noisy else 'no'} ({noisy_why}): "
-        f"{verdict(not noisy)}",
-        "",
-        *(
-            f"- trial {t['stage']}: {t['settings']}: "
-            + (
-                f"{_fmt(t['samples_per_s'])} samples/s +-{100 * t['spread']:.1f} % (tune's "
-                f"measure), window {_fmt(w or 0.0)} samples/s"
-                if t["samples_per_s"]
-                else "failed"
+            f"- {c.cost}, {c.kind}: "
+            + "; ".join(
+                json.loads((work / f"report-{c.cost}-{c.kind}.json").read_text())["advice"][
+                    "prediction"
+                ]["basis"]
             )
-            for t, w in zip(tune["trials"], trial_window, strict=True)
+            for c in judged
+            if c.setting is not None
         ),
-        *(f"- decision: {d}" for d in tune["decisions"]),
-        (
-            f"- the prediction's own trial: {tune['predicted_check'].get('verdict')}"
-            if tune.get("predicted_check")
-            else "- the prediction's own trial: not checked"
-        ),
-        "",
-        "```",
-        tune_out.strip()[-2500:],
-        "```",
         END,
     ]
     section = "\n".join(lines)

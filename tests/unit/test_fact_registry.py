@@ -347,6 +347,14 @@ def _answer(metrics: list[dict[str, float]]) -> SimpleNamespace:
     return SimpleNamespace(numMetrics=len(rows), metrics=rows)
 
 
+def probe_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
+    """A probe file (training/probekit.py's form), read as probe.* facts."""
+    from tests.unit.test_probe_reader import probe_record
+    from tuneadvisor.runrecord.probe import parse_probe
+
+    yield "probe (2 workers feed)", parse_probe(probe_record(), "p.json").facts()
+
+
 def all_outputs(tmp: Path) -> list[tuple[str, Mapping[str, object]]]:
     producers = (
         joblog_outputs(),
@@ -359,6 +367,7 @@ def all_outputs(tmp: Path) -> list[tuple[str, Mapping[str, object]]]:
         release_outputs(),
         gather_outputs(tmp),
         trace_outputs(tmp),
+        probe_outputs(),
     )
     return [output for producer in producers for output in producer]
 

@@ -72,7 +72,7 @@ def test_real_eight_tasks_on_four_gpus_without_the_script(
     # the script is not here: whether 8 copies are meant is not known, so nothing is changed
     assert finding["suggest"]["sbatch"] == {} and report["advice"]["job_diff"] == ""
     assert "tasks-gpus-mismatch" not in findings
-    assert any("lpdgen/train.py, which is not here" in note for note in report["advice"]["notes"])
+    assert any("lpdgen/train.py, which is not here" in n for n in report["advice"]["not_read"])
 
 
 @pytest.mark.parametrize(

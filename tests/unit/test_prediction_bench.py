@@ -94,3 +94,55 @@ def test_window_rate_is_samples_over_seconds_after_the_warmup() -> None:
     ]
     assert window_rate(steps, 1) == pytest.approx(64 / 0.32)
     assert window_rate(steps, 3) is None
+
+
+def _case(kind: str, rate: tuple[float, float, float] | None, measured: float | None,
+          speedup: tuple[float, float, float] | None = None,
+          measured_speedup: float | None = None) -> Any:  # fmt: skip
+    from bench.prediction_bench import Case, Predicted
+
+    predicted = Predicted(*rate, derived=False) if rate else None
+    setting = (2, 2) if rate else None
+    return Case(kind, "medium", setting, None if rate else "no prediction: x", predicted,
+                speedup, measured, measured_speedup)  # fmt: skip
+
+
+def test_summarize_judges_each_evidence_kind_on_its_own() -> None:
+    """Issue 31 §5: per kind, the share inside the range and the median errors of the
+    expected samples/s and speedup; a kind without a prediction counts as such."""
+    from bench.prediction_bench import summarize
+
+    cases = [
+        _case("profile", (80.0, 100.0, 120.0), 110.0, (1.6, 2.0, 2.4), 2.2),
+        _case("profile", (80.0, 100.0, 120.0), 130.0, (1.6, 2.0, 2.4), 2.6),
+        _case("trace", (40.0, 50.0, 60.0), 50.0, (0.9, 1.0, 1.1), 1.0),
+        _case("recording", None, None),
+    ]
+    by_kind = {k.kind: k for k in summarize(cases)}
+    assert list(by_kind) == ["profile", "trace", "recording"]  # KINDS order
+    profile = by_kind["profile"]
+    assert profile.cases == 2 and profile.inside == 0.5 and profile.inside_speedup == 0.5
+    assert profile.error == pytest.approx(0.2)  # median of |+10 %| and |+30 %|
+    assert profile.speedup_error == pytest.approx(0.2)
+    assert by_kind["trace"].error == 0.0 and by_kind["trace"].inside == 1.0
+    recording = by_kind["recording"]
+    assert recording.cases == 0 and recording.no_prediction == 1 and recording.error is None
+
+
+def test_a_case_measured_faster_than_the_range_is_outside() -> None:
+    case = _case("probe", (80.0, 100.0, 120.0), 121.0, (1.0, 1.2, 1.4), 1.5)
+    assert case.inside is False and case.inside_speedup is False
+    assert case.error == pytest.approx(0.21) and case.speedup_error == pytest.approx(0.25)
+
+
+def test_agreement_says_one_setting_and_whether_the_ranges_overlap() -> None:
+    from bench.prediction_bench import agreement
+
+    a = _case("profile", (80.0, 100.0, 120.0), 1.0, (1.6, 2.0, 2.4), 2.0)
+    b = _case("trace", (80.0, 100.0, 120.0), 1.0, (2.2, 2.5, 2.8), 2.0)
+    c = _case("probe", (80.0, 100.0, 120.0), 1.0, (2.5, 2.7, 2.9), 2.0)
+    assert agreement([a, b]) == (
+        "one setting (cpus 2 workers 2) from 2 kind(s); speedup ranges overlap 2.20-2.40x"
+    )
+    assert agreement([a, c]).endswith("speedup ranges do not overlap")
+    assert agreement([_case("recording", None, None)]) == "no prediction"

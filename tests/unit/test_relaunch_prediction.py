@@ -197,9 +197,22 @@ def test_a_miss_with_slow_first_steps_names_the_warm_up(tmp_path: Path) -> None:
     assert "a warm-up: the first steps took 7.5x the steady ones" in reason
 
 
-def test_a_miss_with_idle_workers_points_at_the_input(tmp_path: Path) -> None:
+def test_a_miss_with_idle_cores_never_names_storage_without_storage_evidence(
+    tmp_path: Path,
+) -> None:
     (reason,) = _missed(tmp_path, [0.04, 0.04, 0.04, *SLOW], sampled={"cores_used": 1.2})
-    assert "the workers sat idle while the loop waited (1.20 of 4 cores in use)" in reason
+    assert "the run left cores idle: 1.20 of 4 in use" in reason
+    assert "storage is not named" in reason and "comes from storage" not in reason
+
+
+def test_a_miss_on_a_busy_machine_is_cpu_starvation(tmp_path: Path) -> None:
+    """Issue 31 §4: the data in memory, other processes holding the CPUs: the run used fewer
+    cores than it was allowed while the machine's were all busy."""
+    sampled = {"cores_used": 1.2, "node_cores": 4.0, "node_busy_cores": 3.9}
+    (reason,) = _missed(tmp_path, [0.04, 0.04, 0.04, *SLOW], sampled=sampled)
+    assert reason.startswith("CPU starvation: the run used 1.20 of the 4 cores it was allowed")
+    assert "98 % busy" in reason and "other processes held 2.70 cores" in reason
+    assert "storage" not in reason
 
 
 def test_a_miss_with_none_of_the_causes_says_none_showed(tmp_path: Path) -> None:
@@ -212,6 +225,15 @@ def test_a_faster_run_than_predicted_is_a_miss_too(tmp_path: Path) -> None:
     fast = [0.010, 0.011, 0.010, 0.010, 0.011, 0.010]
     result = check(read_record(_record(tmp_path, [0.01, 0.01, 0.01, *fast])))
     assert result is not None and result.missed
+
+
+def test_a_faster_run_is_better_than_predicted_never_idle_workers(tmp_path: Path) -> None:
+    fast = [0.010, 0.011, 0.010, 0.010, 0.011, 0.010]
+    run = _record(tmp_path, [0.01, 0.01, 0.01, *fast], sampled={"cores_used": 0.5})
+    result = check(read_record(run))
+    assert result is not None and result.missed
+    assert result.reasons[0].startswith("better than predicted: 10.3 ms a step, faster than")
+    assert not any("idle" in r or "storage" in r for r in result.reasons)
 
 
 def test_compare_shows_predicted_against_measured_and_the_finding(

@@ -53,7 +53,7 @@ def test_the_run_records_batch_size_gives_samples_per_s(
     assert prediction["samples_per_s"]["expected"] == pytest.approx(
         32 / prediction["step_s"]["expected"]
     )
-    assert any("the run record beside the profile" in b for b in prediction["basis"])
+    assert any("the run record beside the evidence" in b for b in prediction["basis"])
     # a record that does not say its batch size: the step time, and no rate
     assert without["prediction"]["samples_per_s"] is None
     assert without["prediction"]["step_s"] == prediction["step_s"]

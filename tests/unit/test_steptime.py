@@ -182,8 +182,9 @@ def test_prediction_of_the_sizing(
     share: float, workers: int, cores: int, node: int, ranks: int
 ) -> None:
     """For any loader-bound profile: the range holds its expected value, the speedup of
-    adding workers is at least 1, and the sizing never gives a rank more workers than its
-    cores (or than the node's, unless the run already had more)."""
+    adding workers is at least 1, under a cap no other count within it is predicted faster,
+    and the sizing never gives a rank more workers than its cores (or than the node's,
+    unless the run already had more)."""
     facts = _facts(share, workers, cores, **{"node.cores": node, "job.ranks_per_task": ranks})
     budget = step_budget(facts)
     assert budget is not None
@@ -198,8 +199,13 @@ def test_prediction_of_the_sizing(
     assert prediction is not None
     for span in (prediction.step_s, prediction.speedup):
         assert span.low <= span.expected <= span.high
-    assert prediction.speedup.expected >= 1
-    assert prediction.step_s.expected <= 0.1 + 1e-12
+    if sizing.workers >= workers:  # adds workers on at least the measured cores
+        assert prediction.speedup.expected >= 1 - 1e-9
+        assert prediction.step_s.expected <= 0.1 + 1e-12
+    if sizing.cap is not None:  # the model's best within the cap, not the request less cores
+        chosen = budget.step_at(sizing.workers, sizing.cores_per_task, ranks)
+        for other in range(1, max(1, sizing.cores_per_task // ranks) + 1):
+            assert chosen <= budget.step_at(other, sizing.cores_per_task, ranks) + 1e-9
     assert (prediction, _) == predict(facts, plan)  # the same evidence, the same prediction
 
 
@@ -232,11 +238,18 @@ def test_the_headline_reads_as_the_issue_asks() -> None:
         samples_per_s=Span(2903.0, 3100.0, 3377.0),
     )
     assert headline(prediction) == (
-        "expected 2,903-3,377 samples/s, 13.2-15.4x (step 19-22 ms) "
-        "with num_workers=15, --cpus-per-task=16"
+        "expected 13.20-15.40x over the measured run (step 19-22 ms; 2,903-3,377 samples/s "
+        "if the node performs as in the measured run) with num_workers=15, --cpus-per-task=16"
     )
     without_batch = replace(prediction, samples_per_s=None, step_s=Span(1.5, 2.0, 2.5))
-    assert headline(without_batch).startswith("expected 13.2-15.4x (step 1.50-2.50 s)")
+    assert headline(without_batch).startswith(
+        "expected 13.20-15.40x over the measured run (step 1.50-2.50 s) with"
+    )
+    # where the node was assumed, the prediction's own line says so
+    assumed = replace(prediction, assumed_node="for an assumed 64-core node (no site file)")
+    assert headline(assumed).endswith(
+        "--cpus-per-task=16, for an assumed 64-core node (no site file)"
+    )
 
 
 def _trace_facts(share: float, workers: int, cores: int) -> dict[str, object]:
@@ -290,3 +303,118 @@ def test_a_trace_sizing_never_shrinks_the_measured_cores(
         got_cores, got_workers = sized["model.cores_per_task"], sized["model.workers"]
         assert isinstance(got_cores, int) and isinstance(got_workers, int)
         assert got_cores >= cores and got_workers >= 1
+
+
+def test_under_a_cap_the_model_takes_its_best_setting_within_it() -> None:
+    """Issue 31: a loop waiting 20 % of its step, one worker on one core, a 2-core node: the
+    model's best within the cap is 2 workers (1.2x), not the rule's request less the cores
+    taken away (1 worker, which it predicts at 1.00x)."""
+    facts = _facts(0.2, 1, 1, **{"node.cores": 2})
+    budget = step_budget(facts)
+    assert budget is not None
+    sizing = size(budget, facts)
+    assert sizing.cap is not None and (sizing.workers, sizing.cores_per_task) == (2, 2)
+    assert budget.step_at(2, 2) < budget.step_at(1, 2)
+
+
+def test_a_change_that_buys_nothing_is_not_made(example_on: Any) -> None:
+    """On a 1-core node the example's one worker on one core is already the model's best:
+    no workers or cores change, and the line says what the model predicted instead."""
+    advice = example_on(1)["advice"]
+    assert "num_workers" not in advice["plan"]["script"]
+    assert "cpus-per-task" not in advice["plan"]["sbatch"]
+    assert advice["prediction"] is None
+    assert "1.00x" in advice["no_prediction"] and "no change" in advice["no_prediction"]
+
+
+@pytest.fixture
+def example_on(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> Any:
+    """The example's JSON report with a site file of ``cores`` cores a node."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(REPO / "tests" / "no-such-config"))
+    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
+    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
+
+    def report(cores: int) -> Any:
+        site = tmp_path / f"site-{cores}.toml"
+        site.write_text(f"[partitions.here]\ncores = {cores}\ndefault = true\n")
+        assert main(["report", *EXAMPLE, "--site", str(site), "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    return report
+
+
+def test_a_trace_beside_a_profile_gives_the_device_floor() -> None:
+    """Issue 31 §3: host-side line times of a CUDA loop hold queued kernels in the wait; the
+    trace's device time is the floor more workers cannot go under."""
+    facts = _facts(0.8, 1, 2, **{"job.gpus": 1})
+    host_only = step_budget(facts)
+    assert host_only is not None and host_only.busy == pytest.approx(0.2)
+    assert any("lower bound" in b for b in host_only.basis)
+    traced = {
+        **facts,
+        "trace.kernel_share": 0.5,
+        "trace.step_s": 0.1,
+        "trace.dataloader_share": 0.4,
+    }
+    budget = step_budget(traced)
+    assert budget is not None and budget.source == "profile"
+    assert budget.busy == pytest.approx(0.5)  # the device's 50 ms of a 100 ms step
+    assert not any("lower bound" in b for b in budget.basis)
+    # the device floor caps the speedup of any setting at 1 / 0.5
+    assert 1 / budget.step_at(64, 65) == pytest.approx(2.0)
+
+
+def test_the_pin_memory_thread_takes_from_the_workers() -> None:
+    plain = step_budget(_facts(0.5, 2, 3))
+    pinned = step_budget(_facts(0.5, 2, 3, **{"script.pin_memory": True}))
+    assert plain is not None and pinned is not None
+    assert pinned.usable(4, 3) < plain.usable(4, 3)
+    assert any("pin-memory thread" in b and "assumed" in b for b in pinned.basis)
+
+
+def test_the_prediction_names_its_assumptions() -> None:
+    facts = _facts(0.5, 1, 2)
+    plan = Plan(
+        sbatch={"cpus-per-task": Change(4, ("x",))}, script={"num_workers": Change(3, ("x",))}
+    )
+    prediction, _ = predict(facts, plan)
+    assert prediction is not None
+    basis = " ".join(prediction.basis)
+    for assumption in ("spread 15%: assumed", "line_profiler: assumed", "one core per worker: "
+                       "assumed", "margin (assumed)"):  # fmt: skip
+        assert assumption in basis, assumption
+
+
+def test_fewer_cores_than_measured_predict_a_slowdown() -> None:
+    """Never forbidden: a setting with fewer cores than the measured run is slower."""
+    facts = _facts(0.6, 3, 4)
+    plan = Plan(
+        sbatch={"cpus-per-task": Change(1, ("x",))}, script={"num_workers": Change(1, ("x",))}
+    )
+    prediction, _ = predict(facts, plan)
+    assert prediction is not None and prediction.speedup.expected < 1
+
+
+def test_a_traces_own_steps_give_its_spread() -> None:
+    measured = step_budget({**_trace_facts(0.6, 1, 2), "trace.step_spread": 0.2})
+    assumed = step_budget(_trace_facts(0.6, 1, 2))
+    assert measured is not None and assumed is not None
+    assert measured.spread == pytest.approx(0.2) and assumed.spread == 0.15
+    assert any(b.startswith("spread 20%: measured") for b in measured.basis)
+    assert any(b.startswith("spread 15%: assumed") for b in assumed.basis)
+
+
+def test_cpu_compute_with_threads_is_named_as_not_counted() -> None:
+    """A CPU run (no GPU) whose compute is a real share of the step: intra-op threads compete
+    with the workers; the basis says the model does not count them."""
+    plan = Plan(
+        sbatch={"cpus-per-task": Change(4, ("x",))}, script={"num_workers": Change(3, ("x",))}
+    )
+    cpu, _ = predict(_facts(0.5, 1, 2, **{"job.omp_threads_set": True}), plan)
+    gpu, _ = predict(_facts(0.5, 1, 2, **{"job.gpus": 1}), plan)
+    assert cpu is not None and gpu is not None
+    assert any(b.startswith("intra-op threads: OMP_NUM_THREADS set") for b in cpu.basis)
+    assert not any(b.startswith("intra-op threads") for b in gpu.basis)

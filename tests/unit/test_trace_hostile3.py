@@ -11,6 +11,7 @@ import contextlib
 import os
 import random
 import re
+import sys
 import threading
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.fuzz_trace_gen import HOSTILE_NAMES, _doc, _dump, _event, shapes, step_trace
+from tests.conftest import REPO
 from tuneadvisor.errors import InputError
 from tuneadvisor.profile.trace import breakdown as b
 from tuneadvisor.profile.trace import classify, collect, stream
@@ -374,8 +376,13 @@ def test_a_trace_with_no_dataloader_wait_and_a_plan_adding_workers_predicts(
     import contextlib as ctx
     import io
 
-    from bench.fuzz_e2e import JOB, TRAIN
     from tuneadvisor.cli import main
+
+    # the benches import each other as scripts do, with bench/ on sys.path
+    sys.path.insert(0, str(REPO / "bench"))
+    import fuzz_e2e
+
+    JOB, TRAIN = fuzz_e2e.JOB, fuzz_e2e.TRAIN
 
     folder = tmp_path_factory.mktemp("plan")
     (folder / "job.sbatch").write_text(JOB)

@@ -36,12 +36,13 @@ def test_a_named_straggler_is_a_finding(folder: Path, capsys: pytest.CaptureFixt
 
 def test_a_cpu_trace_says_each_thing_once(capsys: pytest.CaptureFixture[str]) -> None:
     """Host communication is shown (gloo's all-reduce), so it is not said to be unshowable;
-    the no-device note is said once for the ranks it is about; the DataLoader finding does
-    not speak of a GPU the run did not have."""
+    the no-device note is said once for the ranks it is about (and once in Not read); the
+    DataLoader finding does not speak of a GPU the run did not have."""
     assert main(["report", str(SETS[0])]) == 0
     text = capsys.readouterr().out
     assert "communication 39.2 %" in text
     assert "communication time" not in text
-    assert text.count("no device events") == 1
+    # once in the trace section (with its ranks), once in Not read (with its files)
+    assert text.count("no device events") == 2
     assert "rank 0, rank 1: no device events" in text
     assert "GPU had nothing to do" not in text

@@ -79,6 +79,30 @@ def _not_from_another_program(plan: Plan, rules: Iterable[Rule], v: FactView) ->
     return replace(plan, script=kept, notes=(*plan.notes, note))
 
 
+# A sized change predicted to buy less than this (expected speedup over the measured run) is
+# not made: within any measured spread it is no change, and it still costs cores.
+BUYS_NOTHING = 1.02
+SIZED = ("num_workers", "cpus-per-task")
+
+
+def _worth_making(
+    plan: Plan, prediction: Prediction | None, no_prediction: str | None
+) -> tuple[Plan, Prediction | None, str | None]:
+    """The plan without the sized workers and cores where their own prediction says they buy
+    nothing (or cost): the line saying so replaces the prediction."""
+    if prediction is None or prediction.speedup.expected >= BUYS_NOTHING:
+        return plan, prediction, no_prediction
+    setting = ", ".join(f"{k}={v}" for k, v in prediction.setting.items())
+    why = (
+        f"no change to the workers or cores: the model predicts "
+        f"{prediction.speedup.expected:.2f}x for {setting} over the measured run "
+        f"(a change is made from {BUYS_NOTHING:.2f}x)"
+    )
+    script = {k: c for k, c in plan.script.items() if k not in SIZED}
+    sbatch = {k: c for k, c in plan.sbatch.items() if k not in SIZED}
+    return replace(plan, script=script, sbatch=sbatch, notes=(*plan.notes, why)), None, why
+
+
 def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     rules = tuple(rules)
     # the facts typed once, and the step-time model built once, for the model's sizing (the
@@ -92,6 +116,7 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
     plan = make_plan(evaluation.findings, typed)
     plan = _not_from_another_program(plan, rules, typed)
     prediction, no_prediction = predict(typed, plan, model)
+    plan, prediction, no_prediction = _worth_making(plan, prediction, no_prediction)
     return Advice(
         findings=_coupled(evaluation.findings, plan),
         skipped=evaluation.skipped,

@@ -98,6 +98,7 @@ class Job(Section):
 
     PREFIX = "job"
     cpus_per_task: int | None = None
+    omp_threads_set: bool | None = None
     mem_mib: float | None = None
     mem_per_cpu_mib: float | None = None
     time_s: int | None = None
@@ -218,6 +219,7 @@ class Trace(Section):
     communication_share: float | None = None
     step_s: float | None = None
     steps: int | None = None
+    step_spread: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,6 +232,7 @@ class Probe(Section):
     workers_for_95pct: int | None = None
     test_mode: bool | None = None
     batch_size: int | None = None
+    workers: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,6 +250,8 @@ class Host(Section):
     proc__workers__max: int | None = None
     proc__affinity__min_cpus: int | None = None
     proc__affinity__short_ranks: int | None = None
+    cpu__count: int | None = None
+    cpu__busy_cores__mean: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -264,6 +269,7 @@ class Run(Section):
     PREFIX = "run"
     batch_size: int | None = None
     samples_per_s: float | None = None
+    spread: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,6 +283,7 @@ class Script(Section):
     num_workers__expr: str | None = None
     num_workers__passed: str | None = None
     num_workers__passed_source: str | None = None
+    pin_memory: bool | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -293,6 +293,7 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("trace.ranks", "int", "", "trace files read (one per rank)"),
     ("trace.steps", "int", "", "ProfilerStep#N steps per rank (the fewest of any rank)"),
     ("trace.step_s", "float", "s", "median step, to its last device activity"),
+    ("trace.step_spread", "float", "fraction", "half the range of the steps over the median"),
     ("trace.kernel_share", "float", "fraction", "steps' time in compute kernels"),
     ("trace.memcpy_share", "float", "fraction", "in copies, no kernel running"),
     ("trace.memset_share", "float", "fraction", "in memsets, no kernel or copy running"),
@@ -331,9 +332,11 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ),
     ("probe.stall_share", "float", "fraction", "the loop's time waiting for the next batch"),
     ("probe.batch_size", "int", "samples", "the probed batch size (per rank)"),
+    ("probe.workers", "int", "workers", "the probed loop's DataLoader workers"),
     # the run record beside a profile (`tuneadvisor run` wrote both): the profiled run
     ("run.batch_size", "int", "", "the profiled run's batch size (its run record)"),
     ("run.samples_per_s", "float", "samples/s", "the profiled run's steady samples/s"),
+    ("run.spread", "float", "fraction", "half the range of its steady window's block rates"),
     ("probe.cores", "int", "cores", "cores the probe could use (its affinity)"),
     ("probe.test_mode", "bool", "", "the step was the device-time stand-in (--device-time-ms)"),
     # training script, from its AST: the scanner declares what it emits

@@ -8,11 +8,18 @@ from collections.abc import Mapping
 from tuneadvisor.advisor.fact_view import FactView, as_view
 from tuneadvisor.advisor.plan import Plan
 from tuneadvisor.advisor.prediction import Prediction, Span
-from tuneadvisor.advisor.sizing import StepModel, ranks_per_task, step_model, wanted_workers
-from tuneadvisor.advisor.steptime import StepBudget
+from tuneadvisor.advisor.sizing import (
+    MARGIN,
+    StepModel,
+    ranks_per_task,
+    step_model,
+    wanted_workers,
+)
+from tuneadvisor.advisor.steptime import WORKER_BUSY_MIN, StepBudget
 
 NO_EVIDENCE = (
-    "no prediction: a line_profiler profile of the run (kernprof), or a probe's result, "
+    "no prediction: nothing timed the training step; a line_profiler profile (kernprof), a "
+    "torch.profiler trace, a watch recording of the run with its GPU, or a probe's result "
     "would give its step time and what waits for data"
 )
 NO_STEP_TIME = (
@@ -23,10 +30,26 @@ NO_CHANGE = (
     "no prediction: the measured run's DataLoader workers or cores are not known (a script "
     "that sets num_workers, or a recording of the run, would say)"
 )
+NO_WORKERS = (
+    "no prediction: the {what} was read, but not the DataLoader workers of the run it "
+    "measured; the run record beside it (run.json, written by `tuneadvisor run`), a training "
+    "script that sets num_workers, or a watch recording of the run would say"
+)
+NO_GPU_SHARE = (
+    "no prediction: the watch recording has no GPU busy share (no GPU was sampled), so the "
+    "loop's wait for data cannot be told from its wait for the device; a line_profiler "
+    "profile, a torch.profiler trace or a probe of the run would"
+)
+RECORDING_STEP = (
+    "no prediction: the watch recording gives the GPU's busy share but no step time; the run "
+    "record beside it (run.json, written by `tuneadvisor run`), or a profile, trace or probe "
+    "of the run would give one"
+)
 STORAGE = (
-    "no prediction: the workers were mostly idle while the loop waited: the pipeline waits "
-    "on storage, and more workers will not help; stage the data to node-local disk "
-    "($TMPDIR, /scratch) or a faster file system first"
+    "no prediction: the workers were mostly idle while the loop waited (each under "
+    f"{WORKER_BUSY_MIN:.0%} of a core, an assumed threshold): the pipeline waits on storage, "
+    "and more workers will not help; stage the data to node-local disk ($TMPDIR, /scratch) "
+    "or a faster file system first"
 )
 MOVERS = (
     "cache decoded data, lighter transforms, transforms on the GPU (DALI), a larger batch "
@@ -50,9 +73,7 @@ def _planned(plan: Plan, v: FactView) -> tuple[int, int] | None:
 def usable_workers(budget: StepBudget, workers: int, cores: int, ranks: int) -> float:
     """Workers' worth of CPU: no more than the rank's cores less what the main process
     keeps busy."""
-    if workers <= 0:
-        return 0.0
-    return min(float(workers), max(1.0, cores / ranks - budget.busy))
+    return budget.usable(workers, cores, ranks)
 
 
 def _ceiling(budget: StepBudget, model: StepModel, usable: float, speed: float) -> str | None:
@@ -79,6 +100,61 @@ def _pipeline(usable: float, budget: StepBudget) -> str:
     )
 
 
+def _threads_note(budget: StepBudget, v: FactView, cores: int) -> tuple[str, ...]:
+    """Intra-op threads where they compete with the workers: a CPU-side compute (no GPU)
+    with OMP_NUM_THREADS set (the bundled jobs follow the cores): the model counts one core
+    for the main process, so the prediction may be optimistic; said where it applies."""
+    on_cpu = not v.job.gpus and not v.gpu.count
+    if not on_cpu or budget.compute < 0.1 or cores < 2:
+        return ()
+    omp = "set (the bundled jobs: the task's cores)" if v.job.omp_threads_set else "not known"
+    return (
+        f"intra-op threads: OMP_NUM_THREADS {omp}; compute {budget.compute:.0%} of the step "
+        f"runs on the CPU, where up to {cores} threads compete with the workers for the same "
+        "cores: not counted (one core assumed for the main process), so the prediction may "
+        "be optimistic",
+    )
+
+
+def _why_no_budget(v: FactView) -> str | None:
+    """What is missing where evidence of the step was given but no budget came of it; None
+    where no such evidence was given."""
+
+    def above(value: float | None, least: float) -> bool:
+        return value is not None and value >= least
+
+    # each where it shows the loop waiting (the rules' thresholds): else nothing to predict
+    kinds = [
+        ("line_profiler profile", above(v.profile.loader_share, 0.10)),
+        ("torch.profiler trace", above(v.trace.dataloader_share, 0.05)),
+        ("probe's result", above(v.probe.stall_share, 0.10)),
+        ("watch recording", v.gpu.util__mean is not None and v.gpu.util__mean < 50
+         and v.host.proc__main_cpu_pct__mean is not None),
+    ]  # fmt: skip
+    given = [name for name, there in kinds if there]
+    if given:
+        return NO_WORKERS.format(what=" and the ".join(given))
+    if v.host.proc__main_cpu_pct__mean is not None:
+        return NO_GPU_SHARE
+    return None
+
+
+def assumed_node(v: FactView) -> str | None:
+    """Where the node sized for is not known: what was assumed, said on the prediction's
+    line (a site file, ``--cluster`` or the machine a relaunch runs on gives the real one)."""
+    if v.node.assumed is True and v.node.cores:
+        return (
+            f"for an assumed {v.node.cores}-core node (no site file, Slurm not asked; "
+            "--site or --cluster gives the real one)"
+        )
+    if v.node.cores is None:
+        return (
+            "for a node of unknown size, no core cap applied (no site file, Slurm not asked; "
+            "--site or --cluster gives the real one)"
+        )
+    return None
+
+
 def predict(
     facts: Mapping[str, object] | FactView, plan: Plan, model: StepModel | None = None
 ) -> tuple[Prediction | None, str | None]:
@@ -91,19 +167,29 @@ def predict(
     planned = _planned(plan, v)
     if budget is not None and budget.storage_bound:
         return None, STORAGE
+    if budget is None:
+        # evidence of the step was given and could not make a budget: say exactly why, a
+        # change planned or not (the evidence was meant to say something)
+        missing = _why_no_budget(v)
+        if missing is not None:
+            return None, missing
     if "num_workers" not in plan.script and "cpus-per-task" not in plan.sbatch:
+        if budget is not None and budget.step_s is None and budget.source == "recording":
+            return None, RECORDING_STEP
         return None, None
     if budget is None:
         return None, NO_EVIDENCE
     if planned is None:
         return None, NO_CHANGE
     if budget.step_s is None:
-        return None, NO_STEP_TIME
+        return None, RECORDING_STEP if budget.source == "recording" else NO_STEP_TIME
     workers, cores = planned
     ranks = ranks_per_task(v)
+    threads = _threads_note(budget, v, cores // max(ranks, 1))
     usable = usable_workers(budget, workers, cores, ranks)
-    # the plan adds workers or cores, never takes them away: never slower than measured
-    relative = min(budget.step_with(usable), 1.0)
+    # a setting can be slower than the measured one (fewer cores, a worker where the loop
+    # loaded its own batches): said as it is, never rounded up to 1.0x
+    relative = budget.step_with(usable)
     spread = budget.spread
     speed = 1.0 / relative
     step = budget.step_s * relative
@@ -117,13 +203,20 @@ def predict(
         Prediction(
             setting={"num_workers": workers, "cpus_per_task": cores},
             step_s=Span(step * max(1 - spread, 0.0) / faster, step, step * (1 + spread)),
-            speedup=Span(max(min(1.0, speed), speed / (1 + spread)), speed, fastest),
+            speedup=Span(speed / (1 + spread), speed, fastest),
             samples_per_s=samples,
             basis=(
                 *budget.basis,
+                f"one core per worker: assumed; {workers} worker(s) on {cores} core(s) a task "
+                f"run {usable:.2f} workers' worth beside the main process's {budget.busy:.2f} "
+                "core (no more than a core each, none below one)",
                 _pipeline(usable, budget),
+                f"the setting: the fewest workers that cover the loop with a {MARGIN:.0%} "
+                "margin (assumed), the model's best within the cores where a cap binds",
+                *threads,
             ),
             ceiling=_ceiling(budget, model, usable, speed),
+            assumed_node=assumed_node(v),
         ),
         None,
     )

@@ -71,6 +71,9 @@ class Prediction:
     # else would move the ceiling; None when nothing capped it
     ceiling: str | None = None
     notes: tuple[str, ...] = field(default=())
+    # the node sized for where it is not known ("an assumed 64-core node ..."); None: a site
+    # file, Slurm or the machine itself gave it
+    assumed_node: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -81,6 +84,7 @@ class Prediction:
             "basis": list(self.basis),
             "ceiling": self.ceiling,
             "notes": list(self.notes),
+            "assumed_node": self.assumed_node,
         }
 
     @classmethod
@@ -102,6 +106,9 @@ class Prediction:
         ceiling = obj.get("ceiling")
         if ceiling is not None and not isinstance(ceiling, str):
             raise ValueError("prediction.ceiling: a string or null")
+        assumed = obj.get("assumed_node")
+        if assumed is not None and not isinstance(assumed, str):
+            raise ValueError("prediction.assumed_node: a string or null")
         return cls(
             setting=dict(setting),
             step_s=Span.from_json(obj.get("step_s"), "prediction.step_s"),
@@ -112,4 +119,5 @@ class Prediction:
             basis=tuple(texts["basis"]),
             ceiling=ceiling,
             notes=tuple(texts["notes"]),
+            assumed_node=assumed,
         )

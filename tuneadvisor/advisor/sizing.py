@@ -71,6 +71,15 @@ def wanted_workers(budget: StepBudget) -> int:
     return max(1, math.ceil(budget.worker_steps * (1 + MARGIN) / budget.busy - 1e-9))
 
 
+def best_within(budget: StepBudget, cores: int, ranks: int, want: int) -> int:
+    """The model's best worker count per rank on ``cores`` per task (a cap): the one with the
+    shortest predicted step, the fewest where several tie (a worker past the cores' worth
+    buys nothing and costs memory). Never the rule's request less the cores taken away."""
+    most = max(1, min(want, max(1, cores // ranks)))
+    steps = {w: round(budget.step_at(w, cores, ranks), 9) for w in range(1, most + 1)}
+    return min(steps, key=lambda w: (steps[w], w))
+
+
 def size(budget: StepBudget, facts: Mapping[str, object] | FactView) -> Sizing:
     v = as_view(facts)
     ranks = ranks_per_task(v)
@@ -79,12 +88,12 @@ def size(budget: StepBudget, facts: Mapping[str, object] | FactView) -> Sizing:
     limits = caps(v)
     cap = limits[0] if limits and limits[0].cores < cores else None
     workers = want
-    if cap is not None:
-        cores = cap.cores
-        per_rank = cores // ranks
-        workers = max(1, per_rank if budget.wait >= MAIN_WAITS_SHARE else per_rank - 1)
     measured = positive(v.alloc.cpus_per_task)
-    if measured and measured > cores:  # the run had more: never fewer (others size down)
+    if cap is not None:
+        # the run had more: never fewer (others size down); the workers for those cores
+        cores = max(cap.cores, measured or 0)
+        workers = best_within(budget, cores, ranks, want)
+    elif measured and measured > cores:
         cores = measured
     return Sizing(workers=min(workers, want), cores_per_task=cores, wanted_workers=want, cap=cap)
 
@@ -111,6 +120,9 @@ def _fallback(v: FactView) -> Model:
     cores = max(FALLBACK_MIN_CORES, (positive(v.alloc.cpus_per_task) or 1) * 2)
     share = first(v.profile.loader_share, v.trace.dataloader_share)
     waits = share is not None and share >= MAIN_WAITS_SHARE
+    limits = caps(v)
+    if limits and limits[0].cores < cores:  # never past the node (or the site's cap)
+        cores = max(limits[0].cores, positive(v.alloc.cpus_per_task) or 1)
     workers = max(1, cores // ranks_per_task(v) - (0 if waits else 1))
     return Model(storage_bound=False, workers=workers, cores_per_task=cores)
 

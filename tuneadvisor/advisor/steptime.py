@@ -35,6 +35,12 @@ PROFILER_OVERHEAD = 0.15
 # torch.profiler's own cost (record_shapes, the CPU and CUDA activity buffers) is in every
 # traced step too; assumed the same order as line_profiler's, fast side only.
 TRACE_OVERHEAD = 0.10
+# A measured spread is taken at least this wide: a few blocks of one run understate the
+# run-to-run variation of a shared machine.
+MIN_SPREAD = 0.05
+# The pin-memory thread of the main process (pin_memory=True with workers) copies every batch
+# into page-locked memory: a share of a core taken from the workers (assumed, not measured).
+PIN_THREAD = 0.1
 # A worker using less than this share of a core while the loop waits is waiting itself: on
 # storage, not on CPU.
 WORKER_BUSY_MIN = 0.5
@@ -61,18 +67,38 @@ class StepBudget:
     # the measured steps carry an instrument's cost (a profiler): the run without it may be
     # up to this much faster (relative)
     overhead: float = 0.0
+    # the main process's pin-memory thread, in cores, while workers feed it
+    pin_thread: float = 0.0
+    # the device's time a step, in measured steps, where a trace or GPM measured it: the loop
+    # cannot run faster than the device (0.0: not measured)
+    device_floor: float = 0.0
 
     @property
     def busy(self) -> float:
         """What the loop does besides waiting, in step times: the floor of the step that
-        more workers cannot lower."""
-        return max(1.0 - self.wait, 1e-6)
+        more workers cannot lower; never under the device's measured time a step (a
+        host-side wait of an asynchronous CUDA loop holds kernels queued before it)."""
+        return max(1.0 - self.wait, self.device_floor, 1e-6)
 
     def step_with(self, workers: float) -> float:
         """Predicted step time (measured steps) with ``workers`` workers' worth of CPU."""
         if workers <= 0:
             return 1.0 if self.workers == 0 else self.busy + self.worker_steps
         return max(self.busy, self.worker_steps / workers)
+
+    def usable(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """Workers' worth of CPU: no more than the rank's cores less what the main process
+        keeps busy (a worker on a shared core still gets about one: the measured run's
+        one-core figures count it so)."""
+        if workers <= 0:
+            return 0.0
+        main = self.busy + self.pin_thread
+        return min(float(workers), max(1.0, cores / max(ranks, 1) - main))
+
+    def step_at(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """Predicted step time (measured steps) with ``workers`` per rank on ``cores`` per
+        task: more than 1.0 is a slowdown, and is said as one."""
+        return self.step_with(self.usable(workers, cores, ranks))
 
 
 def _s(seconds: float) -> str:
@@ -176,6 +202,7 @@ class _Shares:
     spread_why: str
     overhead: float
     overhead_why: str
+    spread: float | None = None  # measured (the trace's steps); None: assumed
 
 
 def _measured(shares: _Shares, v: FactView, workers: int) -> StepBudget:
@@ -187,7 +214,9 @@ def _measured(shares: _Shares, v: FactView, workers: int) -> StepBudget:
         f"waiting for data {s.wait:.0%}, copies {s.transfer:.0%}, compute {s.compute:.0%}, "
         f"syncs {s.sync:.0%}, other {other:.0%} of the step: measured, {s.shares_from}",
         _worker_note(workers, worker_steps, f"the {s.source}"),
-        f"spread {PROFILE_SPREAD:.0%}: assumed, {s.spread_why}",
+        f"spread {s.spread:.0%}: measured, {s.spread_why}"
+        if s.spread is not None
+        else f"spread {PROFILE_SPREAD:.0%}: assumed, {s.spread_why}",
         f"up to {s.overhead:.0%} faster without {s.overhead_why}, the range's fast side only",
     ]
     if s.step_s is not None and s.steps:
@@ -201,7 +230,7 @@ def _measured(shares: _Shares, v: FactView, workers: int) -> StepBudget:
         other=other,
         workers=workers,
         worker_steps=worker_steps,
-        spread=PROFILE_SPREAD,
+        spread=s.spread if s.spread is not None else PROFILE_SPREAD,
         step_s=s.step_s,
         storage_bound=storage_bound(v),
         basis=tuple(basis),
@@ -228,7 +257,31 @@ def _from_profile(v: FactView, workers: int) -> StepBudget | None:
         overhead=PROFILER_OVERHEAD,
         overhead_why="line_profiler: assumed (8-14 % measured on the bundled MNIST loop)",
     )
-    return _measured(shares, v, workers)
+    budget = _measured(shares, v, workers)
+    return _gpu_floor(budget, v)
+
+
+def _gpu_floor(budget: StepBudget, v: FactView) -> StepBudget:
+    """A line profile's host-side times on a GPU: kernels queued before ``next(batch)`` count
+    as data wait. A trace's device time beside it gives the true floor; without one the
+    floor is a lower bound, and the basis says so."""
+    t = v.trace
+    device = sum(x or 0.0 for x in (t.kernel_share, t.memcpy_share, t.memset_share))
+    if device > 0 and t.step_s and budget.step_s:
+        floor = min(1.0, device * t.step_s / budget.step_s)
+        note = (
+            f"device time {_s(device * t.step_s)} a step: measured, the torch.profiler trace; "
+            f"the floor is max(the loop's host time, the device's)"
+        )
+        return replace(budget, device_floor=floor, basis=(*budget.basis, note))
+    if v.job.gpus or v.gpu.count:
+        note = (
+            "the floor (the loop's time besides waiting) is a lower bound: line times of an "
+            "asynchronous CUDA loop count kernels queued before the next batch as waiting; a "
+            "torch.profiler trace or GPM's GPU time would give the device's"
+        )
+        return replace(budget, basis=(*budget.basis, note))
+    return budget
 
 
 def _from_trace(v: FactView, workers: int) -> StepBudget | None:
@@ -253,9 +306,14 @@ def _from_trace(v: FactView, workers: int) -> StepBudget | None:
         steps=steps,
         shares_from="the torch.profiler trace's breakdown",
         steps_from=f"the trace ({steps} steps a rank)",
-        spread_why="a few traced steps measure no spread",
+        spread_why=(
+            f"half the range of the trace's {steps} steps (at least {MIN_SPREAD:.0%})"
+            if t.step_spread is not None
+            else "a few traced steps measure no spread"
+        ),
         overhead=TRACE_OVERHEAD,
         overhead_why="torch.profiler: assumed",
+        spread=max(t.step_spread, MIN_SPREAD) if t.step_spread is not None else None,
     )
     return _measured(shares, v, workers)
 
@@ -298,23 +356,60 @@ def step_budget(facts: Mapping[str, object] | FactView) -> StepBudget | None:
     profile, recording or probe, or the measured run's workers are unknown)."""
     v = as_view(facts)
     workers = v.alloc.workers
+    if workers is None and v.probe.workers is not None and _from_probe(v, 0) is not None:
+        workers = v.probe.workers  # the probe file names its loop's
     if workers is None:
+        # a probe that swept the worker counts sizes without the loop's own: its count
+        if v.probe.workers_for_95pct:
+            budget = _from_probe(v, 0)
+            if budget is not None:
+                note = "the probed loop's DataLoader workers: not known, the probe's sweep sizes"
+                budget = replace(budget, basis=(*budget.basis, note))
+                return _with_threads(_with_run(budget, v), v)
         return None
     for make in (_from_probe, _from_profile, _from_trace, _from_recording):
         budget = make(v, workers)
         if budget is not None:
-            if budget.batch_size is None:  # the script's, else its run record's
-                batch = v.script.batch_size or v.run.batch_size
-                budget = replace(budget, batch_size=batch)
-            rate = v.run.samples_per_s
-            if rate is not None:
-                budget = replace(
-                    budget,
-                    basis=(
-                        *budget.basis,
-                        f"{rate:,.1f} samples/s: measured, the run record "
-                        "beside the profile (steps after the warm-up)",
-                    ),
-                )
-            return budget
+            return _with_threads(_with_run(budget, v), v)
     return None
+
+
+def _with_threads(budget: StepBudget, v: FactView) -> StepBudget:
+    """The main process's other threads that take cores from the workers: the pin-memory
+    thread where the script pins (assumed cost)."""
+    if v.script.pin_memory is True:
+        note = (
+            f"the pin-memory thread ~{PIN_THREAD:g} of a core beside the main process: "
+            "assumed, pin_memory=True in the script"
+        )
+        return replace(budget, pin_thread=PIN_THREAD, basis=(*budget.basis, note))
+    return budget
+
+
+def _with_run(budget: StepBudget, v: FactView) -> StepBudget:
+    """The batch size (the script's, else the run record's) and, from the run record beside
+    the evidence (`tuneadvisor run` wrote both), its steady rate: the step time where the
+    evidence has none (a recording), and the spread of its window where it is measured."""
+    if budget.batch_size is None:
+        budget = replace(budget, batch_size=v.script.batch_size or v.run.batch_size)
+    rate = v.run.samples_per_s
+    if rate is None:
+        return budget
+    basis = [
+        *budget.basis,
+        f"{rate:,.1f} samples/s: measured, the run record beside the evidence (its steady window)",
+    ]
+    if budget.step_s is None and budget.batch_size:
+        step = budget.batch_size / rate
+        basis.append(f"step time {_s(step)}: measured, batch {budget.batch_size} / that rate")
+        budget = replace(budget, step_s=step)
+    spread = v.run.spread
+    if spread is not None and budget.source != "probe":
+        spread = max(spread, MIN_SPREAD)
+        basis = [b for b in basis if not b.startswith("spread ")]
+        basis.append(
+            f"spread {spread:.0%}: measured, the run record's steady window (its blocks' "
+            f"rates; at least {MIN_SPREAD:.0%})"
+        )
+        budget = replace(budget, spread=spread)
+    return replace(budget, basis=tuple(basis))

@@ -3,7 +3,6 @@ kind, resources requested and used, loss and accuracy per epoch."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -298,18 +297,27 @@ def epochs_table(items: Sequence[Item]) -> Table | None:
     return table
 
 
-# a run id as `run` names its folder: date-time-name-suffix
-_RUN_ID = re.compile(r"^(\d{8})-(\d{6})-(.+)-([0-9a-f]{4})$")
+def _run_id(label: str) -> tuple[str, str, str, str] | None:
+    """A run id as `run` names its folder, date-time-name-suffix, in its parts; None where
+    ``label`` is no such id (split on its dashes: no pattern to backtrack over a long one)."""
+    date, _, rest = label.partition("-")
+    time, _, rest = rest.partition("-")
+    name, _, suffix = rest.rpartition("-")
+    digits = date.isascii() and date.isdigit() and time.isascii() and time.isdigit()
+    hex_suffix = len(suffix) == 4 and all(c in "0123456789abcdef" for c in suffix)
+    if digits and len(date) == 8 and len(time) == 6 and name and hex_suffix:
+        return date, time, name, suffix
+    return None
 
 
 def short_labels(labels: Sequence[str]) -> tuple[list[str], str | None]:
     """Run ids less the parts all of them share (their date, their script's name), so that a
     narrow table shows what tells them apart and never cuts each to the same
     ``20261206…``; with the form of the id they stand for (None: shown whole)."""
-    found = [_RUN_ID.match(label) for label in labels]
+    found = [_run_id(label) for label in labels]
     if len(labels) < 2 or not all(found):
         return list(labels), None
-    parts = [m.groups() for m in found if m]
+    parts = [p for p in found if p]
     same_date = len({p[0] for p in parts}) == 1
     same_name = len({p[2] for p in parts}) == 1
     if not (same_date or same_name):

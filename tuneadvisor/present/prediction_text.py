@@ -30,14 +30,19 @@ def _setting(prediction: Prediction) -> str:
 
 
 def headline(prediction: Prediction) -> str:
-    """``expected 480-650 samples/s, 4.4-5.8x (step 98-133 ms) with num_workers=7, ...``"""
-    parts = []
+    """``expected 4.4-5.8x over the measured run (step 98-133 ms; 480-650 samples/s if the
+    node performs as in the measured run) with num_workers=7, ...``: the speedup first (a
+    ratio over the same machine, robust to its load), the absolute figures as conditional;
+    and the node sized for where it was assumed."""
+    step = f"step {_step(prediction.step_s)}"
     if prediction.samples_per_s is not None:
-        parts.append(_range(prediction.samples_per_s, ",.0f", " samples/s"))
-    parts.append(_range(prediction.speedup, ".1f", "x"))
-    return (
-        f"expected {', '.join(parts)} (step {_step(prediction.step_s)}) with {_setting(prediction)}"
+        rate = _range(prediction.samples_per_s, ",.0f", " samples/s")
+        step += f"; {rate} if the node performs as in the measured run"
+    line = (
+        f"expected {_range(prediction.speedup, '.2f', 'x')} over the measured run ({step}) "
+        f"with {_setting(prediction)}"
     )
+    return f"{line}, {prediction.assumed_node}" if prediction.assumed_node else line
 
 
 def prediction_lines(advice: Advice) -> tuple[str | None, list[str]]:

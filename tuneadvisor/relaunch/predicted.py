@@ -1,7 +1,8 @@
 """A run against what was predicted for it: the report's ``advice.prediction`` read for a
 relaunch, the steady-state step time and samples/s measured with their spread, and, when the
 run lands outside the predicted range, the finding ``prediction-missed`` with what differed
-from the prediction's assumptions (cores, CPU binding, warm-up, input waits).
+from the prediction's assumptions (cores, CPU binding, warm-up, CPU starvation), or that
+it was better than predicted.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from tuneadvisor.runrecord.window import WARMUP_STEPS, steady_window
 FINDING_ID = "prediction-missed"
 SLOW_WARMUP = 1.5  # the first steps this much slower than the rest: a warm-up that shows
 IDLE_CORES = 0.5  # under this share of the cores asked in use: the loop waited on something
+STARVED = 0.9  # under this share of the cores allowed in use: the run did not get its cores
+BUSY_NODE = 0.9  # the machine's cores this busy: other processes held what the run lacked
 
 
 def record_prediction(record: RunRecord) -> Prediction | None:
@@ -130,8 +133,12 @@ def miss_reasons(
     record: RunRecord, prediction: Prediction, usage: Mapping[str, float]
 ) -> list[str]:
     """What differed between the run and the prediction's assumptions, each with its
-    numbers; empty when none of these showed."""
+    numbers; empty when none of these showed. A run faster than the range says so first;
+    storage is never named without storage evidence (no I/O figure is recorded today)."""
     reasons = []
+    better = _better(record, prediction)
+    if better is not None:
+        reasons.append(better)
     asked = prediction.setting.get("cpus_per_task")
     got = _cores_per_task(record)
     if asked is not None and got is not None and got < asked:
@@ -153,15 +160,53 @@ def miss_reasons(
             f"a warm-up: the first steps took {slow:.1f}x the steady ones; measure after "
             f"step {WARMUP_STEPS} (steady-state window)"
         )
-    used = usage.get("cores_used")
-    cores = (asked or record.settings.cpus_per_task) * max(1, record.settings.ntasks)
-    if used is not None and cores and used < IDLE_CORES * cores:
-        reasons.append(
-            f"the workers sat idle while the loop waited ({used:.2f} of {cores} cores in "
-            "use): the input comes from storage or elsewhere slower than the CPUs could "
-            "prepare it"
-        )
+    if better is None:
+        reasons += _cpu_reasons(record, asked, usage)
     return reasons
+
+
+def _better(record: RunRecord, prediction: Prediction) -> str | None:
+    """A run faster than the range's fast side: "better than predicted", with what the
+    prediction assumed (the figures its basis calls assumed)."""
+    steady = steady_window(record.steps)
+    if steady is None or steady.step_s is None or steady.step_s >= prediction.step_s.low:
+        return None
+    assumed = [b for b in prediction.basis if "assumed" in b]
+    what = f"; it assumed: {'; '.join(assumed)}" if assumed else ""
+    return (
+        f"better than predicted: {_ms(steady.step_s)} a step, faster than the range's "
+        f"{_ms(prediction.step_s.low)}{what}"
+    )
+
+
+def _cpu_reasons(record: RunRecord, asked: int | None, usage: Mapping[str, float]) -> list[str]:
+    """CPU starvation where the run used fewer cores than it was allowed while the machine
+    was busy (other processes held the cores); otherwise the cores it left idle, said as
+    such, without naming a cause the evidence does not show."""
+    cpu = record.resources.cpu if record.resources is not None else None
+    used = usage.get("cores_used")
+    if used is None and cpu is not None:
+        used = cpu.cores_used
+    allowed = (asked or record.settings.cpus_per_task) * max(1, record.settings.ntasks)
+    if cpu is not None and cpu.cores_allowed:
+        allowed = min(allowed, cpu.cores_allowed)
+    if used is None or not allowed or used >= STARVED * allowed:
+        return []
+    node, busy = usage.get("node_cores"), usage.get("node_busy_cores")
+    if node and busy is not None and busy >= BUSY_NODE * node:
+        others = max(0.0, busy - used)
+        return [
+            f"CPU starvation: the run used {used:.2f} of the {allowed} cores it was allowed "
+            f"while the machine's {node:.0f} cores were {100 * busy / node:.0f} % busy "
+            f"(other processes held {others:.2f} cores)"
+        ]
+    if used < IDLE_CORES * allowed:
+        return [
+            f"the run left cores idle: {used:.2f} of {allowed} in use; the loop waited on "
+            "something other than its CPUs (no I/O figures were recorded, so storage is not "
+            "named)"
+        ]
+    return []
 
 
 def _cores_per_task(record: RunRecord) -> int | None:

@@ -125,7 +125,8 @@ def advised_settings(request: RelaunchRequest) -> Advised:
 
         report = read_report(request.from_report)
         settings = settings_from_report(Settings(), report)
-        return Advised(settings, report.source, report.prediction)
+        advised = Advised(settings, report.source, report.prediction)
+        return _here(request, report.facts, advised)
     inputs = request.inputs
     if inputs is not None:
         from tuneadvisor.workspace.load import load_workspace
@@ -134,8 +135,24 @@ def advised_settings(request: RelaunchRequest) -> Advised:
         workspace = load_workspace(inputs)
         advice = workspace.advice
         prediction = advice.prediction if advice is not None else None
-        return Advised(settings_from_workspace(Settings(), workspace, source), source, prediction)
+        settings = settings_from_workspace(Settings(), workspace, source)
+        facts = advice.facts if advice is not None else None
+        return _here(request, facts, Advised(settings, source, prediction))
     return Advised()
+
+
+def _here(
+    request: RelaunchRequest, facts: Mapping[str, object] | None, advised: Advised
+) -> Advised:
+    """A local run's advice sized for this machine's cores (the processes run here, whatever
+    node the advice sized for); a submitted one as the advice says."""
+    if request.submit or advised.settings is None:
+        return advised
+    from tuneadvisor.relaunch.here import sized_here
+    from tuneadvisor.relaunch.local_allocation import available_cores
+
+    here = sized_here(facts, advised.settings, advised.prediction, len(available_cores()))
+    return Advised(here.settings, advised.source, here.prediction)
 
 
 def _check_nodes(spec: Bundled, settings: Settings, *, submit: bool) -> None:

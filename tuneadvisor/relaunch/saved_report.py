@@ -56,6 +56,7 @@ class SavedReport:
     directives: Mapping[str, str]  # the job's, as sbatch applies them ({} without a job)
     plan: Plan
     prediction: Prediction | None  # None: the report predicts nothing
+    facts: Mapping[str, object] | None = None  # advice.facts: sized again where a run runs
 
 
 def read_report(path: str) -> SavedReport:
@@ -79,6 +80,7 @@ def parse_report(doc: object, source: str) -> SavedReport:
             env=_changes(plan.get("env", {}), source),
         ),
         prediction=prediction_of(advice.get("prediction"), source, "advice."),
+        facts=advice.get("facts") if isinstance(advice.get("facts"), Mapping) else None,
     )
 
 

@@ -32,6 +32,9 @@ def _usage(v: FactView) -> dict[str, float | None]:
         # CPU binding (metrics/affinity.py): a prediction's miss says when a rank had one CPU
         "affinity_min_cpus": host.proc__affinity__min_cpus,
         "affinity_short_ranks": host.proc__affinity__short_ranks,
+        # the whole machine: whether other processes held the cores (a prediction's miss)
+        "node_cores": host.cpu__count,
+        "node_busy_cores": host.cpu__busy_cores__mean,
     }
 
 

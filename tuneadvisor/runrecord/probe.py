@@ -36,6 +36,7 @@ class Probe:
     pipeline: tuple[tuple[int, tuple[float, ...]], ...]  # workers -> batches/s per window
     loop_step_s: tuple[float, ...]  # the real loop at the measured settings
     stall_share: tuple[float, ...]  # of each loop window, waiting for the next batch
+    num_workers: int | None = None  # the loop's DataLoader workers (None: not written)
 
     @property
     def ceiling_s(self) -> float:
@@ -58,6 +59,8 @@ class Probe:
             "probe.cores": self.cores,
             "probe.test_mode": self.test_mode,
         }
+        if self.num_workers is not None:
+            facts["probe.workers"] = self.num_workers
         if self.pipeline:  # the hook around a script of one's own sweeps no workers
             rates = (statistics.median(rates) for _, rates in self.pipeline)
             facts["probe.pipeline_batches_per_s.max"] = max(rates)
@@ -109,6 +112,9 @@ def parse_probe(data: object, path: str | Path | None) -> Probe:
     if not isinstance(test_mode, bool):
         raise bad("test_mode is not true or false")
     stall = _windows(data.get("loop_stall_share"), "loop_stall_share", bad, upper=1.0)
+    workers = data.get("num_workers")
+    if workers is not None and (not _whole(workers) or workers < 0):
+        raise bad("num_workers is not a whole number of at least 0")
     return Probe(
         batch_size=batch,
         cores=cores,
@@ -117,6 +123,7 @@ def parse_probe(data: object, path: str | Path | None) -> Probe:
         pipeline=_pipeline(data.get("pipeline"), bad),
         loop_step_s=_windows(data.get("loop_step_s"), "loop_step_s", bad),
         stall_share=stall,
+        num_workers=workers,
     )
 
 

@@ -246,6 +246,9 @@ class RunRecord:
         rate = self.samples_per_s
         if rate is not None:
             out["run.samples_per_s"] = round(rate, 3)
+        steady = self.steady
+        if steady is not None and steady.steps >= 8:  # a handful of steps says no spread
+            out["run.spread"] = round(steady.spread, 4)
         return out
 
     @property

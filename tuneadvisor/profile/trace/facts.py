@@ -22,9 +22,11 @@ def trace_facts(traces: TraceSet) -> dict[str, object]:
     per_step = all(r.step_source != "whole" for r in ranks)  # no steps: nothing per step
     if per_step:
         facts["trace.steps"] = min(len(r.steps) for r in ranks)
-        facts["trace.step_s"] = (
-            statistics.median(s.duration_us for r in ranks for s in r.steps) / 1e6
-        )
+        durations = [s.duration_us for r in ranks for s in r.steps]
+        median = statistics.median(durations)
+        if len(durations) >= 3 and median > 0:  # the step-time model's spread
+            facts["trace.step_spread"] = (max(durations) - min(durations)) / 2 / median
+        facts["trace.step_s"] = median / 1e6
     # a share is judged over steps of some length: not over a whole trace with no steps
     # (its set-up and tail in the span), nor under MIN_JUDGED_US (the rank's notes say which)
     judged = per_step and total >= MIN_JUDGED_US

@@ -14,11 +14,14 @@ def _read(state: Gathering) -> None:
     assert traces is not None
     state.facts.update(trace_facts(traces))
     state.notes += traces.notes
+    # what each file could not show (no device events, no steps, too short to judge, a bound
+    # met): one Not-read entry a note, with the files it is about (not one a rank), and not
+    # an advice note as well (the trace section says it with the ranks)
+    paths: dict[str, list[str]] = {}
     for rank in traces.ranks:
-        # each rank's notes are the trace section's "Cannot show" (once, with the ranks they
-        # are about), not advice notes as well; what each file could not show, and why (no
-        # steps, too short to judge), is a Not-read entry
-        state.not_read += [NotRead(rank.path, note) for note in rank.notes]
+        for note in rank.notes:
+            paths.setdefault(note, []).append(rank.path)
+    state.not_read += [NotRead(", ".join(where), note) for note, where in paths.items()]
 
 
 READER = Reader("torch.profiler traces", _read, given=lambda state: state.traces is not None)
