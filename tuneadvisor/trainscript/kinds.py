@@ -104,6 +104,7 @@ from enum import StrEnum
 from tuneadvisor.trainscript.names import is_loss_call_name
 from tuneadvisor.trainscript.parsed import (
     CHUNKED_FROM_CHARS,
+    GROUP_LINES,
     ParsedScript,
     gc_paused,
     parse_script,
@@ -192,7 +193,7 @@ def analyze_source(source: str | ParsedScript) -> SourceInfo:
         return SourceInfo(kinds, _function_ends(statements))
 
 
-def _streamed(parsed: ParsedScript) -> SourceInfo | None:
+def _streamed(parsed: ParsedScript, group_lines: int = GROUP_LINES) -> SourceInfo | None:
     """The same answer for a large file, a group of top-level statements at a time, each
     group's tree dropped before the next is parsed (the whole tree of a 2.2 MB file is ~170
     MiB). None where it could differ (``StreamedRoles`` says when) or a group does not parse
@@ -202,7 +203,7 @@ def _streamed(parsed: ParsedScript) -> SourceInfo | None:
     kinds: dict[int, LineKind] = {}
     ends: dict[int, int] = {}
     try:
-        for group in top_level_groups(parsed.text):
+        for group in top_level_groups(parsed.text, group_lines):
             statements.drop_statements()
             statements.add(group)
             del group
