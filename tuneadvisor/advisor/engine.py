@@ -14,6 +14,8 @@ from tuneadvisor.advisor.rules import Case, Rule
 
 @dataclass(frozen=True)
 class Evaluation:
+    """What the rules found, and which were skipped."""
+
     findings: tuple[Finding, ...]  # most severe first
     skipped: tuple[Skipped, ...]  # rules that needed absent facts
 
@@ -111,6 +113,8 @@ def evaluate(rules: Iterable[Rule], facts: Facts) -> Evaluation:
 
 @dataclass(frozen=True)
 class CaseResult:
+    """One case of a rule's examples, evaluated."""
+
     rule: Rule
     case: Case
     problems: tuple[str, ...]

@@ -45,6 +45,8 @@ class NotRead:
 
 @dataclass(frozen=True)
 class Gathered:
+    """The facts and parsed inputs the workspace gathered, for the advisor."""
+
     facts: Mapping[str, object]
     job: JobScript | None = None
     launch: LaunchLine | None = None

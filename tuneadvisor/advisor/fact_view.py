@@ -117,6 +117,8 @@ class Job(Section):
 
 @dataclass(frozen=True, eq=False)
 class Node(Section):
+    """The node's shape (site file, cluster or the assumed default)."""
+
     PREFIX = "node"
     cores: int | None = None
     mem_mib: float | None = None
@@ -155,6 +157,8 @@ class Usage(Section):
 
 @dataclass(frozen=True, eq=False)
 class Seff(Section):
+    """What seff said about the job."""
+
     PREFIX = "seff"
     state: str | None = None
     cores: int | None = None
@@ -172,6 +176,8 @@ class Seff(Section):
 
 @dataclass(frozen=True, eq=False)
 class Sacct(Section):
+    """What sacct said about the job."""
+
     PREFIX = "sacct"
     state: str | None = None
     alloc_cpus: int | None = None
@@ -188,6 +194,8 @@ class Sacct(Section):
 
 @dataclass(frozen=True, eq=False)
 class Jobstats(Section):
+    """What jobstats said about the job."""
+
     PREFIX = "jobstats"
     cores: int | None = None
     cpu_efficiency_pct: float | None = None
@@ -198,6 +206,8 @@ class Jobstats(Section):
 
 @dataclass(frozen=True, eq=False)
 class Profile(Section):
+    """What the line profile says."""
+
     PREFIX = "profile"
     loader_share: float | None = None
     transfer_share: float | None = None
@@ -210,6 +220,8 @@ class Profile(Section):
 
 @dataclass(frozen=True, eq=False)
 class Trace(Section):
+    """What the torch.profiler traces say."""
+
     PREFIX = "trace"
     dataloader_share: float | None = None
     memcpy_share: float | None = None
@@ -222,6 +234,8 @@ class Trace(Section):
 
 @dataclass(frozen=True, eq=False)
 class Probe(Section):
+    """What the training's probe file says."""
+
     PREFIX = "probe"
     loop_step_s: float | None = None
     ceiling_step_s: float | None = None
@@ -251,6 +265,8 @@ class Host(Section):
 
 @dataclass(frozen=True, eq=False)
 class Gpu(Section):
+    """The GPUs' figures as measured."""
+
     PREFIX = "gpu"
     count: int | None = None
     util__mean: float | None = None
