@@ -1,8 +1,9 @@
 """One parse of a training script, shared by line kinds and the script scan.
 
-``parse_script(text)`` parses once; ``kinds.analyze_source`` and ``scan.scan_script`` both take
-the result, and each builds only the part of the scope index it needs (``ParsedScript.scopes``
-keeps it), so a file read for both in one command is parsed and indexed once.
+``parse_script(text)`` parses once, on first use of the tree; ``kinds.analyze_source`` and
+``scan.scan_script`` both take the result, and each builds only the part of the scope index it
+needs (``ParsedScript.scopes`` keeps it), so a file read for both in one command is parsed and
+indexed once. Line kinds of a large file need no whole tree (``top_level_groups``).
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class ParsedScript:
 
 # A file this large is parsed a group of top-level statements at a time: one ast.parse of a
 # 2.2 MB file holds the parser's own copy of the whole file next to the tree it builds (a peak
-# of ~290 MiB; in groups, the tree alone, ~170 MiB). Smaller files gain nothing from it.
+# of ~290 MiB; in groups, the tree alone, ~170 MiB; line kinds keep one group's tree at a
+# time). Smaller files gain nothing from it.
 CHUNKED_FROM_CHARS = 1 << 18
 GROUP_LINES = 2000  # lines of one group, at least (a group ends where a statement does)
 # Where a line begins at the margin: a top-level statement may start there. Not a comment,
