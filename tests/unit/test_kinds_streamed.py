@@ -52,7 +52,8 @@ PIECES = [
     "import torch\n",
     "model = Net()\n",
     "train_loader = DataLoader(ds)\n",
-    "def train(m, loader):\n    for x, y in loader:\n        out = m(x)\n        crit(out, y).backward()\n",
+    "def train(m, loader):\n    for x, y in loader:\n        out = m(x)\n"
+    "        crit(out, y).backward()\n",
     "def step():\n    out = model(batch)\n    print(out)\n    out.item()\n",
     "def run():\n    for batch in train_loader:\n        net(batch)\n",
     "class Net(nn.Module):\n    pass\n",
