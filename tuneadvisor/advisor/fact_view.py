@@ -17,9 +17,10 @@ A field is None where the fact is absent or of another type. Values are not conv
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Self, TypeVar
+from typing import ClassVar, Self, TypeVar, dataclass_transform
 
 from tuneadvisor.advisor.facts import FACTS
 
@@ -52,17 +53,54 @@ def first(*values: T | None) -> T | None:
     return next((v for v in values if v is not None), None)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass_transform(eq_default=False, kw_only_default=True, frozen_default=True)
 class Section:
-    """Facts of one prefix. Subclasses are frozen dataclasses whose fields all default to
-    None."""
+    """Facts of one prefix. Each subclass declares its fields, all defaulting to None: set by
+    keyword, read-only, compared by identity and shown as a frozen dataclass with eq=False
+    would be; built without dataclasses, whose generated code for the sixteen sections cost
+    ~20 ms of every command's start (issue 29)."""
 
     PREFIX: ClassVar[str]
+    FIELDS: ClassVar[tuple[str, ...]] = ()  # in their order, inherited ones first
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        own = [
+            name
+            for name, annotation in inspect.get_annotations(cls).items()
+            if not str(annotation).startswith("ClassVar") and name not in cls.FIELDS
+        ]
+        for name in own:
+            if cls.__dict__.get(name) is not None:
+                raise TypeError(f"{cls.__name__}.{name}: a section's fields default to None")
+        cls.FIELDS = (*cls.FIELDS, *own)
+
+    def __init__(self, **values: object) -> None:
+        unknown = values.keys() - set(self.FIELDS)
+        if unknown:
+            name = sorted(unknown)[0]
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {name!r}")
+        for name in self.FIELDS:
+            object.__setattr__(self, name, values.get(name))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELDS)
+        return f"{type(self).__name__}({shown})"
+
+    def replace(self, **changes: object) -> Self:
+        """A copy with ``changes`` (``dataclasses.replace`` for a section)."""
+        return type(self)(**{**{name: getattr(self, name) for name in self.FIELDS}, **changes})
 
     @classmethod
     def fact_name(cls, field: str) -> str:
         """The fact a field reads; a KeyError for a field the section does not have."""
-        if field not in {f.name for f in dataclasses.fields(cls)}:
+        if field not in cls.FIELDS:
             raise KeyError(f"{cls.__name__} has no field {field}")
         return cls._name(field)
 
@@ -73,7 +111,7 @@ class Section:
     @classmethod
     def names(cls) -> dict[str, str]:
         """Field -> fact name."""
-        return {f.name: cls._name(f.name) for f in dataclasses.fields(cls)}
+        return {name: cls._name(name) for name in cls.FIELDS}
 
     @classmethod
     def read(cls, facts: Mapping[str, object]) -> Self:
@@ -92,7 +130,6 @@ class Section:
         return out
 
 
-@dataclass(frozen=True, eq=False)
 class Job(Section):
     """The job script as sbatch applies it (or the job as Slurm ran it)."""
 
@@ -115,7 +152,6 @@ class Job(Section):
     tuned_from__workers: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Node(Section):
     """The node's shape (site file, cluster or the assumed default)."""
 
@@ -128,7 +164,6 @@ class Node(Section):
     assumed: bool | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Alloc(Section):
     """The allocation the evidence was measured under."""
 
@@ -138,7 +173,6 @@ class Alloc(Section):
     workers: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Usage(Section):
     """sacct's, else seff's (jobstats' where it measured): advisor/evidence.py."""
 
@@ -155,7 +189,6 @@ class Usage(Section):
     mem_peak_node_mib: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Seff(Section):
     """What seff said about the job."""
 
@@ -174,7 +207,6 @@ class Seff(Section):
     mem_used_node_mib: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Sacct(Section):
     """What sacct said about the job."""
 
@@ -192,7 +224,6 @@ class Sacct(Section):
     mem_peak_node_mib: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Jobstats(Section):
     """What jobstats said about the job."""
 
@@ -204,7 +235,6 @@ class Jobstats(Section):
     mem_efficiency_pct: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Profile(Section):
     """What the line profile says."""
 
@@ -218,7 +248,6 @@ class Profile(Section):
     other_program: bool | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Trace(Section):
     """What the torch.profiler traces say."""
 
@@ -232,7 +261,6 @@ class Trace(Section):
     steps: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Probe(Section):
     """What the training's probe file says."""
 
@@ -246,7 +274,6 @@ class Probe(Section):
     batch_size: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Host(Section):
     """A watch recording's host figures (the job's process tree)."""
 
@@ -263,7 +290,6 @@ class Host(Section):
     proc__affinity__short_ranks: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Gpu(Section):
     """The GPUs' figures as measured."""
 
@@ -273,7 +299,6 @@ class Gpu(Section):
     mem_used__max_mib: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Run(Section):
     """The run record beside a profile."""
 
@@ -282,7 +307,6 @@ class Run(Section):
     samples_per_s: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Script(Section):
     """The training script's settings, as its scan read them."""
 
@@ -295,7 +319,6 @@ class Script(Section):
     num_workers__passed_source: str | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Model(Section):
     """The step-time model's sizing (advisor/sizing.py)."""
 
@@ -305,7 +328,6 @@ class Model(Section):
     cores_per_task: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Slurm(Section):
     """The Slurm that runs the job (advisor/slurm_release.py)."""
 
