@@ -130,7 +130,6 @@ LEAN_REPORT = {
     "tuneadvisor.cli",
     "tuneadvisor.errors",
     "tuneadvisor.files",
-    "tuneadvisor.numbers",  # slurm.units' finite numbers (a few lines, no imports)
     "tuneadvisor.commands",
     "tuneadvisor.commands.inputs",
     "tuneadvisor.commands.report",
@@ -190,7 +189,6 @@ LEAN_REPORT = {
     "tuneadvisor.trainscript.scopes",
     "tuneadvisor.slurm",
     "tuneadvisor.slurm.states",  # advisor.evidence: which job states are unfinished
-    "tuneadvisor.slurm.units",  # advisor.plan (the job script's edits): parse_memory/time
     "tuneadvisor.report",
     "tuneadvisor.report.text",
     "tuneadvisor.present",

@@ -19,6 +19,7 @@ from tuneadvisor.advisor.evidence import Gathered
 from tuneadvisor.advisor.fact_view import (
     SECTIONS,
     FactView,
+    Job,
     Section,
     check,
     field_kind,
@@ -152,3 +153,34 @@ def test_few_fact_names_are_written_as_strings() -> None:
 
     rows = found()
     assert len(rows) <= 40, "\n".join(f"{f}:{line}: {name}" for f, line, name in rows)
+
+
+def test_a_section_behaves_as_a_frozen_dataclass_without_eq() -> None:
+    """Sections are built without dataclasses (their generated code cost ~20 ms of every
+    start, issue 29): fields by keyword, None where not given, read-only, equal only to
+    themselves, shown and replaced as a dataclass's."""
+    job = Job(cpus_per_task=4, partition="gpu")
+    assert (job.cpus_per_task, job.partition, job.nodes) == (4, "gpu", None)
+    assert job.FIELDS[:2] == ("cpus_per_task", "mem_mib")
+    assert repr(job).startswith("Job(cpus_per_task=4, mem_mib=None,")
+    assert job != Job(cpus_per_task=4, partition="gpu") and job == job
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        job.nodes = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del job.nodes
+    with pytest.raises(TypeError, match="unexpected keyword argument 'cpus'"):
+        Job(cpus=4)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Job(4)  # type: ignore[call-arg]
+    moved = job.replace(nodes=2)
+    assert (moved.nodes, moved.cpus_per_task, job.nodes) == (2, 4, None)
+    for section in SECTIONS:  # every annotated name a field, in the order written
+        assert tuple(section.__annotations__) == section.FIELDS
+
+
+def test_a_section_field_defaults_to_none() -> None:
+    with pytest.raises(TypeError, match="default to None"):
+
+        class Defaulted(Section):
+            PREFIX = "job"
+            nodes: int | None = 1

@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # the annotation only: forecast.py makes them
 
 @dataclass(frozen=True)
 class Advice:
+    """The findings of one evaluation and the rules skipped for want of facts."""
+
     findings: tuple[Finding, ...]
     skipped: tuple[Skipped, ...]
     plan: Plan

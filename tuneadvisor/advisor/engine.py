@@ -18,6 +18,8 @@ ASSUMED = "assumed"
 
 @dataclass(frozen=True)
 class Evaluation:
+    """What the rules found, and which were skipped."""
+
     findings: tuple[Finding, ...]  # most severe first
     skipped: tuple[Skipped, ...]  # rules that needed absent facts
 
@@ -119,6 +121,8 @@ def evaluate(rules: Iterable[Rule], facts: Facts) -> Evaluation:
 
 @dataclass(frozen=True)
 class CaseResult:
+    """One case of a rule's examples, evaluated."""
+
     rule: Rule
     case: Case
     problems: tuple[str, ...]

@@ -5,7 +5,7 @@ pure fact logic that needs no file."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.fact_view import Usage, first, view
@@ -52,6 +52,8 @@ class NotRead:
 
 @dataclass(frozen=True)
 class Gathered:
+    """The facts and parsed inputs the workspace gathered, for the advisor."""
+
     facts: Mapping[str, object]
     job: JobScript | None = None
     launch: LaunchLine | None = None
@@ -117,7 +119,7 @@ def usage_facts(facts: dict[str, object], notes: list[str] | None = None) -> Non
     )
     mem, nodes = v.job.mem_mib, v.job.nodes
     if mem is not None and nodes is not None:  # the request to resubmit
-        usage = replace(usage, mem_requested_mib=mem * nodes, nodes=nodes)
+        usage = usage.replace(mem_requested_mib=mem * nodes, nodes=nodes)
     facts.update(usage.facts())
     state = Usage.read(facts).state
     if state in UNFINISHED or seff.final is False:

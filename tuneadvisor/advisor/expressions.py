@@ -232,6 +232,8 @@ class _FactRewriter(ast.NodeTransformer):
 
 @dataclass(frozen=True)
 class Expression:
+    """A rule expression as written, its rewrite for simpleeval and the facts it reads."""
+
     text: str
     rewritten: str  # what simpleeval evaluates
     facts: frozenset[str]  # fact names it reads

@@ -17,9 +17,10 @@ A field is None where the fact is absent or of another type. Values are not conv
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Self, TypeVar
+from typing import ClassVar, Self, TypeVar, dataclass_transform
 
 from tuneadvisor.advisor.facts import FACTS
 
@@ -52,17 +53,54 @@ def first(*values: T | None) -> T | None:
     return next((v for v in values if v is not None), None)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass_transform(eq_default=False, kw_only_default=True, frozen_default=True)
 class Section:
-    """Facts of one prefix. Subclasses are frozen dataclasses whose fields all default to
-    None."""
+    """Facts of one prefix. Each subclass declares its fields, all defaulting to None: set by
+    keyword, read-only, compared by identity and shown as a frozen dataclass with eq=False
+    would be; built without dataclasses, whose generated code for the sixteen sections cost
+    ~20 ms of every command's start (issue 29)."""
 
     PREFIX: ClassVar[str]
+    FIELDS: ClassVar[tuple[str, ...]] = ()  # in their order, inherited ones first
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        own = [
+            name
+            for name, annotation in inspect.get_annotations(cls).items()
+            if not str(annotation).startswith("ClassVar") and name not in cls.FIELDS
+        ]
+        for name in own:
+            if cls.__dict__.get(name) is not None:
+                raise TypeError(f"{cls.__name__}.{name}: a section's fields default to None")
+        cls.FIELDS = (*cls.FIELDS, *own)
+
+    def __init__(self, **values: object) -> None:
+        unknown = values.keys() - set(self.FIELDS)
+        if unknown:
+            name = sorted(unknown)[0]
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {name!r}")
+        for name in self.FIELDS:
+            object.__setattr__(self, name, values.get(name))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELDS)
+        return f"{type(self).__name__}({shown})"
+
+    def replace(self, **changes: object) -> Self:
+        """A copy with ``changes`` (``dataclasses.replace`` for a section)."""
+        return type(self)(**{**{name: getattr(self, name) for name in self.FIELDS}, **changes})
 
     @classmethod
     def fact_name(cls, field: str) -> str:
         """The fact a field reads; a KeyError for a field the section does not have."""
-        if field not in {f.name for f in dataclasses.fields(cls)}:
+        if field not in cls.FIELDS:
             raise KeyError(f"{cls.__name__} has no field {field}")
         return cls._name(field)
 
@@ -73,7 +111,7 @@ class Section:
     @classmethod
     def names(cls) -> dict[str, str]:
         """Field -> fact name."""
-        return {f.name: cls._name(f.name) for f in dataclasses.fields(cls)}
+        return {name: cls._name(name) for name in cls.FIELDS}
 
     @classmethod
     def read(cls, facts: Mapping[str, object]) -> Self:
@@ -92,7 +130,6 @@ class Section:
         return out
 
 
-@dataclass(frozen=True, eq=False)
 class Job(Section):
     """The job script as sbatch applies it (or the job as Slurm ran it)."""
 
@@ -116,8 +153,9 @@ class Job(Section):
     tuned_from__workers: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Node(Section):
+    """The node's shape (site file, cluster or the assumed default)."""
+
     PREFIX = "node"
     cores: int | None = None
     mem_mib: float | None = None
@@ -127,7 +165,6 @@ class Node(Section):
     assumed: bool | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Alloc(Section):
     """The allocation the evidence was measured under."""
 
@@ -137,7 +174,6 @@ class Alloc(Section):
     workers: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Usage(Section):
     """sacct's, else seff's (jobstats' where it measured): advisor/evidence.py."""
 
@@ -154,8 +190,9 @@ class Usage(Section):
     mem_peak_node_mib: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Seff(Section):
+    """What seff said about the job."""
+
     PREFIX = "seff"
     state: str | None = None
     cores: int | None = None
@@ -171,8 +208,9 @@ class Seff(Section):
     mem_used_node_mib: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Sacct(Section):
+    """What sacct said about the job."""
+
     PREFIX = "sacct"
     state: str | None = None
     alloc_cpus: int | None = None
@@ -187,8 +225,9 @@ class Sacct(Section):
     mem_peak_node_mib: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Jobstats(Section):
+    """What jobstats said about the job."""
+
     PREFIX = "jobstats"
     cores: int | None = None
     cpu_efficiency_pct: float | None = None
@@ -197,8 +236,9 @@ class Jobstats(Section):
     mem_efficiency_pct: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Profile(Section):
+    """What the line profile says."""
+
     PREFIX = "profile"
     loader_share: float | None = None
     transfer_share: float | None = None
@@ -209,8 +249,9 @@ class Profile(Section):
     other_program: bool | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Trace(Section):
+    """What the torch.profiler traces say."""
+
     PREFIX = "trace"
     dataloader_share: float | None = None
     memcpy_share: float | None = None
@@ -222,8 +263,9 @@ class Trace(Section):
     step_spread: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Probe(Section):
+    """What the training's probe file says."""
+
     PREFIX = "probe"
     loop_step_s: float | None = None
     ceiling_step_s: float | None = None
@@ -235,7 +277,6 @@ class Probe(Section):
     workers: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Host(Section):
     """A watch recording's host figures (the job's process tree)."""
 
@@ -254,15 +295,15 @@ class Host(Section):
     cpu__busy_cores__mean: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Gpu(Section):
+    """The GPUs' figures as measured."""
+
     PREFIX = "gpu"
     count: int | None = None
     util__mean: float | None = None
     mem_used__max_mib: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Run(Section):
     """The run record beside a profile."""
 
@@ -272,7 +313,6 @@ class Run(Section):
     spread: float | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Script(Section):
     """The training script's settings, as its scan read them."""
 
@@ -286,7 +326,6 @@ class Script(Section):
     pin_memory: bool | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Model(Section):
     """The step-time model's sizing (advisor/sizing.py)."""
 
@@ -296,7 +335,6 @@ class Model(Section):
     cores_per_task: int | None = None
 
 
-@dataclass(frozen=True, eq=False)
 class Slurm(Section):
     """The Slurm that runs the job (advisor/slurm_release.py)."""
 

@@ -17,6 +17,8 @@ Facts = Mapping[str, object]
 
 @dataclass(frozen=True)
 class FactSpec:
+    """One registered fact: its name, type, unit and meaning."""
+
     name: str
     type: str  # "int", "float", "bool" or "str"
     unit: str

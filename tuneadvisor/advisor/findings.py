@@ -19,6 +19,8 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True)
 class Evidence:
+    """One value a finding rests on, with its label."""
+
     label: str
     value: object
     unit: str = ""
@@ -29,6 +31,8 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Suggestion:
+    """What a finding suggests changing: sbatch options, training arguments, environment."""
+
     sbatch: Mapping[str, object] = field(default_factory=dict)  # long option -> value
     script: Mapping[str, object] = field(default_factory=dict)  # training argument -> value
     env: Mapping[str, object] = field(default_factory=dict)  # variable -> value
@@ -39,6 +43,8 @@ class Suggestion:
 
 @dataclass(frozen=True)
 class Finding:
+    """One rule's verdict on the gathered facts."""
+
     id: str
     title: str
     severity: Severity

@@ -22,7 +22,6 @@ from tuneadvisor.advisor.facts import Facts
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.advisor.measured_allocation import script_workers
 from tuneadvisor.advisor.sizing import caps
-from tuneadvisor.slurm.units import parse_memory, parse_time
 
 # Memory headroom over the observed peak, as jobstats suggests.
 MEM_HEADROOM = 1.2
@@ -36,6 +35,8 @@ NODE_REASON = "the node's memory"
 
 @dataclass(frozen=True)
 class Change:
+    """One value the plan sets, and the findings it comes from."""
+
     value: object
     because: tuple[str, ...]  # finding ids
 
@@ -91,6 +92,10 @@ def _size(key: str, value: object) -> float | None:
         return float(value)
     if not isinstance(value, str):
         return None
+    # imported where a memory or a time is sized: a report that suggests neither (a profile
+    # alone) never loads the Slurm units
+    from tuneadvisor.slurm.units import parse_memory, parse_time
+
     try:
         if key.startswith("mem"):
             return float(parse_memory(value, name=key))
@@ -241,6 +246,8 @@ def _bound_memory(
 ) -> Change | None:
     if change is None:
         return None
+    from tuneadvisor.slurm.units import parse_memory
+
     try:
         mib: float | None = parse_memory(str(change.value))
     except ValueError:
@@ -297,6 +304,8 @@ def _bound_time(change: Change | None, v: FactView, notes: list[str]) -> Change 
     limit = v.node.max_time_s
     if change is None or not limit:
         return change
+    from tuneadvisor.slurm.units import parse_time
+
     try:
         seconds = parse_time(str(change.value)).seconds
     except ValueError:
@@ -348,6 +357,8 @@ def _not_lower_than_now(change: Change | None, v: FactView, notes: list[str]) ->
     if change is None or v.usage.killed_for_memory is not True:
         return change
     now = v.job.mem_mib
+    from tuneadvisor.slurm.units import parse_memory
+
     try:
         mib = parse_memory(str(change.value))
     except ValueError:
@@ -436,6 +447,8 @@ def make_plan(findings: Iterable[Finding], facts: Facts | FactView) -> Plan:
 
 
 def _same_memory(value: object, now: object) -> bool:
+    from tuneadvisor.slurm.units import parse_memory
+
     try:
         return isinstance(now, int | float) and parse_memory(str(value)) == now
     except ValueError:

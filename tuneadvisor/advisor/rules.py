@@ -54,6 +54,8 @@ class RuleError(InputError):
 
 @dataclass(frozen=True)
 class Case:
+    """One example of a rule: facts, whether it fires on them and what it then says."""
+
     name: str
     facts: Mapping[str, object]
     fires: bool
@@ -63,6 +65,8 @@ class Case:
 
 @dataclass(frozen=True)
 class Rule:
+    """One compiled rule of a rule pack."""
+
     id: str
     title: str
     severity: Severity

@@ -24,12 +24,16 @@ MAIN_WAITS_SHARE = 0.5
 
 @dataclass(frozen=True)
 class Cap:
+    """A limit on the cores per task, and what sets it."""
+
     cores: int  # cores per task it allows
     by: str  # "the node's cores", ...
 
 
 @dataclass(frozen=True)
 class Sizing:
+    """The workers and cores per task suggested, with what capped them."""
+
     workers: int  # per rank
     cores_per_task: int
     wanted_workers: int  # what the model asked for before any cap

@@ -33,6 +33,8 @@ SYNC_NOTE_PERCENT = 5.0
 
 @dataclass(frozen=True)
 class AnnotatedLine:
+    """One profiled line with its kind and share of time."""
+
     lineno: int
     hits: int
     time_s: float
@@ -45,6 +47,8 @@ class AnnotatedLine:
 
 @dataclass(frozen=True)
 class KindShare:
+    """The time of one line kind and its share."""
+
     kind: LineKind
     time_s: float
     percent: float
@@ -56,6 +60,8 @@ class KindShare:
 
 @dataclass(frozen=True)
 class AnnotatedFunction:
+    """One profiled function, its lines annotated."""
+
     name: str
     filename: str
     first_lineno: int
@@ -87,6 +93,8 @@ class PartSummary:
 
 @dataclass(frozen=True)
 class ProfileAnalysis:
+    """Every profiled function of one or more profiles, annotated."""
+
     origins: tuple[str, ...]
     unit_s: float
     total_s: float

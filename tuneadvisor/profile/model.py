@@ -14,6 +14,8 @@ FunctionKey = tuple[str, int, str]
 
 @dataclass(frozen=True)
 class LineTiming:
+    """One line's hits and time as the profile recorded them."""
+
     lineno: int
     hits: int
     time_s: float
@@ -21,6 +23,8 @@ class LineTiming:
 
 @dataclass(frozen=True)
 class FunctionTiming:
+    """One profiled function's lines as the profile recorded them."""
+
     filename: str
     first_lineno: int
     name: str

@@ -20,6 +20,8 @@ MEASURES = ("DataLoader", "step")
 
 @dataclass(frozen=True)
 class RankSkew:
+    """How far the slowest rank's profile is behind the others'."""
+
     measure: str  # "DataLoader" (its lines' time) or "step" (everything else in the profile)
     slowest: str  # the slowest rank's file
     slowest_s: float

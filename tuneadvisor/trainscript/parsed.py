@@ -1,8 +1,9 @@
 """One parse of a training script, shared by line kinds and the script scan.
 
-``parse_script(text)`` parses once; ``kinds.analyze_source`` and ``scan.scan_script`` both take
-the result, and each builds only the part of the scope index it needs (``ParsedScript.scopes``
-keeps it), so a file read for both in one command is parsed and indexed once.
+``parse_script(text)`` parses once, on first use of the tree; ``kinds.analyze_source`` and
+``scan.scan_script`` both take the result, and each builds only the part of the scope index it
+needs (``ParsedScript.scopes`` keeps it), so a file read for both in one command is parsed and
+indexed once. Line kinds of a large file need no whole tree (``top_level_groups``).
 """
 
 from __future__ import annotations
@@ -18,21 +19,40 @@ from tuneadvisor.trainscript.scopes import ScopeIndex
 
 
 class ParsedScript:
-    """The source text, its ``ast.Module`` (None when it does not parse) and its scope index."""
+    """The source text, its ``ast.Module`` (None when it does not parse) and its scope index.
+
+    The text is parsed on first use of ``tree`` or ``error``: line kinds of a large file are
+    worked out a group of top-level statements at a time (``groups``) and never need the whole
+    tree; the scan, where it runs, parses it then."""
 
     def __init__(self, text: str) -> None:
         # A BOM read as text: Python skips it, ast.parse does not.
         self.text = text.lstrip("\ufeff")
-        self.tree: ast.Module | None = None
-        self.error: str | None = None  # why it does not parse, for the scan's note
+
+    @property
+    def tree(self) -> ast.Module | None:
+        return self._outcome[0]
+
+    @property
+    def error(self) -> str | None:
+        """Why the text does not parse, for the scan's note."""
+        return self._outcome[1]
+
+    @property
+    def is_parsed(self) -> bool:
+        """Whether the whole tree is built already (a later ``tree`` costs nothing)."""
+        return "_outcome" in self.__dict__
+
+    @cached_property
+    def _outcome(self) -> tuple[ast.Module | None, str | None]:
         with gc_paused():
             try:
-                self.tree = parse_module(self.text)
+                return parse_module(self.text), None
             except SyntaxError as exc:
-                self.error = f"line {exc.lineno}: {exc.msg}"
+                return None, f"line {exc.lineno}: {exc.msg}"
             except (ValueError, OverflowError, RecursionError, MemoryError) as exc:
                 # null bytes, absurd nesting
-                self.error = str(exc) or type(exc).__name__
+                return None, str(exc) or type(exc).__name__
 
     @cached_property
     def scopes(self) -> ScopeIndex:
@@ -66,7 +86,8 @@ class ParsedScript:
 
 # A file this large is parsed a group of top-level statements at a time: one ast.parse of a
 # 2.2 MB file holds the parser's own copy of the whole file next to the tree it builds (a peak
-# of ~290 MiB; in groups, the tree alone, ~170 MiB). Smaller files gain nothing from it.
+# of ~290 MiB; in groups, the tree alone, ~170 MiB; line kinds keep one group's tree at a
+# time). Smaller files gain nothing from it.
 CHUNKED_FROM_CHARS = 1 << 18
 GROUP_LINES = 2000  # lines of one group, at least (a group ends where a statement does)
 # Where a line begins at the margin: a top-level statement may start there. Not a comment,
@@ -108,6 +129,20 @@ def _group_ends(lines: list[str], group_lines: int) -> Iterator[int]:
             yield index
             start = index
     yield len(lines)
+
+
+def top_level_groups(text: str, group_lines: int = GROUP_LINES) -> Iterator[list[ast.stmt]]:
+    """The top-level statements of a large ``text``, one group at a time, each as
+    ``parse_module`` would give it (every position the file's own). Raises what
+    ``ast.parse`` raises where a group does not parse on its own: the caller then parses the
+    whole text. A group's tree is the caller's to drop before asking for the next."""
+    if "barry_as_FLUFL" in text:
+        raise SyntaxError("the grammar changes: parsed whole")
+    lines = _LINE.findall(text)
+    start = 0
+    for end in _group_ends(lines, group_lines):
+        yield ast.parse("\n" * start + "".join(lines[start:end])).body
+        start = end
 
 
 def parse_script(text: str) -> ParsedScript:

@@ -116,19 +116,13 @@ class Roles:
 
     _ROUNDS = 6
     _EARLY_EXIT = True  # tests turn it off to check that it changes no answer
+    _memo: dict[int, int] | None
+    _read: set[object] | None  # (scope, name) and dotted names read so far
 
     def __init__(self, statements: Statements) -> None:
-        self.statements = statements
-        self.names: list[dict[str, int]] = [{} for _ in statements.parent]
-        self.attrs: dict[str, int] = {}
-        self.module_classes: set[str] = set()
-        self.loss_classes: set[str] = set()
-        self._patterns: dict[str, int] = {}
-        self._constructors: dict[int, int] = {}
-        self._memo: dict[int, int] | None = None
-        self._read: set[object] | None = None  # (scope, name) and dotted names read so far
-        self._stale = False  # something read this round changed after it was read
+        self._start(statements)
         bindings = self._collect(statements)
+        self._find_module_classes()
         for _ in range(self._ROUNDS):
             # A round whose reads all came before any change of what they read saw final
             # values: running it again would change nothing, so that round is not needed.
@@ -142,23 +136,44 @@ class Roles:
         self._read = None
         self._memo = {}  # roles are final from here on
 
+    def _start(self, statements: Statements) -> None:
+        self.statements = statements
+        self.names: list[dict[str, int]] = [{} for _ in statements.parent]
+        self.attrs: dict[str, int] = {}
+        self.module_classes: set[str] = set()
+        self.loss_classes: set[str] = set()
+        self._classes: list[tuple[str, list[str]]] = []  # every class: name, base names
+        self._patterns: dict[str, int] = {}
+        self._constructors: dict[int, int] = {}
+        self._memo = None
+        self._read = None
+        self._stale = False  # something read this round changed after it was read
+        # streamed (StreamedRoles): module-level names read before any binding of them, and
+        # the names asked whether they are a module or loss class
+        self._misses = False
+        self._class_queries: set[str] | None = None
+
     # collecting ----------------------------------------------------------------------
 
     def _collect(self, statements: Statements) -> list[RoleBinding]:
         bindings: list[RoleBinding] = []
-        classes: list[tuple[str, list[str]]] = []
         for (stmt, scope), nodes in zip(statements.items, statements.nodes, strict=True):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.names[scope][stmt.name] = CALLABLE
+                self._declare_callable(stmt.name, scope)
                 self._collect_params(stmt, statements.function_scope[id(stmt)], bindings)
                 continue
             if isinstance(stmt, ast.ClassDef):
-                self.names[scope][stmt.name] = CALLABLE
-                classes.append((stmt.name, [n for n in map(final_name, stmt.bases) if n]))
+                self._declare_callable(stmt.name, scope)
+                self._classes.append((stmt.name, [n for n in map(final_name, stmt.bases) if n]))
                 continue
             self._collect_statement(stmt, scope, nodes, bindings)
-        self._find_module_classes(classes)
         return bindings
+
+    def _declare_callable(self, name: str, scope: int) -> None:
+        table = self.names[scope]
+        table[name] = table.get(name, 0) | CALLABLE
+        if self._read is not None and (scope, name) in self._read:
+            self._stale = True  # streamed: read before this def was seen
 
     def _collect_params(
         self, func: ast.FunctionDef | ast.AsyncFunctionDef, scope: int, out: list[RoleBinding]
@@ -205,7 +220,9 @@ class Roles:
         elif isinstance(target, ast.Starred):
             self._declare(target.value, scope)
 
-    def _find_module_classes(self, classes: list[tuple[str, list[str]]]) -> None:
+    def _find_module_classes(self) -> None:
+        classes = self._classes
+        self.module_classes, self.loss_classes = set(), set()
         changed = True
         while changed:
             changed = False
@@ -301,6 +318,8 @@ class Roles:
                 roles = table[name]
                 return roles if roles & CALLABLE else roles | self.pattern(name)
             s = self.statements.parent[s]
+        if self._misses and self._read is not None:
+            self._read.add((0, name))  # a later group may bind it at module level
         return self.pattern(name)
 
     def pattern(self, name: str) -> int:
@@ -433,6 +452,8 @@ class Roles:
         name = final_name(func)
         if name is None:
             return 0
+        if self._class_queries is not None:
+            self._class_queries.add(name)
         dotted = dotted_name(func) or name
         parts = dotted.split(".")
         if is_loader_name(name):
@@ -472,6 +493,47 @@ class Roles:
             final = final_name(first)
             return final is not None and is_iterator_name(final)
         return any(self.of(arg, scope, depth) & LOADER for arg in args)
+
+
+class StreamedRoles(Roles):
+    """Roles of a large file's names, a group of top-level statements at a time: each group
+    is declared and flowed once as it comes (``add_group``), then classified with what is
+    known so far, and dropped.
+
+    That is the whole-file answer (every declaration first, then rounds until what was read
+    stays as it was read) exactly when nothing read, by the flow or by the classifying, is
+    changed or declared afterwards, nor a name asked about turns out a module or loss class
+    after: the whole file's first round then reads the same values and is its last.
+    ``stale`` says where that does not hold; the caller then reads the whole file at once.
+    """
+
+    def __init__(self, statements: Statements) -> None:
+        self._start(statements)
+        self._read = set()  # kept over every group: any later change of it makes it stale
+        self._misses = True
+        self._class_queries = set()
+
+    @property
+    def stale(self) -> bool:
+        return self._stale
+
+    def add_group(self) -> None:
+        """Declare and flow the statements now in ``statements`` (one group's)."""
+        grown = len(self.statements.parent) - len(self.names)
+        self.names.extend({} for _ in range(grown))
+        self._memo = None
+        self._constructors.clear()  # keyed by node ids: the last group's are gone
+        known = len(self._classes)
+        bindings = self._collect(self.statements)
+        if len(self._classes) > known:
+            asked = self._class_queries or set()
+            before = [(n in self.module_classes, n in self.loss_classes) for n in asked]
+            self._find_module_classes()
+            after = [(n in self.module_classes, n in self.loss_classes) for n in asked]
+            self._stale |= before != after
+        for binding in bindings:
+            self._apply(binding)
+        self._memo = {}  # for classifying this group; a later change makes all of it stale
 
 
 def _parallel_sources(target: ast.Tuple | ast.List, value: ast.expr) -> list[ast.expr] | None:

@@ -105,15 +105,20 @@ class Statements:
     Scopes are numbered (0: the module) for line kinds' role tables, which are lists.
     """
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module | None = None) -> None:
         self.items: list[tuple[ast.stmt, int]] = []
         self.nodes: list[list[ast.AST]] = []  # per item: what statement_nodes found
         self.parent: list[int] = []  # scope -> scope names are looked up in next (-1: none)
         self.is_class: list[bool] = []
         self.function_scope: dict[int, int] = {}  # id(def node) -> its scope
+        self._new_scope(-1, False)  # the module's: 0
+        if tree is not None:
+            self.add(tree.body)
+
+    def add(self, body: Sequence[ast.stmt]) -> None:
+        """Top-level statements after those added before (a large file comes in groups)."""
         # Source order, so that most bindings flow in the first round.
-        module = self._new_scope(-1, False)
-        stack: list[tuple[Iterator[ast.stmt], int]] = [(iter(tree.body), module)]
+        stack: list[tuple[Iterator[ast.stmt], int]] = [(iter(body), 0)]
         while stack:
             statements, scope = stack[-1]
             stmt = next(statements, None)
@@ -122,8 +127,12 @@ class Statements:
                 continue
             self.items.append((stmt, scope))
             self.nodes.append(statement_nodes(stmt))
-            children = [(iter(body), inner) for body, inner in self._children(stmt, scope)]
+            children = [(iter(nested), inner) for nested, inner in self._children(stmt, scope)]
             stack.extend(reversed(children))
+
+    def drop_statements(self) -> None:
+        """Forget the statements (a group's, done with), keeping the scopes and their numbers."""
+        self.items, self.nodes, self.function_scope = [], [], {}
 
     def _new_scope(self, enclosing: int, is_class: bool) -> int:
         parent = enclosing

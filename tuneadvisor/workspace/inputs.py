@@ -16,6 +16,8 @@ _TRACE_KEYS = (b'"traceEvents"', b'"schemaVersion"', b'"deviceProperties"', b'"d
 
 @dataclass(frozen=True)
 class Inputs:
+    """Every input of one command, as the command line named them."""
+
     profiles: tuple[str, ...] = ()
     job: str | None = None
     source_roots: tuple[str, ...] = ()

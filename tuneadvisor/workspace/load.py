@@ -31,12 +31,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class JobScriptText:
+    """The job script's path and text, as read."""
+
     path: str
     text: str
 
 
 @dataclass(frozen=True)
 class Workspace:
+    """Everything one report shows: the inputs read, the advice and the tuned files."""
+
     analysis: ProfileAnalysis | None
     job: JobScriptText | None
     advice: Advice | None = field(default=None)

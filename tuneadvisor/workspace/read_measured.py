@@ -31,6 +31,8 @@ class MetricsFormat:
 
 @dataclass(frozen=True)
 class _Wanted:
+    """What a metrics read is asked for (headerless nvidia-smi columns, the allocation)."""
+
     columns: str | None  # the --query-gpu list of nvidia-smi logs written without a header
     measured: (
         list[MeasuredAllocation] | None

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TunedFiles:
+    """The plan written into files: the tuned job script, its diff, the script patch."""
+
     original_job: JobScript | None = None  # the job script as given (None without one)
     tuned_job: JobScript | None = None  # None without a job script
     job_diff: str = ""  # unified diff of the job script ("" when unchanged)

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class JobRead:
+    """The job script and its launch line, as read."""
+
     job: JobScript | None = None
     launch: LaunchLine | None = None
     unfollowed: Unfollowed | None = None  # a launch-like command that led to no script
@@ -48,6 +50,8 @@ class JobRead:
 
 @dataclass(frozen=True)
 class ScriptRead:
+    """The training script, as read and scanned."""
+
     path: str | None = None
     text: str | None = None
     scan: ScriptScan | None = None
