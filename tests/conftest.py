@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,3 +129,19 @@ def without_tuned_from(text: str) -> str:
     stamps = [line for line in lines if line.startswith("# tuneadvisor: tuned from ")]
     assert len(stamps) == 1, f"expected one tuned-from line, found {stamps}"
     return "".join(line for line in lines if line not in stamps)
+
+
+EXAMPLE_INPUTS = ["examples/mnist/24752610.lprof", "--job", "examples/mnist/mnist.sbatch"]
+
+
+@pytest.fixture
+def example_report(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`report --format json` of the bundled example (profile and job script), parsed; the
+    user's own rules and site are kept out by the autouse fixture above."""
+    import json
+
+    from tuneadvisor.cli import main
+
+    monkeypatch.chdir(REPO)
+    assert main(["report", *EXAMPLE_INPUTS, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)

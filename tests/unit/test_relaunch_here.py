@@ -3,13 +3,10 @@ an assumed 64-core node; the processes run here, on these cores."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
-from tuneadvisor.cli import main
 from tuneadvisor.relaunch.here import sized_here
 from tuneadvisor.relaunch.saved_report import SavedReport, parse_report
 from tuneadvisor.relaunch.settings import Settings, settings_from_report
@@ -18,13 +15,8 @@ EXAMPLE = ["examples/mnist/24752610.lprof", "--job", "examples/mnist/mnist.sbatc
 
 
 @pytest.fixture
-def report(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.chdir(REPO)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(REPO / "tests" / "no-such-config"))
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    assert main(["report", *EXAMPLE, "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)
+def report(example_report: Any) -> Any:
+    return example_report
 
 
 def saved(report: Any) -> SavedReport:

@@ -28,13 +28,8 @@ EXAMPLE = ["examples/mnist/24752610.lprof", "--job", "examples/mnist/mnist.sbatc
 
 
 @pytest.fixture
-def example(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.chdir(REPO)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(REPO / "tests" / "no-such-config"))
-    monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
-    monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
-    assert main(["report", *EXAMPLE, "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)
+def example(example_report: Any) -> Any:
+    return example_report
 
 
 def test_profile_gives_steps_and_a_sized_plan(example: Any) -> None:
