@@ -93,3 +93,69 @@ def test_an_object_set_on_two_paths_stays_unresolved(tmp_path: Path) -> None:
     assert any(
         "self.args.cpu_workers" in item and "could not be resolved" in item for item in not_read
     )
+
+
+CONFIG_DICT = """\
+import os
+
+LOADER_KWARGS = dict(num_workers=8, pin_memory=True)
+"""
+FROM_IMPORT = """\
+from torch.utils.data import DataLoader
+from config import LOADER_KWARGS
+
+for batch in DataLoader(ds, batch_size=8, **LOADER_KWARGS):
+    pass
+"""
+MODULE_IMPORT = """\
+from torch.utils.data import DataLoader
+import config
+
+for batch in DataLoader(ds, batch_size=8, **config.LOADER_KWARGS):
+    pass
+"""
+
+
+def _program(tmp_path: Path, script: str, config: str) -> tuple[dict[str, object], tuple[str, ...]]:
+    (tmp_path / "config.py").write_text(config)
+    return _facts(tmp_path, script)
+
+
+@pytest.mark.parametrize(
+    ("script", "config"),
+    [
+        (FROM_IMPORT, CONFIG_DICT),
+        (MODULE_IMPORT, CONFIG_DICT),
+        (FROM_IMPORT, 'LOADER_KWARGS = {"num_workers": 8, "pin_memory": True}\n'),
+    ],
+    ids=["from config import", "import config", "dict literal"],
+)
+def test_a_kwargs_dict_from_a_local_module_is_read_there(
+    tmp_path: Path, script: str, config: str
+) -> None:
+    facts, not_read = _program(tmp_path, script, config)
+    assert facts["script.num_workers"] == 8
+    # Its line is config.py's: a patch must not change that line number in train.py.
+    assert facts.get("script.num_workers.line") is None
+    assert not [item for item in not_read if "num_workers" in item]
+
+
+@pytest.mark.parametrize(
+    ("script", "config"),
+    [
+        (FROM_IMPORT, "LOADER_KWARGS = build()\n"),
+        (MODULE_IMPORT, "LOADER_KWARGS = dict(num_workers=workers())\n"),
+        (FROM_IMPORT, CONFIG_DICT + 'if x:\n    LOADER_KWARGS["num_workers"] = 2\n'),
+        (
+            FROM_IMPORT.replace("for batch", 'LOADER_KWARGS["num_workers"] = 1\nfor batch'),
+            CONFIG_DICT,
+        ),
+    ],
+    ids=["built at run time", "a call's value", "changed in config", "changed in the script"],
+)
+def test_a_dict_from_a_local_module_that_is_not_one_value_stays_unresolved(
+    tmp_path: Path, script: str, config: str
+) -> None:
+    facts, not_read = _program(tmp_path, script, config)
+    assert "script.num_workers" not in facts
+    assert any("num_workers" in item and "could not be resolved" in item for item in not_read)

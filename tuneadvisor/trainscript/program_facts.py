@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from tuneadvisor.trainscript.cli_parser import read_parser
@@ -46,6 +47,10 @@ def module_dotted(name: str) -> str:
     return ".".join(parts)
 
 
+# What one file offers the others: its options, its values, its dicts' keys.
+_Offer = tuple[dict[str, ArgOption], dict[str, Origin], dict[str, dict[str, Origin]]]
+
+
 class ProgramIndex:
     """What each file of the program offers the others (its argparse options and its
     module-level values), each file read once however many files ask."""
@@ -53,20 +58,27 @@ class ProgramIndex:
     def __init__(self, modules: Sequence[ParsedScript], names: Sequence[str]) -> None:
         self.modules = tuple(modules)
         self.names = tuple(names)
-        self._offers: dict[int, tuple[dict[str, ArgOption], dict[str, Origin]]] = {}
+        self._offers: dict[int, _Offer] = {}
 
-    def _offer(self, position: int) -> tuple[dict[str, ArgOption], dict[str, Origin]]:
+    def _offer(self, position: int) -> _Offer:
         if position not in self._offers:
             parsed = self.modules[position]
             options: dict[str, ArgOption] = {}
             values: dict[str, Origin] = {}
+            mappings: dict[str, dict[str, Origin]] = {}
             if parsed.tree is not None:
-                resolver = Resolver(NodeIndex(parsed), None)
+                index = NodeIndex(parsed)
+                resolver = Resolver(index, None)
                 options = dict(resolver.options)
                 prefix = module_dotted(self.names[position])
                 for name, value in _module_assignments(parsed.tree):
                     values[f"{prefix}.{name}"] = resolver.resolve(value)
-            self._offers[position] = (options, values)
+                    held = _module_dict(index, resolver, name, value)
+                    if held is not None:
+                        mappings[f"{prefix}.{name}"] = held
+                    else:
+                        mappings.pop(f"{prefix}.{name}", None)
+            self._offers[position] = (options, values, mappings)
         return self._offers[position]
 
     def elsewhere(self, reader: int = 0) -> Elsewhere:
@@ -75,17 +87,37 @@ class ProgramIndex:
         imports, the script's calls of its functions."""
         options: dict[str, ArgOption] = {}
         values: dict[str, Origin] = {}
+        mappings: dict[str, dict[str, Origin]] = {}
         for position in range(len(self.modules)):
             if position != reader:
-                offered_options, offered_values = self._offer(position)
+                offered_options, offered_values, offered_mappings = self._offer(position)
                 for dest, option in offered_options.items():
                     options.setdefault(dest, option)
                 values.update(offered_values)
+                mappings.update(offered_mappings)
         calls: tuple[ast.Call, ...] = ()
         first = self.modules[0].tree if self.modules else None
         if reader != 0 and first is not None:
             calls = tuple(n for n in ast.walk(first) if isinstance(n, ast.Call))
-        return Elsewhere(options=options, values=values, calls=calls)
+        return Elsewhere(options=options, values=values, calls=calls, mappings=mappings)
+
+
+def _module_dict(
+    index: NodeIndex, resolver: Resolver, name: str, value: ast.expr
+) -> dict[str, Origin] | None:
+    """``LOADER_KWARGS = dict(num_workers=8)``: each key's value, resolved in this module,
+    when the name is bound once, unconditionally, and never changed here; its line is this
+    module's, none in the file that reads it (a patch there would change the wrong line)."""
+    bindings = index.bindings.get(name, [])
+    if len(bindings) != 1 or bindings[0].conditional or index.mutations.get(name):
+        return None
+    mapping = resolver.mapping(value)
+    if mapping is None or mapping.opaque:
+        return None
+    return {
+        key: replace(resolver.entry(entry, 0), line=None, via=(name,))
+        for key, entry in mapping.entries.items()
+    }
 
 
 def _module_assignments(tree: ast.Module) -> list[tuple[str, ast.expr]]:

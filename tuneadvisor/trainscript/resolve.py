@@ -90,6 +90,7 @@ _CONVERSIONS: Mapping[str, Callable[[Any], Scalar]] = {
 class Entry:
     value: ast.expr
     conditional: bool
+    origin: Origin | None = None  # already resolved in the module that holds the dict
 
 
 @dataclass
@@ -308,7 +309,7 @@ class Resolver:
 
     def entry(self, entry: Entry, depth: int) -> Origin:
         """What one `**kwargs` entry holds (conditional when the entry is)."""
-        origin = self.resolve(entry.value, depth + 1)
+        origin = entry.origin or self.resolve(entry.value, depth + 1)
         return replace(origin, conditional=origin.conditional or entry.conditional)
 
     def _reference(self, node: ast.expr, depth: int) -> Origin | None:
@@ -481,13 +482,22 @@ class Resolver:
     def _named_mapping(self, name: str, node: ast.expr, depth: int) -> KwMap | None:
         bindings = self.index.lookup(name, node)
         if not bindings:
-            return None
+            return self._imported_mapping(name, node)
         binding = bindings[0]
         result = KwMap()
         result.merge(self.mapping(binding.value, depth + 1), conditional=binding.conditional)
         for mutation in self.index.mutations_after(name, binding, node):
             self._apply(result, mutation, depth)
         return result
+
+    def _imported_mapping(self, name: str, node: ast.expr) -> KwMap | None:
+        """`config.LOADER_KWARGS` (or `LOADER_KWARGS` from `from config import`): the dict a
+        local module defines, unless this file changes it (then it is not followed)."""
+        qual = self.index.qual(node)
+        held = self.elsewhere.mappings.get(qual) if qual is not None else None
+        if held is None or self.index.mutations.get(name):
+            return None
+        return KwMap({key: Entry(node, False, origin) for key, origin in held.items()})
 
     def _apply(self, result: KwMap, mutation: Mutation, depth: int) -> None:
         if mutation.delete and mutation.key is not None:

@@ -30,6 +30,8 @@ class Elsewhere:
     options: Mapping[str, ArgOption] = field(default_factory=dict)  # argparse, by dest
     values: Mapping[str, Origin] = field(default_factory=dict)  # `config.NUM_WORKERS`
     calls: tuple[ast.Call, ...] = ()  # calls in the file that imports this one
+    # `config.LOADER_KWARGS`: a module-level dict's keys, each resolved in its own module
+    mappings: Mapping[str, Mapping[str, Origin]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
