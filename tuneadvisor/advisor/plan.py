@@ -282,13 +282,14 @@ def _bound_memory(
     node_mem = v.node.mem_mib
     if node_mem is not None and mib is not None and mib > node_mem:
         need = _least_node_need(v)
-        if need is not None and need > node_mem and v.node.assumed is not True:
+        if need is not None and need > node_mem:
             # Capped at the node it would be under what the run used: the job would be killed
-            # again. Neither is written; what would fit is said instead. (Not against the
-            # default ceiling: the node's size is not known.)
+            # again. Neither is written; what would fit is said instead. Against the default
+            # ceiling too: an assumed node's size is no reason to write less than the run used.
+            has = "an assumed node has" if v.node.assumed is True else "a node has"
             notes.append(
                 f"--mem not changed: the run used at least {mem_text(math.ceil(need))} a node, "
-                f"more than the {mem_text(node_mem)} a node has; spread the ranks over more nodes "
+                f"more than the {mem_text(node_mem)} {has}; spread the ranks over more nodes "
                 "or need less memory a rank (a smaller batch, fewer DataLoader workers)"
             )
             return None
