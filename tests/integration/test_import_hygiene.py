@@ -129,6 +129,7 @@ LEAN_REPORT = {
     "tuneadvisor",
     "tuneadvisor.cli",
     "tuneadvisor.errors",
+    "tuneadvisor.numbers",  # numbers read from the inputs (the run window, the seff figures)
     "tuneadvisor.files",
     "tuneadvisor.commands",
     "tuneadvisor.commands.inputs",
@@ -195,6 +196,7 @@ LEAN_REPORT = {
     "tuneadvisor.present.advice_text",
     "tuneadvisor.present.findings",
     "tuneadvisor.present.metrics_read",
+    "tuneadvisor.present.not_read",
     "tuneadvisor.present.number_text",
     "tuneadvisor.present.plan_rows",
     "tuneadvisor.present.prediction_text",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tuneadvisor.advisor.sizing as sizing_module
@@ -78,6 +78,7 @@ VALUES = st.one_of(
 
 
 @given(st.dictionaries(st.sampled_from(NAMES), VALUES))
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)  # slow only under load
 def test_the_view_agrees_with_the_raw_lookups(facts: dict[str, object]) -> None:
     """Each field is the fact's value where it has the registry's type (an int fact also
     from a whole float), None where it is absent or of another type; and a section's facts()

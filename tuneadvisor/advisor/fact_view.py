@@ -135,7 +135,6 @@ class Job(Section):
 
     PREFIX = "job"
     cpus_per_task: int | None = None
-    omp_threads_set: bool | None = None
     mem_mib: float | None = None
     mem_per_cpu_mib: float | None = None
     time_s: int | None = None
@@ -151,6 +150,7 @@ class Job(Section):
     tuned_from__cpus_per_task: int | None = None
     tuned_from__mem_mib: float | None = None
     tuned_from__workers: int | None = None
+    omp_threads_set: bool | None = None
 
 
 class Node(Section):
