@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,18 @@ def tutorial_seff(
 # What a developer's own setup would add to every test's evidence: their rules and site file
 # (also what processes started by a test inherit), and a runs folder of their own.
 USER_SETTINGS = ("TUNEADVISOR_SITE", "TUNEADVISOR_RULES", "TUNEADVISOR_RUNS_DIR")
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_as_at_a_terminal() -> None:
+    """Each test starts with the SIGINT handler an interactive user has.
+
+    A shell without job control starts a background command with SIGINT ignored, and CI
+    starts the suite that way; Python then keeps it ignored, and so does every child a test
+    starts. The Ctrl-C tests then saw no KeyboardInterrupt (one killed its xdist worker), and
+    a child meant to be stopped with SIGINT ran on. Setting a handler here also gives each
+    child the default action, since exec resets a handled signal."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
