@@ -107,6 +107,13 @@ def tutorial_seff(
 USER_SETTINGS = ("TUNEADVISOR_SITE", "TUNEADVISOR_RULES", "TUNEADVISOR_RUNS_DIR")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest itself (the xdist controller included) takes Ctrl-C as at a terminal too, so
+    scripts/test's timeout (SIGINT) ends it with its summary, whatever CI started it with."""
+    del config
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True)
 def _ctrl_c_as_at_a_terminal() -> None:
     """Each test starts with the SIGINT handler an interactive user has.
