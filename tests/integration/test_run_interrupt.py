@@ -15,26 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_training_mnist import _make_data, _need
-
 pytestmark = [pytest.mark.torch]
 
 TUNEADVISOR = [sys.executable, "-m", "tuneadvisor"]
 # long enough that only Ctrl-C ends it
 ENDLESS = ["--max-steps", "1000000", "--epochs", "1000", "--batch-size", "16",
            "--log-interval", "1", "--num-workers", "0", "--cpus-per-task", "1"]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def torch_python() -> str:
-    return _need("torch", "torchvision")
-
-
-@pytest.fixture(scope="module")
-def mnist(tmp_path_factory: pytest.TempPathFactory, torch_python: str) -> Path:
-    root = tmp_path_factory.mktemp("mnist")
-    _make_data(torch_python, root, 256, 64)
-    return root
 
 
 def _training_steps(folder: Path) -> bool:

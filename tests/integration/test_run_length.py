@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_run_interrupt import mnist, torch_python  # noqa: F401 - fixtures
 from tests.integration.test_run_local import _cli
 
 pytestmark = [pytest.mark.torch]
@@ -16,8 +15,8 @@ pytestmark = [pytest.mark.torch]
 
 @pytest.mark.parametrize(("flags", "epochs"), [((), 1), (("--epochs", "2"), 2)])
 def test_run_is_as_long_as_the_bundled_job_unless_told(
-    torch_python: str,  # noqa: F811
-    mnist: Path,  # noqa: F811
+    torch_python: str,
+    mnist: Path,
     tmp_path: Path,
     flags: tuple[str, ...],
     epochs: int,

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_training_mnist import _make_data, _need
 from tests.report_schema import checked
 
 pytestmark = [pytest.mark.torch]
@@ -21,18 +20,6 @@ pytestmark = [pytest.mark.torch]
 TUNEADVISOR = [sys.executable, "-m", "tuneadvisor"]
 QUICK = ["--max-steps", "3", "--epochs", "1", "--batch-size", "16", "--log-interval", "1",
          "--max-eval-batches", "1", "--no-progress"]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def torch_python() -> str:
-    return _need("torch", "torchvision")
-
-
-@pytest.fixture(scope="module")
-def mnist(tmp_path_factory: pytest.TempPathFactory, torch_python: str) -> Path:
-    root = tmp_path_factory.mktemp("mnist")
-    _make_data(torch_python, root, 256, 64)
-    return root
 
 
 def _cli(

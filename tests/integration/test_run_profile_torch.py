@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_run_local import QUICK, _cli, _only_run, mnist, torch_python
+from tests.integration.test_run_local import QUICK, _cli, _only_run
 
 pytestmark = [pytest.mark.torch]
-__all__ = ["mnist", "torch_python"]  # the fixtures, shared with test_run_local
 
 # six steps: wait 1, warmup 1, three recorded, one after the cycle
 SIX = [*QUICK[QUICK.index("--epochs") :], "--max-steps", "6"]

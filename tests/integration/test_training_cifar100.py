@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_training_mnist import PREFIX, REPO, _need
+from tests.integration.test_training_mnist import PREFIX, REPO
 
 pytestmark = [pytest.mark.torch]
 
@@ -28,11 +28,6 @@ def _records(stdout: str) -> list[dict[str, Any]]:
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MASTER_"))}
     return {**env, "OMP_NUM_THREADS": "1", **extra}
-
-
-@pytest.fixture(scope="module")
-def torch_python() -> str:
-    return _need("torch", "torchvision")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_training_mnist import PREFIX, REPO, _make_data, _need
+from tests.integration.test_training_mnist import PREFIX, REPO, _make_data
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
@@ -41,11 +41,6 @@ def _env() -> dict[str, str]:
         ):
             del env[name]
     return env
-
-
-@pytest.fixture(scope="module")
-def torch_python() -> str:
-    return _need("torch", "torchvision")
 
 
 @pytest.fixture(scope="module")

@@ -196,11 +196,6 @@ def _train(python: str, data: Path, cwd: Path, *args: str) -> tuple[list[dict[st
 
 
 @pytest.fixture(scope="module")
-def torch_python() -> str:
-    return _need("torch", "torchvision")
-
-
-@pytest.fixture(scope="module")
 def tiny_mnist(tmp_path_factory: pytest.TempPathFactory, torch_python: str) -> Path:
     root = tmp_path_factory.mktemp("mnist")
     _make_data(torch_python, root, 256, 64)

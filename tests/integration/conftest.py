@@ -1,0 +1,23 @@
+"""Fixtures shared by the integration tests that run the bundled training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_training_mnist import _make_data, _need
+
+
+@pytest.fixture(scope="module")
+def torch_python() -> str:
+    """The Python that has torch and torchvision (the train extra), or the test skips."""
+    return _need("torch", "torchvision")
+
+
+@pytest.fixture(scope="module")
+def mnist(tmp_path_factory: pytest.TempPathFactory, torch_python: str) -> Path:
+    """A small synthetic MNIST (256 training and 64 test images), once per module."""
+    root = tmp_path_factory.mktemp("mnist")
+    _make_data(torch_python, root, 256, 64)
+    return root
