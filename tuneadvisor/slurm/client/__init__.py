@@ -43,6 +43,7 @@ from tuneadvisor.slurm.client.placement import (
 from tuneadvisor.slurm.client.scontrol import JobInfo, ScontrolError, parse_job
 from tuneadvisor.slurm.client.sinfo import SINFO_FORMAT, PartitionShape, SinfoError, parse_sinfo
 from tuneadvisor.slurm.client.squeue import QueuedJob, SqueueError, parse_squeue_json
+from tuneadvisor.slurm.client.will_run import WillRun, WillRunError, parse_will_run
 
 _Parsed = TypeVar("_Parsed")
 
@@ -156,6 +157,23 @@ class SlurmClient:
         said = [_TEST_ONLY.search(line) for line in done.stderr.splitlines()]
         found = [m for m in said if m is not None]
         return f"starts {found[-1][1]} on {found[-1][2]}" if found else ""
+
+    def will_run(self, script: Path, *, chdir: str | None = None) -> WillRun | None:
+        """``sbatch --test-only SCRIPT`` read: when the scheduler would start it (None where
+        sbatch said nothing of it); a script sbatch refuses, or a start it gives in a form
+        not read, is a SlurmError with its words. The time is asked for in ISO form
+        (SLURM_TIME_FORMAT=standard), whatever the user's own setting."""
+        name = str(script) if script.is_absolute() else f"./{script}"  # never read as an option
+        args = ["--test-only", *([f"--chdir={chdir}"] if chdir else []), name]
+        doing = f"asking when {script} would start"
+        iso = replace(self, env={**self._environ(), "SLURM_TIME_FORMAT": "standard"})
+        done = iso._run(doing, "sbatch", args)
+        if done.returncode != 0:
+            raise SlurmError(doing, _said(done, "sbatch"))
+        try:
+            return parse_will_run(done.stderr)
+        except WillRunError as exc:
+            raise SlurmError(doing, str(exc)) from None
 
     def cancel(self, job_id: str) -> None:
         """``scancel JOBID`` (an array: its tasks left)."""

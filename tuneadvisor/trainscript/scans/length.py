@@ -1,0 +1,67 @@
+"""How long the run is, where the script's own options say: the steps it stops after and the
+epochs it trains, each from its argparse option (what the job's launch line passes, else the
+option's default). A value the launch line takes from a shell variable, or an option of
+another meaning, stays unknown: the time to result is never guessed from it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tuneadvisor.numbers import ascii_int
+from tuneadvisor.trainscript.resolve import Resolver
+from tuneadvisor.trainscript.scans.results import LITERAL, ArgOption, Origin
+
+# argparse dests (``--max-steps`` -> max_steps) that name the run's length in the scripts
+# people write (Lightning's, Hugging Face's and the PyTorch examples' spellings)
+STEP_DESTS = (
+    "max_steps", "num_steps", "total_steps", "train_steps", "training_steps", "steps",
+    "max_iters", "max_iter", "num_iters", "iters", "max_iterations", "num_iterations",
+    "iterations", "n_steps", "n_iters",
+)  # fmt: skip
+EPOCH_DESTS = (
+    "epochs", "num_epochs", "n_epochs", "max_epochs", "num_train_epochs", "train_epochs",
+    "nepochs", "total_epochs",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Length:
+    """One of the run's length figures: the value and how it was read (for the reader)."""
+
+    value: int
+    how: str  # "--max-steps 120 on the launch line", "--epochs's default 14 (line 280)"
+
+
+def run_length(resolver: Resolver) -> dict[str, Length]:
+    """``{"max_steps": ..., "epochs": ...}``, each where the script's options say it."""
+    out: dict[str, Length] = {}
+    for key, dests in (("max_steps", STEP_DESTS), ("epochs", EPOCH_DESTS)):
+        found = _first(resolver.options, dests)
+        if found is not None:
+            origin = resolver.argparse(found, found.flags[-1])
+            length = _length(found, origin)
+            if length is not None:
+                out[key] = length
+    return out
+
+
+def _first(options: Mapping[str, ArgOption], dests: tuple[str, ...]) -> ArgOption | None:
+    for dest in dests:
+        option = options.get(dest)
+        if option is not None and option.action in (None, "store"):
+            return option
+    return None
+
+
+def _length(option: ArgOption, origin: Origin) -> Length | None:
+    value = origin.value
+    literal = origin.passed_origin is None or origin.passed_origin.source == LITERAL
+    if isinstance(value, str) and literal:  # type=positive_int and such: not converted
+        value = ascii_int(value.strip("\"'"))
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return None  # None (no cap), a float, a shell variable: not known
+    flag = max(option.flags, key=len)
+    if origin.passed is not None:
+        return Length(value, f"{flag} {origin.passed} on the launch line")
+    return Length(value, f"{flag}'s default {value} (line {option.line})")
