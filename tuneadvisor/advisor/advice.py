@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import Gathered, NotRead
 from tuneadvisor.advisor.fact_view import FactView, Model, view
-from tuneadvisor.advisor.finish import RunLength, run_length
 from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
+from tuneadvisor.advisor.finish import RunLength, run_length
 from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.plan import Change, Plan, make_plan
 from tuneadvisor.advisor.rules import Rule

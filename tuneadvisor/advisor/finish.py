@@ -68,8 +68,7 @@ def run_steps(v: FactView) -> Steps | str:
             return Steps(max_steps, capped)
         return Steps(
             by_epochs,
-            f"{epochs} epochs ({v.script.epochs__how}) of {per} steps (the profile's whole "
-            "epochs)",
+            f"{epochs} epochs ({v.script.epochs__how}) of {per} steps (the profile's whole epochs)",
         )
     if max_steps:
         if epochs:  # fewer epochs than max_steps may end it first: at most

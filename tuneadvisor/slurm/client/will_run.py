@@ -2,7 +2,8 @@
 
 sbatch prints one line on stderr (nothing on stdout), in Slurm's own words since 17.11::
 
-    sbatch: Job 1941 to start at 2026-12-06T10:19:44 using 1 processors on nodes vm in partition debug
+    sbatch: Job 1941 to start at 2026-12-06T10:19:44 using 1 processors on nodes vm in
+      partition debug   (one line)
 
 Slurm 17.02 and before leave out ``in partition P``; a heterogeneous job says ``on HOSTS``
 without ``nodes`` (and a ``Preempts:`` line may follow). The time is written by
