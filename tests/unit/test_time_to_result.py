@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import REPO
+from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.fact_view import view
 from tuneadvisor.advisor.finish import (
     NO_LENGTH,
@@ -32,6 +33,7 @@ from tuneadvisor.trainscript.scan import scan_script
 from tuneadvisor.workspace.inputs import Inputs
 from tuneadvisor.workspace.load import load_workspace
 from tuneadvisor.workspace.time_to_result import time_to_result
+from tuneadvisor.workspace.tuned_files import TunedFiles
 
 TEST_ONLY = REPO / "tests" / "fixtures" / "slurm-local" / "test-only"
 REALWORLD = REPO / "tests" / "fixtures" / "realworld" / "test-only"
@@ -238,30 +240,31 @@ echo "{SAID.format("$when")}" >&2
 """
 
 
-def _example_workspace() -> object:
-    return load_workspace(
+def _example() -> tuple[Advice, TunedFiles]:
+    workspace = load_workspace(
         Inputs(profiles=(str(EXAMPLE / "24752610.lprof"),), job=str(EXAMPLE / "mnist.sbatch")),
         cwd=REPO,
     )
+    assert workspace.advice is not None
+    return workspace.advice, workspace.tuned
 
 
 def test_both_starts_and_ends_from_the_scheduler(tmp_path: Path) -> None:
-    workspace = _example_workspace()
-    advice, tuned = workspace.advice, workspace.tuned  # type: ignore[attr-defined]
+    advice, tuned = _example()
     when = time_to_result(advice, tuned, _fake_sbatch(tmp_path, ANSWER))
     assert when.not_read == ()
     assert when.now is not None and when.tuned is not None
     assert when.now.start == datetime(2026, 12, 6, 14, 2, 11)
     assert when.tuned.start == datetime(2026, 12, 6, 17, 5)
     length = advice.run_length
+    assert length is not None and length.now_s is not None and length.tuned_s is not None
     assert when.now.end == when.now.start + timedelta(seconds=length.now_s.expected)
     assert when.tuned.end == when.tuned.start + timedelta(seconds=length.tuned_s.expected)
     assert when.verdict is not None and "gives the result first" in when.verdict
 
 
 def test_without_slurm_the_missing_piece_is_named(tmp_path: Path) -> None:
-    workspace = _example_workspace()
-    advice, tuned = workspace.advice, workspace.tuned  # type: ignore[attr-defined]
+    advice, tuned = _example()
     (tmp_path / "empty").mkdir()
     nothing = SlurmClient(env={"PATH": str(tmp_path / "empty")})
     when = time_to_result(advice, tuned, nothing)
@@ -282,3 +285,47 @@ def test_will_run_refuses_what_sbatch_refuses(tmp_path: Path) -> None:
     client = _fake_sbatch(tmp_path, 'echo "sbatch: error: Invalid partition name" >&2\nexit 1\n')
     with pytest.raises(SlurmError, match="Invalid partition name"):
         client.will_run(tmp_path / "job.sbatch")
+
+
+# --------------------------------------------------------------------------- the ledger
+
+TRAIN_WITH_STEPS = (
+    "import argparse\nfrom torch.utils.data import DataLoader\n"
+    "parser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--max-steps', type=int, default=10)\n"
+    "args = parser.parse_args()\n"
+    "loader = DataLoader(range(9), num_workers=0)\n"
+)
+
+
+def test_the_ledger_times_the_job_and_the_winner_from_their_trials(tmp_path: Path) -> None:
+    from tests.unit.test_tune_job_flow import JOB, FakeSlurm
+    from tuneadvisor.commands.tune_job import _when_lines
+    from tuneadvisor.slurm.client.will_run import WillRun
+    from tuneadvisor.tune.job_finish import ledger_time_to_result
+    from tuneadvisor.tune.job_tune import JobTuneRequest, tune_job
+
+    class Timed(FakeSlurm):
+        def will_run(self, script: Path, *, chdir: str | None = None) -> WillRun:
+            one_core = "#SBATCH --cpus-per-task=1\n" in script.read_text()
+            start = datetime(2026, 12, 6, 7, 0) if one_core else datetime(2026, 12, 6, 9, 0)
+            return WillRun(1, start, 1, "vm", "debug")
+
+    # the start measures 100 samples/s, the winner (2 cores, 1 worker) ~195, batch 10
+    slurm = Timed({(1, 0): [100, 101, 99], (1, 1): [102, 100, 101], (2, 1): [190, 200, 195],
+                   (2, 2): [150, 151, 149]})  # fmt: skip
+    (tmp_path / "train.py").write_text(TRAIN_WITH_STEPS)
+    job = tmp_path / "train.sbatch"
+    job.write_text(JOB.replace("python train.py", "python train.py --max-steps 6000"))
+    result = tune_job(JobTuneRequest(job=str(job)), slurm, lambda line: None)  # type: ignore[arg-type]
+    assert result.best is not None
+    when = ledger_time_to_result(result, job, tmp_path / "train.tuned.sbatch", slurm)  # type: ignore[arg-type]
+    assert when.not_read == () and when.steps is not None and when.steps.count == 6000
+    assert when.now is not None and when.tuned is not None
+    assert when.now.end == datetime(2026, 12, 6, 7, 10)  # 6000 steps of 10 samples at 100/s
+    assert when.tuned.start == datetime(2026, 12, 6, 9, 0)
+    assert when.tuned.end_low <= when.tuned.end <= when.tuned.end_high
+    assert when.verdict is not None and "gives the result first" in when.verdict
+    lines = _when_lines(when)
+    assert any(line.startswith("  now:    starts 07:00, ends ~07:10") for line in lines), lines
+    assert any(line.startswith("  winner: starts 09:00") for line in lines), lines

@@ -38,18 +38,22 @@ def time_to_result_lines(
     tuned: Finish | None,
     verdict: str | None,
     missing: tuple[str, ...] = (),
+    tuned_label: str = "tuned",
 ) -> list[str]:
-    """The section's lines, indented under its heading; [] where nothing is known."""
+    """The section's lines, indented under its heading; [] where nothing is known.
+    ``tuned_label``: what the tuned script is called (the ledger's "winner")."""
     if now is None and tuned is None and not missing:
         return []
     first = now or tuned
     out = [HEADING + (f", on {first.start:%Y-%m-%d}:" if first is not None else ":")]
     if steps is not None:
         out.append(f"  the run: {steps.how}")
+    width = len(tuned_label) + 2
     if now is not None:
-        out.append(f"  now:   {finish_text(now, now.start)}")
+        out.append(f"  {'now:':<{width}}{finish_text(now, now.start)}")
     if tuned is not None:
-        out.append(f"  tuned: {finish_text(tuned, first.start if first else tuned.start)}")
+        day = first.start if first else tuned.start
+        out.append(f"  {tuned_label + ':':<{width}}{finish_text(tuned, day)}")
     if verdict:
         out.append(f"  {verdict}")
     out += [f"  not known: {why}" for why in missing]

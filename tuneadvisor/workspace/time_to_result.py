@@ -73,28 +73,33 @@ def time_to_result(advice: Advice, tuned: TunedFiles, client: SlurmClient) -> Ti
 def _starts(
     client: SlurmClient, scripts: list[tuple[str, JobScript]], missing: list[NotRead]
 ) -> list[datetime | None]:
-    from tuneadvisor.slurm.client import SlurmError
-
     out: list[datetime | None] = []
     with tempfile.TemporaryDirectory(prefix="tuneadvisor-queue-") as folder:
         for index, (name, job) in enumerate(scripts):
             path = Path(folder) / f"job-{index}.sbatch"
             path.write_bytes(job.render())
-            try:
-                said = client.will_run(path)
-            except SlurmError as exc:
-                # Slurm's last line is its conclusion ("fatal: ...", "allocation failure: ...")
-                said_last = [ln.strip() for ln in exc.said.splitlines() if ln.strip()][-1:]
-                why = said_last[0] if said_last else exc.said
-                missing.append(NotRead(WHAT, f"the start of {name}: sbatch --test-only said: "
-                                             f"{why}"))  # fmt: skip
-                out.append(None)
-                continue
-            if said is None:
-                missing.append(NotRead(WHAT, f"the start of {name}: sbatch --test-only gave "
-                                             "no start time"))  # fmt: skip
-            out.append(None if said is None else said.start)
+            out.append(ask_start(client, name, path, None, missing))
     return out
+
+
+def ask_start(
+    client: SlurmClient, name: str, path: Path, chdir: str | None, missing: list[NotRead]
+) -> datetime | None:
+    """When the scheduler would start the script at ``path``; None, with the line saying
+    why in ``missing``, where sbatch refused it or gave no time."""
+    from tuneadvisor.slurm.client import SlurmError
+
+    try:
+        said = client.will_run(path, chdir=chdir)
+    except SlurmError as exc:
+        # Slurm's last line is its conclusion ("fatal: ...", "allocation failure: ...")
+        last = [line.strip() for line in exc.said.splitlines() if line.strip()][-1:]
+        why = last[0] if last else exc.said
+        missing.append(NotRead(WHAT, f"the start of {name}: sbatch --test-only said: {why}"))
+        return None
+    if said is None:
+        missing.append(NotRead(WHAT, f"the start of {name}: sbatch --test-only gave no time"))
+    return None if said is None else said.start
 
 
 def _end(
