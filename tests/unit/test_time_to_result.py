@@ -329,3 +329,55 @@ def test_the_ledger_times_the_job_and_the_winner_from_their_trials(tmp_path: Pat
     lines = _when_lines(when)
     assert any(line.startswith("  now:    starts 07:00, ends ~07:10") for line in lines), lines
     assert any(line.startswith("  winner: starts 09:00") for line in lines), lines
+
+
+# --------------------------------------------------------------------------- the commands
+
+EXAMPLE_ARGS = [str(EXAMPLE / "24752610.lprof"), "--job", str(EXAMPLE / "mnist.sbatch")]
+
+
+def _on_path(monkeypatch: pytest.MonkeyPatch, folder: Path, sbatch: str | None) -> None:
+    """PATH of this folder alone: a fake sbatch (or none), nothing else of Slurm's."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    if sbatch is not None:
+        (bin_dir / "sbatch").write_text("#!/bin/sh\n" + sbatch)
+        (bin_dir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+def test_report_queue_without_slurm_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from tuneadvisor.cli import main
+
+    _on_path(monkeypatch, tmp_path, None)
+    assert main(["report", *EXAMPLE_ARGS, "--queue"]) == 0
+    text = capsys.readouterr().out
+    assert "time to result: the start: Slurm's sbatch is not on PATH" in text
+    assert "Time to result" not in text  # no section without a time: never a guessed one
+    assert main(["report", *EXAMPLE_ARGS, "--queue", "--format", "json"]) == 0
+    when = json.loads(capsys.readouterr().out)["time_to_result"]
+    assert when["now"] is None and when["tuned"] is None and when["steps"]["count"] == 120
+    assert when["not_known"] == [
+        "the start: Slurm's sbatch is not on PATH (run this on a login node of the cluster)"
+    ]
+    assert main(["report", *EXAMPLE_ARGS, "--format", "json"]) == 0
+    assert "time_to_result" not in json.loads(capsys.readouterr().out)  # asked only with --queue
+
+
+def test_apply_queue_prints_both_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tuneadvisor.cli import main
+
+    _on_path(monkeypatch, tmp_path, ANSWER)
+    out = tmp_path / "mnist.tuned.sbatch"
+    assert main(["apply", *EXAMPLE_ARGS, "--queue", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "  now:   starts 14:02:11, ends ~14:03:20" in printed, printed
+    assert "  tuned: starts 17:05:00, ends ~17:05:" in printed
+    assert "the job as written gives the result first" in printed
+    assert out.is_file()
