@@ -130,10 +130,16 @@ def _span(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+# Two asks a moment apart on an idle cluster both start "now": a start this much later is
+# the asking, not the queue.
+SAME_START_S = 60.0
+
+
 def verdict(now: Finish, tuned: Finish) -> str:
     """Which script gives the result first: a larger request that waits longer in the queue
     than it saves in run time is said as such."""
     waits = (tuned.start - now.start).total_seconds()
+    waits = 0.0 if abs(waits) < SAME_START_S else waits
     saves = now.run_s.expected - tuned.run_s.expected
     if waits > 0 and waits >= saves:
         return (
