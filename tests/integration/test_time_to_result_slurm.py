@@ -4,7 +4,8 @@ written and as tuned would start (sbatch --test-only queues nothing) and gives b
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,32 @@ def test_report_gives_both_starts_and_ends(cluster: Cluster) -> None:
     text = cluster.tuneadvisor(REPO, "report", *EXAMPLE, "--queue")
     assert text.returncode == 0, text.stderr
     assert "  now:   starts " in text.stdout and "  tuned: starts " in text.stdout
+
+
+def test_a_larger_request_waiting_behind_a_running_job_is_said(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A 1-core job with a 20-minute limit holds a core: the tuned script's request for the
+    node's cores starts when that limit ends (the scheduler plans by limits), so it waits
+    far longer than the half minute it saves, and the report says the job as written gives
+    the result first wherever it starts sooner."""
+    cores = max(p.cpus for p in cluster.client.partitions() if p.default)
+    if cores < 2:
+        pytest.skip("a one-core node: the tuned script asks for no more cores")
+    submitted = datetime.now()  # the cluster's clock is this machine's (one node here)
+    blocker = cluster.submit(tmp_path, "hold.sbatch", "#!/bin/bash\nsleep 600\n",
+                             "--cpus-per-task=1", "--time=20", "--job-name=hold")  # fmt: skip
+    try:
+        cluster.wait_running(blocker)
+        done = cluster.tuneadvisor(REPO, "report", *EXAMPLE, "--queue", "--format", "json")
+        assert done.returncode == 0, done.stderr
+        when = checked(json.loads(done.stdout))["time_to_result"]
+        tuned_start = datetime.fromisoformat(when["tuned"]["start"])
+        now_start = datetime.fromisoformat(when["now"]["start"])
+        held_until = submitted + timedelta(minutes=19)  # it started after it was submitted
+        assert tuned_start >= held_until, (tuned_start, held_until)
+        saves = when["now"]["run_s"]["expected"] - when["tuned"]["run_s"]["expected"]
+        if (tuned_start - now_start).total_seconds() > max(saves, 60):
+            assert "the job as written gives the result first" in when["verdict"]
+    finally:
+        cluster.client.cancel(blocker)
