@@ -135,24 +135,25 @@ def _span(seconds: float) -> str:
 SAME_START_S = 60.0
 
 
-def verdict(now: Finish, tuned: Finish) -> str:
+def verdict(now: Finish, tuned: Finish, which: str = "tuned") -> str:
     """Which script gives the result first: a larger request that waits longer in the queue
-    than it saves in run time is said as such."""
+    than it saves in run time is said as such. ``which``: the other script's adjective
+    ("tuned", the ledger's "winning")."""
     waits = (tuned.start - now.start).total_seconds()
     waits = 0.0 if abs(waits) < SAME_START_S else waits
     saves = now.run_s.expected - tuned.run_s.expected
     if waits > 0 and waits >= saves:
         return (
-            f"the tuned request waits {_span(waits)} longer to start than the job as written "
+            f"the {which} request waits {_span(waits)} longer to start than the job as written "
             f"and saves {_span(saves) if saves > 0 else 'nothing'} of run time: the job as "
             "written gives the result first"
         )
     gain = (now.end - tuned.end).total_seconds()
     if gain <= 0:
-        return "the tuned script gives the result no sooner than the job as written"
+        return f"the {which} script gives the result no sooner than the job as written"
     overlap = tuned.end_high >= now.end_low
     return (
-        f"the tuned script gives the result about {_span(gain)} sooner"
+        f"the {which} script gives the result about {_span(gain)} sooner"
         + (" (the two ranges overlap)" if overlap else "")
         + (f", after waiting {_span(waits)} longer to start" if waits > 0 else "")
     )

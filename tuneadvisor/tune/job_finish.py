@@ -74,7 +74,7 @@ def ledger_time_to_result(
             continue
         ends.append(finish(start, times(steps.count, step)))
     now, tuned = ends[0], ends[1] if len(ends) > 1 else None
-    both = verdict(now, tuned) if now is not None and tuned is not None else None
+    both = verdict(now, tuned, "winning") if now is not None and tuned is not None else None
     return TimeToResult(
         None if isinstance(steps, str) else steps, now, tuned, winner is not None, both,
         tuple(missing),
