@@ -16,6 +16,7 @@ from tuneadvisor.advisor.advice import Advice
 from tuneadvisor.advisor.fact_view import view
 from tuneadvisor.advisor.finish import (
     NO_LENGTH,
+    NO_SCRIPT,
     NO_STEP_TIME,
     finish,
     run_length,
@@ -128,7 +129,8 @@ def test_the_steps_from_what_was_read() -> None:
         getattr(at_most, "how", "")
     )
     assert "the steps of an epoch" in str(steps(**{"script.epochs": 3, **how}))
-    assert steps() == NO_LENGTH
+    assert steps(**{"script.dataloaders": 1}) == NO_LENGTH
+    assert steps() == NO_SCRIPT  # no training script read at all
 
 
 # --------------------------------------------------------------------------- the arithmetic
@@ -180,6 +182,7 @@ def test_the_tuned_end_follows_the_predictions_range(
             "script.batch_size": st.integers(1, 4096),
             "script.num_workers": st.integers(0, 64),
             "job.cpus_per_task": st.integers(1, 256),
+            "script.dataloaders": st.integers(0, 4),
         },
     )
 )
@@ -191,7 +194,7 @@ def test_unknown_steps_give_no_time(facts: dict[str, object]) -> None:
     prediction = Prediction({"num_workers": 2}, step, Span(1, 1, 1))
     length = run_length(v, step_model(v), prediction)
     assert length.now_s is None and length.tuned_s is None and length.steps is None
-    assert NO_LENGTH in length.missing
+    assert (NO_LENGTH if "script.dataloaders" in facts else NO_SCRIPT) in length.missing
 
 
 def test_no_step_time_says_so() -> None:
@@ -199,6 +202,16 @@ def test_no_step_time_says_so() -> None:
     length = run_length(v, step_model(v), None)
     assert length.now_s is None and length.missing == (NO_STEP_TIME,)
     assert length.steps is not None and length.steps.count == 100
+
+
+def test_a_step_timed_without_a_budget_still_gives_the_length() -> None:
+    """A profile whose run's workers are not known makes no budget (no prediction), but it
+    timed the step: the job as written has a length, with the profile's assumed spread."""
+    v = view({"profile.step_s": 0.5, "script.max_steps": 100, "script.max_steps.how": "x"})
+    length = run_length(v, step_model(v), None)
+    assert length.now_s is not None and length.missing == ()
+    assert length.now_s.expected == 50.0 and length.now_s.low < 50.0 < length.now_s.high
+    assert length.tuned_s is None  # no prediction: no tuned length
 
 
 def test_a_larger_request_that_waits_longer_than_it_saves_is_said() -> None:

@@ -326,6 +326,7 @@ class Script(Section):
     num_workers__passed: str | None = None
     num_workers__passed_source: str | None = None
     pin_memory: bool | None = None
+    dataloaders: int | None = None  # present wherever a training script was scanned
     max_steps: int | None = None
     max_steps__how: str | None = None
     epochs: int | None = None

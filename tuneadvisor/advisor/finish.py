@@ -15,10 +15,20 @@ from datetime import datetime, timedelta
 from tuneadvisor.advisor.fact_view import FactView
 from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.advisor.sizing import StepModel
+from tuneadvisor.advisor.steptime import (
+    MIN_SPREAD,
+    PROFILE_SPREAD,
+    PROFILER_OVERHEAD,
+    TRACE_OVERHEAD,
+)
 
 NO_STEP_TIME = (
     "the step time: nothing timed the run's steps (a line_profiler profile, a torch.profiler "
     "trace, a probe, or a watch recording with its run record gives it)"
+)
+NO_SCRIPT = (
+    "the run's steps or epochs: no training script was read (the job script's launch line, "
+    "or --script, names it)"
 )
 NO_LENGTH = (
     "the run's steps or epochs: the training script has no --max-steps or --epochs option "
@@ -78,20 +88,33 @@ def run_steps(v: FactView) -> Steps | str:
         return Steps(max_steps, capped)
     if epochs:
         return (
-            f"the steps of an epoch: {epochs} epochs were read ({v.script.epochs__how}), but "
-            "nothing timed a whole epoch (a line_profiler profile of one gives its steps)"
+            f"the steps of an epoch: {epochs} epoch{'s were' if epochs > 1 else ' was'} read "
+            f"({v.script.epochs__how}), but nothing timed a whole epoch (a line_profiler "
+            "profile of one gives its steps)"
         )
-    return NO_LENGTH
+    return NO_LENGTH if v.script.dataloaders is not None else NO_SCRIPT
 
 
-def measured_step(model: StepModel) -> Span | None:
+def measured_step(model: StepModel, v: FactView) -> Span | None:
     """The measured run's step, as the prediction spans its own: the measured spread either
-    way, and on the fast side the run without the profiler's cost."""
+    way, and on the fast side the run without the profiler's cost. Where the model made no
+    budget (the run's workers not known, say), the step a trace, probe or profile timed,
+    with the spread and the instrument's cost the model assumes for it."""
     budget = model.budget
-    if budget is None or budget.step_s is None:
+    if budget is not None and budget.step_s is not None:
+        step, spread, overhead = budget.step_s, budget.spread, budget.overhead
+    elif v.trace.step_s:
+        step, overhead = v.trace.step_s, TRACE_OVERHEAD
+        spread = max(v.trace.step_spread, MIN_SPREAD) if v.trace.step_spread else PROFILE_SPREAD
+    elif v.probe.loop_step_s:
+        step, overhead = v.probe.loop_step_s, 0.0
+        spread = v.probe.loop_step_spread or PROFILE_SPREAD
+    elif v.profile.step_s:
+        step, spread, overhead = v.profile.step_s, PROFILE_SPREAD, PROFILER_OVERHEAD
+    else:
         return None
-    step, faster = budget.step_s, 1.0 / (1.0 - budget.overhead)
-    return Span(step * max(1.0 - budget.spread, 0.0) / faster, step, step * (1 + budget.spread))
+    faster = 1.0 / (1.0 - overhead)
+    return Span(step * max(1.0 - spread, 0.0) / faster, step, step * (1 + spread))
 
 
 def times(steps: int, step: Span) -> Span:
@@ -101,7 +124,7 @@ def times(steps: int, step: Span) -> Span:
 
 def run_length(v: FactView, model: StepModel, prediction: Prediction | None) -> RunLength:
     steps = run_steps(v)
-    step = measured_step(model)
+    step = measured_step(model, v)
     missing = [steps] if isinstance(steps, str) else []
     if step is None:
         missing.append(NO_STEP_TIME)
