@@ -108,6 +108,17 @@ def test_the_steps_and_epochs_the_launch_line_passes_else_the_defaults() -> None
     assert "script.max_steps" not in _scan_length({"--max-steps": "$STEPS"})
 
 
+@pytest.mark.parametrize(
+    ("loop", "epochs"),
+    [("for epoch in range(10):", 10), ("for epoch in range(1, 11):", 10),
+     ("for n_epoch in range(0, 10, 3):", 4), ("for epoch in range(n):", None),
+     ("for step in range(10):", None), ("for epoch in range(5, 1):", None)],
+)  # fmt: skip
+def test_an_epoch_loop_over_a_literal_range(loop: str, epochs: int | None) -> None:
+    facts = scan_script(f"def train():\n    {loop}\n        pass\n").facts()
+    assert facts.get("script.epochs") == epochs
+
+
 def test_a_profile_of_whole_epochs_gives_the_steps_of_one(
     tutorial_analysis: ProfileAnalysis,
 ) -> None:

@@ -5,10 +5,13 @@ another meaning, stays unknown: the time to result is never guessed from it."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from tuneadvisor.numbers import ascii_int
+from tuneadvisor.trainscript.node_index import NodeIndex
 from tuneadvisor.trainscript.resolve import Resolver
 from tuneadvisor.trainscript.scans.results import LITERAL, ArgOption, Origin
 
@@ -34,7 +37,8 @@ class Length:
 
 
 def run_length(resolver: Resolver) -> dict[str, Length]:
-    """``{"max_steps": ..., "epochs": ...}``, each where the script's options say it."""
+    """``{"max_steps": ..., "epochs": ...}``, each where the script's options say it (the
+    epochs, else, where the epoch loop counts a literal range)."""
     out: dict[str, Length] = {}
     for key, dests in (("max_steps", STEP_DESTS), ("epochs", EPOCH_DESTS)):
         found = _first(resolver.options, dests)
@@ -43,7 +47,41 @@ def run_length(resolver: Resolver) -> dict[str, Length]:
             length = _length(found, origin)
             if length is not None:
                 out[key] = length
+    if "epochs" not in out and (loop := _epoch_loop(resolver.index)) is not None:
+        out["epochs"] = loop
     return out
+
+
+def _epoch_loop(index: NodeIndex) -> Length | None:
+    """``for epoch in range(10):`` (or ``range(1, 11)``): the first loop over a range of
+    whole-number literals whose variable is an epoch's."""
+    for node in index.nodes:
+        if not (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Name)
+            and "epoch" in node.target.id.lower()
+            and isinstance(node.iter, ast.Call)
+            and index.qual(node.iter.func) == "range"
+            and not node.iter.keywords
+            and 1 <= len(node.iter.args) <= 3
+        ):
+            continue
+        bounds = [
+            a.value for a in node.iter.args if isinstance(a, ast.Constant) and _whole(a.value)
+        ]
+        if len(bounds) != len(node.iter.args):
+            continue
+        if len(bounds) == 3 and bounds[2] == 0:
+            continue
+        count = len(range(*bounds))
+        if count > 0:
+            return Length(count, f"for {node.target.id} in {index.text(node.iter)} (line "
+                                 f"{node.lineno})")  # fmt: skip
+    return None
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**9
 
 
 def _first(options: Mapping[str, ArgOption], dests: tuple[str, ...]) -> ArgOption | None:
