@@ -11,10 +11,8 @@ from typing import TYPE_CHECKING, Any
 from tuneadvisor.errors import InputError
 
 if TYPE_CHECKING:
-    from tuneadvisor.slurm.client import SlurmClient
     from tuneadvisor.tune.job_ledger import SettingResult
     from tuneadvisor.tune.job_tune import JobTuneRequest, JobTuneResult
-    from tuneadvisor.workspace.time_to_result import TimeToResult
 
 MAX_STEPS = 100_000
 MAX_REPEATS = 20
@@ -63,6 +61,11 @@ def run_job(args: argparse.Namespace) -> int:
         for line in [*ledger_lines(result), *_when_lines(when)]:
             print(terminal_safe(line))
     return 0
+
+
+if TYPE_CHECKING:  # the ledger's time to result, in the functions below
+    from tuneadvisor.slurm.client import SlurmClient
+    from tuneadvisor.workspace.time_to_result import TimeToResult
 
 
 def _time_to_result(
