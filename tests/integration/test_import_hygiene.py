@@ -163,6 +163,7 @@ LEAN_REPORT = {
     # the step-time model sizes dataloader-bound's workers and says what they buy (issue 21):
     # part of the advice of a profile alone, about 5 ms of imports together
     "tuneadvisor.advisor.forecast",
+    "tuneadvisor.advisor.finish",  # the run's length as written and tuned (issue 32)
     "tuneadvisor.advisor.prediction",
     "tuneadvisor.advisor.sizing",
     "tuneadvisor.advisor.steptime",

@@ -34,6 +34,7 @@ from tuneadvisor.slurm.accounting.sacct.records import SacctError
 from tuneadvisor.slurm.accounting.seff import SeffError, parse_seff
 from tuneadvisor.slurm.client.scontrol import ScontrolError, parse_job
 from tuneadvisor.slurm.client.squeue import SqueueError, parse_squeue_json
+from tuneadvisor.slurm.client.will_run import WillRunError, parse_will_run
 from tuneadvisor.slurm.jobscript.model import JobScript
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
@@ -138,6 +139,8 @@ CASES: dict[str, tuple[Callable[[], st.SearchStrategy[str]], Callable[[str], obj
                       _entry(parse_squeue_json), (SqueueError,)),
     "scontrol": (lambda: mutated(_seed("slurm-22.05/11*")), _entry(parse_job),
                  (ScontrolError,)),
+    "sbatch --test-only": (lambda: mutated(_seed("slurm-local/test-only/*.txt")),
+                           _entry(parse_will_run), (WillRunError,)),
     "recording": (lambda: mutated(_seed("watch/*.jsonl")), _entry(parse_recording),
                   (RecordingError,)),
     "nvidia-smi CSV": (lambda: mutated(_seed("nvidia-smi/*.csv")),

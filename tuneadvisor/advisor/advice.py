@@ -13,6 +13,7 @@ from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.evidence import Gathered, NotRead
 from tuneadvisor.advisor.fact_view import FactView, Model, view
 from tuneadvisor.advisor.findings import Finding, Skipped, Suggestion
+from tuneadvisor.advisor.finish import RunLength, run_length
 from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.plan import Change, Plan, make_plan
 from tuneadvisor.advisor.rules import Rule
@@ -39,6 +40,8 @@ class Advice:
     prediction: Prediction | None = None
     no_prediction: str | None = None
     not_read: tuple[NotRead, ...] = ()  # the inputs' parts that could not be read (Gathered's)
+    # the run's length as written and with the plan (advisor/finish.py), for its time to result
+    run_length: RunLength | None = None
 
 
 def _coupled(findings: Iterable[Finding], plan: Plan) -> tuple[Finding, ...]:
@@ -131,4 +134,5 @@ def advise(gathered: Gathered, rules: Iterable[Rule]) -> Advice:
         prediction=prediction,
         no_prediction=no_prediction,
         not_read=gathered.not_read,
+        run_length=run_length(typed, model, prediction),
     )

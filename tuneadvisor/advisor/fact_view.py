@@ -247,6 +247,8 @@ class Profile(Section):
     step_s: float | None = None
     steps: int | None = None
     other_program: bool | None = None
+    epochs: int | None = None
+    epoch_steps: int | None = None
 
 
 class Trace(Section):
@@ -324,6 +326,11 @@ class Script(Section):
     num_workers__passed: str | None = None
     num_workers__passed_source: str | None = None
     pin_memory: bool | None = None
+    dataloaders: int | None = None  # present wherever a training script was scanned
+    max_steps: int | None = None
+    max_steps__how: str | None = None
+    epochs: int | None = None
+    epochs__how: str | None = None
 
 
 class Model(Section):

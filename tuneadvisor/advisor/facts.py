@@ -43,6 +43,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("profile.compute_share", "float", "fraction", "forward+loss+backward+optimizer share"),
     ("profile.steps", "int", "", "training steps the profile timed (hits of the step's lines)"),
     ("profile.step_s", "float", "s", "time of the training function per step"),
+    ("profile.epochs", "int", "epochs", "whole epochs the profile timed (the loop line's hits)"),
+    ("profile.epoch_steps", "int", "steps", "steps an epoch, from those whole epochs"),
     ("profile.loader_line", "int", "", "line number of the heaviest DataLoader line"),
     ("profile.ranks", "int", "", "profile files merged (one per rank)"),
     ("profile.skew.measure", "str", "", "DataLoader or step: where the slowest rank is slowest"),

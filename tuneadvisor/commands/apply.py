@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuneadvisor.commands.inputs import add_inputs, inputs_of
+from tuneadvisor.commands.inputs import add_inputs, add_queue_option, inputs_of
 from tuneadvisor.errors import InputError
 
 if TYPE_CHECKING:
+    from tuneadvisor.workspace.load import Workspace
     from tuneadvisor.workspace.tuned_files import TunedFiles
 
 HELP = "write the tuned job script (and a training-script patch)"
@@ -20,6 +21,7 @@ HELP = "write the tuned job script (and a training-script patch)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_inputs(parser)
+    add_queue_option(parser)
     parser.add_argument(
         "-o",
         "--output",
@@ -69,9 +71,23 @@ def run(args: argparse.Namespace) -> int:
         print(terminal_safe(line))
     for note in workspace.notes:
         print(terminal_safe(f"note: {note}"))
+    for line in _time_to_result(workspace):
+        print(terminal_safe(line))
     if args.submit:
         _submit(tuned, target.out, target.from_slurm)
     return 0
+
+
+def _time_to_result(workspace: Workspace) -> list[str]:
+    """--queue: when the job as written and as tuned would start and end, and what is
+    missing for either."""
+    when = workspace.time_to_result
+    if when is None:
+        return []
+    from tuneadvisor.present.time_to_result import time_to_result_lines
+
+    missing = tuple(item.why for item in when.not_read)
+    return time_to_result_lines(when.steps, when.now, when.tuned, when.verdict, missing)
 
 
 def _submit(tuned: TunedFiles, out: Path, from_slurm: bool) -> None:

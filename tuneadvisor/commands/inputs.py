@@ -129,6 +129,17 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_queue_option(parser: argparse.ArgumentParser) -> None:
+    """--queue, of `report` and `apply`: Slurm is asked only when the user says so."""
+    parser.add_argument(
+        "--queue",
+        action="store_true",
+        help="ask Slurm when the job script, as written and as tuned, would start "
+        "(sbatch --test-only: nothing is submitted) and, with the run's steps and step time, "
+        "when each would end",
+    )
+
+
 def has_inputs(args: argparse.Namespace) -> bool:
     return bool(
         args.profiles or args.job or args.jobid or args.seff or args.sacct or args.logs
@@ -156,10 +167,12 @@ def inputs_of(args: argparse.Namespace) -> Inputs:
         jobid=args.jobid,
         site=args.site,
         rules=tuple(args.rules),
-        cluster=getattr(args, "submit", False),
+        # Slurm asked for the job's start is asked for its node shape too (sinfo)
+        cluster=getattr(args, "submit", False) or getattr(args, "queue", False),
         logs=tuple(args.logs),
         probe=args.probe,
         scontrol=args.scontrol,
+        queue=getattr(args, "queue", False),
     )
     if inputs.is_empty():
         raise InputError(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tuneadvisor.commands.inputs import add_inputs, inputs_of, trace_progress
+from tuneadvisor.commands.inputs import add_inputs, add_queue_option, inputs_of, trace_progress
 
 HELP = "print the analysis (text, markdown or JSON)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_inputs(parser)
+    add_queue_option(parser)
     parser.add_argument(
         "--format",
         choices=("text", "markdown", "json"),

@@ -51,14 +51,56 @@ def run_job(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(terminal_safe(line), file=sys.stderr, flush=True)
 
-    result = tune_job(request, SlurmClient(), progress)
+    client = SlurmClient()
+    result = tune_job(request, client, progress)
+    when = _time_to_result(result, request, client)
     if args.format == "json":
-        json.dump(as_json(result), sys.stdout, indent=2)
+        json.dump({**as_json(result), "time_to_result": _when_json(when)}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        for line in ledger_lines(result):
+        for line in [*ledger_lines(result), *_when_lines(when)]:
             print(terminal_safe(line))
     return 0
+
+
+if TYPE_CHECKING:  # the ledger's time to result, in the functions below
+    from tuneadvisor.slurm.client import SlurmClient
+    from tuneadvisor.workspace.time_to_result import TimeToResult
+
+
+def _time_to_result(
+    result: JobTuneResult, request: JobTuneRequest, client: SlurmClient
+) -> TimeToResult:
+    """The job as written and the winner written: when each would start and end."""
+    from pathlib import Path
+
+    from tuneadvisor.tune.job_finish import ledger_time_to_result
+    from tuneadvisor.workspace.apply import tuned_name
+
+    job = Path(request.job)
+    out = Path(request.output) if request.output else tuned_name(job)
+    return ledger_time_to_result(result, job, out if result.best is not None else None, client)
+
+
+def _when_lines(when: TimeToResult) -> list[str]:
+    from tuneadvisor.present.time_to_result import time_to_result_lines
+
+    missing = tuple(item.why for item in when.not_read)
+    return time_to_result_lines(
+        when.steps, when.now, when.tuned, when.verdict, missing, tuned_label="winner"
+    )
+
+
+def _when_json(when: TimeToResult) -> dict[str, Any]:
+    from tuneadvisor.present.time_to_result import finish_json, steps_json
+
+    return {
+        "steps": steps_json(when.steps),
+        "now": finish_json(when.now),
+        "winner": finish_json(when.tuned),
+        "verdict": when.verdict,
+        "not_known": [item.why for item in when.not_read],
+    }
 
 
 def _setting(r: SettingResult) -> str:

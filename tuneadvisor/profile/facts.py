@@ -36,6 +36,23 @@ def training_steps(func: AnnotatedFunction) -> int | None:
     return max(loader) if loader else None
 
 
+def epoch_steps(func: AnnotatedFunction) -> tuple[int, int] | None:
+    """(epochs, steps an epoch) where the profile timed whole epochs: the `for ... in loader`
+    line is hit once more than the step's compute lines at each epoch's end (a loop left
+    with `break` adds nothing); None where it shows no epoch's end."""
+    compute = [ln.hits for ln in func.lines if ln.kind in _COMPUTE and ln.hits > 0]
+    loops = [
+        ln.hits for ln in func.lines
+        if ln.kind is LineKind.DATALOADER and (ln.source or "").lstrip().startswith("for ")
+    ]  # fmt: skip
+    if not compute or len(loops) != 1:
+        return None
+    steps, epochs = max(compute), loops[0] - max(compute)
+    if epochs < 1 or steps % epochs:  # several ranks' files each end their epochs alike
+        return None
+    return epochs, steps // epochs
+
+
 def profiled_files(analysis: ProfileAnalysis) -> tuple[str, ...]:
     """The source files of the functions that took time, as the profile names them (not
     ``<string>`` and such, which name no file)."""
@@ -68,6 +85,9 @@ def profile_facts(analysis: ProfileAnalysis) -> dict[str, object]:
     if steps:
         facts["profile.steps"] = steps
         facts["profile.step_s"] = func.total_s / steps
+    whole = epoch_steps(func)
+    if whole is not None:
+        facts["profile.epochs"], facts["profile.epoch_steps"] = whole
     skews = rank_skews(analysis.parts)
     if skews and skews[0].ratio != float("inf"):  # the larger excess of the two measures
         skew = skews[0]

@@ -24,6 +24,7 @@ from tuneadvisor.workspace.tuned_files import TunedFiles
 
 if TYPE_CHECKING:
     from tuneadvisor.profile.trace.model import NamedTime, RankTrace, TraceSet
+    from tuneadvisor.workspace.time_to_result import TimeToResult
 
 
 def _evidence_by_fact(finding: Finding) -> dict[str, dict[str, Any]]:
@@ -270,4 +271,18 @@ def to_json(workspace: Workspace) -> dict[str, Any]:
     out["job"] = _job(workspace)
     out["findings"] = [] if advice is None else [_finding(f) for f in advice.findings]
     out["advice"] = None if advice is None else _advice(advice, workspace.tuned)
+    if workspace.time_to_result is not None:  # only with --queue: reports without keep their shape
+        out["time_to_result"] = _time_to_result(workspace.time_to_result)
     return out
+
+
+def _time_to_result(when: TimeToResult) -> dict[str, Any]:
+    from tuneadvisor.present.time_to_result import finish_json, steps_json
+
+    return {
+        "steps": steps_json(when.steps),
+        "now": finish_json(when.now),
+        "tuned": finish_json(when.tuned),
+        "verdict": when.verdict,
+        "not_known": [item.why for item in when.not_read],
+    }

@@ -188,6 +188,20 @@ def _advice(advice: Advice, tuned: TunedFiles) -> list[str]:
     return out
 
 
+def _time_to_result(workspace: Workspace) -> list[str]:
+    """--queue's section, as the text report's lines in a block; what is missing for it is
+    in the Not read part."""
+    when = workspace.time_to_result
+    if when is None:
+        return []
+    from tuneadvisor.present.time_to_result import time_to_result_lines
+
+    lines = time_to_result_lines(when.steps, when.now, when.tuned, when.verdict)
+    if not lines:
+        return []
+    return ["", f"## {lines[0].rstrip(':')}", "", "```", *(ln[2:] for ln in lines[1:]), "```"]
+
+
 def render_markdown(workspace: Workspace) -> str:
     out = ["# tuneadvisor report"]
     if workspace.analysis is not None:
@@ -207,5 +221,6 @@ def render_markdown(workspace: Workspace) -> str:
         ]
     if workspace.advice is not None:
         out += _advice(workspace.advice, workspace.tuned)
+    out += _time_to_result(workspace)
     # the one boundary: whatever an input held, no control character reaches the reader
     return terminal_safe("\n".join(out) + "\n")

@@ -96,6 +96,17 @@ def render_analysis(analysis: ProfileAnalysis) -> list[str]:
     return out
 
 
+def _time_to_result(workspace: Workspace) -> list[str]:
+    """--queue's section; what is missing for it is in the Not read part."""
+    when = workspace.time_to_result
+    if when is None:
+        return []
+    from tuneadvisor.present.time_to_result import time_to_result_lines
+
+    lines = time_to_result_lines(when.steps, when.now, when.tuned, when.verdict)
+    return ["", *lines] if lines else []
+
+
 def render_text(workspace: Workspace) -> str:
     out: list[str] = []
     if workspace.analysis is not None:
@@ -116,6 +127,7 @@ def render_text(workspace: Workspace) -> str:
         out += ["", "Metrics read:", *(f"  {line}" for line in metrics_lines(workspace.metrics))]
     if workspace.advice is not None:
         out += render_advice(workspace.advice, workspace.tuned)
+    out += _time_to_result(workspace)
     if not out:
         out.append("Nothing to report: give a profile (.lprof) or --job.")
     # the one boundary: whatever an input held, no control character reaches the terminal

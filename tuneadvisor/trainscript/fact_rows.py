@@ -88,6 +88,10 @@ FACT_ROWS: tuple[tuple[str, str, str, str], ...] = (
     ("script.torch_threads.source", "str", "", "where the thread count comes from"),
     ("script.omp_num_threads", "int", "threads", "OMP_NUM_THREADS set by the script"),
     ("script.omp_num_threads.source", "str", "", "where that value comes from"),
+    ("script.max_steps", "int", "steps", "the steps the run stops after (its option's value)"),
+    ("script.max_steps.how", "str", "", "that option, and whether the launch line passes it"),
+    ("script.epochs", "int", "epochs", "the epochs the run trains (its option's value)"),
+    ("script.epochs.how", "str", "", "that option, and whether the launch line passes it"),
     # the program as a whole: the script with the local modules it imports
     (
         "script.unknown_option.count",

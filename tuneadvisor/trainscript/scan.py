@@ -28,6 +28,7 @@ from tuneadvisor.trainscript.parsed import ParsedScript, parse_script
 from tuneadvisor.trainscript.resolve import Resolver
 from tuneadvisor.trainscript.resolve_names import Elsewhere
 from tuneadvisor.trainscript.scans.ddp import scan_ddp
+from tuneadvisor.trainscript.scans.length import run_length
 from tuneadvisor.trainscript.scans.loaders import find_loaders, find_loops, pick_train_loader
 from tuneadvisor.trainscript.scans.settings import scan_amp, scan_misc
 from tuneadvisor.trainscript.scans.syncs import find_syncs
@@ -81,6 +82,7 @@ def _scan_parsed(
         torch_threads=threads,
         omp_num_threads=omp,
         import_at=import_position(parsed),
+        length=run_length(resolver),
     )
 
 

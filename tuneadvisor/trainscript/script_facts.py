@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from tuneadvisor.trainscript.argparse_options import option_default
 from tuneadvisor.trainscript.fact_rows import FACT_ROWS
 from tuneadvisor.trainscript.node_index import convert_value, is_number, last_part
+from tuneadvisor.trainscript.scans.length import Length
 from tuneadvisor.trainscript.scans.results import (
     LITERAL,
     LOADER_PARAMS,
@@ -45,6 +46,8 @@ class ScriptScan:
     # Where a new top-level import goes (a 0-based line index): for a patch, which is
     # written from this scan without parsing the script again.
     import_at: int = 0
+    # the run's length where its options say it: "max_steps" and "epochs" (scans/length.py)
+    length: Mapping[str, Length] = field(default_factory=dict)
 
     @property
     def train_loader(self) -> DataLoaderScan | None:
@@ -76,6 +79,9 @@ def scan_facts(scan: ScriptScan) -> dict[str, object]:
     _amp_facts(out, scan.amp)
     _sync_facts(out, scan)
     _misc_facts(out, scan)
+    for key, length in scan.length.items():
+        _put(out, f"script.{key}", length.value)
+        _put(out, f"script.{key}.how", length.how)
     return out
 
 

@@ -34,6 +34,7 @@ class Inputs:
     probe: str | None = None  # a bundled script's --probe file: probe.* facts
     traces: tuple[str, ...] = ()  # torch.profiler traces: files and folders (one per rank)
     scontrol: str | None = None  # saved `scontrol show job -o ID`: the job as it ran
+    queue: bool = False  # ask the scheduler when the job would start (sbatch --test-only)
 
     def is_empty(self) -> bool:
         return not (self.profiles or self.job or self.script or self.metrics or self.seff

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tuneadvisor.profile.trace.model import TraceSet
     from tuneadvisor.profile.trace.stream import Progress
     from tuneadvisor.slurm.jobscript.model import JobScript
+    from tuneadvisor.workspace.time_to_result import TimeToResult
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class Workspace:
     metrics: MetricsSeries | None = None  # what --metrics held, as read
     tuned: TunedFiles = field(default_factory=TunedFiles)  # the plan, written
     traces: TraceSet | None = None  # the torch.profiler traces, as read (one per rank)
+    # --queue: when the job would start and end, as written and tuned (time_to_result.py)
+    time_to_result: TimeToResult | None = None
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -128,6 +131,13 @@ def load_workspace(
     gathered = gather(request, analysis, job=job_script, traces=traces)
     advice = advise(gathered, rules)
     tuned = tuned_files(gathered, advice.plan)
+    when = None
+    if request.queue:  # asked of Slurm only with --queue: a report stays the same elsewhere
+        from tuneadvisor.slurm.client import SlurmClient
+        from tuneadvisor.workspace.time_to_result import time_to_result
+
+        when = time_to_result(advice, tuned, SlurmClient())
+        advice = replace(advice, not_read=(*advice.not_read, *when.not_read))
     return Workspace(
         analysis=analysis,
         job=_job_text(request, gathered.job),
@@ -136,6 +146,7 @@ def load_workspace(
         metrics=gathered.metrics,
         tuned=tuned,
         traces=traces,
+        time_to_result=when,
     )
 
 

@@ -43,11 +43,11 @@ from tuneadvisor.slurm.client.placement import (
 from tuneadvisor.slurm.client.scontrol import JobInfo, ScontrolError, parse_job
 from tuneadvisor.slurm.client.sinfo import SINFO_FORMAT, PartitionShape, SinfoError, parse_sinfo
 from tuneadvisor.slurm.client.squeue import QueuedJob, SqueueError, parse_squeue_json
+from tuneadvisor.slurm.client.will_run import WillRun, WillRunError, parse_will_run
 
 _Parsed = TypeVar("_Parsed")
 
 _JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+)?")
-_TEST_ONLY = re.compile(r"to start at (\S{1,64}) using [0-9]{1,9} processors on nodes (\S{1,256})")
 _SUBMITTED = re.compile(r"([0-9]+)(?:;\S+)?")
 _FORGOTTEN = ("Invalid job id", "No steps running", "does not exist", "not found")
 _NO_STEPS_HERE = ("There are no steps", "does not exist", "Invalid job id")
@@ -147,15 +147,25 @@ class SlurmClient:
         """``sbatch --test-only``: when and where the scheduler would start ``script``
         ("starts 2026-12-06T06:38:27 on vm"; "" when sbatch did not say);
         a script sbatch refuses is a SlurmError with its words."""
-        name = str(script) if script.is_absolute() else f"./{script}"
+        said = self.will_run(script, chdir=chdir)
+        return f"starts {said.start.isoformat()} on {said.nodes}" if said is not None else ""
+
+    def will_run(self, script: Path, *, chdir: str | None = None) -> WillRun | None:
+        """``sbatch --test-only SCRIPT`` read: when the scheduler would start it (None where
+        sbatch said nothing of it); a script sbatch refuses, or a start it gives in a form
+        not read, is a SlurmError with its words. The time is asked for in ISO form
+        (SLURM_TIME_FORMAT=standard), whatever the user's own setting."""
+        name = str(script) if script.is_absolute() else f"./{script}"  # never read as an option
         args = ["--test-only", *([f"--chdir={chdir}"] if chdir else []), name]
         doing = f"asking when {script} would start"
-        done = self._run(doing, "sbatch", args)
+        iso = replace(self, env={**self._environ(), "SLURM_TIME_FORMAT": "standard"})
+        done = iso._run(doing, "sbatch", args)
         if done.returncode != 0:
             raise SlurmError(doing, _said(done, "sbatch"))
-        said = [_TEST_ONLY.search(line) for line in done.stderr.splitlines()]
-        found = [m for m in said if m is not None]
-        return f"starts {found[-1][1]} on {found[-1][2]}" if found else ""
+        try:
+            return parse_will_run(done.stderr)
+        except WillRunError as exc:
+            raise SlurmError(doing, str(exc)) from None
 
     def cancel(self, job_id: str) -> None:
         """``scancel JOBID`` (an array: its tasks left)."""
