@@ -136,8 +136,9 @@ def _loop(block: list[str], copies: int, prefix: list[str], gap: float) -> list[
         corr = len(events) + 1
         events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 7, "tid": 7,
                        "ts": t, "dur": 5.0})  # fmt: skip
-        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7,
-                       "tid": 7, "ts": t + 1, "dur": 2.0, "args": {"correlation": corr}})  # fmt: skip
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                       "pid": 7, "tid": 7, "ts": t + 1, "dur": 2.0,
+                       "args": {"correlation": corr}})  # fmt: skip
         events.append({"ph": "X", "cat": "kernel", "name": "k_" + name, "pid": 0, "tid": 7,
                        "ts": t + 3, "dur": 1.0, "args": {"correlation": corr}})  # fmt: skip
         t += 5.0 + gap
@@ -161,10 +162,12 @@ def test_n_copies_of_a_block_are_n_steps(
     gap: float,
 ) -> None:  # fmt: skip
     """Any block that is not itself a repeat, in which some op occurs at most
-    MAX_GAP_K times, repeated N times after a set-up of other ops, is N iterations, each
+    MAX_GAP_K times, repeated N times after a set-up of other ops (fewer ops than the
+    copies hold: else what repeats is not the bulk of the trace), is N iterations, each
     lasting one block."""
     block = [f"aten::{x}" for x in names]
     assume(_primitive(block) and min(block.count(x) for x in block) <= pattern.MAX_GAP_K)
+    assume(setup <= pattern.MIN_COVERED * len(block) * copies)
     prefix = [f"setup::{i}" for i in range(setup)]
     doc = {"schemaVersion": 1, "traceEvents": _loop(block, copies, prefix, gap)}
     path = tmp_path_factory.mktemp("loop") / "rank0.json"

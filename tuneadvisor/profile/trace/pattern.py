@@ -190,12 +190,15 @@ def _top_level(col: Collected, thread: int) -> list[int] | None:
     ops = [i for i in range(len(col.kinds)) if col.tids[i] == thread and col.kinds[i] in _OPS]
     if len(ops) > MAX_HOST_OPS or len(ops) < MIN_COPIES * MIN_BLOCK:
         return None
-    ops.sort(key=lambda i: (col.starts[i], -col.ends[i]))
+    ops.sort(key=col.starts.__getitem__)  # a float key: a (start, -end) tuple each is 3x
     kept: list[int] = []
     end = float("-inf")
     for i in ops:
         if col.starts[i] >= end:
             kept.append(i)
+            end = col.ends[i]
+        elif col.starts[i] == col.starts[kept[-1]] and col.ends[i] > end:
+            kept[-1] = i  # an op and its first child start together: the op is the top one
             end = col.ends[i]
     return kept
 
