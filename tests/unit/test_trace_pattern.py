@@ -120,6 +120,20 @@ def test_unmarked_real_traces_give_the_iterations_their_marks_gave(
     assert fired(trace_facts(inferred_set)) == fired(trace_facts(marked_set))
 
 
+@pytest.mark.parametrize("name", ["torch113-cpu-resnet18-forward.pt.trace.json.gz",
+                                  "torch113-cpu-resnet34-forward.pt.trace.json.gz"])  # fmt: skip
+def test_a_forward_s_repeated_layers_are_no_iterations(name: str) -> None:
+    """One ResNet forward on a CPU (torch 1.13.1): its stages repeat the same blocks of ops
+    (ResNet-18: three stages of 21), but nothing in them fetches a batch or runs backward:
+    one span, said so, nothing judged per step; CPU only, its memory events no device's."""
+    ts = read_trace_set([str(REAL / name)])
+    rank = ts.ranks[0]
+    assert rank.step_source == "whole" and len(rank.steps) == 1
+    assert any("no steps found" in n for n in rank.notes)
+    assert not rank.has_device and rank.peak_device_memory_bytes is None
+    assert "trace.host_syncs_per_step" not in trace_facts(ts)
+
+
 def test_one_iteration_without_its_mark_is_one_span_not_a_pattern(tmp_path: Path) -> None:
     """The MI250 trace holds one whole iteration: its input and its target are each made by
     aten::randn then aten::to, twice in a row, which is no loop: read as one span."""
@@ -127,12 +141,19 @@ def test_one_iteration_without_its_mark_is_one_span_not_a_pattern(tmp_path: Path
     assert rank.step_source == "whole" and any("no steps found" in n for n in rank.notes)
 
 
-def _loop(block: list[str], copies: int, prefix: list[str], gap: float) -> list[dict[str, Any]]:
+BACKWARD = "autograd::engine::evaluate_function: MulBackward0"
+FETCH = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def _loop(
+    block: list[str], copies: int, prefix: list[str], gap: float, backward: bool = True
+) -> list[dict[str, Any]]:
     """``prefix`` (set-up) then ``copies`` of ``block``, each op 5 µs then ``gap`` µs of
-    Python, on the main thread (pid = tid), each op launching one kernel."""
+    Python, on the main thread (pid = tid), each op launching one kernel; with
+    ``backward``, each copy's first op is also when autograd's thread runs a backward op."""
     events: list[dict[str, Any]] = []
     t = 1000.0
-    for name in [*prefix, *block * copies]:
+    for i, name in enumerate([*prefix, *block * copies]):
         corr = len(events) + 1
         events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 7, "tid": 7,
                        "ts": t, "dur": 5.0})  # fmt: skip
@@ -141,6 +162,9 @@ def _loop(block: list[str], copies: int, prefix: list[str], gap: float) -> list[
                        "args": {"correlation": corr}})  # fmt: skip
         events.append({"ph": "X", "cat": "kernel", "name": "k_" + name, "pid": 0, "tid": 7,
                        "ts": t + 3, "dur": 1.0, "args": {"correlation": corr}})  # fmt: skip
+        if backward and i >= len(prefix) and (i - len(prefix)) % len(block) == 0:
+            events.append({"ph": "X", "cat": "cpu_op", "name": BACKWARD, "pid": 7, "tid": 9,
+                           "ts": t + 1, "dur": 2.0})  # fmt: skip
         t += 5.0 + gap
     return events
 
@@ -163,8 +187,9 @@ def test_n_copies_of_a_block_are_n_steps(
 ) -> None:  # fmt: skip
     """Any block that is not itself a repeat, in which some op occurs at most
     MAX_GAP_K times, repeated N times after a set-up of other ops (fewer ops than the
-    copies hold: else what repeats is not the bulk of the trace), is N iterations, each
-    lasting one block."""
+    copies hold: else what repeats is not the bulk of the trace), each copy with a backward
+    pass, is N iterations, each lasting one block; without the backward passes (a model's
+    repeated layers) it is none."""
     block = [f"aten::{x}" for x in names]
     assume(_primitive(block) and min(block.count(x) for x in block) <= pattern.MAX_GAP_K)
     assume(setup <= pattern.MIN_COVERED * len(block) * copies)
@@ -179,6 +204,9 @@ def test_n_copies_of_a_block_are_n_steps(
         assert step.duration_us == pytest.approx(period)
     assert rank.steps[-1].duration_us == pytest.approx(period - gap)  # the last: to its end
     assert rank.steps[0].start_us == pytest.approx(1000.0 + setup * (5.0 + gap))
+    layers = {"schemaVersion": 1, "traceEvents": _loop(block, copies, prefix, gap, False)}
+    path.write_text(json.dumps(layers))
+    assert read_rank(str(path)).step_source == "whole"
 
 
 def test_the_search_is_bounded_and_says_what_it_left(
@@ -186,7 +214,7 @@ def test_the_search_is_bounded_and_says_what_it_left(
 ) -> None:
     """Issue 34: past MAX_TOP_OPS top-level ops the rest is not looked at (and said); past
     MAX_HOST_OPS host ops on the thread, no pattern is looked for at all."""
-    doc = {"schemaVersion": 1, "traceEvents": _loop(["aten::a", "aten::b", "aten::c"], 40, [], 1)}
+    doc = {"schemaVersion": 1, "traceEvents": _loop([FETCH, "aten::b", "aten::c"], 40, [], 1)}
     path = tmp_path / "rank0.json"
     path.write_text(json.dumps(doc))
     monkeypatch.setattr(pattern, "MAX_TOP_OPS", 30)

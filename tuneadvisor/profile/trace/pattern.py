@@ -5,8 +5,10 @@ A trace profiled without a schedule (``export_chrome_trace`` around a loop, no
 written update) has no ``Optimizer.step#`` either. Its training loop still shows: the ops no
 other op encloses, on the loop's thread, repeat one block per iteration (``aten::to``, the
 forward's ops, ``aten::ones_like`` of ``backward()``, the update). The block is the period
-over which the sequence repeats exactly for the longest stretch; each copy of it is one
-iteration, from its first op to the next copy's first op (the last: to its last op's end).
+over which the sequence repeats exactly for the longest stretch (else an op that recurs at
+near-equal gaps bounds copies nearly alike); each copy of it is one iteration, from its first
+op to the next copy's first op (the last: to its last op's end), where every copy holds a
+DataLoader fetch or a backward pass (a forward's repeated layers hold neither).
 
 Bounded (issue 34): one thread's ``MAX_HOST_OPS`` host ops are looked at, the first
 ``MAX_TOP_OPS`` top-level ones, and ``MAX_PERIODS`` candidate periods are checked whole
@@ -16,6 +18,7 @@ trace is then read as one span, as before.
 
 from __future__ import annotations
 
+import bisect
 from array import array
 from collections import Counter
 from dataclasses import dataclass
@@ -50,6 +53,7 @@ class Pattern:
     thread: str  # the thread's pid/tid, as the trace wrote them
     first_op: str  # the op each copy starts with
     cut: bool  # the thread held more top-level ops than MAX_TOP_OPS: the rest not looked at
+    mark: str = "a backward pass"  # what each copy holds that makes it an iteration
 
     def note(self) -> str:
         cut = f" (its first {MAX_TOP_OPS:,} looked at)" if self.cut else ""
@@ -58,7 +62,8 @@ class Pattern:
         return (
             f"no ProfilerStep#N and no optimizer steps: {len(self.spans)} iterations inferred "
             f"from {same} of {about}{self.block} top-level ops repeated on thread "
-            f"{self.thread}{cut}, each starting at {self.first_op!r}, holding "
+            f"{self.thread}{cut}, each starting at {self.first_op!r} and holding {self.mark}, "
+            "together "
             f"{self.covered:.0%} of its top-level ops; what lies outside them (set-up, a last "
             "partial iteration) is in no step"
         )
@@ -92,6 +97,9 @@ def find(col: Collected) -> Pattern | None:
         else:
             end = max(col.ends[tops[j]] for j in range(lo, hi))
         spans.append((col.starts[tops[lo]], max(col.starts[tops[lo]], end)))
+    mark = _iteration_mark(col, spans)
+    if mark is None:
+        return None
     sizes = sorted(hi - lo for lo, hi in copies)
     pid, tid = next(key for key, v in col.tid_ids.items() if v == thread)
     return Pattern(
@@ -102,7 +110,39 @@ def find(col: Collected) -> Pattern | None:
         thread=f"{pid}/{tid}"[:40],
         first_op=col.name(seq[copies[0][0]])[:80],
         cut=cut,
+        mark=mark,
     )
+
+
+def _iteration_mark(col: Collected, spans: list[tuple[float, float]]) -> str | None:
+    """What makes each copy a training iteration and not a layer: a DataLoader fetch or a
+    backward pass (autograd's ops, on any thread) in every one. A model's forward repeats
+    its blocks too (ResNet's stages: the real torch 1.13 traces of one forward in
+    tests/fixtures/realworld/traces), with neither."""
+    starts = [s for s, _ in spans]
+    found = {"a DataLoader fetch": [False] * len(spans), "a backward pass": [False] * len(spans)}
+    marks: dict[int, str | None] = {}
+    for i, kind in enumerate(col.kinds):
+        if kind not in _OPS:
+            continue
+        name_id = col.names[i]
+        mark = marks.get(name_id, "")
+        if mark == "":
+            mark = marks[name_id] = _mark_of(kind, col.name(name_id))
+        if mark is None:
+            continue
+        k = bisect.bisect_right(starts, col.starts[i]) - 1
+        if k >= 0 and col.starts[i] < spans[k][1]:
+            found[mark][k] = True
+    return next((mark for mark, seen in found.items() if all(seen)), None)
+
+
+def _mark_of(kind: int, name: str) -> str | None:
+    if kind == _DATALOADER and c.is_dataloader_call(name):
+        return "a DataLoader fetch"
+    if name.startswith("autograd::engine::evaluate_function") or "Backward" in name:
+        return "a backward pass"
+    return None
 
 
 def _exact(
