@@ -55,6 +55,7 @@ REAL_ROWS: dict[str, tuple[list[int | None], int, bool]] = {
     "torch20-rtx2080ti-resnet-no-profiler-steps.json.gz": ([None], 3, True),
     "torch113-cpu-resnet18-forward.pt.trace.json.gz": ([None], 1, False),
     "torch113-cpu-resnet34-forward.pt.trace.json.gz": ([None], 1, False),
+    "torch113-cpu-resnet18-10-forwards-no-steps.json.gz": ([None], 1, False),
 }
 
 

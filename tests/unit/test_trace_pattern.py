@@ -120,18 +120,32 @@ def test_unmarked_real_traces_give_the_iterations_their_marks_gave(
     assert fired(trace_facts(inferred_set)) == fired(trace_facts(marked_set))
 
 
-@pytest.mark.parametrize("name", ["torch113-cpu-resnet18-forward.pt.trace.json.gz",
-                                  "torch113-cpu-resnet34-forward.pt.trace.json.gz"])  # fmt: skip
-def test_a_forward_s_repeated_layers_are_no_iterations(name: str) -> None:
-    """One ResNet forward on a CPU (torch 1.13.1): its stages repeat the same blocks of ops
-    (ResNet-18: three stages of 21), but nothing in them fetches a batch or runs backward:
-    one span, said so, nothing judged per step; CPU only, its memory events no device's."""
+FORWARDS = {  # file: (copies of the repeated block, its top-level ops)
+    "torch113-cpu-resnet18-forward.pt.trace.json.gz": (3, 21),  # one forward: its stages
+    "torch113-cpu-resnet18-10-forwards-no-steps.json.gz": (10, 89),  # ten forwards
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORWARDS))
+def test_repeated_forwards_are_said_and_not_taken_as_iterations(name: str) -> None:
+    """ResNet-18 on a CPU (torch 1.13.1), no ProfilerStep#: one forward repeats its stages'
+    block three times; ten forwards (``prof.step()`` without a schedule writes no mark)
+    repeat the whole model ten times. Neither fetches a batch or runs backward, and the two
+    look alike: both are one span, and the note says what repeated and why it is no step."""
+    copies, block = FORWARDS[name]
     ts = read_trace_set([str(REAL / name)])
     rank = ts.ranks[0]
     assert rank.step_source == "whole" and len(rank.steps) == 1
-    assert any("no steps found" in n for n in rank.notes)
+    said = next(n for n in rank.notes if "not taken as iterations" in n)
+    assert f"the same block of {block} top-level ops" in said and f"{copies} copies" in said
     assert not rank.has_device and rank.peak_device_memory_bytes is None
     assert "trace.host_syncs_per_step" not in trace_facts(ts)
+
+
+def test_a_forward_without_repeats_says_no_steps() -> None:
+    rank = read_rank(str(REAL / "torch113-cpu-resnet34-forward.pt.trace.json.gz"))
+    assert rank.step_source == "whole" and any("no steps found" in n for n in rank.notes)
+    assert not any("not taken as iterations" in n for n in rank.notes)
 
 
 def test_one_iteration_without_its_mark_is_one_span_not_a_pattern(tmp_path: Path) -> None:
@@ -206,7 +220,8 @@ def test_n_copies_of_a_block_are_n_steps(
     assert rank.steps[0].start_us == pytest.approx(1000.0 + setup * (5.0 + gap))
     layers = {"schemaVersion": 1, "traceEvents": _loop(block, copies, prefix, gap, False)}
     path.write_text(json.dumps(layers))
-    assert read_rank(str(path)).step_source == "whole"
+    bare = read_rank(str(path))
+    assert bare.step_source == "whole" and any("not taken as iterations" in n for n in bare.notes)
 
 
 def test_the_search_is_bounded_and_says_what_it_left(

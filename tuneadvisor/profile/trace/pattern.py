@@ -53,24 +53,36 @@ class Pattern:
     thread: str  # the thread's pid/tid, as the trace wrote them
     first_op: str  # the op each copy starts with
     cut: bool  # the thread held more top-level ops than MAX_TOP_OPS: the rest not looked at
-    mark: str = "a backward pass"  # what each copy holds that makes it an iteration
+    # what each copy holds that makes it an iteration; None: neither a DataLoader fetch nor
+    # a backward pass in every copy, so the copies are not taken as iterations
+    mark: str | None = "a backward pass"
 
     def note(self) -> str:
         cut = f" (its first {MAX_TOP_OPS:,} looked at)" if self.cut else ""
         same = "the same block" if self.exact else "a block"
         about = "" if self.exact else "about "
+        found = (
+            f"{same} of {about}{self.block} top-level ops repeated on thread "
+            f"{self.thread}{cut}, each copy starting at {self.first_op!r}"
+        )
+        if self.mark is None:
+            return (
+                f"no ProfilerStep#N and no optimizer steps: {found}, {len(self.spans)} copies "
+                f"holding {self.covered:.0%} of its top-level ops, but no copy fetches a batch "
+                "or runs backward (a loop of forward passes and one forward's repeated layers "
+                "look alike): not taken as iterations"
+            )
         return (
             f"no ProfilerStep#N and no optimizer steps: {len(self.spans)} iterations inferred "
-            f"from {same} of {about}{self.block} top-level ops repeated on thread "
-            f"{self.thread}{cut}, each starting at {self.first_op!r} and holding {self.mark}, "
-            "together "
-            f"{self.covered:.0%} of its top-level ops; what lies outside them (set-up, a last "
-            "partial iteration) is in no step"
+            f"from {found} and holding {self.mark}, together {self.covered:.0%} of its "
+            "top-level ops; what lies outside them (set-up, a last partial iteration) is in "
+            "no step"
         )
 
 
 def find(col: Collected) -> Pattern | None:
-    """The repeated block of the loop's thread, or None when no block repeats enough."""
+    """The repeated block of the loop's thread, or None when no block repeats enough. Its
+    copies are iterations only where ``mark`` says what makes them so."""
     thread = _loop_thread(col)
     if thread is None:
         return None
@@ -98,8 +110,6 @@ def find(col: Collected) -> Pattern | None:
             end = max(col.ends[tops[j]] for j in range(lo, hi))
         spans.append((col.starts[tops[lo]], max(col.starts[tops[lo]], end)))
     mark = _iteration_mark(col, spans)
-    if mark is None:
-        return None
     sizes = sorted(hi - lo for lo, hi in copies)
     pid, tid = next(key for key, v in col.tid_ids.items() if v == thread)
     return Pattern(

@@ -152,17 +152,18 @@ def _rank(path: str, header: dict[str, Any], col: Collected, notes: list[str]) -
         notes.append("no ProfilerStep#N: the steps are the optimizer's (Optimizer.step#...), "
                      f"{len(wins)} of them")  # fmt: skip
     if not wins and (found := pattern.find(col)) is not None:
-        wins = b.windows(col, [(n, s, e, -1) for n, (s, e) in enumerate(found.spans)])
-        source = "pattern"
-        notes.append(found.note())
+        notes.append(found.note())  # iterations inferred, or why the repeats are none
+        if found.mark is not None:
+            wins = b.windows(col, [(n, s, e, -1) for n, (s, e) in enumerate(found.spans)])
+            source = "pattern"
     if not wins:
         wins = b.whole_trace(col)
         source = "whole"
         if wins:
             notes.append("no steps found (neither ProfilerStep#N, optimizer steps nor a "
-                         "repeated block of top-level ops; profile with a schedule and call "
-                         "prof.step()): the trace is read as one span: no share or per-step "
-                         "figure is judged")  # fmt: skip
+                         "repeated block of top-level ops that fetches a batch or runs "
+                         "backward; profile with a schedule and call prof.step()): the trace "
+                         "is read as one span: no share or per-step figure is judged")  # fmt: skip
     cut = len(wins)
     wins = [w for w in wins if w.end < col.cut_from_us]
     if len(wins) < cut:
