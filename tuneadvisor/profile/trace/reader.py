@@ -151,10 +151,10 @@ def _rank(path: str, header: dict[str, Any], col: Collected, notes: list[str]) -
         source = "optimizer"
         notes.append("no ProfilerStep#N: the steps are the optimizer's (Optimizer.step#...), "
                      f"{len(wins)} of them")  # fmt: skip
-    if not wins and (found := pattern.find(col)) is not None:
-        notes.append(found.note())  # iterations inferred, or why the repeats are none
-        if found.mark is not None:
-            wins = b.windows(col, [(n, s, e, -1) for n, (s, e) in enumerate(found.spans)])
+    if not wins and (repeats := pattern.find(col)) is not None:
+        notes.append(repeats.note())  # iterations inferred, or why the repeats are none
+        if repeats.mark is not None:
+            wins = b.windows(col, [(n, s, e, -1) for n, (s, e) in enumerate(repeats.spans)])
             source = "pattern"
     if not wins:
         wins = b.whole_trace(col)
