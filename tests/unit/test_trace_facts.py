@@ -56,6 +56,7 @@ REAL_ROWS: dict[str, tuple[list[int | None], int, bool]] = {
     "torch113-cpu-resnet18-forward.pt.trace.json.gz": ([None], 1, False),
     "torch113-cpu-resnet34-forward.pt.trace.json.gz": ([None], 1, False),
     "torch113-cpu-resnet18-10-forwards-no-steps.json.gz": ([None], 1, False),
+    "torch110-cpu-resnet18-forward.json.gz": ([None], 1, False),
 }
 
 

@@ -41,6 +41,23 @@ def _unmarked(name: str, tmp: Path) -> str:
     return str(out)
 
 
+# ------------------------------------------------------------ torch 1.10 (2022-01, CPU)
+
+
+def test_a_torch_1_10_cpu_forward_names_its_gpu_and_says_it_ran_none() -> None:
+    """torch 1.10 listed the machine's GPU in deviceProperties (a GTX 1060 3GB, compute 6)
+    though only CPU activity was profiled: the device is named, and the report says there
+    are no device events and no steps (one forward under record_function, its top op)."""
+    rank = read_rank(str(REAL / "torch110-cpu-resnet18-forward.json.gz"))
+    assert (rank.devices[0].name, rank.devices[0].compute_major) == (
+        "NVIDIA GeForce GTX 1060 3GB",
+        6,
+    )
+    assert not rank.has_device and any("no device events" in n for n in rank.notes)
+    assert rank.step_source == "whole" and any("no steps found" in n for n in rank.notes)
+    assert rank.top_ops[0].name == "model_inference"  # record_function, written as a cpu_op
+
+
 # ------------------------------------------------------------------ torch 1.12 (2022-08)
 
 DLRM = {  # file: (rank, world size, device name, compute major)
