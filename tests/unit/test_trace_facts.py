@@ -48,6 +48,15 @@ REAL_ROWS: dict[str, tuple[list[int | None], int, bool]] = {
     "hta-cupti-range-profiler.json.gz": ([0], 1, False),
     "hta-compare-base.json.gz": ([1], 2, True),
     "hta-compare-test.json.gz": ([1], 2, True),
+    # torch 1.12 (2022-08), torch 1.13 (one forward: one span) and a torch 2.0 trace without
+    # ProfilerStep# (3 iterations from its 4 optimizer steps): tests/unit/test_trace_pattern.py
+    "torch112-a100-dlrm-rank3of8.json.gz": ([3], 2, True),
+    "torch112-v100-dlrm-rank1of2.json.gz": ([1], 2, True),
+    "torch20-rtx2080ti-resnet-no-profiler-steps.json.gz": ([None], 3, True),
+    "torch113-cpu-resnet18-forward.pt.trace.json.gz": ([None], 1, False),
+    "torch113-cpu-resnet34-forward.pt.trace.json.gz": ([None], 1, False),
+    "torch113-cpu-resnet18-10-forwards-no-steps.json.gz": ([None], 1, False),
+    "torch110-cpu-resnet18-forward.json.gz": ([None], 1, False),
 }
 
 

@@ -49,9 +49,12 @@ class StepParts:
     dataloader_us: float
 
 
-def windows(col: Collected) -> list[StepWindow]:
-    """The steps, each extended to its last device activity, none overlapping the next."""
-    raw = sorted(col.steps, key=lambda s: (s[1], s[0]))
+def windows(
+    col: Collected, steps: list[tuple[int, float, float, int]] | None = None
+) -> list[StepWindow]:
+    """The steps (``ProfilerStep#N``, or the ``(N, start, end, thread)`` given), each
+    extended to its last device activity, none overlapping the next."""
+    raw = sorted(col.steps if steps is None else steps, key=lambda s: (s[1], s[0]))
     if not raw:
         return []
     starts = [s[1] for s in raw]

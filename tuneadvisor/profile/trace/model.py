@@ -130,9 +130,10 @@ class RankTrace:
     events: int = 0  # trace events read
     notes: tuple[str, ...] = ()  # what this file could not show, and why
     # where the steps came from: ProfilerStep#N, the optimizer's steps (torch.optim records
-    # ``Optimizer.step#SGD.step``), or "whole": none found, the trace read as one span (its
-    # shares hold; nothing per step does)
-    step_source: Literal["profiler", "optimizer", "whole"] = "profiler"
+    # ``Optimizer.step#SGD.step``), "pattern": inferred from the block of top-level host ops
+    # that repeats (``pattern.py``; a note says how), or "whole": none found, the trace read
+    # as one span (its shares hold; nothing per step does)
+    step_source: Literal["profiler", "optimizer", "pattern", "whole"] = "profiler"
 
 
 @dataclass(frozen=True)

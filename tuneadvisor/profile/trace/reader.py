@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tuneadvisor.errors import InputError
-from tuneadvisor.profile.trace import TRACE_SUFFIXES, trace_names
+from tuneadvisor.profile.trace import TRACE_SUFFIXES, pattern, trace_names
 from tuneadvisor.profile.trace import breakdown as b
 from tuneadvisor.profile.trace import collect as bounds
 from tuneadvisor.profile.trace.collect import Collected, Named
@@ -151,13 +151,19 @@ def _rank(path: str, header: dict[str, Any], col: Collected, notes: list[str]) -
         source = "optimizer"
         notes.append("no ProfilerStep#N: the steps are the optimizer's (Optimizer.step#...), "
                      f"{len(wins)} of them")  # fmt: skip
+    if not wins and (repeats := pattern.find(col)) is not None:
+        notes.append(repeats.note())  # iterations inferred, or why the repeats are none
+        if repeats.mark is not None:
+            wins = b.windows(col, [(n, s, e, -1) for n, (s, e) in enumerate(repeats.spans)])
+            source = "pattern"
     if not wins:
         wins = b.whole_trace(col)
         source = "whole"
         if wins:
-            notes.append("no steps found (neither ProfilerStep#N nor optimizer steps; profile "
-                         "with a schedule and call prof.step()): the trace is read as one "
-                         "span: no share or per-step figure is judged")  # fmt: skip
+            notes.append("no steps found (neither ProfilerStep#N, optimizer steps nor a "
+                         "repeated block of top-level ops that fetches a batch or runs "
+                         "backward; profile with a schedule and call prof.step()): the trace "
+                         "is read as one span: no share or per-step figure is judged")  # fmt: skip
     cut = len(wins)
     wins = [w for w in wins if w.end < col.cut_from_us]
     if len(wins) < cut:
