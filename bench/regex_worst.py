@@ -1,0 +1,239 @@
+"""Worst search time of the package's backtracking-suspect patterns (issue 34, class 5).
+
+For each pattern that tests/unit/test_linear_patterns.py listed in ``KNOWN`` at a base commit
+(patterns that fail the linearity rule of tests/regex_linearity.py), time its search over
+20,000-character strings built from its own characters, at the base commit (before) and in
+the working tree (after: the pattern now held under the same module name, or none where the
+regular expression gave way to string methods).
+
+The adversarial strings: one "unit" repeated to the length. Units are each character of the
+pattern's literals (plus digits, a letter, spaces, a line break, ``_``, ``-``), each literal
+word of the pattern ("gemm", "No space left"), pairs of those, and 40 random units of 2-12
+of those characters (seeded). Every unit is screened over 2,000 characters; the 3 slowest are
+then timed over the full length, each search stopped at ``--cap`` seconds (shown as ">cap").
+A pattern is run as the package runs it: ``search``, or ``match`` where the package only ever
+matches it from the start (tests/regex_sites.py decides).
+
+Rerun (from the repository root; ``--record`` writes its part of bench/RESULTS.md):
+
+    .venv/bin/python bench/regex_worst.py --base 4318e5e --record
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BEGIN, END = "<!-- regex-worst:begin -->", "<!-- regex-worst:end -->"
+EXTRA = "0a =\n\t_-"
+
+
+class _Cap(BaseException):
+    pass
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise _Cap
+
+
+def _literal_words(pattern: str) -> list[str]:
+    """The runs of plain characters in a pattern (``gemm``, ``No space left``)."""
+    plain = re.sub(r"\\[A-Za-z]|\[[^\]]*\]|\{[0-9,]*\}|\(\?P<[a-z_]+>|\(\?[:=!<>]*", "\x00", pattern)
+    plain = re.sub(r"\\(.)", r"\1", plain)
+    words = re.split(r"[\x00()|?*+^$.]+", plain)
+    return sorted({w for w in words if len(w) >= 2})[:20]
+
+
+def units(pattern: str) -> list[str]:
+    chars = sorted(set(re.sub(r"\\.", "", pattern)) - set("()[]{}?*+|^$\\") | set(EXTRA))
+    words = _literal_words(pattern)
+    found = list(chars) + words + [a + b for a in words for b in [*words, " ", "0"]][:60]
+    rng = random.Random(34)
+    found += ["".join(rng.choices(chars, k=rng.randint(2, 12))) for _ in range(40)]
+    return list(dict.fromkeys(found))
+
+
+def _time(run: object, text: str | bytes, cap: float) -> float:
+    signal.setitimer(signal.ITIMER_REAL, cap)
+    start = time.perf_counter()
+    try:
+        run(text)  # type: ignore[operator]
+    except _Cap:
+        return float("inf")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    return time.perf_counter() - start
+
+
+def worst(pattern: str | bytes, flags: int, anchored: bool, length: int, cap: float) -> dict:
+    """The slowest unit and its time over ``length`` characters."""
+    text_pattern = pattern if isinstance(pattern, str) else pattern.decode("latin-1")
+    compiled = re.compile(pattern, flags)
+    run = compiled.match if anchored else compiled.search
+
+    def subject(unit: str, size: int) -> str | bytes:
+        text = (unit * (size // len(unit) + 1))[:size]
+        return text if isinstance(pattern, str) else text.encode("utf-8")
+
+    screened = sorted(
+        ((_time(run, subject(u, 2_000), cap), u) for u in units(text_pattern)), reverse=True
+    )
+    best = (0.0, "")
+    for _, unit in screened[:3]:
+        best = max(best, (_time(run, subject(unit, length), cap), unit))
+    return {"seconds": best[0], "unit": best[1]}
+
+
+def measure(names: list[str], length: int, cap: float) -> dict[str, dict]:
+    """Each ``module.NAME`` (or ``path:line``) site's pattern, timed: in this interpreter's
+    tuneadvisor and tests/regex_sites.py (the ones first on sys.path)."""
+    from tests import regex_sites
+
+    sites = {s.where: s for s in [*regex_sites.module_patterns(), *regex_sites.call_sites()]}
+    signal.signal(signal.SIGALRM, _on_alarm)
+    out: dict[str, dict] = {}
+    for name in names:
+        site = sites.get(name)
+        if site is None or site.pattern is None:
+            out[name] = {"pattern": None}
+            continue
+        found = worst(site.pattern, site.flags, site.anchored, length, cap)
+        out[name] = {"pattern": site.pattern if isinstance(site.pattern, str) else repr(site.pattern), **found}
+        print(f"  {name}: {found['seconds']:.4f} s ({found['unit']!r})", file=sys.stderr)
+    return out
+
+
+def known_sites(commit: str) -> list[str]:
+    """The module-level names of the patterns in ``KNOWN`` at ``commit``."""
+    source = subprocess.run(
+        ["git", "show", f"{commit}:tests/unit/test_linear_patterns.py"],
+        cwd=REPO, check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    tree = ast.parse(source)
+    known: set[str | bytes] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "KNOWN":
+            call = node.value
+            assert isinstance(call, ast.Call)
+            known = set(ast.literal_eval(call.args[0]))
+    with tempfile.TemporaryDirectory() as tree_dir:
+        _checkout(commit, tree_dir)
+        names = _run_in(tree_dir, ["--list-names"])
+    # one name a pattern: its module-level name where it has one (listed first)
+    first = {p: w for w, p in reversed(names)}  # type: ignore[misc]
+    return sorted(w for p, w in first.items() if p in known)
+
+
+def _checkout(commit: str, into: str) -> None:
+    archive = subprocess.run(
+        [
+            "git", "archive", commit, "tuneadvisor", "tests/__init__.py",
+            "tests/regex_sites.py", "scripts", "slurm", "training",  # bundled/ links there
+        ],
+        cwd=REPO, check=True, capture_output=True,
+    ).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+
+
+def _run_in(tree_dir: str, args: list[str]) -> object:
+    """This script, run with ``tree_dir``'s tuneadvisor and tests/regex_sites.py."""
+    env = {**os.environ, "PYTHONPATH": tree_dir}
+    out = subprocess.run(
+        [sys.executable, __file__, "--tree", tree_dir, *args],
+        env=env, check=False, capture_output=True, text=True, cwd=tree_dir,
+    )  # fmt: skip
+    sys.stderr.write(out.stderr)
+    out.check_returncode()
+    return json.loads(out.stdout)
+
+
+def _fmt(entry: dict, cap: float) -> str:
+    if entry.get("pattern") is None:
+        return "no regex"
+    seconds = entry["seconds"]
+    shown = f">{cap:g} s" if seconds == float("inf") else f"{seconds * 1000:.1f} ms"
+    return f"{shown} ({entry['unit'][:16]!r})".replace("|", "\\|")
+
+
+def render(base: str, names: list[str], before: dict, after: dict, args: argparse.Namespace) -> str:
+    load = os.getloadavg()
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
+    rows = [
+        f"| `{name}` | {_fmt(before[name], args.cap)} | {_fmt(after[name], args.cap)} |"
+        for name in names
+    ]
+    return "\n".join(
+        [
+            BEGIN,
+            "## Backtracking patterns, worst search before and after (issue 34, class 5)",
+            "",
+            f"Recorded {now} UTC by `.venv/bin/python bench/regex_worst.py --base {base} "
+            f"--record` (load average {args.load_start:.2f} at the start, {load[0]:.2f} at the "
+            f"end, {os.cpu_count()} CPUs, shared). Each pattern that the linearity rule's "
+            f"`KNOWN` list held at {base}, searched as the package runs it over "
+            f"{args.chars:,} characters of one unit repeated (the slowest unit of its own "
+            "characters and literal words, after a 2,000-character screen); each search "
+            f"stopped at {args.cap:g} s. After: the pattern now under the same name, or "
+            '"no regex" where string methods replaced it.',
+            "",
+            "| site | before (slowest unit) | after (slowest unit) |",
+            "|---|---|---|",
+            *rows,
+            END,
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", default="4318e5e", help="the commit whose KNOWN is timed")
+    parser.add_argument("--chars", type=int, default=20_000)
+    parser.add_argument("--cap", type=float, default=10.0, help="seconds a search may run")
+    parser.add_argument("--record", action="store_true", help="write bench/RESULTS.md")
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
+    parser.add_argument("--list-names", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--names", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.tree:  # a child: the tuneadvisor of ``--tree`` is first on sys.path
+        sys.path.insert(0, args.tree)
+        from tests import regex_sites
+
+        if args.list_names:
+            sites = [*regex_sites.module_patterns(), *regex_sites.call_sites()]
+            print(json.dumps([(s.where, s.pattern) for s in sites if isinstance(s.pattern, str)]))
+        else:
+            print(json.dumps(measure(json.loads(args.names), args.chars, args.cap)))
+        return
+    sys.path.insert(0, str(REPO))
+    args.load_start = os.getloadavg()[0]
+    names = known_sites(args.base)
+    print(f"{len(names)} sites of {args.base}'s KNOWN; before:", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tree_dir:
+        _checkout(args.base, tree_dir)
+        common = ["--chars", str(args.chars), "--cap", str(args.cap), "--names", json.dumps(names)]
+        before = _run_in(tree_dir, common)
+    print("after:", file=sys.stderr)
+    after = measure(names, args.chars, args.cap)
+    section = render(args.base, names, before, after, args)  # type: ignore[arg-type]
+    print(section)
+    if args.record:
+        sys.path.insert(0, str(REPO / "bench"))
+        from results_index import record_section
+
+        record_section(section, BEGIN, END)
+
+
+if __name__ == "__main__":
+    main()
