@@ -116,6 +116,9 @@ def test_every_pattern_built_at_run_time_is_accounted_for() -> None:
         (r"(a+)+b", False, "holds a repetition"),
         (r"(a|ab)*c", False, "holds a repetition or a choice"),
         (r"x.{0,5000}y", False, "up to 5000"),
+        (r"x|y.{0,5000}^", False, "up to 5000"),  # the ^ after the repetition: no anchor
+        (r"(?m)^\s*x", False, "may start with"),  # \s runs over line breaks
+        (r"(?m)^a|[a-z]+x", False, "may start with"),  # a branch of its own, unguarded
     ],
 )
 def test_the_rule_refuses_the_shapes_that_backtrack(
@@ -132,6 +135,8 @@ def test_the_rule_refuses_the_shapes_that_backtrack(
         r"#SBATCH\s+--(\S+)",
         r"(?<![0-9])([0-9]+)\.([0-9]+)",
         r"\d+",
+        r"Bus error|^(?=.{0,4096}?No space left)(?=.{0,4096}?(?:/dev/shm|torch_))",
+        r"(?m)^[ \t]*([A-Za-z_]\w*)=\(",
     ],
 )
 def test_the_rule_takes_linear_shapes(pattern: str) -> None:
