@@ -281,8 +281,13 @@ def _shell_script(program: str, context: _Context) -> Path | None:
             head = file.readline(256).decode("utf-8", "replace")
     except OSError:
         return None
+    return path if _names_a_shell(head) else None
+
+
+def _names_a_shell(head: str) -> bool:
+    """The first line is a ``#!`` line with a shell's name as a word of it."""
     shebang = head.partition("\n")[0]
-    return path if shebang.startswith("#!") and _SHELL_WORD.search(shebang, 2) else None
+    return shebang.startswith("#!") and _SHELL_WORD.search(shebang, 2) is not None
 
 
 # What a job runs through srun & co. besides training: no launch line to follow.
