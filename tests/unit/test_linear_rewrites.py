@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from tuneadvisor.advisor import rules, toml_text
@@ -42,7 +42,9 @@ _OLD_TOML = re.compile(
 )
 
 
-@given(_chars("\"'\\#[]{}=,\n.a ", max_size=30))
+@given(_text(*"\"'\\#[]{}=,\n.a ", '"""', "'''", "\\\\", '\\"', max_size=20))
+@example('"""\\"""["""')  # a quoted first quote of three: the string goes on
+@example('"\\"\\"[\n"a" [ \'\'\' [')  # one-line strings that do not close
 def test_toml_structure_is_the_old_patterns_tokens(text: str) -> None:
     structural = {"[", "]", "{", "}", "=", ",", "\n", "."}
     old = [m.group() for m in _OLD_TOML.finditer(text) if m.group() in structural]
