@@ -11,8 +11,8 @@ pattern's literals (plus digits, a letter, spaces, a line break, ``_``, ``-``), 
 word of the pattern ("gemm", "No space left"), pairs of those, and 40 random units of 2-12
 of those characters (seeded). Every unit is screened over 2,000 characters; the 3 slowest are
 then timed over the full length, each search stopped at ``--cap`` seconds (shown as ">cap").
-A pattern is run as the package runs it: ``search``, or ``match`` where the package only ever
-matches it from the start (tests/regex_sites.py decides).
+A pattern is run as the package runs it: ``search``, or ``match`` where its module only ever
+matches it from the start (``_anchored``).
 
 Rerun (from the repository root; ``--record`` writes its part of bench/RESULTS.md):
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import json
 import os
 import random
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,7 +52,9 @@ def _on_alarm(signum: int, frame: object) -> None:
 
 def _literal_words(pattern: str) -> list[str]:
     """The runs of plain characters in a pattern (``gemm``, ``No space left``)."""
-    plain = re.sub(r"\\[A-Za-z]|\[[^\]]*\]|\{[0-9,]*\}|\(\?P<[a-z_]+>|\(\?[:=!<>]*", "\x00", pattern)
+    plain = re.sub(
+        r"\\[A-Za-z]|\[[^\]]*\]|\{[0-9,]*\}|\(\?P<[a-z_]+>|\(\?[:=!<>]*", "\x00", pattern
+    )
     plain = re.sub(r"\\(.)", r"\1", plain)
     words = re.split(r"[\x00()|?*+^$.]+", plain)
     return sorted({w for w in words if len(w) >= 2})[:20]
@@ -77,18 +81,15 @@ def _time(run: object, text: str | bytes, cap: float) -> float:
     return time.perf_counter() - start
 
 
-def worst(pattern: str | bytes, flags: int, anchored: bool, length: int, cap: float) -> dict:
-    """The slowest unit and its time over ``length`` characters."""
-    text_pattern = pattern if isinstance(pattern, str) else pattern.decode("latin-1")
-    compiled = re.compile(pattern, flags)
-    run = compiled.match if anchored else compiled.search
+def worst(pattern: str, run: Callable[[str], object], length: int, cap: float) -> dict:
+    """The slowest unit (made from ``pattern``) and its time through ``run`` over ``length``
+    characters."""
 
-    def subject(unit: str, size: int) -> str | bytes:
-        text = (unit * (size // len(unit) + 1))[:size]
-        return text if isinstance(pattern, str) else text.encode("utf-8")
+    def subject(unit: str, size: int) -> str:
+        return (unit * (size // len(unit) + 1))[:size]
 
     screened = sorted(
-        ((_time(run, subject(u, 2_000), cap), u) for u in units(text_pattern)), reverse=True
+        ((_time(run, subject(u, 2_000), cap), u) for u in units(pattern)), reverse=True
     )
     best = (0.0, "")
     for _, unit in screened[:3]:
@@ -96,9 +97,39 @@ def worst(pattern: str | bytes, flags: int, anchored: bool, length: int, cap: fl
     return {"seconds": best[0], "unit": best[1]}
 
 
-def measure(names: list[str], length: int, cap: float) -> dict[str, dict]:
+# Patterns that gave way to code: the function that now does their work, timed over the
+# same strings (made from the old pattern's characters).
+REPLACED = {  # tuneadvisor.MODULE.NAME: the function in MODULE
+    "advisor.toml_text._TOML_TOKENS": "toml_shape_problem",
+    "metrics.dcgm_exporter._LINE": "_parse_line",
+    "metrics.dcgm_exporter._LABEL": "_labels",
+    "slurm.jobscript.tuned_from._LINE": "_split",
+    "slurm.launch_line.commands._SITE_WRAPPER": "_site_wrapper",
+    "slurm.launch_line.search._SHEBANG": "_names_a_shell",
+    "slurm.launch_line.variables._REFERENCE": "references",
+    "trainscript.argparse_options._SHELL_ARITHMETIC": "_arithmetic",
+    "trainscript.names._MODEL_NAME": "_model_name",
+    "trainscript.parsed._LINE": "_lines",
+    "workspace.site_checks.gpu._SHORT": "short_uuid",
+}
+
+
+def _anchored(name: str) -> bool:
+    """Whether the module only ever matches ``NAME`` from the start (``NAME.match(``,
+    ``NAME.fullmatch(``, or seff's old ``_match(NAME, ...)``, which called fullmatch): read
+    in that module only (tests/regex_sites.py pools every module's uses of a name)."""
+    module, _, attr = name.rpartition(".")
+    source = Path(importlib.import_module(module).__file__ or "").read_text()
+    uses = set(re.findall(rf"\b{re.escape(attr)}\.([a-z]+)\(", source))
+    if re.search(rf"\b_match\({re.escape(attr)},", source):
+        uses.add("fullmatch")
+    return bool(uses) and uses <= {"match", "fullmatch"}
+
+
+def measure(names: list[str], length: int, cap: float, old: dict[str, dict]) -> dict[str, dict]:
     """Each ``module.NAME`` (or ``path:line``) site's pattern, timed: in this interpreter's
-    tuneadvisor and tests/regex_sites.py (the ones first on sys.path)."""
+    tuneadvisor and tests/regex_sites.py (the ones first on sys.path). A name no longer
+    there: the function in REPLACED, over strings made from its ``old`` pattern."""
     from tests import regex_sites
 
     sites = {s.where: s for s in [*regex_sites.module_patterns(), *regex_sites.call_sites()]}
@@ -106,12 +137,20 @@ def measure(names: list[str], length: int, cap: float) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for name in names:
         site = sites.get(name)
-        if site is None or site.pattern is None:
+        if site is not None and isinstance(site.pattern, str):
+            compiled = re.compile(site.pattern, site.flags)
+            run = compiled.match if _anchored(name) else compiled.search
+            made_from = old[name]["pattern"] if name in old else site.pattern  # same strings
+            out[name] = {"pattern": site.pattern, **worst(made_from, run, length, cap)}
+        elif (short := name.removeprefix("tuneadvisor.")) in REPLACED and name in old:
+            function = REPLACED[short]
+            run = getattr(importlib.import_module(name.rsplit(".", 1)[0]), function)
+            found = worst(old[name]["pattern"], run, length, cap)
+            out[name] = {"pattern": old[name]["pattern"], "code": f"{function}()", **found}
+        else:
             out[name] = {"pattern": None}
             continue
-        found = worst(site.pattern, site.flags, site.anchored, length, cap)
-        out[name] = {"pattern": site.pattern if isinstance(site.pattern, str) else repr(site.pattern), **found}
-        print(f"  {name}: {found['seconds']:.4f} s ({found['unit']!r})", file=sys.stderr)
+        print(f"  {name}: {out[name]['seconds']:.4f} s ({out[name]['unit']!r})", file=sys.stderr)
     return out
 
 
@@ -161,10 +200,11 @@ def _run_in(tree_dir: str, args: list[str]) -> object:
 
 def _fmt(entry: dict, cap: float) -> str:
     if entry.get("pattern") is None:
-        return "no regex"
+        return "not found"
     seconds = entry["seconds"]
     shown = f">{cap:g} s" if seconds == float("inf") else f"{seconds * 1000:.1f} ms"
-    return f"{shown} ({entry['unit'][:16]!r})".replace("|", "\\|")
+    code = f"`{entry['code']}` " if "code" in entry else ""
+    return f"{code}{shown} ({entry['unit'][:16]!r})".replace("|", "\\|")
 
 
 def render(base: str, names: list[str], before: dict, after: dict, args: argparse.Namespace) -> str:
@@ -182,11 +222,13 @@ def render(base: str, names: list[str], before: dict, after: dict, args: argpars
             f"Recorded {now} UTC by `.venv/bin/python bench/regex_worst.py --base {base} "
             f"--record` (load average {args.load_start:.2f} at the start, {load[0]:.2f} at the "
             f"end, {os.cpu_count()} CPUs, shared). Each pattern that the linearity rule's "
-            f"`KNOWN` list held at {base}, searched as the package runs it over "
+            f"`KNOWN` list held at {base}, run as its module runs it (search, or match where it "
+            "only matches from the start) over "
             f"{args.chars:,} characters of one unit repeated (the slowest unit of its own "
             "characters and literal words, after a 2,000-character screen); each search "
-            f"stopped at {args.cap:g} s. After: the pattern now under the same name, or "
-            '"no regex" where string methods replaced it.',
+            f"stopped at {args.cap:g} s. After: the pattern now under the same name, or, "
+            "named, the function that now does its work (string methods, a scanner), over "
+            "the same strings.",
             "",
             "| site | before (slowest unit) | after (slowest unit) |",
             "|---|---|---|",
@@ -214,7 +256,7 @@ def main() -> None:
             sites = [*regex_sites.module_patterns(), *regex_sites.call_sites()]
             print(json.dumps([(s.where, s.pattern) for s in sites if isinstance(s.pattern, str)]))
         else:
-            print(json.dumps(measure(json.loads(args.names), args.chars, args.cap)))
+            print(json.dumps(measure(json.loads(args.names), args.chars, args.cap, {})))
         return
     sys.path.insert(0, str(REPO))
     args.load_start = os.getloadavg()[0]
@@ -225,7 +267,7 @@ def main() -> None:
         common = ["--chars", str(args.chars), "--cap", str(args.cap), "--names", json.dumps(names)]
         before = _run_in(tree_dir, common)
     print("after:", file=sys.stderr)
-    after = measure(names, args.chars, args.cap)
+    after = measure(names, args.chars, args.cap, before)  # type: ignore[arg-type]
     section = render(args.base, names, before, after, args)  # type: ignore[arg-type]
     print(section)
     if args.record:
