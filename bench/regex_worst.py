@@ -11,8 +11,8 @@ pattern's literals (plus digits, a letter, spaces, a line break, ``_``, ``-``), 
 word of the pattern ("gemm", "No space left"), pairs of those, and 40 random units of 2-12
 of those characters (seeded). Every unit is screened over 2,000 characters; the 3 slowest are
 then timed over the full length, each search stopped at ``--cap`` seconds (shown as ">cap").
-A pattern is run as the package runs it: ``search``, or ``match`` where its module only ever
-matches it from the start (``_anchored``).
+A pattern is run as its module runs it: all its matches, one ``match`` from the start, or one
+``search`` (``_runner``).
 
 Rerun (from the repository root; ``--record`` writes its part of bench/RESULTS.md):
 
@@ -114,16 +114,19 @@ REPLACED = {  # tuneadvisor.MODULE.NAME: the function in MODULE
 }
 
 
-def _anchored(name: str) -> bool:
-    """Whether the module only ever matches ``NAME`` from the start (``NAME.match(``,
-    ``NAME.fullmatch(``, or seff's old ``_match(NAME, ...)``, which called fullmatch): read
-    in that module only (tests/regex_sites.py pools every module's uses of a name)."""
+def _runner(name: str, compiled: re.Pattern[str]) -> Callable[[str], object]:
+    """How the module runs ``NAME``: every match (``finditer``/``findall`` anywhere), or
+    ``match`` where it only ever matches from the start (``NAME.match(``, ``.fullmatch(``,
+    or seff's old ``_match(NAME, ...)``, which called fullmatch), else ``search``. Read in
+    that module only (tests/regex_sites.py pools every module's uses of a name)."""
     module, _, attr = name.rpartition(".")
     source = Path(importlib.import_module(module).__file__ or "").read_text()
     uses = set(re.findall(rf"\b{re.escape(attr)}\.([a-z]+)\(", source))
     if re.search(rf"\b_match\({re.escape(attr)},", source):
         uses.add("fullmatch")
-    return bool(uses) and uses <= {"match", "fullmatch"}
+    if uses & {"finditer", "findall"}:
+        return lambda text: sum(1 for _ in compiled.finditer(text))
+    return compiled.match if uses and uses <= {"match", "fullmatch"} else compiled.search
 
 
 def measure(names: list[str], length: int, cap: float, old: dict[str, dict]) -> dict[str, dict]:
@@ -139,7 +142,7 @@ def measure(names: list[str], length: int, cap: float, old: dict[str, dict]) -> 
         site = sites.get(name)
         if site is not None and isinstance(site.pattern, str):
             compiled = re.compile(site.pattern, site.flags)
-            run = compiled.match if _anchored(name) else compiled.search
+            run = _runner(name, compiled)
             made_from = old[name]["pattern"] if name in old else site.pattern  # same strings
             out[name] = {"pattern": site.pattern, **worst(made_from, run, length, cap)}
         elif (short := name.removeprefix("tuneadvisor.")) in REPLACED and name in old:
@@ -222,8 +225,8 @@ def render(base: str, names: list[str], before: dict, after: dict, args: argpars
             f"Recorded {now} UTC by `.venv/bin/python bench/regex_worst.py --base {base} "
             f"--record` (load average {args.load_start:.2f} at the start, {load[0]:.2f} at the "
             f"end, {os.cpu_count()} CPUs, shared). Each pattern that the linearity rule's "
-            f"`KNOWN` list held at {base}, run as its module runs it (search, or match where it "
-            "only matches from the start) over "
+            f"`KNOWN` list held at {base}, run as its module runs it (every match for "
+            "finditer/findall, match where it only matches from the start, else search) over "
             f"{args.chars:,} characters of one unit repeated (the slowest unit of its own "
             "characters and literal words, after a 2,000-character screen); each search "
             f"stopped at {args.cap:g} s. After: the pattern now under the same name, or, "
