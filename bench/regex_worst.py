@@ -60,13 +60,23 @@ def _literal_words(pattern: str) -> list[str]:
     return sorted({w for w in words if len(w) >= 2})[:20]
 
 
-def units(pattern: str) -> list[str]:
+# Units a pattern's characters rarely make by chance: a construct opened and never closed.
+SHAPES = {
+    "tuneadvisor.slurm.launch_line.variables._REFERENCE": ["${A:-", "${A:-$"],
+    "tuneadvisor.trainscript.argparse_options._SHELL_ARITHMETIC": ["$((", "$((x"],
+    "tuneadvisor.advisor.toml_text._TOML_TOKENS": ['"\\"', "'", '"""\\"', "'" * 3, '"'],
+    "tuneadvisor.metrics.dcgm_exporter._LABEL": ['a="\\"', "a ="],
+    "tuneadvisor.slurm.jobscript.tuned_from._LINE": [" (sha256:abcdef12) measured with  "],
+}
+
+
+def units(pattern: str, name: str = "") -> list[str]:
     chars = sorted(set(re.sub(r"\\.", "", pattern)) - set("()[]{}?*+|^$\\") | set(EXTRA))
     words = _literal_words(pattern)
     found = list(chars) + words + [a + b for a in words for b in [*words, " ", "0"]][:60]
     rng = random.Random(34)
     found += ["".join(rng.choices(chars, k=rng.randint(2, 12))) for _ in range(40)]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys([*SHAPES.get(name, []), *found]))
 
 
 def _time(run: object, text: str | bytes, cap: float) -> float:
@@ -81,7 +91,9 @@ def _time(run: object, text: str | bytes, cap: float) -> float:
     return time.perf_counter() - start
 
 
-def worst(pattern: str, run: Callable[[str], object], length: int, cap: float) -> dict:
+def worst(
+    pattern: str, run: Callable[[str], object], length: int, cap: float, name: str = ""
+) -> dict:
     """The slowest unit (made from ``pattern``) and its time through ``run`` over ``length``
     characters."""
 
@@ -89,7 +101,7 @@ def worst(pattern: str, run: Callable[[str], object], length: int, cap: float) -
         return (unit * (size // len(unit) + 1))[:size]
 
     screened = sorted(
-        ((_time(run, subject(u, 2_000), cap), u) for u in units(pattern)), reverse=True
+        ((_time(run, subject(u, 2_000), cap), u) for u in units(pattern, name)), reverse=True
     )
     best = (0.0, "")
     for _, unit in screened[:3]:
@@ -144,11 +156,11 @@ def measure(names: list[str], length: int, cap: float, old: dict[str, dict]) -> 
             compiled = re.compile(site.pattern, site.flags)
             run = _runner(name, compiled)
             made_from = old[name]["pattern"] if name in old else site.pattern  # same strings
-            out[name] = {"pattern": site.pattern, **worst(made_from, run, length, cap)}
+            out[name] = {"pattern": site.pattern, **worst(made_from, run, length, cap, name)}
         elif (short := name.removeprefix("tuneadvisor.")) in REPLACED and name in old:
             function = REPLACED[short]
             run = getattr(importlib.import_module(name.rsplit(".", 1)[0]), function)
-            found = worst(old[name]["pattern"], run, length, cap)
+            found = worst(old[name]["pattern"], run, length, cap, name)
             out[name] = {"pattern": old[name]["pattern"], "code": f"{function}()", **found}
         else:
             out[name] = {"pattern": None}
