@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- regex-worst:begin -->", "<!-- regex-worst:end -->"
@@ -93,7 +94,7 @@ def _time(run: object, text: str | bytes, cap: float) -> float:
 
 def worst(
     pattern: str, run: Callable[[str], object], length: int, cap: float, name: str = ""
-) -> dict:
+) -> dict[str, Any]:
     """The slowest unit (made from ``pattern``) and its time through ``run`` over ``length``
     characters."""
 
@@ -141,7 +142,9 @@ def _runner(name: str, compiled: re.Pattern[str]) -> Callable[[str], object]:
     return compiled.match if uses and uses <= {"match", "fullmatch"} else compiled.search
 
 
-def measure(names: list[str], length: int, cap: float, old: dict[str, dict]) -> dict[str, dict]:
+def measure(
+    names: list[str], length: int, cap: float, old: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
     """Each ``module.NAME`` (or ``path:line``) site's pattern, timed: in this interpreter's
     tuneadvisor and tests/regex_sites.py (the ones first on sys.path). A name no longer
     there: the function in REPLACED, over strings made from its ``old`` pattern."""
@@ -149,7 +152,7 @@ def measure(names: list[str], length: int, cap: float, old: dict[str, dict]) -> 
 
     sites = {s.where: s for s in [*regex_sites.module_patterns(), *regex_sites.call_sites()]}
     signal.signal(signal.SIGALRM, _on_alarm)
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in names:
         site = sites.get(name)
         if site is not None and isinstance(site.pattern, str):
@@ -186,7 +189,7 @@ def known_sites(commit: str) -> list[str]:
         _checkout(commit, tree_dir)
         names = _run_in(tree_dir, ["--list-names"])
     # one name a pattern: its module-level name where it has one (listed first)
-    first = {p: w for w, p in reversed(names)}  # type: ignore[misc]
+    first = {p: w for w, p in reversed(names)}
     return sorted(w for p, w in first.items() if p in known)
 
 
@@ -201,7 +204,7 @@ def _checkout(commit: str, into: str) -> None:
     subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
 
 
-def _run_in(tree_dir: str, args: list[str]) -> object:
+def _run_in(tree_dir: str, args: list[str]) -> Any:
     """This script, run with ``tree_dir``'s tuneadvisor and tests/regex_sites.py."""
     env = {**os.environ, "PYTHONPATH": tree_dir}
     out = subprocess.run(
@@ -213,7 +216,7 @@ def _run_in(tree_dir: str, args: list[str]) -> object:
     return json.loads(out.stdout)
 
 
-def _fmt(entry: dict, cap: float) -> str:
+def _fmt(entry: dict[str, Any], cap: float) -> str:
     if entry.get("pattern") is None:
         return "not found"
     seconds = entry["seconds"]
@@ -222,7 +225,13 @@ def _fmt(entry: dict, cap: float) -> str:
     return f"{code}{shown} ({entry['unit'][:16]!r})".replace("|", "\\|")
 
 
-def render(base: str, names: list[str], before: dict, after: dict, args: argparse.Namespace) -> str:
+def render(
+    base: str,
+    names: list[str],
+    before: dict[str, Any],
+    after: dict[str, Any],
+    args: argparse.Namespace,
+) -> str:
     load = os.getloadavg()
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
     rows = [
@@ -282,8 +291,8 @@ def main() -> None:
         common = ["--chars", str(args.chars), "--cap", str(args.cap), "--names", json.dumps(names)]
         before = _run_in(tree_dir, common)
     print("after:", file=sys.stderr)
-    after = measure(names, args.chars, args.cap, before)  # type: ignore[arg-type]
-    section = render(args.base, names, before, after, args)  # type: ignore[arg-type]
+    after = measure(names, args.chars, args.cap, before)
+    section = render(args.base, names, before, after, args)
     print(section)
     if args.record:
         sys.path.insert(0, str(REPO / "bench"))

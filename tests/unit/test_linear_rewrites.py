@@ -7,9 +7,11 @@ the generated text stays below it."""
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Callable
 
-from hypothesis import assume, example, given
+import pytest
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from tuneadvisor.advisor import rules, toml_text
@@ -292,3 +294,50 @@ def test_each_rewrite_reads_as_its_old_pattern(data: st.DataObject) -> None:
     for what, texts, old, new in CASES:
         text = data.draw(texts, what)
         assert new(text) == old(text), what
+
+
+# --- the code that replaced a pattern is linear too: long strings of one unit repeated
+
+_SCANNERS: list[tuple[str, Callable[[str], object], str]] = [
+    ("toml", lambda t: list(toml_text._structure(t)), "\"'\\#[]{}=,\n.a "),
+    ("dcgm line", dcgm_exporter._parse_line, 'a_{}" \\,=9'),
+    ("dcgm labels", dcgm_exporter._labels, 'a_" \\,=9'),
+    ("references", variables.references, "${A:-}$ "),
+    ("expand", lambda t: variables.expand_word(t, {"A": "x"}), "${A:-}$ \"'"),
+    ("arithmetic", argparse_options._arithmetic, "$(()x\n"),
+    ("tuned from", lambda t: tuned_from._split(tuned_from.PREFIX + t), " (sha256:ab1) with\t"),
+    ("model name", names._model_name, "model_net0G"),
+    ("python lines", parsed._lines, "a\r\n"),
+    ("short uuid", gpu.short_uuid, "AG-0aF1"),
+]
+
+
+class _Hang(BaseException):
+    pass
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise _Hang
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.data())
+def test_the_code_that_replaced_a_pattern_ends_quickly_on_long_strings(
+    data: st.DataObject,
+) -> None:
+    """40,000 characters of a unit of the characters that matter to each (the shape that
+    made the old patterns quadratic), under a hang guard of 20 s each, never a timed
+    assert: bench/regex_worst.py measures."""
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        for what, run, alphabet in _SCANNERS:
+            unit = data.draw(st.text(alphabet=alphabet, min_size=1, max_size=8), what)
+            signal.alarm(20)
+            try:
+                run((unit * (40_000 // len(unit) + 1))[:40_000])
+            except _Hang:
+                pytest.fail(f"{what} ran 20 s on {unit!r} repeated")
+            finally:
+                signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
