@@ -92,6 +92,11 @@ PARTS = (
         ".venv/bin/python bench/prediction_bench.py --steps 30 --warmup 8 --repeats 2",
     ),
     Part(
+        "regex-worst",
+        "backtracking patterns, worst search before and after (issue 34, class 5)",
+        ".venv/bin/python bench/regex_worst.py --base 4318e5e --record",
+    ),
+    Part(
         "trace-bench",
         "torch.profiler traces: HTA agreement, speed and memory, 1 GB, `report` (issue 22)",
         "bench/.hta-venv/bin/python bench/trace_bench.py",

@@ -11,9 +11,11 @@ retry there; it stays linear in the text when:
   the start of the text, that the pattern itself cannot start with (else a search starting
   at each character of one long run re-reads the run from each: ``\\d+x`` over "1111...",
   40,000 characters in 28 s), or that a lookbehind at its start refuses
-  (``(?<![0-9])[0-9]+x``: no try starts inside the run),
+  (``(?<![0-9])[0-9]+x``: no try starts inside the run; MULTILINE's ``^`` at the start is
+  the lookbehind ``(?<![^\n])``: no try starts inside a line),
 - a bounded repetition is short (at most ``MAX_BOUND``; an anchored pattern may repeat up to
-  ``MAX_ANCHORED_BOUND``: it is tried from one place only).
+  ``MAX_ANCHORED_BOUND``: it is tried from one place only, and so is a branch or group that
+  begins with ``^``, as ``x|^(?=.{0,4096}?y)``, whatever the rest of the pattern).
 
 Character sets are compared over a sample of code points (ASCII, Latin-1, a few thousand
 more and every Unicode digit and space the readers meet), which is what the rule needs.
@@ -135,6 +137,18 @@ def _fixed_simple(items: list[tuple[Any, Any]]) -> bool:
     return True
 
 
+def _at_start(items: list[tuple[Any, Any]], flags: int) -> bool:
+    """``items`` begin with ``\\A`` or ``^`` (not MULTILINE's), perhaps inside a group."""
+    if not items:
+        return False
+    op, av = items[0]
+    if op is C.SUBPATTERN:
+        return _at_start(list(av[-1]), flags)
+    return op is C.AT and (
+        av is C.AT_BEGINNING_STRING or (av is C.AT_BEGINNING and not flags & re.MULTILINE)
+    )
+
+
 def problems(  # noqa: C901 - one walk over the parsed pattern, a branch per kind of item
     pattern: str | bytes, flags: int = 0, *, anchored: bool = False
 ) -> list[str]:
@@ -158,8 +172,10 @@ def problems(  # noqa: C901 - one walk over the parsed pattern, a branch per kin
         behind = list(items[0][1][1])
         if len(behind) == 1 and behind[0][0] in ONE_CHAR:
             guard = char_set(behind[0][0], behind[0][1], flags)
+    elif lead == (C.AT, C.AT_BEGINNING) and flags & re.MULTILINE:
+        # MULTILINE's ``^``: tried at the start of a line only, as ``(?<![^\n])``
+        guard = frozenset(UNIVERSE) - {"\n"}
     found: list[str] = []
-    bound = MAX_ANCHORED_BOUND if anchored else MAX_BOUND
 
     def then(rest: list[tuple[Any, Any]], follow: First) -> First:
         """What may come after a point: the rest of its sequence, then what follows that."""
@@ -168,12 +184,16 @@ def problems(  # noqa: C901 - one walk over the parsed pattern, a branch per kin
             return First(after.chars | follow.chars, follow.nullable)
         return after
 
-    def walk(seq: list[tuple[Any, Any]], follow: First) -> None:
-        """``follow``: what may come after ``seq`` (nullable: the match may end there)."""
+    def walk(seq: list[tuple[Any, Any]], follow: First, anchored: bool = anchored) -> None:
+        """``follow``: what may come after ``seq`` (nullable: the match may end there).
+        ``anchored``: ``seq`` is tried from the start of the text only, as the whole
+        pattern is or as a branch that begins with ``^`` is (``x|^(?=.{0,4096}?y)``)."""
+        anchored = anchored or _at_start(seq, flags)
+        bound = MAX_ANCHORED_BOUND if anchored else MAX_BOUND
         for i, (op, av) in enumerate(seq):
             if op in REPEATS and av[1] == 1:
                 # an optional part (``?``): not a repetition, its inside followed by the rest
-                walk(list(av[2]), then(seq[i + 1 :], follow))
+                walk(list(av[2]), then(seq[i + 1 :], follow), anchored)
             elif op in REPEATS:
                 low, high, body = av
                 body = list(body)
@@ -210,14 +230,14 @@ def problems(  # noqa: C901 - one walk over the parsed pattern, a branch per kin
                     # each try inside a long run reads up to ``low`` before it fails
                     found.append(f"a repetition of at least {low}, tried inside a run")
             elif op is C.SUBPATTERN:
-                walk(list(av[-1]), then(seq[i + 1 :], follow))
+                walk(list(av[-1]), then(seq[i + 1 :], follow), anchored)
             elif op is C.BRANCH:
                 for branch in av[1]:
-                    walk(list(branch), then(seq[i + 1 :], follow))
+                    walk(list(branch), then(seq[i + 1 :], follow), anchored)
             elif op in (C.ASSERT, C.ASSERT_NOT):
-                walk(list(av[1]), First(frozenset(), True))
+                walk(list(av[1]), First(frozenset(), True), anchored)
             elif op is getattr(C, "ATOMIC_GROUP", None):
-                walk(list(av), then(seq[i + 1 :], follow))
+                walk(list(av), then(seq[i + 1 :], follow), anchored)
 
     walk(items, First(frozenset(), True))
     return sorted(set(found))

@@ -22,53 +22,10 @@ from hypothesis import strategies as st
 from tests.regex_linearity import problems
 from tests.regex_sites import Site, call_sites, module_patterns
 
-# Found by this audit and still to rewrite (each with its module). The torch.profiler
-# trace's own patterns (profile/trace/) are rewritten by that reader's work.
-# fmt: off
-KNOWN: frozenset[str | bytes] = frozenset({
-    # trainscript/parsed.py: findall from each line's start, every try consumes its line
-    '[^\\r\\n]*(?:\\r\\n|\\r|\\n)|[^\\r\\n]+\\Z',
-    '^[a-z][a-z0-9]*(-[a-z0-9]+)*$',  # advisor/rules.py
-    # advisor/toml_text.py
-    '"""(?:[^\\\\]|\\\\.)*?"""|\\\'\\\'\\\'.*?\\\'\\\'\\\'|"(?:[^"\\\\\\n]|\\\\.)*"|\\\'[^\\\'\\n]*\\\'|#[^\\n]*|[\\[\\]{}]|[=,\\n]|\\.',
-    # metrics/dcgm_exporter.py
-    '^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\\{(?P<labels>(?:[^\\"}]|\\"(?:[^\\"\\\\]|\\\\.)*\\")*)\\})?\\s+(?P<value>\\S+)(?:\\s+(?P<ts>-?[0-9]+))?\\s*$',
-    # metrics/dcgm_exporter.py
-    '\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*=\\s*"((?:[^"\\\\]|\\\\.)*)"\\s*,?',
-    '^(?:# (?:HELP|TYPE) )?DCGM_FI_[A-Z0-9_]+[{\\s]',  # metrics/dcgm_exporter.py
-    'Function: (.*) at line ([0-9]{1,9})',  # profile/text_table.py
-    ' *(\\S+) seconds - (.*):([0-9]{1,9}) - (.*)',  # profile/text_table.py
-    # profile/trace/classify.py
-    'tensorop|xmma|hmma|gmma|imma|[hsi](?:884|1688|16816|16832)|(?:gemm|mma|conv|fprop|dgrad|wgrad).*(?:bf16|fp16|f16|tf32|half)|(?:bf16|fp16|f16|tf32|half).*(?:gemm|mma|conv|fprop|dgrad|wgrad)|flash_?(?:fwd|bwd|attn)|fmha',
-    '(?:[A-Z]+-)+[0-9a-fA-F]{8}',  # workspace/site_checks/gpu.py
-    # slurm/joblog/scan.py
-    '(?:DataLoader worker \\(pid\\(?s?\\)? ?[0-9, ]{0,256}\\)? is killed by signal: Bus error)|(?:bus error encountered in worker)|(?:insufficient shared memory)|(?:unable to write to file </torch_)|(?:^(?=.{0,4096}?No space left)(?=.{0,4096}?(?:/dev/shm|torch_)))|(?:^\\s{0,200}Bus error\\b)',  # noqa: E501
-    # slurm/jobscript/array_range.py
-    '^[ \\t]*(?:(?:declare|local|typeset)\\s+-a\\s+)?([A-Za-z_]\\w*)=\\(',
-    # slurm/jobscript/tuned_from.py
-    '# tuneadvisor: tuned from (?P<evidence>.*) \\(sha256:(?P<digest>[0-9a-f]{8,64})\\) measured with(?P<alloc>(?: \\S+)*)\\s*',  # noqa: E501
-    '.+[_-]wrapper',  # slurm/launch_line/commands.py
-    '<<-?\\s*([\'\\"]?)([A-Za-z_][A-Za-z_0-9]*)\\1',  # slurm/launch_line/lexing.py
-    '#!.*\\b(?:ba|da|k|z)?sh\\b',  # slurm/launch_line/search.py
-    # slurm/launch_line/variables.py
-    '\\$(?:(?P<bare>[A-Za-z_][A-Za-z0-9_]*)|\\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?-)(?P<default>[^}]*))?\\})',
-    '(?:^|\\s+)([A-Za-z][A-Za-z0-9_:/]*)=',  # slurm/client/scontrol.py
-    '(\\S.*?)(?: \\(exit code ([0-9]+)\\))?',  # slurm/accounting/seff.py
-    # slurm/accounting/seff.py
-    '(?P<pct>[0-9]+(?:\\.[0-9]+)?)\\s*%\\s+(?:(?:(?P<used>\\S+)\\s+)?of\\s+(?P<cw>\\S+)\\s+core-walltime|\\((?:(?P<used2>\\S+)\\s+of\\s+)?(?P<cw2>\\S+)\\s+core-walltime\\))',
-    # slurm/accounting/seff.py
-    '(?P<pct>[0-9]+(?:\\.[0-9]+)?)\\s*%\\s+(?:(?P<wall>\\S+)\\s+)?of\\s+(?P<limit>\\S+)\\s+time limit',  # noqa: E501
-    '([0-9]+(?:\\.[0-9]+)?)\\s*([KMGTP]B)( \\(estimated maximum\\))?',  # slurm/accounting/seff.py
-    # slurm/accounting/seff.py
-    '(?P<pct>[0-9]+(?:\\.[0-9]+)?)\\s*%\\s+(?:(?P<used>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<used_unit>[KMGTP]B)(?:\\s+\\((?P<task_min>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<task_min_unit>[KMGTP]B)\\s+to\\s+(?P<task_max>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<task_max_unit>[KMGTP]B)\\s*/\\s*task\\))?\\s+)?of\\s+(?P<req>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<req_unit>[KMGTP]B)(?:\\s+\\((?P<per>[0-9]+(?:\\.[0-9]+)?)\\s*(?P<per_unit>[KMGTP]B)\\s*/\\s*(?P<per_what>node|core|task)\\))?',
-    '#{2,}(?:\\s.*\\s#{2,})?',  # slurm/accounting/seff.py
-    '(?:^|,)(?:gres[:/])?gpu(?::[^:,(]+)?:([0-9]+)',  # slurm/units.py
-    '\\$\\(\\((.*?)\\)\\)',  # trainscript/argparse_options.py
-    # trainscript/names.py
-    '^(?:[a-z0-9]*_)*(?:model|net|network)(?:_?[A-Z0-9][A-Za-z0-9]*)?$|^[a-z0-9]*(?:model|net)$|^model_engine$',
-    ' *([0-9]+): ',  # watch/remote.py
-})
-# fmt: on
+# Patterns found by this audit and not yet rewritten, each with its module: none left (the
+# last 28 were rewritten for issue 34; bench/regex_worst.py times them before and after).
+# A pattern listed here must say why it cannot be made linear.
+KNOWN: frozenset[str | bytes] = frozenset()
 
 # Sites whose pattern is built at run time, and how each is held instead.
 DYNAMIC = {
@@ -116,6 +73,9 @@ def test_every_pattern_built_at_run_time_is_accounted_for() -> None:
         (r"(a+)+b", False, "holds a repetition"),
         (r"(a|ab)*c", False, "holds a repetition or a choice"),
         (r"x.{0,5000}y", False, "up to 5000"),
+        (r"x|y.{0,5000}^", False, "up to 5000"),  # the ^ after the repetition: no anchor
+        (r"(?m)^\s*x", False, "may start with"),  # \s runs over line breaks
+        (r"(?m)^a|[a-z]+x", False, "may start with"),  # a branch of its own, unguarded
     ],
 )
 def test_the_rule_refuses_the_shapes_that_backtrack(
@@ -132,6 +92,8 @@ def test_the_rule_refuses_the_shapes_that_backtrack(
         r"#SBATCH\s+--(\S+)",
         r"(?<![0-9])([0-9]+)\.([0-9]+)",
         r"\d+",
+        r"Bus error|^(?=.{0,4096}?No space left)(?=.{0,4096}?(?:/dev/shm|torch_))",
+        r"(?m)^[ \t]*([A-Za-z_]\w*)=\(",
     ],
 )
 def test_the_rule_takes_linear_shapes(pattern: str) -> None:

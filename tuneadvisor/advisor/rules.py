@@ -41,7 +41,8 @@ TOP_KEYS = frozenset(
 )
 SUGGEST_KEYS = frozenset({"sbatch", "script", "env"})
 CASE_KEYS = frozenset({"name", "facts", "fires", "expect"})
-ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+# lowercase words joined by single "-": these characters, and no "--" or "-" at the end
+ID_PATTERN = re.compile(r"[a-z][a-z0-9-]*")
 _FACT_NAMES = frozenset(FACTS)  # built once, not once per expression
 
 
@@ -146,7 +147,7 @@ class _Loader:
             if key not in TOP_KEYS:
                 raise self.fail(f"unknown key '{key}' (known: {', '.join(sorted(TOP_KEYS))})", key)
         rule_id = self.string(data, "id")
-        if not ID_PATTERN.match(rule_id):
+        if not ID_PATTERN.fullmatch(rule_id) or "--" in rule_id or rule_id.endswith("-"):
             raise self.fail(f"id '{rule_id}' must be lowercase words joined by '-'", "id")
         if rule_id != self.path.stem:
             raise self.fail(f"id '{rule_id}' must match the file name '{self.path.stem}'", "id")

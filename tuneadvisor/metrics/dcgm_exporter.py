@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 from tuneadvisor.metrics.plausible import GpuBound
@@ -66,12 +67,13 @@ _FIELDS: dict[str, tuple[str, Callable[[float], float]]] = {
     "PROF_NVLINK_TX_BYTES": ("nvlink_tx_mib_s", _mib_of_bytes),
     "PROF_NVLINK_RX_BYTES": ("nvlink_rx_mib_s", _mib_of_bytes),
 }
-_LINE = re.compile(
-    r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)"
-    r"(?:\{(?P<labels>(?:[^\"}]|\"(?:[^\"\\]|\\.)*\")*)\})?"
-    r"\s+(?P<value>\S+)(?:\s+(?P<ts>-?[0-9]+))?\s*$"
-)
-_LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
+# A sample line is read in parts: its name, its {labels} (quoted values with backslash
+# escapes, scanned by hand: as one pattern they backtracked), then the value and timestamp.
+_NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+_QUOTE_OR_CLOSE = re.compile(r'["}]')
+_QUOTED_STOP = re.compile(r'["\\]')
+_VALUE_AND_STAMP = re.compile(r"\s+(?P<value>\S+)(?:\s+(?P<ts>-?[0-9]+))?\s*")
+_LABEL_NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _SNIFF = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_FI_[A-Z0-9_]+[{\s]", re.MULTILINE)
 
 
@@ -80,13 +82,81 @@ def sniff(text: str) -> bool:
     return bool(_SNIFF.search(text[:4096]))
 
 
+class _Line(NamedTuple):
+    name: str
+    labels: str | None  # between the braces, as written
+    value: str
+    ts: str | None
+
+
+def _quoted_end(text: str, pos: int) -> int | None:
+    """Past the ``"`` that closes the string opened just before ``pos`` (a backslash quotes
+    the next character but a line break); None when it is not closed."""
+    while (stop := _QUOTED_STOP.search(text, pos)) is not None:
+        at = stop.start()
+        if text[at] == '"':
+            return at + 1
+        if text.startswith("\n", at + 1) or at + 1 >= len(text):
+            return None
+        pos = at + 2
+    return None
+
+
+def _parse_line(line: str) -> _Line | None:
+    """``NAME{LABELS} VALUE [TIMESTAMP]``, as Prometheus' text format writes a sample."""
+    name = _NAME.match(line)
+    if name is None:
+        return None
+    pos, labels = name.end(), None
+    if line.startswith("{", pos):
+        end = pos + 1
+        while (stop := _QUOTE_OR_CLOSE.search(line, end)) is not None:
+            if line[stop.start()] == "}":
+                break
+            closed = _quoted_end(line, stop.start() + 1)
+            if closed is None:
+                return None
+            end = closed
+        if stop is None:
+            return None
+        labels, pos = line[pos + 1 : stop.start()], stop.start() + 1
+    rest = _VALUE_AND_STAMP.fullmatch(line, pos)
+    if rest is None:
+        return None
+    return _Line(name.group(), labels, rest["value"], rest["ts"])
+
+
 def _labels(raw: str | None) -> dict[str, str]:
-    if not raw:
-        return {}
-    out = {}
-    for match in _LABEL.finditer(raw):
-        value = match.group(2).replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-        out[match.group(1)] = value
+    """``gpu="0",UUID="GPU-..."``: each NAME="VALUE" (blanks around ``=`` allowed), the
+    rest skipped. Found from each ``=``: the name just before it, the quoted value after."""
+    out: dict[str, str] = {}
+    raw = raw or ""
+    pos, size = 0, len(raw)
+    while (equals := raw.find("=", pos)) >= 0:
+        end = equals
+        while end > pos and raw[end - 1].isspace():
+            end -= 1
+        start = end
+        while start > pos and raw[start - 1] in _LABEL_NAME:
+            start -= 1
+        while start < end and raw[start] in "0123456789":  # a name starts with a letter or _
+            start += 1
+        quote = equals + 1
+        while quote < size and raw[quote].isspace():
+            quote += 1
+        if start == end or not raw.startswith('"', quote):
+            pos = equals + 1
+            continue
+        closed = _quoted_end(raw, quote + 1)
+        if closed is None:  # no later value can close either
+            break
+        value = raw[quote + 1 : closed - 1]
+        value = value.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+        out[raw[start:end]] = value
+        pos = closed
+        while pos < size and raw[pos].isspace():
+            pos += 1
+        pos += raw.startswith(",", pos)
     return out
 
 
@@ -126,19 +196,19 @@ def parse_dcgm_exporter(text: str) -> MetricsSeries:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        match = _LINE.match(line)
+        match = _parse_line(line)
         if match is None:
             raise DcgmExporterError(f"line {number}: not a Prometheus sample: {line[:60]!r}")
-        name = match.group("name")
+        name = match.name
         known = _field(name)
         if known is None:
             continue
-        labels = _labels(match.group("labels"))
+        labels = _labels(match.labels)
         if "gpu" not in labels:
             unlabelled += 1
             continue
         device = _device_key(labels)
-        stamp = match.group("ts")
+        stamp = match.ts
         moment = None if stamp is None else _stamp_ms(stamp)
         if stamp is not None and moment is None:
             raise DcgmExporterError(
@@ -149,7 +219,7 @@ def parse_dcgm_exporter(text: str) -> MetricsSeries:
         if moment is not None:
             key: _Key = (device, moment)
         else:
-            series = (name, match.group("labels") or "")
+            series = (name, match.labels or "")
             seen[series] = seen.get(series, 0) + 1
             key = (device, seen[series])
         t = None if moment is None else moment / 1000.0
@@ -158,7 +228,7 @@ def parse_dcgm_exporter(text: str) -> MetricsSeries:
             if not bound.admit(device):
                 continue
             row = rows[key] = _Row(labels, t)
-        value = _number(match.group("value"))
+        value = _number(match.value)
         if value is not None:
             row.values[known[0]] = known[1](value)
     if not rows:

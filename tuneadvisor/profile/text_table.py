@@ -58,12 +58,15 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 _TIMER = re.compile(r"( *)Timer unit: (\S+) s")
 _TOTAL = re.compile(r"Total time: (\S+) s")
 _FILE = re.compile(r"File: (.*)")
-_FUNCTION = re.compile(r"Function: (.*) at line ([0-9]{1,9})")
+# A function's name and a file's path in one line, at most (no real one is near it; bounded,
+# the search for " at line " and ":N - " after them is tried from one place only)
+_MAX_NAME = 65536
+_FUNCTION = re.compile(rf"Function: (.{{0,{_MAX_NAME}}}) at line ([0-9]{{1,9}})")
 _MISSING = re.compile(r"Could not find file (.*)")
 _HEADER = re.compile(r" *(Line #) +(Hits) +(Time) +(Per Hit) +(% Time) +Line Contents")
 _RULE = re.compile(r"=+")
 _BLANK = re.compile("")
-_SUMMARY = re.compile(r" *(\S+) seconds - (.*):([0-9]{1,9}) - (.*)")
+_SUMMARY = re.compile(rf" *(\S+) seconds - (.{{0,{_MAX_NAME}}}):([0-9]{{1,9}}) - (.*)")
 # As line_profiler prints them ('%d', '%5.1f', '%g'); bounded, so int() and float() stay cheap.
 # Hits as '%d', or '%g' past the column's width ('1e+09', '1.23457e+09').
 _HITS = re.compile(r"[0-9]{1,40}|[0-9](?:\.[0-9]{1,40})?e\+[0-9]{1,3}")

@@ -285,7 +285,8 @@ _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _DURATION = re.compile(r"(?:([0-9]+)-)?(?:([0-9]+):)?([0-9]+):([0-9]+(?:\.[0-9]+)?)")
 # Time limits that are no limit: sacct's and scontrol's words, and sinfo's.
 _NO_LIMIT = frozenset({"UNLIMITED", "INFINITE", "N/A", "PARTITION_LIMIT", "INVALID", ""})
-_GRES_GPU = re.compile(r"(?:^|,)(?:gres[:/])?gpu(?::[^:,(]+)?:([0-9]+)")
+# at the start or after a comma: a lookbehind (a try never starts inside a type's name)
+_GRES_GPU = re.compile(r"(?<![^,])(?:gres[:/])?gpu(?::[^:,(]+)?:([0-9]+)")
 
 
 def to_mib(number: float, suffix: str) -> float:

@@ -31,7 +31,6 @@ from tuneadvisor.trainscript.scans.results import (
 Resolve = Callable[[ast.expr], Origin]
 
 _SHELL_VAR = re.compile(r"\$\{?#?([A-Za-z_][A-Za-z0-9_]*)")
-_SHELL_ARITHMETIC = re.compile(r"\$\(\((.*?)\)\)")
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHELL_COMMAND = re.compile(r"\$\(|`")
 _NPROC_COMMAND = re.compile(r"\$\(\s*nproc\s*\)|`\s*nproc\s*`")
@@ -82,9 +81,27 @@ def launch_origin(raw: str, option: ArgOption, negated: bool) -> Origin:
 def _shell_variables(raw: str) -> list[str]:
     """Variables a shell word expands: `$X`, `${X:-1}`, and names inside `$((X - 1))`."""
     names = _SHELL_VAR.findall(raw)
-    for expression in _SHELL_ARITHMETIC.findall(raw):
+    for expression in _arithmetic(raw):
         names += [name for name in _SHELL_NAME.findall(expression) if name not in names]
     return names
+
+
+def _arithmetic(raw: str) -> list[str]:
+    """What each ``$((...))`` holds, up to its first ``))`` on the same line (what the
+    pattern ``\\$\\(\\((.*?)\\)\\)`` found), with str.find: each part of ``raw`` read once."""
+    found: list[str] = []
+    pos = 0
+    while (start := raw.find("$((", pos)) >= 0:
+        close = raw.find("))", start + 3)
+        if close < 0:  # nor does any later one close
+            break
+        newline = raw.find("\n", start + 3, close)
+        if newline >= 0:  # every "$((" before the line break runs into it
+            pos = newline + 1
+            continue
+        found.append(raw[start + 3 : close])
+        pos = close + 2
+    return found
 
 
 def collect_options(index: NodeIndex, resolve: Resolve) -> dict[str, ArgOption]:

@@ -48,10 +48,11 @@ def is_iterator_name(name: str) -> bool:
 
 # --- models -------------------------------------------------------------------------------
 
-_MODEL_NAME = re.compile(
-    r"^(?:[a-z0-9]*_)*(?:model|net|network)(?:_?[A-Z0-9][A-Za-z0-9]*)?$"
-    r"|^[a-z0-9]*(?:model|net)$|^model_engine$"
-)
+# A model's name: lowercase words joined by "_", the last one model/net/network with an
+# optional suffix (``ema_model``, ``netG``, ``net_D2``); ``resnet``/``mymodel``; model_engine.
+# Tried from each word's start (a pattern over the words before it backtracked).
+_MODEL_WORD = re.compile(r"(?:model|net|network)(?:_?[A-Z0-9][A-Za-z0-9]*)?")
+_LOWER_WORDS = re.compile(r"[a-z0-9_]*")
 _VERB_PREFIX = re.compile(
     r"^(?:build|create|get|load|make|init|initialize|save|setup|prepare|wrap|unwrap|freeze|"
     r"train|eval|evaluate|test|validate|export|print|log|compile|copy|run|summarize|count|"
@@ -66,13 +67,24 @@ MODEL_WRAPPERS = DDP_WRAPPERS | {"DataParallel", "create_model"}
 
 def is_model_name(name: str) -> bool:
     """``model``, ``net``, ``netG``, ``ema_model``; not ``build_model``."""
-    return bool(_MODEL_NAME.match(name)) and not _VERB_PREFIX.match(name)
+    return _model_name(name) and not _VERB_PREFIX.match(name)
 
 
 def is_model_factory(name: str) -> bool:
     """``build_model``, ``get_model``, ``load_model``: a verb, then a model name."""
     verb = _VERB_PREFIX.match(name)
-    return verb is not None and bool(_MODEL_NAME.match(name[verb.end() :]))
+    return verb is not None and _model_name(name[verb.end() :])
+
+
+def _model_name(name: str) -> bool:
+    if name == "model_engine":
+        return True
+    lower = _LOWER_WORDS.match(name)
+    words_end = lower.end() if lower is not None else 0
+    if words_end == len(name) and "_" not in name and name.endswith(("model", "net")):
+        return True  # resnet, mymodel
+    starts = [0, *(at + 1 for at in range(words_end) if name[at] == "_")]
+    return any(_MODEL_WORD.fullmatch(name, start) is not None for start in starts)
 
 
 def names_a_model_class(parts: list[str]) -> bool:

@@ -94,7 +94,7 @@ GROUP_LINES = 2000  # lines of one group, at least (a group ends where a stateme
 # not a closing bracket, not a clause that continues the statement above it.
 _MARGIN = re.compile(r"[^\s#)\]}]")
 _CONTINUES = re.compile(r"(?:else|elif|except|finally)\b")
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_LINE_END = re.compile(r"\r\n|\r|\n")  # Python's own line ends (not splitlines' others)
 
 
 def parse_module(
@@ -107,7 +107,7 @@ def parse_module(
     which also gives the syntax error with its own line number."""
     if len(text) < chunked_from or "barry_as_FLUFL" in text:  # that future changes the grammar
         return ast.parse(text)
-    lines = _LINE.findall(text)
+    lines = _lines(text)
     body: list[ast.stmt] = []
     start = 0
     try:
@@ -118,6 +118,17 @@ def parse_module(
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
         return ast.parse(text)
     return ast.Module(body=body, type_ignores=[])
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines, each with its line end."""
+    lines, start = [], 0
+    for end in _LINE_END.finditer(text):
+        lines.append(text[start : end.end()])
+        start = end.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
 
 
 def _group_ends(lines: list[str], group_lines: int) -> Iterator[int]:
@@ -138,7 +149,7 @@ def top_level_groups(text: str, group_lines: int = GROUP_LINES) -> Iterator[list
     whole text. A group's tree is the caller's to drop before asking for the next."""
     if "barry_as_FLUFL" in text:
         raise SyntaxError("the grammar changes: parsed whole")
-    lines = _LINE.findall(text)
+    lines = _lines(text)
     start = 0
     for end in _group_ends(lines, group_lines):
         yield ast.parse("\n" * start + "".join(lines[start:end])).body

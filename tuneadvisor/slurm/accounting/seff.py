@@ -71,7 +71,9 @@ def _size(name: str) -> str:
     return rf"(?P<{name}>[0-9]+(?:\.[0-9]+)?)\s*(?P<{name}_unit>[KMGTP]B)"
 
 
-_STATE = re.compile(r"(\S.*?)(?: \(exit code ([0-9]+)\))?")
+# A line's text is bounded (a state, a frame) at MAX_FIELD: no seff line is near it.
+MAX_FIELD = 4096
+_STATE = re.compile(rf"(\S.{{0,{MAX_FIELD}}}?)(?: \(exit code ([0-9]+)\))?")
 _STATE_LIST = re.compile(r"\[\s*'([^']+)'\s*\]")  # NeSI: "['OUT_OF_MEMORY']"
 # "90.91% of 00:00:11 core-walltime"; NeSI's "98.55% 00:01:08 of 00:01:09 core-walltime";
 # other sites' "90.91% (00:00:10 of 00:00:11 core-walltime)"
@@ -97,7 +99,7 @@ _MEM_EFF = re.compile(
 )
 _NOT_SEFF = ("Job not found", "Usage: seff", "Invalid job", "slurm_load_jobs error")
 # A site's framed form: "#### JOB EFFICIENCY REPORT ####", then "# Job ID:  131042", ...
-_BANNER_FRAME = re.compile(r"#{2,}(?:\s.*\s#{2,})?")
+_BANNER_FRAME = re.compile(rf"#{{2,}}(?:\s.{{0,{MAX_FIELD}}}\s#{{2,}})?")
 
 
 @dataclass(frozen=True)
@@ -309,8 +311,10 @@ def _layout(report: SeffReport) -> SeffReport:
     return replace(report, cores_per_node=cores // nodes) if cores % nodes == 0 else report
 
 
-def _match(pattern: re.Pattern[str], value: str, example: str) -> re.Match[str]:
-    match = pattern.fullmatch(value)
+def _matched(match: re.Match[str] | None, value: str, example: str) -> re.Match[str]:
+    """``PATTERN.fullmatch(value)``, or the error naming what the value should be like.
+    (Called with ``fullmatch`` written out: tests/regex_sites.py reads these patterns as
+    tried from the start only.)"""
     if match is None:
         raise SeffError(f"{value!r} is not like {example!r}")
     return match
@@ -341,13 +345,13 @@ def _state(b: _Builder, value: str) -> bool:
         if listed is None:
             return False
         value = listed[1]
-    match = _match(_STATE, value, "COMPLETED (exit code 0)")
+    match = _matched(_STATE.fullmatch(value), value, "COMPLETED (exit code 0)")
     b.set(state=match[1], exit_code=int(match[2]) if match[2] else None)
     return True
 
 
 def _cpu_eff(b: _Builder, value: str) -> None:
-    match = _match(_CPU_EFF, value, "90.91% of 00:00:11 core-walltime")
+    match = _matched(_CPU_EFF.fullmatch(value), value, "90.91% of 00:00:11 core-walltime")
     core_walltime = match["cw"] or match["cw2"]
     b.set(cpu_efficiency_pct=float(match["pct"]), core_walltime_s=parse_duration(core_walltime))
     used = match["used"] or match["used2"]
@@ -356,7 +360,7 @@ def _cpu_eff(b: _Builder, value: str) -> None:
 
 
 def _wall_of_limit(b: _Builder, value: str) -> None:
-    match = _match(_WALL_OF_LIMIT, value, "51.4% of 01:00:00 time limit")
+    match = _matched(_WALL_OF_LIMIT.fullmatch(value), value, "51.4% of 01:00:00 time limit")
     b.set(wall_pct_of_limit=float(match["pct"]), timelimit_s=parse_duration(match["limit"]))
     if match["wall"] and "wall_s" not in b.fields:
         b.set(wall_s=parse_duration(match["wall"]))
@@ -391,12 +395,12 @@ def _wall_clock(b: _Builder, value: str) -> None:
 
 
 def _mem_used(b: _Builder, value: str) -> None:
-    match = _match(_MEM_USED, value, "316.26 MB (estimated maximum)")
+    match = _matched(_MEM_USED.fullmatch(value), value, "316.26 MB (estimated maximum)")
     b.set(mem_used_mib=parse_size_mib(match[1], match[2]), mem_used_estimated=bool(match[3]))
 
 
 def _mem_eff(b: _Builder, value: str) -> None:
-    match = _match(_MEM_EFF, value, "13.16% of 200.00 MB (200.00 MB/node)")
+    match = _matched(_MEM_EFF.fullmatch(value), value, "13.16% of 200.00 MB (200.00 MB/node)")
     b.set(
         mem_efficiency_pct=float(match["pct"]),
         mem_requested_mib=_mib(match, "req"),

@@ -22,7 +22,9 @@ from tuneadvisor.slurm.units import (
     parse_tres,
 )
 
-_KEY = re.compile(r"(?:^|\s+)([A-Za-z][A-Za-z0-9_:/]*)=")
+# A key: at the line's start or after a blank (the lookbehind, not ``\s+`` before it: a
+# search then never re-reads a run of blanks or of key characters from inside it).
+_KEY = re.compile(r"(?<!\S)([A-Za-z][A-Za-z0-9_:/]*)=")
 _NO_VALUES = frozenset({"", "(null)", "N/A", "None", "Unknown"})
 
 

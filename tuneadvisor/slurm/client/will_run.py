@@ -21,8 +21,10 @@ from datetime import datetime
 
 __all__ = ["WillRun", "WillRunError", "parse_will_run"]
 
+# Matched from the line's start (sbatch's own prefix, "sbatch: ", or none), so the long node
+# list costs one pass.
 _LINE = re.compile(
-    r"Job ([0-9]{1,12}) to start at (\S{1,64}) using ([0-9]{1,9}) processors on "
+    r"[ \t]{0,16}(?:[a-z]{1,16}: )?Job ([0-9]{1,12}) to start at (\S{1,64}) using ([0-9]{1,9}) processors on "
     r"(?:nodes )?(\S{1,1024})(?: in partition (\S{1,256}))?"
 )
 _ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
@@ -44,7 +46,7 @@ class WillRun:
 def parse_will_run(said: str) -> WillRun | None:
     """The last start line of sbatch's stderr; None where it printed none. A start line
     whose time is not an ISO 8601 date and time is a ``WillRunError`` naming it."""
-    found = [m for line in said.splitlines() if (m := _LINE.search(line)) is not None]
+    found = [m for line in said.splitlines() if (m := _LINE.match(line)) is not None]
     if not found:
         return None
     match = found[-1]

@@ -19,7 +19,10 @@ __all__ = ["ArrayList", "array_task_ids", "indexed_list", "largest_task_id"]
 
 _MOST_IDS = 1_000_000  # far over any MaxArraySize; a hostile value is not expanded
 _RANGE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
-_LITERAL = re.compile(r"^[ \t]*(?:(?:declare|local|typeset)\s+-a\s+)?([A-Za-z_]\w*)=\(", re.M)
+# blanks of one line only (``[^\S\n]``): a try from a line's start never reads the next line
+_LITERAL = re.compile(
+    r"^[ \t]*(?:(?:declare|local|typeset)[^\S\n]+-a[^\S\n]+)?([A-Za-z_]\w*)=\(", re.M
+)
 _TASK_ID = r"\$?(?:\{SLURM_ARRAY_TASK_ID\}|SLURM_ARRAY_TASK_ID)"
 _OFFSET = r"(?:\s*([-+])\s*([0-9]+))?"
 # ${name[$SLURM_ARRAY_TASK_ID]}, ${name[SLURM_ARRAY_TASK_ID-1]}, ${name[$((SLURM_ARRAY_TASK_ID-1))]}

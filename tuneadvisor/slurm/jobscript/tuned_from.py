@@ -23,10 +23,11 @@ from tuneadvisor.slurm.jobscript.syntax import Line
 from tuneadvisor.slurm.units import parse_memory, render_memory
 
 PREFIX = "# tuneadvisor: tuned from "
-_LINE = re.compile(
-    r"# tuneadvisor: tuned from (?P<evidence>.*) \(sha256:(?P<digest>[0-9a-f]{8,64})\)"
-    r" measured with(?P<alloc>(?: \S+)*)\s*"
-)
+# PREFIX, the evidence, then this, then the allocation as words after single spaces, then
+# blanks. Read from the last such part back (as ``(?P<evidence>.*)`` took the longest): no
+# pattern over the whole line, whose ``.*`` and ``(?: \S+)*`` backtracked.
+_DIGEST = re.compile(r" \(sha256:(?P<digest>[0-9a-f]{8,64})\) measured with")
+_UNTIDY = re.compile(r"[^\S ]| (?= )")  # a blank other than a space, or two spaces
 _CORES = re.compile(r"--cpus-per-task=([1-9][0-9]{0,5})")
 _MEM = re.compile(r"--mem=([0-9]+[KMGTkmgt]?)")
 _WORKERS = re.compile(r"num_workers=([0-9]{1,6})")
@@ -72,17 +73,38 @@ def _header(job: JobScript) -> tuple[Line, ...]:
     return job.lines if end is None else job.lines[: end - 1]
 
 
-def _parse(text: str) -> TunedFrom | None:
-    match = _LINE.fullmatch(text)
-    if match is None:
+def _split(text: str) -> tuple[str, str, str] | None:
+    """(evidence, digest, allocation) of a "tuned from" line, None if it is not one."""
+    if not text.startswith(PREFIX):
         return None
-    alloc = match["alloc"]
+    words_end = len(text.rstrip())
+    # from ``tidy`` to ``words_end``: words after single spaces, wherever one starts
+    tidy = max((m.end() for m in _UNTIDY.finditer(text, 0, words_end)), default=0)
+    end = len(text)
+    while (at := text.rfind(" (sha256:", len(PREFIX), end)) >= 0:
+        digest = _DIGEST.match(text, at)
+        after = digest.end() if digest is not None else 0
+        if digest is not None and (
+            after >= words_end or (after >= tidy and text.startswith(" ", after))
+        ):
+            evidence = text[len(PREFIX) : at]
+            alloc = text[after:words_end]
+            return None if "\n" in evidence else (evidence, digest["digest"], alloc)
+        end = at + len(" (sha256:") - 1  # the next one back
+    return None
+
+
+def _parse(text: str) -> TunedFrom | None:
+    parts = _split(text)
+    if parts is None:
+        return None
+    evidence, digest, alloc = parts
     cores = _CORES.search(alloc)
     mem = _MEM.search(alloc)
     workers = _WORKERS.search(alloc)
     return TunedFrom(
-        evidence=match["evidence"],
-        digest=match["digest"],
+        evidence=evidence,
+        digest=digest,
         cpus_per_task=int(cores[1]) if cores else None,
         mem_mib=float(parse_memory(mem[1])) if mem else None,
         workers=int(workers[1]) if workers else None,

@@ -25,7 +25,6 @@ ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
 _PYTHON = re.compile(r"python[0-9.]*")
 _PREFIXES = {"then", "do", "else", "{", "!", "time", "exec", "nohup", "command", "builtin"}
 _SHELLS = {"bash", "sh", "dash", "zsh", "ksh"}
-_SITE_WRAPPER = re.compile(r".+[_-]wrapper")  # `apptainer_wrapper exec CMD` (CSC, LUMI...)
 _WRAPPER_VERBS = {"exec", "run"}
 _EXPANSION = re.compile(r'"?\$(?:\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)"?')  # a parameter, whole
 
@@ -103,7 +102,7 @@ def _step(words: list[str], found: Found) -> _Step:
     if program == "fabric" and rest[:1] == ["run"]:
         words = rest[2:] if rest[1:2] == ["model"] else rest[1:]
         return _runner("fabric run", LIGHTNING, words, found)
-    if _SITE_WRAPPER.fullmatch(program):
+    if _site_wrapper(program):
         verb = rest[:1] if rest[:1] and rest[0] in _WRAPPER_VERBS else []
         name = " ".join([program, *verb])
         return _subcommand(name, CONTAINER_WRAPPER, rest[len(verb) :], found)
@@ -218,3 +217,13 @@ def _python_module(module: str, words: list[str], found: Found) -> _Step:
         return None
     found.module, found.args = module, tuple(words)
     return found
+
+
+def _site_wrapper(program: str) -> bool:
+    """`apptainer_wrapper exec CMD` (CSC, LUMI...): a program named NAME_wrapper or
+    NAME-wrapper, on one line (what ``.+[_-]wrapper`` took, without its backtracking)."""
+    return (
+        len(program) > len("_wrapper")
+        and program.endswith(("_wrapper", "-wrapper"))
+        and "\n" not in program
+    )

@@ -22,7 +22,13 @@ class Logical:
 
 # A command left open by a quote at the end, and the physical lines it was made of.
 _Unclosed = tuple[Logical, list[tuple[int, str]]]
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z_0-9]*)\1")
+# <<EOF, <<'EOF', <<"EOF", <<-EOF: each quote written out (a backreference after the name
+# made every name character a place to retry)
+_HEREDOC = re.compile(
+    r"<<-?\s*(?:'([A-Za-z_][A-Za-z_0-9]*)'"
+    r"|\"([A-Za-z_][A-Za-z_0-9]*)\""
+    r"|([A-Za-z_][A-Za-z_0-9]*))"
+)
 
 
 def logical_lines(lines: list[tuple[int, str]], quotes: bool = True) -> Iterator[Logical]:
@@ -100,7 +106,9 @@ def _heredoc_word(text: str) -> str | None:
     if "<<" not in text or _open_quote(text.split("<<", 1)[0]):
         return None
     match = _HEREDOC.search(text)
-    return match.group(2) if match is not None and "<<<" not in text else None
+    if match is None or "<<<" in text:
+        return None
+    return match.group(1) or match.group(2) or match.group(3)
 
 
 def _open_quote(text: str) -> str | None:

@@ -210,7 +210,8 @@ def _launches(script: JobScript, context: _Context) -> list[LaunchLine]:
 
 
 _SHELL_SUFFIXES = (".sh", ".bash")
-_SHEBANG = re.compile(r"#!.*\b(?:ba|da|k|z)?sh\b")  # #!/bin/bash, #!/usr/bin/env sh
+# a shell's name as a word of the #! line: #!/bin/bash, #!/usr/bin/env sh
+_SHELL_WORD = re.compile(r"\b(?:ba|da|k|z)?sh\b")
 _FORWARDED = "\x00forwarded\x00"  # stands for a word the job adds after the script's name
 
 
@@ -280,7 +281,13 @@ def _shell_script(program: str, context: _Context) -> Path | None:
             head = file.readline(256).decode("utf-8", "replace")
     except OSError:
         return None
-    return path if _SHEBANG.match(head) else None
+    return path if _names_a_shell(head) else None
+
+
+def _names_a_shell(head: str) -> bool:
+    """The first line is a ``#!`` line with a shell's name as a word of it."""
+    shebang = head.partition("\n")[0]
+    return shebang.startswith("#!") and _SHELL_WORD.search(shebang, 2) is not None
 
 
 # What a job runs through srun & co. besides training: no launch line to follow.

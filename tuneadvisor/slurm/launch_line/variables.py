@@ -10,6 +10,7 @@ written) and ``search`` forgets a variable whose value passes ``MAX_VALUE_CHARS`
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from tuneadvisor.slurm.launch_line.lexing import unquote
 
@@ -21,11 +22,38 @@ MAX_VALUE_CHARS = 4096
 # One word with its variables expanded: many references to long values in one word.
 MAX_EXPANDED_CHARS = 16 * MAX_VALUE_CHARS
 
-# $NAME, ${NAME}, ${NAME:-default}, ${NAME-default}
-_REFERENCE = re.compile(
-    r"\$(?:(?P<bare>[A-Za-z_][A-Za-z0-9_]*)"
-    r"|\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?-)(?P<default>[^}]*))?\})"
+# $NAME, or the start of ${NAME}, ${NAME:-default}, ${NAME-default}: the default's closing
+# brace is found with str.find (a pattern's ``[^}]*`` re-read the rest of the text at every
+# ``${A:-`` that has none)
+_REFERENCE_HEAD = re.compile(
+    r"\$(?:(?P<bare>[A-Za-z_][A-Za-z0-9_]*)|\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?-)?)"
 )
+
+
+class _Reference(NamedTuple):
+    name: str
+    op: str | None  # ":-" or "-"
+    default: str | None
+    end: int  # past the reference
+
+
+def _reference(raw: str, pos: int, last_brace: int) -> _Reference | None:
+    """The reference at ``pos``, if one is. ``last_brace``: where ``raw``'s last ``}`` is
+    (found once per text, so many unclosed ``${A:-`` are not each read to the end)."""
+    head = _REFERENCE_HEAD.match(raw, pos)
+    if head is None:
+        return None
+    end = head.end()
+    if head["bare"] is not None:
+        return _Reference(head["bare"], None, None, end)
+    if head["op"] is None:
+        return _Reference(head["name"], None, None, end + 1) if raw.startswith("}", end) else None
+    close = raw.find("}", end) if end <= last_brace else -1
+    if close < 0:
+        return None
+    return _Reference(head["name"], head["op"], raw[end:close], close + 1)
+
+
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -48,6 +76,7 @@ def expand_word(raw: str, known: dict[str, str]) -> list[str] | None:
     quoted = False
     pos = 0
     size = len(raw)  # the expanded word's length, at most: the raw text plus every value
+    last_brace = raw.rfind("}")
     while pos < len(raw):
         char = raw[pos]
         if char == '"':
@@ -73,16 +102,16 @@ def expand_word(raw: str, known: dict[str, str]) -> list[str] | None:
             started = True
             pos += 2
             continue
-        match = _REFERENCE.match(raw, pos) if char == "$" else None
+        match = _reference(raw, pos, last_brace) if char == "$" else None
         if match is None:
             current.append(char)
             started = True
             pos += 1
             continue
-        pos = match.end()
+        written, pos = raw[pos : match.end], match.end
         value = _value(match, known, defaults=assignment)
         if value is None:  # unknown: kept as written, like every variable
-            current.append(match.group(0))
+            current.append(written)
             started = True
             continue
         size += len(value)
@@ -102,7 +131,15 @@ def expand_word(raw: str, known: dict[str, str]) -> list[str] | None:
 
 def references(value: str) -> set[str]:
     """The variables a value still refers to as written (``$A``, ``${A:-x}``)."""
-    return {m.group("bare") or m.group("name") for m in _REFERENCE.finditer(value)}
+    found: set[str] = set()
+    last_brace = value.rfind("}")
+    pos = value.find("$")
+    while pos >= 0:
+        reference = _reference(value, pos, last_brace)
+        if reference is not None:
+            found.add(reference.name)
+        pos = value.find("$", reference.end if reference is not None else pos + 1)
+    return found
 
 
 def _substitution_end(raw: str, pos: int) -> int | None:
@@ -157,11 +194,10 @@ def _split_into(value: str, words: list[str], current: list[str], started: bool)
     return True
 
 
-def _value(match: re.Match[str], known: dict[str, str], defaults: bool) -> str | None:
-    name = match.group("bare") or match.group("name")
-    value = known.get(name)
-    operator, default = match.group("op"), match.group("default")
-    if operator is None:
+def _value(match: _Reference, known: dict[str, str], defaults: bool) -> str | None:
+    value = known.get(match.name)
+    operator, default = match.op, match.default
+    if operator is None or default is None:
         return value
     if value is None and not defaults:
         return None

@@ -13,15 +13,24 @@ from tuneadvisor.workspace.site_checks.model import Check
 ON_A_GPU_NODE = "srun --gres=gpu:1 --pty python -m tuneadvisor doctor"
 _NO_DRIVER = ("Library Not Found", "Driver Not Loaded")
 _NO_PERMISSION = "Insufficient Permissions"
-_SHORT = re.compile(r"(?:[A-Z]+-)+[0-9a-fA-F]{8}")
+_CAPITALS = re.compile(r"[A-Z]+")
+_HEX8 = re.compile(r"[0-9a-fA-F]{8}")
 
 
 def short_uuid(uuid: str | None) -> str:
     """``GPU-4cf8db2d`` (a prefix CUDA_VISIBLE_DEVICES also accepts)."""
     if uuid is None:
         return "?"
-    match = _SHORT.match(uuid)
-    return match.group(0) if match else uuid
+    # what ``(?:[A-Z]+-)+[0-9a-fA-F]{8}`` took from the start: the most words of capitals
+    # then 8 hex digits (``MIG-GPU-`` too), found over the parts between the "-"
+    parts = uuid.split("-")
+    words = 0
+    while words < len(parts) - 1 and _CAPITALS.fullmatch(parts[words]):
+        words += 1
+    for last in range(words, 0, -1):
+        if _HEX8.match(parts[last]):
+            return "-".join(parts[:last]) + "-" + parts[last][:8]
+    return uuid
 
 
 def mig_profile(name: str | None) -> str:
