@@ -294,8 +294,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     # TensorBoard plugin's breakdown: shares of all steps of all ranks, by time
     ("trace.ranks", "int", "", "trace files read (one per rank)"),
     ("trace.steps", "int", "", "ProfilerStep#N steps per rank (the fewest of any rank)"),
-    ("trace.step_s", "float", "s", "median step, to its last device activity"),
-    ("trace.step_spread", "float", "fraction", "half the range of the steps over the median"),
+    ("trace.step_s", "float", "s", "mean step, to its last device activity"),
+    ("trace.step_spread", "float", "fraction", "half the range of the steps over the mean"),
     ("trace.kernel_share", "float", "fraction", "steps' time in compute kernels"),
     ("trace.memcpy_share", "float", "fraction", "in copies, no kernel running"),
     ("trace.memset_share", "float", "fraction", "in memsets, no kernel or copy running"),
