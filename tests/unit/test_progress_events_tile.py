@@ -123,9 +123,7 @@ def test_the_events_cover_every_reported_step_once_over_its_own_time(
     # events round to the microsecond)
     assert found.step_s * found.steps == pytest.approx(sum(flat[:reported]), rel=1e-3, abs=1e-4)
     assert sum(s.covers or 0 for s in steps) == reported
-    assert found.samples_per_s == pytest.approx(
-        BATCH * reported / sum(flat[:reported]), rel=1e-3
-    )
+    assert found.samples_per_s == pytest.approx(BATCH * reported / sum(flat[:reported]), rel=1e-3)
 
 
 def test_a_run_records_summary_is_its_training_over_the_steady_steps() -> None:
