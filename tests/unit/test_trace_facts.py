@@ -12,6 +12,7 @@ import pytest
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.facts import FACTS
 from tuneadvisor.present.trace_text import breakdown
+from tuneadvisor.profile.trace.diff import summary
 from tuneadvisor.profile.trace.facts import trace_facts
 from tuneadvisor.profile.trace.reader import read_trace_set
 from tuneadvisor.workspace.inputs import split_profiles
@@ -310,3 +311,5 @@ def test_the_trace_s_step_time_is_the_mean_its_report_prints(name: str) -> None:
     durations = sorted(s.duration_us for s in rank.steps)
     assert durations[1] != pytest.approx(b.mean_step_us)  # the median would not do
     assert trace_facts(traces)["trace.step_s"] == pytest.approx(b.mean_step_us / 1e6)
+    # and compare's "step time (ms)" of the same trace
+    assert summary(traces)["step time (ms)"] == pytest.approx(b.mean_step_us / 1e3)
