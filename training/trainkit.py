@@ -24,7 +24,8 @@ steps the profiler, ``Progress.close`` ends it (a run shorter than the schedule 
 it recorded). ``tuneadvisor run --profile torch`` passes the run's folder.
 
 Progress: one JSON object per line on stdout after ``TUNEADVISOR `` (rank 0 only in DDP):
-``start`` (settings), ``step`` (``step_time_s``, ``samples_per_s``, ``loss``), ``epoch``
+``start`` (settings), ``step`` (``steps``: the optimizer steps since the event before,
+``step_time_s`` and ``samples_per_s`` over those steps, ``loss``), ``epoch``
 (``test_loss``, ``accuracy``, ``samples_per_s``), ``end``; DDP scripts add ``world_size`` and
 count samples over all ranks.
 """
@@ -161,6 +162,10 @@ class Progress:
         self._last_steps = 0
         self._last_samples = 0
         self._last_time = time.perf_counter()
+        self._last_step_at: float | None = None  # when the newest step ended
+        # Training seconds of the steps not yet reported, from before a pause (the test after
+        # an epoch): those steps are reported with the next event, over their own time only.
+        self._banked = 0.0
 
     @property
     def done(self) -> bool:
@@ -169,6 +174,7 @@ class Progress:
     def step(self, samples: int) -> None:
         self.steps += 1
         self.samples += samples * self.scale
+        self._last_step_at = time.perf_counter()
         if self.trace is not None:
             self.trace.step()
 
@@ -179,19 +185,25 @@ class Progress:
             trace.stop()
 
     def restart_clock(self) -> None:
-        """Measure from now: time spent testing is not a training step."""
+        """Measure from now: time spent testing is not a training step. The steps trained
+        since the last report are kept, with their time up to the end of the newest one, for
+        the next report: the events cover every step once (each says how many), so their
+        times add up to the training time (dropped, the steps at an epoch's end went missing
+        and the next epoch's first event, one step long, was weighed as a whole interval)."""
+        if self.steps > self._last_steps and self._last_step_at is not None:
+            self._banked += max(0.0, self._last_step_at - self._last_time)
         self._last_time = time.perf_counter()
-        self._last_steps, self._last_samples = self.steps, self.samples
 
     def report(self, epoch: int, loss: float) -> None:
         now = time.perf_counter()
         steps = max(1, self.steps - self._last_steps)
-        elapsed = now - self._last_time
+        elapsed = self._banked + now - self._last_time
         if self.enabled:
             emit(
                 "step",
                 epoch=epoch,
                 step=self.steps,
+                steps=steps,  # the optimizer steps this event's figures are over
                 step_time_s=round(elapsed / steps, 6),
                 samples_per_s=round((self.samples - self._last_samples) / elapsed, 2)
                 if elapsed > 0
@@ -199,6 +211,7 @@ class Progress:
                 loss=round(loss, 6),
             )
         self._last_steps, self._last_samples, self._last_time = self.steps, self.samples, now
+        self._banked = 0.0
 
 
 class DecodeLike:

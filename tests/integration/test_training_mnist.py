@@ -245,11 +245,14 @@ def test_mnist_single_reports_progress(
     assert start["num_workers"] == int(loader_args[1])
     assert start["train_samples"] == 256 and start["test_samples"] == 64
     assert [s["step"] for s in steps] == [1, 2, 3]
+    assert [s["steps"] for s in steps] == [1, 1, 1]  # each event says the steps it is over
     for s in steps:
         assert s["epoch"] == 1
         assert s["step_time_s"] > 0 and s["samples_per_s"] > 0
         assert math.isfinite(s["loss"]) and s["loss"] > 0
     assert epoch["epoch"] == 1 and epoch["steps"] == 3 and epoch["test_samples"] == 64
+    # the events' seconds are the training's own: never more than the epoch's (issue 33)
+    assert sum(s["step_time_s"] * s["steps"] for s in steps) <= epoch["train_time_s"] + 2e-3
     assert 0.0 <= epoch["accuracy"] <= 1.0
     assert end["steps"] == 3 and end["samples"] == 48 and end["wall_time_s"] > 0
     assert "Train Epoch: 1 [0/256" in stdout  # the classic lines are still there

@@ -324,8 +324,7 @@ async def test_findings_panel_lists_the_live_findings_as_text() -> None:
         await shown(pilot, panel, state_of([Snapshot(t=0.0)], window_s=30.0))
         # no GPU in the rounds: "none" says why none could show (the bundled replay's case)
         assert text_of(panel) == (
-            "Findings: none in the last 30 s; no GPU sampled: the input-pipeline rules need "
-            "its idle time"
+            "Findings: none in the last 30 s; no GPU sampled: the GPU rules cannot fire"
         )
         await shown(pilot, panel, state_of([Snapshot(t=0.0)], findings=(live,), window_s=30.0))
         lines = text_of(panel).splitlines()

@@ -24,9 +24,10 @@ from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.advisor.slurm_release import release_facts
 from tuneadvisor.metrics import gpm
 from tuneadvisor.metrics.affinity import affinity_facts
+from tuneadvisor.metrics.loader_waits import loader_facts
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.nvidia_smi_csv import parse_nvidia_smi_csv
-from tuneadvisor.metrics.snapshot import ROLE_LAUNCHER, ROLE_MAIN, ProcSample, Snapshot
+from tuneadvisor.metrics.snapshot import ROLE_LAUNCHER, ROLE_MAIN, ROLE_WORKER, ProcSample, Snapshot
 from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.facts import profile_facts
 from tuneadvisor.profile.lprof import load_profiles
@@ -248,6 +249,12 @@ def metrics_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
         ProcSample(pid=3, role=ROLE_MAIN, rank=1, affinity="1-3"),
     )
     yield "ranks' CPU affinity", affinity_facts([Snapshot(t=0.0, procs=procs)])
+    # The DataLoader workers' states (watch reads them per process).
+    tree = (
+        ProcSample(pid=2, role=ROLE_MAIN, state="sleeping", cpu_pct=3.0, affinity="0-1"),
+        ProcSample(pid=4, role=ROLE_WORKER, state="running", cpu_pct=30.0, affinity="0-1"),
+    )
+    yield "DataLoader workers' states", loader_facts([Snapshot(t=0.0, procs=tree)])
 
 
 def release_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:

@@ -161,3 +161,20 @@ def test_the_progress_bar_fits_100_columns_and_names_its_rate() -> None:
     assert len(text) <= 100 and "…" not in text
     assert "321/1400 steps · last 1,234 samples/s · loss 2.3012" in text
     assert text.endswith("-:--:--")  # the time left, whole
+
+
+def test_the_progress_bar_ends_at_the_steps_trained() -> None:
+    """The events log every 10 steps: a run of 100 steps left its bar at 91 of 100; the epoch
+    and end events count the steps after the last logged one."""
+    console = Console(width=100, file=StringIO(), force_terminal=True, color_system=None)
+    view = ProgressView(console, "mnist_single", Settings(), live=True)
+    view({"event": "start", "epochs": 2, "train_samples": 6400, "batch_size": 64})
+    view.progress.update(view.task, total=200)
+    for step in (1, 11, 91):
+        view({"event": "step", "step": step, "steps": 10, "samples_per_s": 10.0, "loss": 1.0})
+    view({"event": "epoch", "epoch": 1, "steps": 100, "accuracy": 0.5, "samples_per_s": 9.0})
+    assert view.progress.tasks[0].completed == 100
+    view({"event": "step", "step": 101, "steps": 10, "samples_per_s": 10.0, "loss": 1.0})
+    assert view.progress.tasks[0].completed == 101
+    view({"event": "end", "steps": 200, "samples": 12800, "samples_per_s": 9.0})
+    assert view.progress.tasks[0].completed == 200

@@ -11,6 +11,8 @@ import pytest
 
 from tuneadvisor.advisor.engine import evaluate
 from tuneadvisor.advisor.facts import FACTS
+from tuneadvisor.present.trace_text import breakdown
+from tuneadvisor.profile.trace.diff import summary
 from tuneadvisor.profile.trace.facts import trace_facts
 from tuneadvisor.profile.trace.reader import read_trace_set
 from tuneadvisor.workspace.inputs import split_profiles
@@ -302,3 +304,21 @@ def test_the_bundled_script_on_the_h200_used_tensor_cores_only_in_tf32_convoluti
     assert rank.copies.htod_pageable_count == 0  # the bundled scripts pin their batches
     assert 0 < rank.tensor_core_kernels < rank.kernels
     assert [s.step for s in rank.steps] == [2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    "name", ["h200-pageable-sync.pt.trace.json.gz", "cpu-pageable-sync.pt.trace.json.gz"]
+)
+def test_the_trace_s_step_time_is_the_mean_its_report_prints(name: str) -> None:
+    """One run, one number (issue 33): the prediction's "step time" from a trace is the
+    rank's mean step that the trace report prints, not the median of its steps (4.5 ms
+    beside the report's 4.71)."""
+    traces = read_trace_set([str(REAL / name)])
+    (rank,) = traces.ranks
+    b = breakdown(rank)
+    assert b is not None and b.steps == 3
+    durations = sorted(s.duration_us for s in rank.steps)
+    assert durations[1] != pytest.approx(b.mean_step_us)  # the median would not do
+    assert trace_facts(traces)["trace.step_s"] == pytest.approx(b.mean_step_us / 1e6)
+    # and compare's "step time (ms)" of the same trace
+    assert summary(traces)["step time (ms)"] == pytest.approx(b.mean_step_us / 1e3)

@@ -246,6 +246,11 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("host.proc.count.max", "int", "", "most processes in the job's tree"),
     ("host.proc.main_cpu_pct.mean", "float", "%", "mean CPU of the main process (100 = 1 core)"),
     ("host.proc.workers.max", "int", "", "most DataLoader workers seen in the job's tree"),
+    # the workers' states and CPU, the CPUs the tree may use (metrics/loader_waits.py; live)
+    ("host.proc.workers.rounds", "int", "", "rounds that saw a DataLoader worker's state"),
+    ("host.proc.workers.running_share", "float", "fraction", "workers' rounds seen running"),
+    ("host.proc.workers.cores.mean", "float", "cores", "mean cores the DataLoader workers used"),
+    ("host.proc.cpus_allowed", "int", "cores", "CPUs the job's processes may run on"),
     # CPU affinity of the ranks, newest round (metrics/affinity.py; live watch only)
     ("host.proc.affinity.ranks", "int", "", "ranks whose CPU affinity was read"),
     ("host.proc.affinity.short_ranks", "int", "", "ranks bound to fewer CPUs than their share"),
@@ -296,8 +301,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     # TensorBoard plugin's breakdown: shares of all steps of all ranks, by time
     ("trace.ranks", "int", "", "trace files read (one per rank)"),
     ("trace.steps", "int", "", "ProfilerStep#N steps per rank (the fewest of any rank)"),
-    ("trace.step_s", "float", "s", "median step, to its last device activity"),
-    ("trace.step_spread", "float", "fraction", "half the range of the steps over the median"),
+    ("trace.step_s", "float", "s", "mean step, to its last device activity"),
+    ("trace.step_spread", "float", "fraction", "half the range of the steps over the mean"),
     ("trace.kernel_share", "float", "fraction", "steps' time in compute kernels"),
     ("trace.memcpy_share", "float", "fraction", "in copies, no kernel running"),
     ("trace.memset_share", "float", "fraction", "in memsets, no kernel or copy running"),

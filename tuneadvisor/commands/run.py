@@ -97,8 +97,12 @@ class ProgressView:
             console=console,
             transient=False,
             disable=not live,
+            # the time left needs two updates within the period: a slow CPU run logs every
+            # 40 s or more (10 steps of 4 s), and rich's 30 s showed -:--:-- to its end
+            speed_estimate_period=600.0,
         )
         self.task = self.progress.add_task(label, total=None, rate="-", loss="-")
+        self._trained = 0  # steps of the epochs ended: the bar's count at an epoch's end
 
     def __enter__(self) -> ProgressView:
         self.progress.start()
@@ -121,7 +125,14 @@ class ProgressView:
                 rate=f"{rate:,.0f}" if isinstance(rate, int | float) else "-",
                 loss=f"{event.get('loss', 0):.4f}",
             )
-        elif kind == "epoch":
+        elif kind in ("epoch", "end"):
+            # the steps after the last logged one: an epoch's end counts them (the bar
+            # stopped at 91 of 100 steps where the events log every 10)
+            steps = event.get("steps")
+            if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
+                self._trained = steps if kind == "end" else self._trained + steps
+                self.progress.update(self.task, completed=self._trained)
+        if kind == "epoch":
             said = event.get("accuracy")  # null where nothing was evaluated (the test mode)
             accuracy = f"{100 * float(said):.1f} %" if isinstance(said, int | float) else "-"
             line = (

@@ -13,9 +13,11 @@ def findings_heading(window_s: float) -> str:
     return f"Findings (evidence: the last {window_s:g} s):"
 
 
-# Without a GPU sampled the live input-pipeline rules cannot fire: each compares the GPU's
-# idle time with the cores' use. Said, so that "none" does not read as "nothing wrong".
-NO_GPU = "no GPU sampled: the input-pipeline rules need its idle time"
+# Without a GPU sampled the rules on the GPU's idle time or use cannot fire (every live
+# input-pipeline rule but loader-workers-busy-live weighs it against the cores' use). Said,
+# so that "none" does not read as "nothing wrong"; short, so that the summary's line fits 100
+# columns.
+NO_GPU = "no GPU sampled: the GPU rules cannot fire"
 
 
 def no_findings(window_s: float, brief: bool = False, gpu: bool = True) -> str:

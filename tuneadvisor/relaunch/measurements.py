@@ -17,7 +17,7 @@ from tuneadvisor.runrecord.json_fields import JsonFields
 # relaunch's importers.
 from tuneadvisor.runrecord.measured import Measured as Measured
 from tuneadvisor.runrecord.measured import Step, Summary
-from tuneadvisor.runrecord.window import steady_steps, window
+from tuneadvisor.runrecord.window import steady_steps, steady_window
 
 PREFIX = "TUNEADVISOR "  # the training scripts' progress lines: PREFIX + one JSON object
 
@@ -70,7 +70,7 @@ class Measurements:
         event's figure over the whole training, each named for what it is."""
         steps = [Step.from_json(JsonFields(s, None)) for s in self.steps]
         measured = steady_steps(steps)
-        steady = window(measured)
+        steady = steady_window(steps)
         rates = [s.samples_per_s for s in measured if s.samples_per_s]
         times = [s.step_time_s for s in measured if s.step_time_s]
         accuracy = [e["accuracy"] for e in self.epochs if e.get("accuracy") is not None]

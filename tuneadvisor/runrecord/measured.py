@@ -14,6 +14,8 @@ from tuneadvisor.runrecord.json_fields import JsonFields
 # every --log-interval batches, a few thousand times in a long run; 100,000 steps took
 # seconds in `compare`.
 MAX_EVENTS = 20_000
+# the most steps one event may say it covers (10^9 steps: past any run's length)
+MAX_COVERED_STEPS = 10**9
 
 
 class Gathering(Protocol):
@@ -76,13 +78,27 @@ class Step:
     samples_per_s: float | None
     step_time_s: float | None
     event: Mapping[str, Any]
+    covers: int | None = None  # ``steps``: the optimizer steps its figures are over, if said
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.event)
 
     @classmethod
     def from_json(cls, f: JsonFields) -> Step:
-        return cls(f.whole("step", 0), f.number("samples_per_s"), f.number("step_time_s"), f.data)
+        return cls(
+            f.whole("step", 0),
+            f.number("samples_per_s"),
+            f.number("step_time_s"),
+            f.data,
+            _covers(f.data.get("steps")),
+        )
+
+
+def _covers(value: object) -> int | None:
+    """An event's step count where it is one (a script of the user's may write anything
+    under ``steps``: read as unsaid, not as a broken record)."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_COVERED_STEPS
+    return value if ok else None  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

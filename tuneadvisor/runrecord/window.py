@@ -36,17 +36,29 @@ class Window:
     steps: int
 
 
-def _intervals(steps: Sequence[Step]) -> list[tuple[float, float, int]]:
-    """(samples, seconds, steps) of each progress event: an event reports the mean over the
-    steps since the one before (every ``--log-interval`` steps)."""
+def _intervals(steps: Sequence[Step], after: int = 0) -> list[tuple[float, float, int]]:
+    """(samples, seconds, steps) of each progress event past step ``after``: an event reports
+    the mean over the steps since the one before (every ``--log-interval`` steps).
+
+    The steps an event covers: its own count where it gives one (the bundled scripts' ``steps``:
+    the first event of a run covers one step, and one after an epoch's test the steps left
+    over from the epoch before); else those since the event before it, and for the first
+    event no more than its step number (a run that reports at step 1 has trained one step)."""
     numbers = [s.step for s in steps]
     gaps = [b - a for a, b in itertools.pairwise(numbers) if b > a]
     first = gaps[0] if gaps else 1  # the first event's own interval: as the next one's
     out: list[tuple[float, float, int]] = []
     previous: int | None = None
     for s in steps:
-        n = s.step - previous if previous is not None and s.step > previous else first
+        if s.covers is not None and s.covers > 0:
+            n = s.covers
+        elif previous is not None and s.step > previous:
+            n = s.step - previous
+        else:
+            n = min(first, s.step) if s.step > 0 else first
         previous = s.step
+        if s.step <= after:
+            continue
         if s.step_time_s and s.samples_per_s and s.step_time_s > 0 and s.samples_per_s > 0:
             seconds = float(s.step_time_s) * n
             samples = float(s.samples_per_s) * seconds
@@ -66,11 +78,13 @@ def _rate(part: Sequence[tuple[float, float, int]]) -> float:
     return sum(p[0] for p in part) / sum(p[1] for p in part)
 
 
-def window(steps: Sequence[Step]) -> Window | None:
-    """The window's rate, step time and spread (None: no step reported both figures)."""
-    parts = _intervals(steps)
+def window(steps: Sequence[Step], after: int = 0) -> Window | None:
+    """The rate, step time and spread of the events past step ``after`` (None: no step
+    reported both figures). ``steps`` are all the run's events: what an event covers is told
+    by the one before it, which a window leaves out."""
+    parts = _intervals(steps, after)
     if not parts:
-        return _rates_only(steps)
+        return _rates_only([s for s in steps if s.step > after] or list(steps))
     rate = _rate(parts)
     step_s = sum(p[1] for p in parts) / sum(p[2] for p in parts)
     count = min(BLOCKS, len(parts) // 2)  # blocks of two events at least (one is a burst)
@@ -87,8 +101,14 @@ def steady_steps(steps: Sequence[Step], warmup: int = WARMUP_STEPS) -> list[Step
 
 
 def steady_window(steps: Sequence[Step], warmup: int = WARMUP_STEPS) -> Window | None:
-    """A run's throughput and step time: the window of the steps after the warm-up."""
-    return window(steady_steps(steps, warmup))
+    """A run's throughput and step time: the window of the steps after the warm-up (all but
+    the first event when the run was too short for it)."""
+    if any(s.step > warmup for s in steps):
+        after = warmup
+    else:
+        after = steps[0].step if len(steps) > 1 else (steps[0].step - 1 if steps else 0)
+    # all the events go in: those before the window say where its first interval begins
+    return window(steps, after)
 
 
 def _rates_only(steps: Sequence[Step]) -> Window | None:

@@ -27,6 +27,7 @@ from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.advisor.sizing import model_facts
 from tuneadvisor.metrics.affinity import affinity_facts
 from tuneadvisor.metrics.host import HostSampler
+from tuneadvisor.metrics.loader_waits import loader_facts
 from tuneadvisor.metrics.model import Stats
 from tuneadvisor.metrics.nvml import NvmlSampler
 from tuneadvisor.metrics.recording import RecordingWriter
@@ -148,6 +149,7 @@ class Sampler:
 def live_facts(window: Sequence[Snapshot], job: Mapping[str, object]) -> dict[str, object]:
     facts: dict[str, object] = dict(to_series(window).facts())
     facts.update(affinity_facts(window))  # the ranks' CPUs: from processes, not the series
+    facts.update(loader_facts(window))  # the workers' states: the loop's wait for them
     facts.update(job)
     facts.update(allocation_facts(facts)[0])  # the watched run is the measured one
     facts.update(model_facts(facts))  # the step-time model's sizing, as report's

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 from tuneadvisor.profile.trace.model import IDLE, KINDS, TraceSet
@@ -30,12 +29,11 @@ def _steps(ts: TraceSet) -> list[tuple[float, dict[str, float], float, float]]:
 
 
 def summary(ts: TraceSet) -> dict[str, float | None]:
-    """Median step (ms) and each kind's share of all steps (%), GPU busy and exposed comm."""
+    """Mean step (ms: the steps' time over their count, as the report's rank line and
+    trace.step_s) and each kind's share of all steps (%), GPU busy and exposed comm."""
     steps = _steps(ts)
     total = sum(d for d, _, _, _ in steps)
-    out: dict[str, float | None] = {
-        "step time (ms)": statistics.median(d for d, _, _, _ in steps) / 1e3 if steps else None
-    }
+    out: dict[str, float | None] = {"step time (ms)": total / len(steps) / 1e3 if steps else None}
     has_device = any(r.has_device for r in ts.ranks)
     for kind in (*KINDS, IDLE):
         share = sum(k.get(kind, 0.0) for _, k, _, _ in steps) / total if total > 0 else None
