@@ -228,3 +228,36 @@ def test_arabic_indic_digits_in_seff_and_sacct_are_one_line_and_exit_2(
     option = "--seff" if name == "seff.txt" else "--sacct"
     status, _, said = _report_json(["report", "--job", str(job), option, str(path)])
     assert status == 2 and len(said) == 1 and name in said[0], said
+
+
+def test_a_plain_job_id_beside_a_heterogeneous_one_is_no_component(tmp_path: Path) -> None:
+    """``1853`` beside ``1853+0``: its offset, "", went to int() (a traceback)."""
+    fixture = FIXTURES / "realworld/accounting/torchx-sacct-het-1853.txt"
+    lines = [x for x in fixture.read_text().splitlines() if not x.startswith("$ ")]
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("\n".join([*lines, "1853|x|compute||1|COMPLETED|0:0"]) + "\n")
+    job = tmp_path / "job.sbatch"
+    job.write_text("#!/bin/bash\n#SBATCH --nodes=1\nsrun python train.py\n")
+    status, _, said = _report_json(["report", "--job", str(job), "--sacct", str(sacct)])
+    assert status == 2 and len(said) == 1 and "sacct.txt" in said[0], said
+
+
+@pytest.mark.parametrize("core", ["٣", "3", True, 1e308, -1])
+def test_a_run_records_cores_are_cpu_numbers_not_what_int_takes(
+    core: object, tmp_path: Path
+) -> None:
+    import sys
+
+    sys.path.insert(0, str(FIXTURES.parents[1] / "bench"))
+    from fuzz_e2e import run_record
+
+    for name in ("run", "base"):
+        record = run_record(name=name)
+        record["allocation"] = {"job_id": "1", "hostname": "n", "cores": [[0, core]]}
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "run.json").write_text(json.dumps(record))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["compare", str(tmp_path / "run"), str(tmp_path / "base")])
+    said = err.getvalue().strip().splitlines()
+    assert status == 2 and len(said) == 1 and "allocation" in said[0], said
