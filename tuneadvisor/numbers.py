@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from typing import TypeGuard
 
 _ASCII_DIGITS = re.compile(r"[0-9]+")
 # What float() reads, less what it also takes and no input writes: Unicode digits ("٣.٥"),
@@ -79,7 +80,7 @@ def finite_float(
     return number
 
 
-def is_finite_number(value: object) -> bool:
+def is_finite_number(value: object) -> TypeGuard[int | float]:
     """A JSON number (not a bool) that ``finite_float`` takes: what a field of numbers may
     hold."""
     if isinstance(value, bool) or not isinstance(value, int | float):
