@@ -283,6 +283,7 @@ def mutations(seeds: list[bytes], rng: random.Random) -> Iterator[bytes]:
 class Tally:
     inputs: int = 0
     own_errors: int = 0
+    accepted: int = 0  # ended well with nothing refused (for an e2e target: exit 0 each)
     escapes: Counter[str] = field(default_factory=Counter)
     hangs: int = 0
     memory_over: int = 0
@@ -322,7 +323,7 @@ def _campaign(target: Target, count: int, seed: int, hang_s: float, memory_mib: 
     rng = random.Random(f"{seed}:{target.name}")
     tally = Tally()
     if target.e2e is not None:
-        source = fuzz_e2e.mutations(_seeds(target), rng, mutations)
+        source = fuzz_e2e.mutations(_seeds(target), rng, mutations, fuzz_e2e.fresh(target.e2e))
         hang_s *= len(target.e2e.commands)  # the timer is per command
     else:
         source = mutations(_seeds(target), rng)
@@ -346,6 +347,8 @@ def _campaign(target: Target, count: int, seed: int, hang_s: float, memory_mib: 
             if name not in tally.example:
                 tally.example[name] = repr(data[:200])
                 _keep(target, name, data)
+        else:
+            tally.accepted += 1
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         tally.slowest_s = max(tally.slowest_s, time.monotonic() - start)
@@ -396,7 +399,8 @@ def main() -> int:
         tally = run_target(target, count, args.seed, args.hang_s, args.memory_mib)
         rows.append((target.name, tally))
         escapes = sum(tally.escapes.values())
-        print(f"{target.name:22} {tally.inputs:6} inputs  own errors {tally.own_errors:6}  "
+        print(f"{target.name:22} {tally.inputs:6} inputs  accepted {tally.accepted:6}  "
+              f"own errors {tally.own_errors:6}  "
               f"escapes {escapes:4}  hangs {tally.hangs}  memory over {tally.memory_over}  "
               f"slowest {tally.slowest_s:.2f} s  peak {tally.peak_rss_mib:.0f} MiB",
               flush=True)  # fmt: skip

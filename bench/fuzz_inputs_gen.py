@@ -89,8 +89,21 @@ def dcgm_exporter(rng: random.Random) -> bytes:
 # --------------------------------------------------------------------------- predictions
 
 
+# The share of prediction records drawn hostile past what a reader takes (refused: exit 2);
+# the rest hold values a run may record, at their edges (escapes in names, tiny and huge but
+# bounded numbers), so that they are read and go through every face of `compare`.
+REFUSED_SHARE = 0.3
+
+
 def prediction_record(rng: random.Random) -> bytes:
     """A run record as `run --from REPORT` writes it, its prediction hostile."""
+    if rng.random() < REFUSED_SHARE:
+        return _refused_prediction(rng)
+    return _odd_prediction(rng)
+
+
+def _refused_prediction(rng: random.Random) -> bytes:
+    """Numbers no run records (1e308 s, -1, denormals), names of 5,000 characters."""
     big = lambda: rng.choice((1e308, -1.0, 0.0, 1e-320, 5.0, 1e30, 2.0))  # noqa: E731
 
     def span() -> dict[str, float]:
@@ -109,6 +122,31 @@ def prediction_record(rng: random.Random) -> bytes:
         "notes": [rng.choice(ESCAPES) * 3],
     }
     record["label"] = rng.choice(("run", *ESCAPES))
+    return json.dumps(record).encode()
+
+
+def _odd_prediction(rng: random.Random) -> bytes:
+    """Within what a run record may hold, at its edges: escapes and line breaks in every
+    name and note, spans from 0 to 10^11, a rate of 10^-6, settings of 0 or 10^6."""
+    edge = lambda: rng.choice((0.0, 1e-9, 0.001, 0.3, 5.0, 3600.0, 1e6, 1e11))  # noqa: E731
+
+    def span() -> dict[str, float]:
+        low, expected, high = sorted((edge(), edge(), edge()))
+        return {"low": low, "expected": expected, "high": high}
+
+    settings = ("num_workers", "cpus_per_task", "batch_size", "ntasks")
+    name = rng.choice((*settings, *settings[:2], *(s + e for s in settings[:1] for e in ESCAPES)))
+    record = run_record(rate=rng.choice((100.0, 1e-6, 5e5)), ranks=rng.choice((1, 2, 8)))
+    record["prediction"] = {
+        "setting": {name: rng.choice((4, 0, 1, 10**6))},
+        "step_s": span(),
+        "speedup": span(),
+        "samples_per_s": rng.choice((None, span())),
+        "basis": [rng.choice(("measured", *ESCAPES))],
+        "ceiling": rng.choice((None, "cpu", "cpu" + ESCAPES[0])),
+        "notes": [rng.choice(("", *ESCAPES)) * rng.choice((1, 3))],
+    }
+    record["label"] = rng.choice(("run", "r" * 300, *ESCAPES))
     return json.dumps(record).encode()
 
 
@@ -183,6 +221,11 @@ def seeds(target: E2eTarget) -> list[bytes] | None:
     if make is None:
         return None
     return [make(random.Random(f"{target.name}:{i}")) for i in range(SEEDS_PER_TARGET)]
+
+
+def maker(target: E2eTarget) -> Callable[[random.Random], bytes] | None:
+    """The generator of one of these targets (None: not one of them)."""
+    return _BY_NAME.get(target.name)
 
 
 def generated(target: E2eTarget, rng: random.Random) -> bytes:

@@ -300,10 +300,14 @@ def failures(outcome: Outcome, time_s: float = TIME_S, memory_mb: int = MEMORY_M
     return out
 
 
-def campaign(seeds: int, scale: int, say: Callable[[str], None] = print) -> list[Outcome]:
+def campaign(
+    seeds: int, scale: int, say: Callable[[str], None] = print, only: str = ""
+) -> list[Outcome]:
     outcomes = []
     for seed in range(seeds):
         for shape in shapes(random.Random(seed), scale):
+            if not shape.name.startswith(only):
+                continue
             o = run_shape(shape)
             outcomes.append(o)
             bad = failures(o)
@@ -358,10 +362,12 @@ def main() -> int:
     mode.add_argument("--short", action="store_true", help="one seed at scale 1 (the tests')")
     mode.add_argument("--long", action="store_true", help="3 seeds at scale 10 (bench)")
     parser.add_argument("--record", action="store_true", help="write bench/RESULTS.md")
+    parser.add_argument("--shape", default="", help="only the shapes whose name starts so "
+                        "(e.g. 'millions of kernels'); not with --record")  # fmt: skip
     args = parser.parse_args()
     seeds, scale = (3, 10) if args.long else (1, 1)
-    outcomes = campaign(seeds, scale)
-    if args.record:
+    outcomes = campaign(seeds, scale, only=args.shape)
+    if args.record and not args.shape:
         _record(outcomes, "python bench/fuzz_trace_gen.py " + " ".join(sys.argv[1:]))
     return 1 if any(failures(o) for o in outcomes) else 0
 

@@ -12,8 +12,20 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from typing import TypeGuard
 
 _ASCII_DIGITS = re.compile(r"[0-9]+")
+# What float() reads, less what it also takes and no input writes: Unicode digits ("٣.٥"),
+# underscores ("1_0") and Unicode spaces around the number. inf and nan are read here and
+# refused by finite_float as not finite (the message says so).
+_ASCII_NUMBER = re.compile(
+    r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)",
+    re.IGNORECASE,
+)
+_ASCII_SPACE = " \t\r\n\v\f"
+# The longest number text read (the inputs hold none over 1,000 digits: files.MAX_DIGITS);
+# longer is no number, whatever its characters.
+MAX_NUMBER_TEXT = 1000
 # No figure an input holds comes near this (Slurm's NO_VAL64 is 1.8e19); below it, the
 # products and sums the advice makes of a few of them stay finite.
 MAX_NUMBER = 1e30
@@ -23,6 +35,15 @@ def is_ascii_digits(text: str) -> bool:
     """``text`` is a whole number in ASCII digits. ``str.isdigit`` is no such test: it holds
     for ``'²'`` and every other Unicode digit, which ``int()`` then refuses."""
     return _ASCII_DIGITS.fullmatch(text) is not None
+
+
+def is_ascii_number(text: str) -> bool:
+    """``text`` is a decimal number written in ASCII (``12``, ``-0.5``, ``1e-3``, ``inf``),
+    spaces around it allowed, ``MAX_NUMBER_TEXT`` characters at most: what ``float()`` takes
+    less the Unicode digits and underscores it takes too."""
+    return len(text) <= MAX_NUMBER_TEXT and (
+        _ASCII_NUMBER.fullmatch(text.strip(_ASCII_SPACE)) is not None
+    )
 
 
 def ascii_int(text: str) -> int | None:
@@ -42,7 +63,10 @@ def finite_float(
     ``error(message)`` naming ``what``. Every reader converts through here once: ``float()``
     takes ``inf``, ``nan`` and ``1e999``, an int of 309 digits overflows only later, deep in
     whatever does arithmetic with it, and so does the product of two numbers of 200 digits
-    (hence the bound of ``MAX_NUMBER``, far above any real figure)."""
+    (hence the bound of ``MAX_NUMBER``, far above any real figure). A text is read only when
+    it is a number in ASCII (``is_ascii_number``): ``float("٣.٥")`` is 3.5."""
+    if isinstance(value, str) and not is_ascii_number(value):
+        raise error(f"{what} is {_shown(value)}, not a number")
     try:
         number = float(value)
     except OverflowError:
@@ -56,7 +80,7 @@ def finite_float(
     return number
 
 
-def is_finite_number(value: object) -> bool:
+def is_finite_number(value: object) -> TypeGuard[int | float]:
     """A JSON number (not a bool) that ``finite_float`` takes: what a field of numbers may
     hold."""
     if isinstance(value, bool) or not isinstance(value, int | float):

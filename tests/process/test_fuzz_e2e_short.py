@@ -22,6 +22,11 @@ import fuzz  # noqa: E402
 import fuzz_inputs_gen  # noqa: E402
 
 INPUTS = 1  # per target: the short mode (about 5-15 s each here)
+# The predictions are cheap (well under a second each): enough of them to see that the
+# generator's share read well (exit 0 through compare's every face) is there, not only the
+# refusals.
+PREDICTIONS = "e2e prediction (gen)"
+PREDICTION_INPUTS = 12
 HANG_S = 10.0
 MEMORY_MIB = 600
 
@@ -33,8 +38,13 @@ def test_generated_inputs_stay_within_the_bounds(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
     target = next(t for t in fuzz.E2E_TARGETS if t.name == name)
-    tally = fuzz.run_target(target, INPUTS, 34, HANG_S, MEMORY_MIB)
-    assert tally.inputs == INPUTS
+    inputs = PREDICTION_INPUTS if name == PREDICTIONS else INPUTS
+    tally = fuzz.run_target(target, inputs, 34, HANG_S, MEMORY_MIB)
+    assert tally.inputs == inputs
+    assert tally.accepted + tally.own_errors + sum(tally.escapes.values()) == inputs
+    if name == PREDICTIONS:  # a third at least read and rendered, not refused
+        assert tally.accepted >= inputs // 3, (tally.accepted, tally.own_errors)
+        assert tally.own_errors > 0  # and the refusal path is still tested
     assert not tally.escapes, dict(tally.escapes) | tally.example
     assert tally.hangs == 0, tally.example
     assert tally.memory_over == 0, (tally.peak_rss_mib, tally.example)

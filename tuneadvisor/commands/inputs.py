@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_directory
+from tuneadvisor.numbers import is_ascii_number
 
 if TYPE_CHECKING:
     from tuneadvisor.workspace.inputs import Inputs
@@ -32,10 +33,9 @@ def finite(text: str) -> float:
 
 
 def _finite(text: str, what: str, most: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not is_ascii_number(text):  # float() takes "٣" and "1_0" too
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number")
+    value = float(text)
     if not math.isfinite(value) or abs(value) > most:
         raise argparse.ArgumentTypeError(f"{text!r}: {what} are a finite number up to {most:g}")
     return value

@@ -15,6 +15,7 @@ from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of, secon
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
 from tuneadvisor.errors import EXIT_INTERRUPTED
 from tuneadvisor.files import is_regular_file
+from tuneadvisor.numbers import is_finite_number
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -118,12 +119,13 @@ class ProgressView:
         if kind == "start":
             self.progress.update(self.task, total=expected_steps(event, self.settings))
         elif kind == "step":
-            rate = event.get("samples_per_s")
+            # the training program's own line: a step or loss of any JSON type shows as "-"
+            rate, step, loss = event.get("samples_per_s"), event.get("step"), event.get("loss")
             self.progress.update(
                 self.task,
-                completed=int(event.get("step", 0)),
-                rate=f"{rate:,.0f}" if isinstance(rate, int | float) else "-",
-                loss=f"{event.get('loss', 0):.4f}",
+                completed=int(step) if is_finite_number(step) else 0,
+                rate=f"{rate:,.0f}" if is_finite_number(rate) else "-",
+                loss=f"{loss:.4f}" if is_finite_number(loss) else "-",
             )
         elif kind in ("epoch", "end"):
             # the steps after the last logged one: an epoch's end counts them (the bar

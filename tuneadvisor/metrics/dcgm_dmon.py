@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 from tuneadvisor.metrics.plausible import GpuBound
+from tuneadvisor.numbers import is_ascii_number
 
 MIB = 1024 * 1024
 
@@ -83,10 +84,10 @@ def _values(number: int, columns: list[str], row: list[str]) -> dict[str, float]
     for name, token in zip(columns, row, strict=True):
         if name not in _FIELDS or token in _MISSING:
             continue
-        try:
-            number_value = float(token)
-        except ValueError:
-            raise DcgmDmonError(f"line {number}: {name} is {token!r}, not a number") from None
+        if not is_ascii_number(token):  # float() reads "٣٤" as 34 and "1_0" as 10 (issue 34)
+            shown = token if len(token) <= 20 else token[:17] + "..."
+            raise DcgmDmonError(f"line {number}: {name} is {shown!r}, not a number")
+        number_value = float(token)
         if not math.isfinite(number_value):
             continue
         field, convert = _FIELDS[name]

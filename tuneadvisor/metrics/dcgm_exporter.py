@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from tuneadvisor.metrics.model import GpuSample, MetricsSeries
 from tuneadvisor.metrics.plausible import GpuBound
-from tuneadvisor.numbers import ascii_int
+from tuneadvisor.numbers import ascii_int, is_ascii_number
 
 MIB = 1024 * 1024
 _FP64_BLANK = 140737488355328.0  # DCGM_FP64_BLANK; larger ones are its other markers
@@ -166,10 +166,9 @@ def _field(name: str) -> tuple[str, Callable[[float], float]] | None:
 
 
 def _number(raw: str) -> float | None:
-    try:
-        value = float(raw)
-    except ValueError:
+    if not is_ascii_number(raw):  # float() reads "٣٤" as 34 and "1_0" as 10 (issue 34)
         return None
+    value = float(raw)
     if not math.isfinite(value) or value >= _FP64_BLANK or value >= _INT64_BLANK:
         return None
     return value

@@ -28,6 +28,7 @@ from tuneadvisor.metrics.snapshot import (
     ROLE_WORKER,
     ProcSample,
 )
+from tuneadvisor.numbers import ascii_int
 
 _LAUNCHERS = frozenset({"torchrun", "srun", "mpirun", "mpiexec", "accelerate", "deepspeed"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "tcsh", "csh", "slurm_script"})
@@ -105,13 +106,11 @@ def role_of(me: ProcStatic, parent: ProcStatic | None) -> tuple[str, int | None]
 def _rank(env: dict[str, str] | None) -> int | None:
     if not env:
         return None
+    # another process's environment: any text (int() raised on "x" and read "٣" as 3)
     value = env.get("RANK")
-    if value is None and int(env.get("SLURM_NTASKS", "1") or 1) > 1:
+    if value is None and (ascii_int(env.get("SLURM_NTASKS", "")) or 1) > 1:
         value = env.get("SLURM_PROCID")
-    try:
-        return None if value is None else int(value)
-    except ValueError:
-        return None
+    return None if value is None else ascii_int(value)
 
 
 def tree_totals(host: HostSample, procs: Iterable[ProcSample]) -> HostSample:

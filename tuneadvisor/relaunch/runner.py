@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from tuneadvisor import __version__
 from tuneadvisor.advisor.prediction import Prediction
+from tuneadvisor.numbers import is_finite_number
 from tuneadvisor.relaunch.bundled import Bundled, script_path
 from tuneadvisor.relaunch.local_allocation import Allocation, clean_environ, emulate, pin
 from tuneadvisor.relaunch.measurements import Measured, Measurements, parse_event
@@ -202,8 +203,9 @@ def _host(alloc: Allocation) -> Host:
 
 def expected_steps(start: Mapping[str, Any], settings: Settings) -> int | None:
     """How many steps the run will take, from its start event: the progress bar's length."""
-    if start.get("max_steps"):
-        return int(start["max_steps"])
+    if start.get("max_steps"):  # the training program's line: "x" or 1e308 is no count
+        steps = start["max_steps"]
+        return int(steps) if is_finite_number(steps) and steps > 0 else None
     try:
         per_rank = int(start["batch_size"]) * int(start.get("world_size") or 1)
         epochs = int(str(start.get("epochs") or settings.knobs.get("epochs") or 1))

@@ -48,7 +48,17 @@ class Allocation:
         return cls(
             job_id=str(data.get("job_id", "")),
             hostname=str(data.get("hostname", "")),
-            cores=tuple(tuple(int(c) for c in task) for task in cores),
+            cores=tuple(tuple(_core(c) for c in task) for task in cores),
             env={str(k): str(v) for k, v in env.items()},
             notes=tuple(str(n) for n in notes),
         )
+
+
+MAX_CORE = 1 << 20  # a CPU number no machine reaches
+
+
+def _core(value: object) -> int:
+    """A CPU number as ``to_json`` wrote it: int() took "٣" as 3, True as 1 and 1e308 whole."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_CORE:
+        raise ValueError(f"a core of {str(value)[:20]!r}, not a CPU number")
+    return value

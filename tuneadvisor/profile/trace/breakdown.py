@@ -203,40 +203,102 @@ def step_parts(col: Collected, win: StepWindow, events: StepEvents) -> StepParts
 def _sweep(
     col: Collected, win: StepWindow, idx: list[int], cover: tuple[int, ...]
 ) -> tuple[dict[str, float], float, float]:
-    points: list[tuple[float, int, int]] = []
-    for i in idx:
-        s, e = max(col.starts[i], win.start), min(col.ends[i], win.end)
-        if e > s:
-            points.append((s, 1, col.kinds[i]))
-            points.append((e, -1, col.kinds[i]))
-    points.sort()
-    points.append((win.end, 0, 0))  # the tail: to what still covers it, or idle
+    """Each microsecond of the window to the first busy kind, from each kind's union of
+    intervals: one pass over the step's intervals in start order (their indices sorted by a
+    C key, no tuple per interval), then merges of the unions, which are few where the
+    intervals crowd (issue 34: 4 million kernels in one step)."""
     n = len(KIND_CODES)
-    counts = list(cover)  # what covers the whole window is busy from its start
-    totals = [0.0] * (n + 1)  # the last: idle
-    busy = exposed = 0.0
-    device = sum(cover[k] for k in _DEVICE)  # device intervals open now
-    t = win.start
-    for when, delta, kind in points:
-        if when > t:
-            span = when - t
-            top = 0
-            while top < n and not counts[top]:  # the plugin's priority: the first kind busy
-                top += 1
-            totals[top] += span
-            if device:
-                busy += span
-                if counts[_COMM] and not counts[_KERNEL]:
-                    exposed += span
-            t = when
-        counts[kind] += delta
-        if kind in _DEVICE:
-            device += delta
+    unions = _unions(col, win, idx)
+    for kind in range(n):
+        if cover[kind]:  # what covers the whole window is busy all through it
+            unions[kind] = [win.start, win.end] if win.end > win.start else []
+    totals = [0.0] * n
+    busy_at: list[float] = []  # the union of the kinds before the one looked at
+    for kind in range(n):  # the plugin's priority: a microsecond to the first kind busy
+        if unions[kind]:
+            totals[kind] = _minus(unions[kind], busy_at)
+            busy_at = _union(busy_at, unions[kind])
+    device: list[float] = []
+    for kind in sorted(_DEVICE):
+        device = _union(device, unions[kind])
+    whole = [win.start, win.end] if win.end > win.start else []
     by_kind = dict.fromkeys((*KINDS, IDLE), 0.0)
-    for code, value in enumerate(totals[:-1]):
+    for code, value in enumerate(totals):
         by_kind[_REPORTED[code]] += value
-    by_kind[IDLE] += totals[-1]
-    return by_kind, busy, exposed
+    by_kind[IDLE] += _minus(whole, busy_at)
+    return by_kind, _length(device), _minus(unions[_COMM], unions[_KERNEL])
+
+
+# An interval set is a flat list [start0, end0, start1, end1, ...]: disjoint, in order.
+
+
+def _unions(col: Collected, win: StepWindow, idx: list[int]) -> list[list[float]]:
+    """Per kind, the union of its intervals clipped to the window."""
+    starts, ends, kinds = col.starts, col.ends, col.kinds
+    out: list[list[float]] = [[] for _ in KIND_CODES]
+    lo, hi = win.start, win.end
+    for i in sorted(idx, key=starts.__getitem__):  # clipping at lo keeps this order
+        s, e = starts[i], ends[i]
+        if s < lo:
+            s = lo
+        if e > hi:
+            e = hi
+        if e <= s:
+            continue
+        union = out[kinds[i]]
+        if union and s <= union[-1]:  # overlapping or touching the last: extend it
+            if e > union[-1]:
+                union[-1] = e
+        else:
+            union.append(s)
+            union.append(e)
+    return out
+
+
+def _union(a: list[float], b: list[float]) -> list[float]:
+    if not a or not b:
+        return b or a
+    out: list[float] = []
+    i = j = 0
+    na, nb = len(a), len(b)
+    while i < na or j < nb:
+        if j >= nb or (i < na and a[i] <= b[j]):
+            s, e = a[i], a[i + 1]
+            i += 2
+        else:
+            s, e = b[j], b[j + 1]
+            j += 2
+        if out and s <= out[-1]:
+            if e > out[-1]:
+                out[-1] = e
+        else:
+            out.append(s)
+            out.append(e)
+    return out
+
+
+def _minus(a: list[float], b: list[float]) -> float:
+    """How long ``a`` lasts outside ``b``."""
+    total = 0.0
+    j, nb = 0, len(b)
+    for p in range(0, len(a), 2):
+        s, e = a[p], a[p + 1]
+        while j < nb and b[j + 1] <= s:
+            j += 2
+        t, k = s, j
+        while k < nb and b[k] < e:
+            if b[k] > t:
+                total += b[k] - t
+            if b[k + 1] > t:
+                t = b[k + 1]
+            k += 2
+        if e > t:
+            total += e - t
+    return total
+
+
+def _length(a: list[float]) -> float:
+    return sum(a[p + 1] - a[p] for p in range(0, len(a), 2))
 
 
 def _top_ops(col: Collected, idx: list[int]) -> dict[int, list[int]]:
@@ -277,13 +339,13 @@ def _syncs(
 ) -> tuple[tuple[str, str, float], ...]:
     out: list[tuple[str, str, float]] = []
     starts: dict[int, list[float]] = {}
+    kinds = col.kinds
     for i in idx:
+        kind = kinds[i]
+        if kind != _RUNTIME and kind != _CPU_OP:  # the kind first: no name looked up per kernel
+            continue
         name = col.name(col.names[i])
-        kind = col.kinds[i]
-        if not (
-            (kind == _RUNTIME and name in c.SYNC_RUNTIME)
-            or (kind == _CPU_OP and name in c.SYNC_OPS)
-        ):
+        if name not in (c.SYNC_RUNTIME if kind == _RUNTIME else c.SYNC_OPS):
             continue
         tid = col.tids[i]
         if tid not in starts:

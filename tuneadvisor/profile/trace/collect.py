@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -35,6 +36,10 @@ MAX_STEPS = 10_000  # ProfilerStep#N windows kept (a schedule records tens)
 MAX_INTERVALS = 2_000_000  # intervals kept for the breakdown (33 B each: 66 MB)
 OTHER_NAMES = "(other names past the first 20,000)"
 _KEYS = (str, int, float)  # a pid or tid a trace writes; a list or object is no thread id
+_NO_THREAD = object()  # no (pid, tid) seen yet
+_NO_ARGS: dict[str, Any] = {}
+_INSTANT = ("i", "I")
+_KERNEL_ROLES = ("kernel", "tensor_core")
 
 
 @dataclass
@@ -88,69 +93,107 @@ class Collected:
         return got
 
     def add(self, ev: dict[str, Any]) -> None:
-        self.events += 1
-        ph = ev.get("ph")
-        if ph == "X":
-            self._complete(ev)
-        elif ph == "i" or ph == "I":
-            self._instant(ev)
+        self.add_all((ev,))
 
-    def _complete(self, ev: dict[str, Any]) -> None:
-        # the hot path: one dict lookup classifies a (category, name) seen before
-        cat, name = ev.get("cat"), ev.get("name")
-        if cat is None and ev.get("pid") == "CPU functions":
-            cat = "cpu_op"  # the legacy autograd profiler's array: its ops carry no category
-        if type(cat) is not str or type(name) is not str:  # a list or object: no name at all
-            self.bad_names += 1
-            return
-        if len(name) > MAX_NAME_CHARS:
-            name = name[:MAX_NAME_CHARS]
-        if len(cat) > 64:
-            cat = cat[:64]
-        key = (cat, name)
-        seen = self._seen.get(key)
-        if seen is None:
-            seen = self._classify(key)
-        if seen is _SKIP:
-            return
-        ts: Any = ev.get("ts")  # checked next: a number in range, or the event is left out
-        dur: Any = ev.get("dur", 0.0)
-        if not (type(ts) in _NUM and type(dur) in _NUM and -MAX_US < ts < MAX_US
-                and 0 <= dur < MAX_US):  # fmt: skip
-            self.bad_numbers += 1
-            return
-        tid = self._thread(ev.get("pid"), ev.get("tid"))
-        code, step, name_id, named, role = seen
-        if step >= 0:
-            if len(self.steps) < MAX_STEPS:
-                self.steps.append((step, ts, ts + dur, tid))
-            else:
-                self.steps_past += 1
-            return
-        args = ev.get("args")
-        if type(args) is not dict:
-            args = {}
-        if len(self.kinds) < MAX_INTERVALS:
-            corr = args.get("correlation", -1)
-            self.starts.append(ts)
-            self.ends.append(ts + dur)
-            self.corrs.append(corr if type(corr) is int and 0 <= corr < 2**62 else -1)
-            self.kinds.append(code)
-            self.names.append(name_id)
-            self.tids.append(tid)
+    def add_all(self, events: Iterable[dict[str, Any]]) -> None:
+        """Every event of the stream. The hot path: a trace holds millions, so the loop
+        binds its lookups once and keeps its counts in locals (issue 34: 4 million kernels
+        in one step cost ~2 µs each through a method call per event and attribute lookups)."""
+        seen_get = self._seen.get
+        starts, ends, corrs = self.starts.append, self.ends.append, self.corrs.append
+        kinds, names, tids = self.kinds.append, self.names.append, self.tids.append
+        kept = len(self.kinds)
+        max_intervals, max_name = MAX_INTERVALS, MAX_NAME_CHARS
+        last_pid: object = _NO_THREAD
+        last_tid: object = _NO_THREAD
+        thread = 0
+        count = kernels = tiny = tensor = 0
+        try:
+            for ev in events:
+                count += 1
+                ph = ev.get("ph")
+                if ph != "X":
+                    if ph in _INSTANT:
+                        self._instant(ev)
+                    continue
+                # one dict lookup classifies a (category, name) seen before
+                cat, name = ev.get("cat"), ev.get("name")
+                if cat is None and ev.get("pid") == "CPU functions":
+                    cat = "cpu_op"  # the legacy autograd profiler's array: no category
+                if type(cat) is not str or type(name) is not str:  # a list or object
+                    self.bad_names += 1
+                    continue
+                name, cat = name[:max_name], cat[:64]  # a short one is kept as it is, no copy
+                seen = seen_get((cat, name))
+                if seen is None:
+                    seen = self._classify((cat, name))
+                if seen is _SKIP:
+                    continue
+                ts: Any = ev.get("ts")  # a number in range, or the event is left out
+                dur: Any = ev.get("dur", 0.0)
+                if not (type(ts) in _NUM and type(dur) in _NUM and -MAX_US < ts < MAX_US
+                        and 0 <= dur < MAX_US):  # fmt: skip
+                    self.bad_numbers += 1
+                    continue
+                pid, tid = ev.get("pid"), ev.get("tid")
+                # events come in runs of one thread: its id again without a tuple and a lookup
+                if not (pid == last_pid and tid == last_tid and type(pid) is type(last_pid)
+                        and type(tid) is type(last_tid)):  # fmt: skip
+                    thread = self._thread(pid, tid)
+                    last_pid, last_tid = pid, tid
+                code, step, name_id, named, role = seen
+                if step >= 0:
+                    self._step(step, ts, dur, thread)
+                    continue
+                args = ev.get("args")
+                if type(args) is not dict:
+                    args = _NO_ARGS
+                if kept < max_intervals:
+                    kept += 1
+                    corr = args.get("correlation", -1)
+                    starts(ts)
+                    ends(ts + dur)
+                    corrs(corr if type(corr) is int and 0 <= corr < 2**62 else -1)
+                    kinds(code)
+                    names(name_id)
+                    tids(thread)
+                else:
+                    self._past(ts)
+                if named is not None:
+                    named.calls += 1
+                    named.total_us += dur
+                    if dur > named.max_us:
+                        named.max_us = dur
+                if role in _KERNEL_ROLES:
+                    kernels += 1
+                    tiny += dur < TINY_KERNEL_US
+                    tensor += role == "tensor_core"
+                elif role:
+                    self._role(role, ts, dur, args)
+        finally:
+            self.events += count
+            self.kernel_count += kernels
+            self.tiny += tiny
+            self.tensor_core += tensor
+            self.has_device = self.has_device or kernels > 0
+
+    def _step(self, step: int, ts: float, dur: float, thread: int) -> None:
+        if len(self.steps) < MAX_STEPS:
+            self.steps.append((step, ts, ts + dur, thread))
         else:
-            self.intervals_past += 1
-            if ts < self.cut_from_us:
-                self.cut_from_us = ts
-        if named is not None:
-            named.calls += 1
-            named.total_us += dur
-            if dur > named.max_us:
-                named.max_us = dur
+            self.steps_past += 1
+
+    def _past(self, ts: float) -> None:
+        """An interval past MAX_INTERVALS: counted, and where the kept ones end."""
+        self.intervals_past += 1
+        if ts < self.cut_from_us:
+            self.cut_from_us = ts
+
+    def _role(self, role: str, ts: float, dur: float, args: dict[str, Any]) -> None:
         if role == "optimizer":
             if len(self.optimizer_steps) < MAX_STEPS:
                 self.optimizer_steps.append((ts, ts + dur))
-        elif role:
+        else:
             self._device(role, dur, args)
 
     def _thread(self, pid: object, tid: object) -> int:
@@ -194,12 +237,9 @@ class Collected:
         return seen
 
     def _device(self, role: str, dur: float, args: dict[str, Any]) -> None:
+        """A device activity other than a kernel (those are counted in ``add_all``)."""
         self.has_device = True
-        if role == "kernel" or role == "tensor_core":
-            self.kernel_count += 1
-            self.tiny += dur < TINY_KERNEL_US
-            self.tensor_core += role == "tensor_core"
-        elif role.startswith("copy:") and role != "copy:":
+        if role.startswith("copy:") and role != "copy:":
             row = self.copies.setdefault(role[5:], [0, 0, 0.0])
             size = args.get("bytes", 0)
             row[0] += 1

@@ -108,10 +108,8 @@ def read_rank(path: str, progress: Progress | None = None) -> RankTrace:
     if not header.has_events:
         raise InputError(path, "not a torch.profiler trace: no traceEvents")
     col = Collected()
-    add = col.add
     read = Read()
-    for ev in events(path, progress, array=header.array, read=read):
-        add(ev)
+    col.add_all(events(path, progress, array=header.array, read=read))
     if header.array and not col.events:
         raise InputError(path, "not a trace: a JSON array with no trace events in it")
     notes = [*header.cut, *_bounds_met(col, read)]

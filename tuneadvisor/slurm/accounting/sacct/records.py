@@ -268,12 +268,14 @@ def het_base(job_id: str) -> str | None:
 
 def merge_het_jobs(jobs: Sequence[SacctJob]) -> tuple[SacctJob, ...]:
     """Each heterogeneous job's components as one job, in the order first seen."""
-    groups: dict[str, list[SacctJob]] = {}
+    # a plain id equal to a heterogeneous job's base ("1853" beside "1853+0") is a job of
+    # its own, never a component (its offset, "", ended in int()'s ValueError)
+    groups: dict[tuple[bool, str], list[SacctJob]] = {}
     for job in jobs:
-        groups.setdefault(het_base(job.job_id) or job.job_id, []).append(job)
+        base = het_base(job.job_id)
+        groups.setdefault((True, base) if base else (False, job.job_id), []).append(job)
     return tuple(
-        _merge_components(base, parts) if het_base(parts[0].job_id) else parts[0]
-        for base, parts in groups.items()
+        _merge_components(base, parts) if het else parts[0] for (het, base), parts in groups.items()
     )
 
 
