@@ -24,8 +24,8 @@ __all__ = ["WillRun", "WillRunError", "parse_will_run"]
 # Matched from the line's start (sbatch's own prefix, "sbatch: ", or none), so the long node
 # list costs one pass.
 _LINE = re.compile(
-    r"[ \t]{0,16}(?:[a-z]{1,16}: )?Job ([0-9]{1,12}) to start at (\S{1,64}) using ([0-9]{1,9}) processors on "
-    r"(?:nodes )?(\S{1,1024})(?: in partition (\S{1,256}))?"
+    r"[ \t]{0,16}(?:[a-z]{1,16}: )?Job ([0-9]{1,12}) to start at (\S{1,64}) "
+    r"using ([0-9]{1,9}) processors on (?:nodes )?(\S{1,1024})(?: in partition (\S{1,256}))?"
 )
 _ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
 
