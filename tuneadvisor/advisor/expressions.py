@@ -11,11 +11,11 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from simpleeval import DEFAULT_OPERATORS, SimpleEval
 
+from tuneadvisor.records import record
 from tuneadvisor.trainscript.pyast import dotted_name
 
 
@@ -230,7 +230,7 @@ class _FactRewriter(ast.NodeTransformer):
         return node
 
 
-@dataclass(frozen=True)
+@record
 class Expression:
     """A rule expression as written, its rewrite for simpleeval and the facts it reads."""
 

@@ -7,12 +7,14 @@ A function is keyed by (filename, first_lineno, name), as line_profiler keys it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from tuneadvisor.records import record
 
 FunctionKey = tuple[str, int, str]
 
 
-@dataclass(frozen=True)
+@record
 class LineTiming:
     """One line's hits and time as the profile recorded them."""
 
@@ -21,7 +23,7 @@ class LineTiming:
     time_s: float
 
 
-@dataclass(frozen=True)
+@record
 class FunctionTiming:
     """One profiled function's lines as the profile recorded them."""
 
@@ -41,7 +43,7 @@ class FunctionTiming:
         return sum(line.time_s for line in self.lines)
 
 
-@dataclass(frozen=True)
+@record
 class Profile:
     """One profile file (one rank), or the merge of several."""
 
@@ -96,7 +98,7 @@ def merge_profiles(profiles: Iterable[Profile]) -> Profile:
     )
 
 
-@dataclass(frozen=True)
+@record
 class ProfileSet:
     """What the user opened: each file kept for comparison, and their merge."""
 
