@@ -130,6 +130,7 @@ LEAN_REPORT = {
     "tuneadvisor.cli",
     "tuneadvisor.errors",
     "tuneadvisor.numbers",  # numbers read from the inputs (the run window, the seff figures)
+    "tuneadvisor.records",  # @record: the report's value classes, no code generated per class
     "tuneadvisor.files",
     "tuneadvisor.commands",
     "tuneadvisor.commands.inputs",
