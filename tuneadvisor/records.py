@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import reprlib
-from operator import itemgetter
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any, TypeVar, dataclass_transform, overload
 
 T = TypeVar("T", bound=type)
@@ -40,64 +40,18 @@ def record(cls: Any = None, /, *, frozen: bool = True, eq: bool = True) -> Any:
 
 
 def _build(cls: T, *, frozen: bool, eq: bool) -> T:
-    for base in cls.__mro__[1:-1]:
-        if dataclasses.is_dataclass(base):
-            raise TypeError(f"{cls.__qualname__}: a record does not inherit from a dataclass")
     own = dict(cls.__dict__)  # what the class defines itself is kept, as dataclasses keeps it
-    cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)  # the fields only
-    fields = dataclasses.fields(cls)
-    for f in cls.__dataclass_fields__.values():  # type: ignore[attr-defined]
-        if "InitVar" in str(f.type):
-            raise TypeError(f"{cls.__qualname__}.{f.name}: a record has no InitVar fields")
-    for f in fields:
-        if not f.init or f.kw_only:
-            raise TypeError(f"{cls.__qualname__}.{f.name}: init=False and kw_only are not kept")
-    names = tuple(f.name for f in fields)
-    defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
-    factories = tuple(
-        (f.name, f.default_factory) for f in fields if f.default_factory is not dataclasses.MISSING
-    )
-    shown = tuple(f.name for f in fields if f.repr)
-    compared = tuple(f.name for f in fields if f.compare)
-    hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
-    post_init = getattr(cls, "__post_init__", None)
-
-    count = len(names)
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        values = dict(defaults)
-        values.update(zip(names, args))
-        if kwargs:
-            if not kwargs.keys().isdisjoint(names[: len(args)]):
-                _explain(cls.__qualname__, names, args, kwargs, values)
-            values.update(kwargs)
-        for name, factory in factories:
-            if name not in values:
-                values[name] = factory()
-        if len(values) != count or len(args) > count:
-            _explain(cls.__qualname__, names, args, kwargs, values)
-        self.__dict__.update(values)
-        if post_init is not None:
-            post_init(self)
-
-    @reprlib.recursive_repr()
-    def __repr__(self: Any) -> str:
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
-        return f"{type(self).__qualname__}({inner})"
-
-    compare_key, hash_key = _key(compared), _key(hashed)
-
-    def __eq__(self: Any, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        # tuples, as dataclasses compares: `is` before `==` for each field
-        return bool(compare_key(self.__dict__) == compare_key(other.__dict__))
-
-    def __hash__(self: Any) -> int:
-        return hash(hash_key(self.__dict__))
-
-    methods: dict[str, Any] = {"__init__": __init__, "__repr__": __repr__}
+    fields = _fields(cls)
+    methods: dict[str, Any] = {"__init__": _init(cls, fields), "__repr__": _repr(fields)}
+    compare_key = _key(tuple(f.name for f in fields if f.compare))
     if eq:
+
+        def __eq__(self: Any, other: object) -> bool:
+            if other.__class__ is not self.__class__:
+                return NotImplemented
+            # tuples, as dataclasses compares them: `is` before `==` for each field
+            return bool(compare_key(self.__dict__) == compare_key(other.__dict__))
+
         methods["__eq__"] = __eq__
     if frozen:
         methods.update(__setattr__=_frozen_set, __delattr__=_frozen_del)
@@ -108,8 +62,74 @@ def _build(cls: T, *, frozen: bool, eq: bool) -> T:
     # leaves); otherwise a frozen record hashes its fields and a mutable one is unhashable
     explicit = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
     if eq and not explicit:
-        cls.__hash__ = __hash__ if frozen else None  # type: ignore[assignment, method-assign]
+        cls.__hash__ = _hash(fields) if frozen else None  # type: ignore[assignment, method-assign]
     return cls
+
+
+def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    """The class's fields, collected by `dataclasses` (which generates no method for them);
+    what a record does not keep is refused here."""
+    for base in cls.__mro__[1:-1]:
+        if dataclasses.is_dataclass(base):
+            raise TypeError(f"{cls.__qualname__}: a record does not inherit from a dataclass")
+    dataclasses.dataclass(init=False, repr=False, eq=False)(cls)  # the same class, with fields
+    for f in cls.__dataclass_fields__.values():  # type: ignore[attr-defined]
+        if "InitVar" in str(f.type):
+            raise TypeError(f"{cls.__qualname__}.{f.name}: a record has no InitVar fields")
+    fields = dataclasses.fields(cls)
+    for f in fields:
+        if not f.init or f.kw_only:
+            raise TypeError(f"{cls.__qualname__}.{f.name}: init=False and kw_only are not kept")
+    return fields
+
+
+def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
+    """The __init__ a dataclass would have: positional or keyword, defaults, factories,
+    then ``__post_init__``."""
+    name, names, count = cls.__qualname__, tuple(f.name for f in fields), len(fields)
+    defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+    factories = tuple(
+        (f.name, f.default_factory) for f in fields if f.default_factory is not dataclasses.MISSING
+    )
+    post_init = getattr(cls, "__post_init__", None)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        values = dict(defaults)
+        values.update(zip(names, args, strict=False))  # too many: counted below
+        if kwargs:
+            if not kwargs.keys().isdisjoint(names[: len(args)]):
+                _explain(name, names, args, kwargs, values)
+            values.update(kwargs)
+        for field, factory in factories:
+            if field not in values:
+                values[field] = factory()
+        if len(values) != count or len(args) > count:
+            _explain(name, names, args, kwargs, values)
+        self.__dict__.update(values)
+        if post_init is not None:
+            post_init(self)
+
+    return __init__
+
+
+def _repr(fields: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], str]:
+    shown = tuple(f.name for f in fields if f.repr)
+
+    @reprlib.recursive_repr()
+    def __repr__(self: Any) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
+        return f"{type(self).__qualname__}({inner})"
+
+    return __repr__
+
+
+def _hash(fields: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], int]:
+    key = _key(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
+
+    def __hash__(self: Any) -> int:
+        return hash(key(self.__dict__))
+
+    return __hash__
 
 
 def _key(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:

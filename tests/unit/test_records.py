@@ -97,7 +97,7 @@ def test_a_record_is_built_shown_compared_and_hashed_as_its_dataclass(
     r1, r2 = _call(RPoint, one, positional), _call(RPoint, two, positional)
     assert _rename(r1) == _rename(d1)
     assert (r1 == r2) == (d1 == d2)
-    assert (r1 == r1) == (d1 == d1)  # noqa: PLR0124 - a NaN field: `is` before `==`
+    assert (r1 == r1) == (d1 == d1)
     assert (r1 != r2) == (d1 != d2)
     assert dataclasses.astuple(r1) == dataclasses.astuple(d1) or math.isnan(one[0])
     if r1 == r2:
@@ -112,7 +112,7 @@ def test_the_dataclasses_functions_read_a_record() -> None:
     assert dataclasses.replace(point, name="q") == RPoint(1.0, "q", ("a",))
     assert dataclasses.asdict(point) == {"x": 1.0, "name": "p", "tags": ("a",), "note": ""}
     assert RPoint.__match_args__ == ("x", "name", "tags", "note")
-    assert pickle.loads(pickle.dumps(point)) == point
+    assert pickle.loads(pickle.dumps(point)) == point  # noqa: S301 - our own bytes
     assert copy.deepcopy(point) == point
 
 
@@ -125,7 +125,7 @@ def test_a_frozen_record_refuses_a_change() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         point.x = 2.0  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        del point.x  # type: ignore[misc]
+        del point.x
 
 
 def test_a_mutable_record_changes_and_is_not_hashable() -> None:
