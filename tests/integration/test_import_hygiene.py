@@ -208,8 +208,11 @@ LEAN_REPORT = {
     "tuneadvisor.present.training_script",
 }
 # ... and what it never needs: the TOML parser (the pack is cached), OpenSSL's hashes, a
-# process (nothing asks Slurm), the statistics of metrics.
-LEAN_REPORT_ABSENT = {"tomllib", "hashlib", "subprocess", "statistics", "decimal", "fractions"}
+# process (nothing asks Slurm), the statistics of metrics, shutil (with bz2 and lzma: only
+# where srun is looked for on the PATH).
+LEAN_REPORT_ABSENT = {
+    "tomllib", "hashlib", "subprocess", "statistics", "decimal", "fractions", "shutil",
+}  # fmt: skip
 
 
 def modules(stderr: str) -> set[str]:
