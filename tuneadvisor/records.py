@@ -7,9 +7,10 @@
 methods that read them: the same fields, `dataclasses.replace`, `fields`, `asdict` and
 `is_dataclass` as before, and mypy checks it as a dataclass (`typing.dataclass_transform`).
 
-What it does not do, it refuses when the class is defined: `init=False` or keyword-only
-fields, `InitVar`, ordering, slots and inheritance between records (none of the classes needs
-them; use `dataclasses.dataclass` there).
+Only ``__dataclass_params__`` tells them apart (it says what ``dataclasses`` was asked for:
+no generated method); nothing here reads it. What it does not do, it refuses when the class
+is defined: `init=False` or keyword-only fields, `InitVar`, ordering, slots and inheritance
+between records (none of the classes needs them; use `dataclasses.dataclass` there).
 """
 
 from __future__ import annotations

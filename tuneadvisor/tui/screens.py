@@ -1,4 +1,4 @@
-"""The main screen: it composes the tabs (``main_tabs``: Profile, ``findings_tab``,
+"""The main screen: it composes the tabs (``main_tabs``: ``profile_tab``, ``findings_tab``,
 ``job_tab`` and Steps), keeps the Profile tab's choices and dispatches the keys; the apply is
 ``apply_flow``'s (the loading screen and the help and apply dialogs are in ``dialogs``)."""
 
@@ -10,11 +10,10 @@ from typing import ClassVar, Literal
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import DescendantFocus
 from textual.reactive import var
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Header, Input, TabbedContent, TabPane
 from textual.worker import Worker
 
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
@@ -25,6 +24,7 @@ from tuneadvisor.tui.apply_flow import ApplyFlow, can_apply_now
 from tuneadvisor.tui.findings_tab import FindingsTab
 from tuneadvisor.tui.job_tab import JobTab
 from tuneadvisor.tui.main_tabs import MainTabs, first_tab
+from tuneadvisor.tui.profile_tab import ProfileTab
 from tuneadvisor.tui.profile_view import ProfileView
 from tuneadvisor.tui.steps import StepsPane
 from tuneadvisor.tui.view import (
@@ -115,37 +115,13 @@ class MainScreen(Screen[None]):
         workspace = self.workspace
         yield Header()
         with MainTabs(initial=self.initial_tab or first_tab(workspace), id="tabs"):
-            with TabPane("Profile", id="profile"):
-                yield AdviceBar(id="advice-bar")
-                if self.analysis is None:
-                    yield Static(self._no_profile_text(), id="empty")
-                else:
-                    with Horizontal(id="top"):
-                        with Vertical(id="left"):
-                            yield FunctionsTable(id="functions")
-                            yield PartsTable(id="parts")
-                        # not a Tab stop: `/` there would filter the functions, not it
-                        with VerticalScroll(id="side", can_focus=False):
-                            yield KindSummary(id="summary")
-                    yield SourceNote(id="source-note")
-                    yield LinesTable(id="lines")
-                    yield NotesPanel(id="notes")
-                    yield SearchBar(id="search")
+            yield ProfileTab(workspace, id="profile")
             yield FindingsTab(workspace, id="findings")
             yield JobTab(id="job")
             if workspace.traces is not None:
                 with TabPane("Steps", id="steps"):
                     yield StepsPane(workspace.traces, id="steps-pane")
         yield Footer()
-
-    def _no_profile_text(self) -> str:
-        """What the Profile tab says without a line profile: a trace's steps are elsewhere."""
-        if self.workspace.traces is not None:
-            return (
-                "no line profile: these are torch.profiler traces, whose steps are on the "
-                "Steps tab (4); a line profile is kernprof's (tuneadvisor open PROFILE.lprof)"
-            )
-        return "no profile given (tuneadvisor open PROFILE.lprof)"
 
     def on_mount(self) -> None:
         self._populate()
@@ -159,9 +135,6 @@ class MainScreen(Screen[None]):
         self.query_one(AdviceBar).show(self.workspace.advice, self.partial)
         if self.workspace.traces is not None:
             self.query_one(StepsPane).show(self.workspace.traces)
-        if self.analysis is None:
-            return
-        self.query_one("#side").border_title = "Time by kind"
         self._show_profile(keep_line=keep_line, settle=True)
 
     async def show_workspace(self, workspace: Workspace) -> None:
