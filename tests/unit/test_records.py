@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import math
 import pickle
+import tracemalloc
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,3 +182,20 @@ def test_what_a_record_does_not_keep_is_refused_when_defined() -> None:
             """A record over a dataclass."""
 
             b: int = 0
+
+
+def test_an_instance_takes_the_memory_of_its_dataclass() -> None:
+    """The values live in the instance as a generated __init__ leaves them, not in a dict of
+    each instance's own (twice the memory: the 50,000-line report's peak grew by 17 MiB)."""
+
+    def allocated(kind: type) -> int:
+        tracemalloc.start()
+        try:
+            items = [kind(float(i), "p", ("a",)) for i in range(2000)]
+            size = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert len(items) == 2000
+        return size
+
+    assert allocated(RPoint) <= allocated(DPoint) * 1.05
