@@ -7,14 +7,16 @@ A function is keyed by (filename, first_lineno, name), as line_profiler keys it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from tuneadvisor.records import record
 
 FunctionKey = tuple[str, int, str]
 
 
-@record
+# one per profiled line (50,000 in the 50,000-line report): a dataclass's generated
+# __init__ builds it faster than a record's (~1 ms once at import, against ~0.1 s there)
+@dataclass(frozen=True)
 class LineTiming:
     """One line's hits and time as the profile recorded them."""
 
