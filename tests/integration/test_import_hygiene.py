@@ -130,6 +130,7 @@ LEAN_REPORT = {
     "tuneadvisor.cli",
     "tuneadvisor.errors",
     "tuneadvisor.numbers",  # numbers read from the inputs (the run window, the seff figures)
+    "tuneadvisor.records",  # @record: the report's value classes, no code generated per class
     "tuneadvisor.files",
     "tuneadvisor.commands",
     "tuneadvisor.commands.inputs",
@@ -208,8 +209,11 @@ LEAN_REPORT = {
     "tuneadvisor.present.training_script",
 }
 # ... and what it never needs: the TOML parser (the pack is cached), OpenSSL's hashes, a
-# process (nothing asks Slurm), the statistics of metrics.
-LEAN_REPORT_ABSENT = {"tomllib", "hashlib", "subprocess", "statistics", "decimal", "fractions"}
+# process (nothing asks Slurm), the statistics of metrics, shutil (with bz2 and lzma: only
+# where srun is looked for on the PATH).
+LEAN_REPORT_ABSENT = {
+    "tomllib", "hashlib", "subprocess", "statistics", "decimal", "fractions", "shutil",
+}  # fmt: skip
 
 
 def modules(stderr: str) -> set[str]:

@@ -9,7 +9,10 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
+from tuneadvisor.advisor import expressions
 from tuneadvisor.advisor.rules import Rule, RuleDataError, rule_data, rule_from_data
 from tuneadvisor.workspace import rule_files
 from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules, user_cache_dir
@@ -192,3 +195,33 @@ def test_a_link_at_the_cache_name_is_replaced_not_followed(
     assert load_rules([default_rules_dir()], cached=True) == expected
     assert victim.read_text() == "mine"
     assert not path.is_symlink()
+
+
+# a rewritten expression read back: names a parser would read as one Name, or not (keywords,
+# constants, non-ASCII letters the parser normalises, a call, spaces)
+_read_back = st.sampled_from(
+    ["f__job__gpus", "threshold", "min", "None", "True", "lambda", "match", "_", "ﬁ", "fi",
+     "f__job__gpus()", " f__job__gpus", "f__x__y", "__import__", "x1", "1x", ""]
+) | st.text(st.sampled_from("fi_ﬁx1 ("), max_size=6)  # fmt: skip
+
+
+@given(_read_back, st.sets(st.sampled_from(["threshold", "fi", "ﬁ", "lambda", "match", "_"])))
+@example("ﬁ", {"ﬁ"})  # the parser reads `fi`: no param
+@example("lambda", {"lambda"})  # does not parse
+@example("match", {"match"})  # a soft keyword is a name
+@example("None", set())  # a constant
+def test_a_bare_name_is_checked_as_the_walk_checks_it(rewritten: str, params: set[str]) -> None:
+    """checked_expression's shortcut for one name answers as the whole walk does."""
+    facts = frozenset({"job.gpus"})
+    args = ("x", rewritten, facts, frozenset({"job.gpus", "x.y"}), frozenset(params))
+
+    def outcome() -> object:
+        try:
+            return expressions.checked_expression(*args)
+        except expressions.ExpressionError as exc:
+            return type(exc)
+
+    quick = outcome()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(expressions, "_bare_name", lambda text: False)
+        assert outcome() == quick

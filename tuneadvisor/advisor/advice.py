@@ -6,7 +6,7 @@ The advisor stops at the plan. Writing it (the tuned job script, the training-sc
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.engine import evaluate
@@ -18,12 +18,13 @@ from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.plan import Change, Plan, make_plan
 from tuneadvisor.advisor.rules import Rule
 from tuneadvisor.advisor.sizing import model_facts, step_model
+from tuneadvisor.records import record
 
 if TYPE_CHECKING:  # the annotation only: forecast.py makes them
     from tuneadvisor.advisor.prediction import Prediction
 
 
-@dataclass(frozen=True)
+@record
 class Advice:
     """The findings of one evaluation and the rules skipped for want of facts."""
 

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from tuneadvisor.advisor.expressions import Expression
 from tuneadvisor.advisor.facts import FACTS, Facts
 from tuneadvisor.advisor.findings import Evidence, Finding, Skipped, Suggestion
 from tuneadvisor.advisor.rules import Case, Rule
+from tuneadvisor.records import record
 
 # An evidence label a rule gives to what it assumes where a fact was not known: the
 # finding's title says it as well ("... (assumed: the Slurm version is not known ...)").
 ASSUMED = "assumed"
 
 
-@dataclass(frozen=True)
+@record
 class Evaluation:
     """What the rules found, and which were skipped."""
 
@@ -119,7 +119,7 @@ def evaluate(rules: Iterable[Rule], facts: Facts) -> Evaluation:
     return Evaluation(tuple(findings), tuple(skipped))
 
 
-@dataclass(frozen=True)
+@record
 class CaseResult:
     """One case of a rule's examples, evaluated."""
 

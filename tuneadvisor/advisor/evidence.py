@@ -5,10 +5,11 @@ pure fact logic that needs no file."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.fact_view import Usage, first, view
+from tuneadvisor.records import record
 from tuneadvisor.slurm.states import UNFINISHED
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from tuneadvisor.trainscript.scan import ScriptScan
 
 
-@dataclass(frozen=True)
+@record
 class EvidenceStamp:
     """The measured evidence given, named and digested (workspace/evidence_stamp.py): what a
     tuned script says it was tuned from."""
@@ -28,7 +29,7 @@ class EvidenceStamp:
     digest: str  # of the files' contents
 
 
-@dataclass(frozen=True)
+@record
 class NotRead:
     """One input, or one part of an input, that could not be read or followed, and why: what
     a report's "Not read" part lists. ``what`` names it as the user knows it (a path, "job
@@ -50,7 +51,7 @@ class NotRead:
         return cls(subject, why) if sep and why else cls(what, sentence)
 
 
-@dataclass(frozen=True)
+@record
 class Gathered:
     """The facts and parsed inputs the workspace gathered, for the advisor."""
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from keyword import iskeyword
 from typing import Any
 
 from simpleeval import DEFAULT_OPERATORS, SimpleEval
 
+from tuneadvisor.records import record
 from tuneadvisor.trainscript.pyast import dotted_name
 
 
@@ -230,7 +231,7 @@ class _FactRewriter(ast.NodeTransformer):
         return node
 
 
-@dataclass(frozen=True)
+@record
 class Expression:
     """A rule expression as written, its rewrite for simpleeval and the facts it reads."""
 
@@ -259,6 +260,12 @@ def compile_expression(
     return Expression(text=text, rewritten=ast.unparse(new_tree), facts=frozenset(rewriter.used))
 
 
+def _bare_name(text: str) -> bool:
+    """``text`` parses as one Name of itself: an ASCII identifier (the parser would not
+    normalise it) that is no keyword."""
+    return text.isascii() and text.isidentifier() and not iskeyword(text)
+
+
 def checked_expression(
     text: str, rewritten: str, facts: frozenset[str], known: frozenset[str], params: frozenset[str]
 ) -> Expression:
@@ -269,6 +276,10 @@ def checked_expression(
     if not facts <= known or len(text) > MAX_TEXT or not text.strip():
         raise ExpressionError("not an expression compile_expression makes")
     names = {mangle(fact) for fact in facts} | params | FUNCTIONS.keys() | {"True", "False", "None"}
+    if _bare_name(rewritten) and rewritten in names:
+        # what the walk below would find: Expression(Name(rewritten, Load)); half the pack's
+        # expressions are one fact, and this is most of reading the cached pack back
+        return Expression(text=text, rewritten=rewritten, facts=facts)
     for node in _checked_nodes(rewritten)[1]:
         if isinstance(node, ast.Attribute):  # rewriting left only plain names
             raise ExpressionError("an attribute in a rewritten expression")

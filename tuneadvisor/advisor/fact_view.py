@@ -19,10 +19,10 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import ClassVar, Self, TypeVar, dataclass_transform
 
 from tuneadvisor.advisor.facts import FACTS
+from tuneadvisor.records import record
 
 N = TypeVar("N", int, float)
 T = TypeVar("T")
@@ -372,7 +372,7 @@ SECTIONS: tuple[type[Section], ...] = (
 )
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class FactView:
     """Every section, read once from one report's facts (``view``)."""
 

@@ -8,14 +8,14 @@ sacct, metrics, site) must only emit names listed here; a test holds them to it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from tuneadvisor.records import record
 from tuneadvisor.trainscript.fact_rows import FACT_ROWS as SCRIPT_FACT_ROWS
 
 Facts = Mapping[str, object]
 
 
-@dataclass(frozen=True)
+@record
 class FactSpec:
     """One registered fact: its name, type, unit and meaning."""
 

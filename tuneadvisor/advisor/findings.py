@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
+
+from tuneadvisor.records import record
 
 
 class Severity(StrEnum):
@@ -17,7 +19,7 @@ class Severity(StrEnum):
         return {"info": 0, "warning": 1, "error": 2}[self.value]
 
 
-@dataclass(frozen=True)
+@record
 class Evidence:
     """One value a finding rests on, with its label."""
 
@@ -29,7 +31,7 @@ class Evidence:
     key: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Suggestion:
     """What a finding suggests changing: sbatch options, training arguments, environment."""
 
@@ -41,7 +43,7 @@ class Suggestion:
         return not (self.sbatch or self.script or self.env)
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One rule's verdict on the gathered facts."""
 
@@ -56,7 +58,7 @@ class Finding:
     rule_path: str
 
 
-@dataclass(frozen=True)
+@record
 class Skipped:
     """A rule that did not fire because facts it needs are absent ("no data" is not "bad")."""
 

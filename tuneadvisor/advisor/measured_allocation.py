@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from tuneadvisor.advisor.expressions import mem_text
 from tuneadvisor.advisor.fact_view import Alloc, FactView, Job, Usage, as_view, positive, view
+from tuneadvisor.records import record
 
 
-@dataclass(frozen=True)
+@record
 class MeasuredAllocation:
     """What one input says the run was given: ``source`` names it in notes ("this
     recording"), the values are per task (cores) and per node (memory)."""

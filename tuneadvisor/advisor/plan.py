@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 
 from tuneadvisor.advisor.expressions import mem_text, time_text
@@ -22,6 +22,7 @@ from tuneadvisor.advisor.facts import Facts
 from tuneadvisor.advisor.findings import Finding
 from tuneadvisor.advisor.measured_allocation import script_workers
 from tuneadvisor.advisor.sizing import caps
+from tuneadvisor.records import record
 
 # Memory headroom over the observed peak, as jobstats suggests.
 MEM_HEADROOM = 1.2
@@ -33,7 +34,7 @@ PEAK_REASON = "measured peak"
 NODE_REASON = "the node's memory"
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     """One value the plan sets, and the findings it comes from."""
 
@@ -45,7 +46,7 @@ def _frozen(table: Mapping[str, Change]) -> Mapping[str, Change]:
     return MappingProxyType(dict(table))
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """The changes, read-only once made (each table is copied into a read-only mapping)."""
 
@@ -68,7 +69,7 @@ class Plan:
         return not (self.sbatch or self.script or self.env)
 
 
-@dataclass(frozen=True)
+@record
 class Suggested:
     """One finding's value for one setting."""
 

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from tuneadvisor.records import record
 
 # What a prediction read from a file may hold: a step of 30,000 years, 10^12 samples/s. Past
 # it the file is refused (a report from elsewhere), never printed as ``inf``.
 MAX_READ = 1e12
 
 
-@dataclass(frozen=True)
+@record
 class Span:
     """A predicted figure: its range and the value expected inside it."""
 
@@ -55,7 +57,7 @@ class Span:
             raise ValueError(f"{what}: {exc}") from None
 
 
-@dataclass(frozen=True)
+@record
 class Prediction:
     """The run with ``setting`` (the plan's values, e.g. ``{"num_workers": 4,
     "cpus_per_task": 5}``) against the run that was measured."""

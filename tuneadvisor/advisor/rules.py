@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from tuneadvisor.advisor.facts import FACTS, sample_value, type_matches
 from tuneadvisor.advisor.findings import Severity
 from tuneadvisor.errors import InputError
 from tuneadvisor.numbers import is_finite_number
+from tuneadvisor.records import record
 
 TOP_KEYS = frozenset(
     {
@@ -53,7 +53,7 @@ class RuleError(InputError):
         super().__init__(location, problem)
 
 
-@dataclass(frozen=True)
+@record
 class Case:
     """One example of a rule: facts, whether it fires on them and what it then says."""
 
@@ -64,7 +64,7 @@ class Case:
     line: int
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """One compiled rule of a rule pack."""
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from tuneadvisor.advisor.fact_view import FactView, Model, as_view, first, positive
 from tuneadvisor.advisor.steptime import StepBudget, step_budget
+from tuneadvisor.records import record
 
 # The pipeline must make batches this much faster than the loop takes them: workers' times
 # per batch vary, and a pipeline just at the loop's rate leaves it waiting half the time.
@@ -22,7 +22,7 @@ FALLBACK_MIN_CORES = 4
 MAIN_WAITS_SHARE = 0.5
 
 
-@dataclass(frozen=True)
+@record
 class Cap:
     """A limit on the cores per task, and what sets it."""
 
@@ -30,7 +30,7 @@ class Cap:
     by: str  # "the node's cores", ...
 
 
-@dataclass(frozen=True)
+@record
 class Sizing:
     """The workers and cores per task suggested, with what capped them."""
 
@@ -102,7 +102,7 @@ def size(budget: StepBudget, facts: Mapping[str, object] | FactView) -> Sizing:
     return Sizing(workers=min(workers, want), cores_per_task=cores, wanted_workers=want, cap=cap)
 
 
-@dataclass(frozen=True)
+@record
 class StepModel:
     """The step-time model of one report, built once (``step_model``) and handed to the
     ``model.*`` facts, the plan's prediction and its ceiling."""

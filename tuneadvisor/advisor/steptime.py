@@ -19,9 +19,10 @@ whether it is measured or estimated (``basis``). Pure: facts in, a budget out.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from tuneadvisor.advisor.fact_view import FactView, as_view
+from tuneadvisor.records import record
 
 # How far a figure is trusted when the evidence gives no spread of its own: a profile's
 # shares come from one run (its noise unmeasured); a recording's GPU busy share is a coarser
@@ -46,7 +47,7 @@ PIN_THREAD = 0.1
 WORKER_BUSY_MIN = 0.5
 
 
-@dataclass(frozen=True)
+@record
 class StepBudget:
     """One step of the measured run. Shares are of the step (they sum to 1)."""
 
@@ -185,7 +186,7 @@ def _from_probe(v: FactView, workers: int) -> StepBudget | None:
     )
 
 
-@dataclass(frozen=True)
+@record
 class _Shares:
     """A step's shares as an instrument measured them (a profile's line kinds, a trace's
     breakdown), and what to say of that instrument."""

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from tuneadvisor.profile.model import FunctionTiming
+from tuneadvisor.records import record
 
 # Share of the compared lines that must match under one offset to trust it.
 MATCH_SHARE = 0.9
 
 
-@dataclass(frozen=True)
+@record
 class Alignment:
     """Where the profile's line ``n`` is in the file found: ``n + offset``.
 

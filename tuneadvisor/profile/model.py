@@ -9,9 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from tuneadvisor.records import record
+
 FunctionKey = tuple[str, int, str]
 
 
+# one per profiled line (50,000 in the 50,000-line report): a dataclass's generated
+# __init__ builds it faster than a record's (~1 ms once at import, against ~0.1 s there)
 @dataclass(frozen=True)
 class LineTiming:
     """One line's hits and time as the profile recorded them."""
@@ -21,7 +25,7 @@ class LineTiming:
     time_s: float
 
 
-@dataclass(frozen=True)
+@record
 class FunctionTiming:
     """One profiled function's lines as the profile recorded them."""
 
@@ -41,7 +45,7 @@ class FunctionTiming:
         return sum(line.time_s for line in self.lines)
 
 
-@dataclass(frozen=True)
+@record
 class Profile:
     """One profile file (one rank), or the merge of several."""
 
@@ -96,7 +100,7 @@ def merge_profiles(profiles: Iterable[Profile]) -> Profile:
     )
 
 
-@dataclass(frozen=True)
+@record
 class ProfileSet:
     """What the user opened: each file kept for comparison, and their merge."""
 

@@ -19,8 +19,9 @@ import io
 import pickle
 import pickletools
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
+
+from tuneadvisor.records import record
 
 # (module, name) of the class each line_profiler version pickles, as found in real files
 # (see tests/fixtures/lprof and scripts/make_lprof_fixtures.sh) and in each version's source.
@@ -35,7 +36,7 @@ LINESTATS_CLASSES: frozenset[tuple[str, str]] = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@record
 class PickleLimits:
     """Bounds on untrusted input; real .lprof files are kilobytes to a few megabytes."""
 
@@ -117,7 +118,7 @@ _WHY_FORBIDDEN = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class _Item:
     """One shadow-stack entry: how deep its containers nest, and its value if a string."""
 

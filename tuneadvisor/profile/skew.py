@@ -10,15 +10,15 @@ the *other* ranks, so one straggler among few ranks is not averaged into its own
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tuneadvisor.profile.analysis import PartSummary
+from tuneadvisor.records import record
 from tuneadvisor.trainscript.kinds import LineKind
 
 MEASURES = ("DataLoader", "step")
 
 
-@dataclass(frozen=True)
+@record
 class RankSkew:
     """How far the slowest rank's profile is behind the others'."""
 

@@ -98,9 +98,9 @@ out.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from enum import StrEnum
 
+from tuneadvisor.records import record
 from tuneadvisor.trainscript.names import is_loss_call_name
 from tuneadvisor.trainscript.parsed import (
     CHUNKED_FROM_CHARS,
@@ -151,7 +151,7 @@ _RANK: dict[LineKind, int] = {kind: rank for rank, kind in enumerate(PRECEDENCE)
 _NO_RANK = len(PRECEDENCE)  # "other"
 
 
-@dataclass(frozen=True)
+@record
 class SourceInfo:
     """What one parse of a file tells: line kinds, and where each function ends."""
 

@@ -1,29 +1,30 @@
-"""The main screen: profile, findings and job script tabs (the loading screen and the help and
-apply dialogs are in ``dialogs``)."""
+"""The main screen: it composes the tabs (``main_tabs``: ``profile_tab``, ``findings_tab``,
+``job_tab`` and Steps), keeps the Profile tab's choices and dispatches the keys; the apply is
+``apply_flow``'s (the loading screen and the help and apply dialogs are in ``dialogs``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import ClassVar, Literal
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import DescendantFocus
 from textual.reactive import var
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
-from textual.worker import Worker, WorkerState
+from textual.widgets import DataTable, Footer, Header, Input, TabbedContent, TabPane
+from textual.worker import Worker
 
-from tuneadvisor.errors import InputError
-from tuneadvisor.present.terminal_safe import one_line_safe, terminal_safe
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis
 from tuneadvisor.profile.model import FunctionKey
 from tuneadvisor.trainscript.kinds import LineKind
-from tuneadvisor.tui.advice_widgets import AdviceBar, DiffPanel, FindingsPanel
-from tuneadvisor.tui.dialogs import ApplyScreen
+from tuneadvisor.tui.advice_widgets import AdviceBar
+from tuneadvisor.tui.apply_flow import ApplyFlow, can_apply_now
+from tuneadvisor.tui.findings_tab import FindingsTab
+from tuneadvisor.tui.job_tab import JobTab
+from tuneadvisor.tui.main_tabs import MainTabs, first_tab
+from tuneadvisor.tui.profile_tab import ProfileTab
 from tuneadvisor.tui.profile_view import ProfileView
 from tuneadvisor.tui.steps import StepsPane
 from tuneadvisor.tui.view import (
@@ -31,26 +32,17 @@ from tuneadvisor.tui.view import (
     LINE_SORTS,
     FunctionSort,
     LineSort,
-    findings_tab_label,
     kind_cycle,
     next_in,
 )
 from tuneadvisor.tui.widgets import (
     FunctionsTable,
-    JobPane,
     KindSummary,
     LinesTable,
     NotesPanel,
     PartsTable,
     SearchBar,
     SourceNote,
-)
-from tuneadvisor.workspace.apply import (
-    ApplyTarget,
-    apply_target,
-    apply_workspace,
-    can_apply,
-    planned_writes,
 )
 from tuneadvisor.workspace.load import Workspace
 
@@ -60,18 +52,6 @@ ProfilePane = PartsTable | NotesPanel | FunctionsTable | LinesTable | SourceNote
 PROFILE_PANES: tuple[type[ProfilePane], ...] = (
     PartsTable, NotesPanel, FunctionsTable, LinesTable, SourceNote, KindSummary,
 )  # fmt: skip
-
-
-APPLY_WORKER = "apply-outputs"
-
-
-def _write(workspace: Workspace, target: ApplyTarget) -> list[str] | InputError:
-    """Runs in a thread worker: the apply of `tuneadvisor apply` (never in place here),
-    what it says it wrote, or the InputError it raised."""
-    try:
-        return apply_workspace(workspace, target)
-    except InputError as error:
-        return error
 
 
 class MainScreen(Screen[None]):
@@ -120,6 +100,7 @@ class MainScreen(Screen[None]):
         self.current: int | None = None  # index into analysis.functions
         self.last_table: Pane = "functions"
         self.search_target: Pane | None = None
+        self.apply_flow = ApplyFlow(self)
 
     profile: var[ProfileView | None] = var(None, init=False)
 
@@ -131,52 +112,16 @@ class MainScreen(Screen[None]):
         return self.workspace.partial
 
     def compose(self) -> ComposeResult:
-        initial = "profile" if self.analysis is not None else "job"
-        if self.analysis is None and self.workspace.job is None:
-            initial = "profile"
-        if self.analysis is None and self.workspace.traces is not None:
-            initial = "steps"  # a trace alone: its breakdown first
-        initial = self.initial_tab or initial
         workspace = self.workspace
         yield Header()
-        with TabbedContent(initial=initial, id="tabs"):
-            with TabPane("Profile", id="profile"):
-                yield AdviceBar(id="advice-bar")
-                if self.analysis is None:
-                    yield Static(self._no_profile_text(), id="empty")
-                else:
-                    with Horizontal(id="top"):
-                        with Vertical(id="left"):
-                            yield FunctionsTable(id="functions")
-                            yield PartsTable(id="parts")
-                        # not a Tab stop: `/` there would filter the functions, not it
-                        with VerticalScroll(id="side", can_focus=False):
-                            yield KindSummary(id="summary")
-                    yield SourceNote(id="source-note")
-                    yield LinesTable(id="lines")
-                    yield NotesPanel(id="notes")
-                    yield SearchBar(id="search")
-            label = findings_tab_label(workspace.advice, workspace.partial)
-            with TabPane(label, id="findings"):
-                yield FindingsPanel(
-                    workspace.advice, workspace.partial, workspace.notes, id="findings-pane"
-                )
-            with TabPane("Job script", id="job"), Horizontal(id="job-split"):
-                yield JobPane(id="job-pane")
-                yield DiffPanel(id="diff-pane")
+        with MainTabs(initial=self.initial_tab or first_tab(workspace), id="tabs"):
+            yield ProfileTab(workspace, id="profile")
+            yield FindingsTab(workspace, id="findings")
+            yield JobTab(id="job")
             if workspace.traces is not None:
                 with TabPane("Steps", id="steps"):
                     yield StepsPane(workspace.traces, id="steps-pane")
         yield Footer()
-
-    def _no_profile_text(self) -> str:
-        """What the Profile tab says without a line profile: a trace's steps are elsewhere."""
-        if self.workspace.traces is not None:
-            return (
-                "no line profile: these are torch.profiler traces, whose steps are on the "
-                "Steps tab (4); a line profile is kernprof's (tuneadvisor open PROFILE.lprof)"
-            )
-        return "no profile given (tuneadvisor open PROFILE.lprof)"
 
     def on_mount(self) -> None:
         self._populate()
@@ -186,17 +131,10 @@ class MainScreen(Screen[None]):
     def _populate(self, keep_line: bool = False) -> None:
         """Fill the widgets from the workspace (on mount, and when the full one arrives:
         then ``keep_line`` keeps the lines table's cursor on the same line)."""
-        self.query_one("#findings-pane").border_title = "Findings"
-        self.query_one(JobPane).job = self.workspace.job
-        advice = self.workspace.advice
-        tuned = self.workspace.tuned if advice is not None else None
-        self.query_one(DiffPanel).show(tuned, self.partial, apply_hint=self._can_apply())
-        self.query_one(AdviceBar).show(advice, self.partial)
+        self.query_one(JobTab).show(self.workspace)
+        self.query_one(AdviceBar).show(self.workspace.advice, self.partial)
         if self.workspace.traces is not None:
             self.query_one(StepsPane).show(self.workspace.traces)
-        if self.analysis is None:
-            return
-        self.query_one("#side").border_title = "Time by kind"
         self._show_profile(keep_line=keep_line, settle=True)
 
     async def show_workspace(self, workspace: Workspace) -> None:
@@ -215,12 +153,8 @@ class MainScreen(Screen[None]):
         if self.analysis is None or self.kind not in kind_cycle(self.analysis):
             self.kind = None  # a kind the new workspace has no lines of
         if same_shape:
-            self._tabs.get_tab("findings").label = findings_tab_label(
-                workspace.advice, workspace.partial
-            )
-            await self.query_one(FindingsPanel).show(
-                workspace.advice, workspace.partial, workspace.notes
-            )
+            self._tabs.set_label("findings", FindingsTab.label_for(workspace))
+            await self.query_one(FindingsTab).show(workspace)
             self._populate(keep_line=True)
         else:  # another layout (a profile, job script or trace appeared): build it again
             if tab == "profile" and self.analysis is None and workspace.traces is not None:
@@ -328,14 +262,11 @@ class MainScreen(Screen[None]):
     # -- actions ------------------------------------------------------------------------
 
     @property
-    def _tabs(self) -> TabbedContent:
-        return self.query_one(TabbedContent)
+    def _tabs(self) -> MainTabs:
+        return self.query_one(MainTabs)
 
     def _on_profile_tab(self) -> bool:
         return self.analysis is not None and self._tabs.active == "profile"
-
-    def _can_apply(self) -> bool:
-        return self.workspace.job is not None and can_apply(self.workspace)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Profile keys only where there is a profile on screen, apply only on the Job script
@@ -351,7 +282,7 @@ class MainScreen(Screen[None]):
             on_steps = self._tabs.active == "steps"
             return on_steps and traces is not None and len(traces.ranks) > 1
         if action == "apply":
-            return self._can_apply() and self._tabs.active == "job"
+            return can_apply_now(self.workspace) and self._tabs.active == "job"
         return True
 
     @on(TabbedContent.TabActivated)
@@ -403,29 +334,8 @@ class MainScreen(Screen[None]):
         self._refresh_lines()
 
     def action_show_tab(self, tab: str) -> None:
-        if tab == "steps" and self.workspace.traces is None:
-            # no trace given: no Steps tab, said rather than a key that does nothing
-            self.notify(
-                "no Steps tab: it shows torch.profiler traces (tuneadvisor open TRACE.json, "
-                "or run --profile torch)",
-                timeout=4,
-            )
-            return
-        self._tabs.active = tab
-        # Move focus into the shown pane (a focused widget in a hidden pane would switch
-        # the tabs back).
-        if tab == "findings":
-            panel = self.query_one(FindingsPanel)
-            card = panel.first_card()
-            (card or panel).focus()
-            return
-        if tab == "profile" and self.analysis is not None:
-            target = "#lines" if self.last_table == "lines" else "#functions"
-        elif tab == "steps":
-            target = "#steps-pane"
-        else:
-            target = "#job-pane" if tab == "job" else "#tabs"
-        self.query_one(target).focus()
+        table = "#lines" if self.last_table == "lines" else "#functions"
+        self._tabs.show(tab, table if self.analysis is not None else None)
 
     def action_next_rank(self) -> None:
         """On Steps: the next rank's top kernels, ops and host gaps."""
@@ -434,39 +344,7 @@ class MainScreen(Screen[None]):
 
     def action_apply(self) -> None:
         """Ask, then write the tuned job script beside the job (never over it)."""
-        workspace = self.workspace
-        if workspace.job is None or not can_apply(workspace):
-            return
-        inputs = workspace.inputs
-        try:
-            target = apply_target(inputs, force=True)  # the screen asks before writing
-        except InputError as error:
-            self.notify(one_line_safe(error.one_line()), title="Not written", severity="error",
-                        timeout=15, markup=False)  # fmt: skip
-            return
-        self.app.push_screen(
-            ApplyScreen(target.out, planned_writes(workspace, target.out)),
-            callback=partial(self._apply_answered, workspace, target),
-        )
-
-    def _apply_answered(
-        self, workspace: Workspace, target: ApplyTarget, confirmed: bool | None
-    ) -> None:
-        if confirmed:
-            self.run_worker(
-                partial(_write, workspace, target),
-                name=APPLY_WORKER,
-                group="apply",
-                thread=True,
-            )
+        self.apply_flow.start(self.workspace)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        worker = event.worker
-        if worker.name != APPLY_WORKER or event.state is not WorkerState.SUCCESS:
-            return
-        result = worker.result
-        if isinstance(result, InputError):
-            self.notify(one_line_safe(result.one_line()), title="Not written", severity="error",
-                        timeout=15, markup=False)  # fmt: skip
-        elif isinstance(result, list):
-            self.notify(terminal_safe("\n".join(result)), title="Written", timeout=15, markup=False)
+        self.apply_flow.finished(event)

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tuneadvisor.files import peek
 from tuneadvisor.profile.trace import RUN_RECORDS, TRACE_SUFFIXES, trace_names
+from tuneadvisor.records import record
 
 # keys kineto writes first; a watch recording (JSON lines) has none of them
 _TRACE_KEYS = (b'"traceEvents"', b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"')
 
 
-@dataclass(frozen=True)
+@record
 class Inputs:
     """Every input of one command, as the command line named them."""
 

@@ -6,7 +6,7 @@ The CLI and the TUI both show a Workspace, so they never disagree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +14,7 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.profile.analysis import analyze
 from tuneadvisor.profile.lprof import load_profiles
 from tuneadvisor.profile.source import SourceFinder
+from tuneadvisor.records import record
 from tuneadvisor.workspace.inputs import Inputs
 from tuneadvisor.workspace.tuned_files import TunedFiles
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from tuneadvisor.workspace.time_to_result import TimeToResult
 
 
-@dataclass(frozen=True)
+@record
 class JobScriptText:
     """The job script's path and text, as read."""
 
@@ -38,7 +39,7 @@ class JobScriptText:
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class Workspace:
     """Everything one report shows: the inputs read, the advice and the tuned files."""
 

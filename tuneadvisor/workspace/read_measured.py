@@ -5,19 +5,19 @@ recording's header says its job was given, and the run record beside a profile t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.measured_allocation import MeasuredAllocation
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_regular_file, read_text_input
+from tuneadvisor.records import record
 
 if TYPE_CHECKING:
     from tuneadvisor.metrics.model import MetricsSeries
 
 
-@dataclass(frozen=True)
+@record
 class MetricsFormat:
     """One kind of --metrics file: recognised by its first lines (``sniff``, on the text
     read bounded), then read whole (``read``: a file of the kind that is broken is one
@@ -29,7 +29,7 @@ class MetricsFormat:
     read: Callable[[str, str, _Wanted], MetricsSeries]
 
 
-@dataclass(frozen=True)
+@record
 class _Wanted:
     """What a metrics read is asked for (headerless nvidia-smi columns, the allocation)."""
 

@@ -7,8 +7,9 @@ shows it. The advisor decides; the inputs' own editors write; this module puts t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from tuneadvisor.records import record
 
 if TYPE_CHECKING:
     from tuneadvisor.advisor.evidence import Gathered
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from tuneadvisor.slurm.launch_line.model import LaunchLine
 
 
-@dataclass(frozen=True)
+@record
 class TunedFiles:
     """The plan written into files: the tuned job script, its diff, the script patch."""
 

@@ -16,11 +16,12 @@ line, the live job). The recipe is in docs/ARCHITECTURE.md, "Add an input".
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.evidence import EvidenceStamp, NotRead
 from tuneadvisor.advisor.measured_allocation import MeasuredAllocation
+from tuneadvisor.records import record
 from tuneadvisor.workspace.inputs import Inputs
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from tuneadvisor.workspace.live_job import LiveJob
 
 
-@dataclass(frozen=True)
+@record
 class JobRead:
     """The job script and its launch line, as read."""
 
@@ -48,7 +49,7 @@ class JobRead:
     programs: int = 0  # Python programs the job runs (one is read as the training)
 
 
-@dataclass(frozen=True)
+@record
 class ScriptRead:
     """The training script, as read and scanned."""
 
@@ -58,7 +59,7 @@ class ScriptRead:
     loader_module: LoaderModule | None = None
 
 
-@dataclass
+@record(frozen=False)
 class Gathering:
     """What the inputs said so far, and what a reader hands to the ones after it."""
 
@@ -97,7 +98,7 @@ def always(state: Gathering) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@record
 class Reader:
     """One input of ``gather`` (or one derivation across the inputs read before it)."""
 

@@ -4,8 +4,6 @@ before them (usage.*, alloc.*, the Slurm release's), and the evidence stamp. The
 
 from __future__ import annotations
 
-import shutil
-
 from tuneadvisor.advisor.evidence import usage_facts
 from tuneadvisor.advisor.fact_view import view
 from tuneadvisor.advisor.measured_allocation import allocation_facts, recorded_allocation
@@ -76,6 +74,8 @@ def _slurm_release(state: Gathering) -> None:
     """Where srun starts the tasks without its cores: the Slurm release (srun's own, asked
     when a cluster is, or where srun is on the PATH) and what it means for them
     (advisor/slurm_release.py)."""
+    import shutil  # here: with bz2 and lzma, ~2 ms of every report's start
+
     from tuneadvisor.advisor.slurm_release import release_facts
 
     client = state.client
