@@ -24,7 +24,7 @@ OTHER = "other"
 DEVICE_KINDS = frozenset({KERNEL, MEMCPY, MEMSET, COMM_DEVICE})
 HOST_KINDS = frozenset({COMM_HOST, RUNTIME, DATALOADER, CPU_OP, OTHER})
 
-STEP_RE = re.compile(r"ProfilerStep#(\d{1,12})")
+STEP_RE = re.compile(r"ProfilerStep#([0-9]{1,12})")  # [0-9]: "#٣" is no step number
 
 _HOST_CATS = {"cpu_op": CPU_OP, "operator": CPU_OP, "user_annotation": OTHER,
               "python_function": OTHER, "cuda_runtime": RUNTIME, "cuda_driver": RUNTIME,
