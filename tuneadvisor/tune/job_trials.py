@@ -147,17 +147,17 @@ def run_array(
     seen = _Seen(plan, folder)
     early = waiting.early
     notes: list[str] = []
-    said = ""
+    said, told = "", False
     while True:
         queued = client.array_tasks(job_id)
         known = [(t, s) for t, s in queued if t is not None]
         if len(known) == len(queued):  # else: which task ended is not known this time
             seen.read_ended({t for t, _ in known})
             drop = seen.to_drop(known, waiting.min_gain) if early and known else []
-            if seen.decided and not said.startswith("decided"):
+            if seen.decided and not told:
                 progress(f"array {job_id}: decided after {len(seen.ended)} trials: "
                          f"{seen.decided}")  # fmt: skip
-                said = "decided"
+                told = True
             if drop:
                 try:
                     client.cancel_tasks(job_id, drop)
