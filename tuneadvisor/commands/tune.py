@@ -31,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--budget",
         type=finite,
         metavar="T",
-        help="time budget: seconds for the whole search (default: 300); with --job, MINUTES "
-        "to wait for the array (default: 30), the tasks left then cancelled",
+        help="time budget: seconds for the whole search (default: 300 s); with --job, "
+        "MINUTES to wait for the array (default: 30 min), the tasks left then cancelled",
     )
     tune.add_argument(
         "--steps",
