@@ -5,6 +5,7 @@ from its log, the user's files never edited."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ class FakeSlurm:
     which writes the probe file the hook would, with rate(cores, workers) -> samples/s
     windows (a setting not given dies: its log says MemoryError)."""
 
-    rates: dict[tuple[int, int], list[float]]  # or one list of windows per run, in order
+    rates: dict[tuple[int, int], Any]  # windows (samples/s), or one list of them per run
     submitted: list[Path] = field(default_factory=list)
     queue: list[tuple[int, int, int]] = field(default_factory=list)  # task, cores, workers
     folder: Path | None = None
@@ -62,7 +63,7 @@ class FakeSlurm:
             (t, "RUNNING" if i == 0 else "PENDING") for i, (t, _, _) in enumerate(self.queue)
         )
 
-    def cancel_tasks(self, job_id: str, tasks: list[int]) -> None:
+    def cancel_tasks(self, job_id: str, tasks: Sequence[int]) -> None:
         self.cancelled += tasks
         self.queue = [q for q in self.queue if q[0] not in tasks]
 
@@ -142,8 +143,10 @@ def test_a_failed_trial_says_why_and_the_others_count(tmp_path: Path) -> None:
     assert result.best is not None and result.best.setting.cores == 2
 
 
-QUIET = {(1, 0): [100, 101, 99], (1, 1): [102, 100, 101], (2, 1): [190, 200, 195],
-         (2, 2): [150, 151, 149]}  # fmt: skip
+QUIET: dict[tuple[int, int], Any] = {
+    (1, 0): [100, 101, 99], (1, 1): [102, 100, 101], (2, 1): [190, 200, 195],
+    (2, 2): [150, 151, 149],
+}  # fmt: skip
 
 
 def _setting(result: JobTuneResult) -> tuple[int, int] | None:
@@ -260,7 +263,7 @@ def test_trials_to_a_decision_never_keep_a_change_within_the_noise(
 ) -> None:
     folder = tmp_path_factory.mktemp("race")
     keys = [(1, 0), (1, 1), (2, 1), (2, 2)]
-    slurm = FakeSlurm({k: r for k, r in zip(keys, runs, strict=True)})  # type: ignore[misc]
+    slurm = FakeSlurm({k: r for k, r in zip(keys, runs, strict=True)})
     result = _tune(folder, slurm, repeats=repeats, early=early)
     outcome = result.outcome
     assert outcome is not None
