@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tuneadvisor.commands.tune_job import as_json, ledger_lines
 from tuneadvisor.slurm.client.sinfo import PartitionShape
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.tune.job_array import ArrayPlan, array_script
@@ -166,6 +167,14 @@ def test_a_decision_cancels_the_trials_it_no_longer_needs(tmp_path: Path) -> Non
     assert outcome.decided and "beats the start beyond both spreads" in outcome.decided
     assert {(s.cores, s.workers) for s in outcome.not_repeated} == {(1, 1), (2, 2)}
     assert [t.task for t in result.tasks] == [0, 1, 2, 3, 4, 6]
+    lines = ledger_lines(result)
+    assert "decided after 6 of 12 trials: 2 cores, 1 worker beats the start beyond both " \
+        "spreads after 2 and 2 runs; the 6 left cancelled" in lines  # fmt: skip
+    assert "not repeated: 2 cores, 2 workers: outside both spreads of 2 cores, 1 worker " \
+        "(the fastest)" in lines  # fmt: skip
+    decision = as_json(result)["decision"]
+    assert decision["trials_started"] == 6 and decision["cancelled"] == [5, 7, 8, 9, 10, 11]
+    assert [t["array_task_id"] for t in as_json(result)["trials"]] == [0, 1, 2, 3, 4, 6]
 
 
 def test_a_plain_sweep_runs_every_trial_and_agrees(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tuneadvisor.errors import InputError
 
 if TYPE_CHECKING:
+    from tuneadvisor.tune.job_grid import JobSetting
     from tuneadvisor.tune.job_ledger import SettingResult
     from tuneadvisor.tune.job_tune import JobTuneRequest, JobTuneResult
 
@@ -155,15 +156,23 @@ def _decision_lines(result: JobTuneResult) -> list[str]:
         lines = [f"{o.started} of {planned} trials ran, {left} cancelled{stopped}"]
     else:
         lines = [f"no early decision: all {planned} trials ran (settings within the noise)"]
-    for setting, why in o.not_repeated.items():
-        lines.append(f"not repeated: {setting.describe()}: {why}")
+    lines += [f"not repeated: {s.describe()}: {why}" for s, why in _not_repeated(result)]
+    return lines
+
+
+def _not_repeated(result: JobTuneResult) -> list[tuple[JobSetting, str]]:
+    """Each setting given fewer runs than planned, and why."""
+    o = result.outcome
+    if o is None:
+        return []
+    found = list(o.not_repeated.items())
     if o.decided and result.best is not None:
         for r in result.results[1:]:
             runs = sum(1 for t in r.tasks if t.rates)
             if r is not result.best and r.setting not in o.not_repeated and r.rate:
-                lines.append(f"not repeated: {r.setting.describe()}: within the noise of the "
-                             f"winner after {runs} run{'s' if runs != 1 else ''}")  # fmt: skip
-    return lines
+                found.append((r.setting, f"within the noise of the winner after {runs} "
+                                         f"run{'s' if runs != 1 else ''}"))  # fmt: skip
+    return found
 
 
 def as_json(result: JobTuneResult) -> dict[str, Any]:
@@ -210,6 +219,6 @@ def _decision_json(result: JobTuneResult) -> dict[str, Any] | None:
         "cancelled": list(o.cancelled),
         "stopped_while_running": list(o.stopped),
         "why": o.decided,
-        "not_repeated": [{"setting": s.as_json(), "why": why} for s, why in o.not_repeated.items()],
+        "not_repeated": [{"setting": s.as_json(), "why": why} for s, why in _not_repeated(result)],
         "wall_s": round(o.wall_s, 1),
     }
