@@ -62,7 +62,8 @@ def race(
     if start in failed and start not in rates:
         return Race(out, "the start's trial failed: there is nothing to compare with", frozenset())
     unmeasured = [s for s in settings if s not in rates and s not in out]
-    leader = max(rates, key=lambda s: rates[s].median, default=None)
+    # the fastest of those still in (one given no more runs stays out: its tasks are gone)
+    leader = max((s for s in rates if s not in out), key=lambda s: rates[s].median, default=None)
     if leader is not None:
         for s in settings[1:]:
             beaten = s in rates and s != leader and judge(rates[s], rates[leader], min_gain).kept
@@ -74,8 +75,8 @@ def race(
         return Race(out, None, frozenset(live))
     if leader == start:
         if len(live) == 1 and len(runs[start]) >= least:
-            return Race(out, "the start beats every other setting beyond both spreads",
-                        frozenset())  # fmt: skip
+            why = "every other setting is outside both spreads of the start, or failed"
+            return Race(out, why, frozenset())
         return Race(out, None, frozenset(live))
     if judge(rates[start], rates[leader], min_gain).kept:
         if len(runs[start]) >= least and len(runs[leader]) >= least:

@@ -149,7 +149,8 @@ def tune_job(
     tasks = outcome.tasks
     notes += outcome.notes
     results = ledger(tasks, grid.settings, request.min_gain)
-    best = winner(results)
+    # a setting given no more runs was beaten beyond the noise by one still in: not the winner
+    best = winner([r for r in results if r.setting not in outcome.not_repeated])
     written: tuple[str, ...] = ()
     winner_id = None
     if best is not None:
