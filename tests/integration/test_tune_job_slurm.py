@@ -96,8 +96,8 @@ def cluster() -> Cluster:
 
 
 ATTEMPTS = 3  # tunes at most: one measured while other work took the CPUs is run again
-QUIET = 0.25  # the share of the machine's CPUs other work may use while a trial trains
-QUIET_WAIT_S = 60.0  # the longest wait for a quiet machine before a tune
+QUIET = 0.1  # the share of the machine's CPUs other work may use while a trial trains
+QUIET_WAIT_S = 30.0  # the longest wait for a quiet machine before a tune
 GRID = [(1, 0), (1, 1), (2, 1), (2, 2)]  # the start and its neighbours on a 2-CPU node
 
 
