@@ -171,7 +171,7 @@ def test_a_decision_cancels_the_trials_it_no_longer_needs(tmp_path: Path) -> Non
     assert "decided after 6 of 12 trials: 2 cores, 1 worker beats the start beyond both " \
         "spreads after 2 and 2 runs; the 6 left cancelled" in lines  # fmt: skip
     assert "not repeated: 2 cores, 2 workers: outside both spreads of 2 cores, 1 worker " \
-        "(the fastest)" in lines  # fmt: skip
+        "(the fastest then)" in lines  # fmt: skip
     decision = as_json(result)["decision"]
     assert decision["trials_started"] == 6 and decision["cancelled"] == [5, 7, 8, 9, 10, 11]
     assert [t["array_task_id"] for t in as_json(result)["trials"]] == [0, 1, 2, 3, 4, 6]
@@ -292,3 +292,17 @@ def test_trials_to_a_decision_never_keep_a_change_within_the_noise(
         least = min(2, repeats)
         assert len(best.tasks) >= least and len(result.results[0].tasks) >= least
     assert (folder / "train.tuned.sbatch").exists() == (best is not None)
+
+
+def test_no_decision_is_claimed_that_the_later_runs_undo(tmp_path: Path) -> None:
+    """1 core, 1 worker is out after the first round (the start beats it beyond both
+    spreads); the start's second run is slower, and it no longer does: nothing is decided
+    early, the start runs its repeats, and the ledger judges what ran."""
+    start = [[100, 101, 99], [80, 81, 79], [90, 91, 89]]
+    slurm = FakeSlurm({(1, 0): start, (1, 1): [95, 96, 94], (2, 1): [50] * 3, (2, 2): [50] * 3})
+    result = _tune(tmp_path, slurm, repeats=3)
+    outcome = result.outcome
+    assert outcome is not None and outcome.decided is None
+    assert slurm.ran == [0, 1, 2, 3, 4, 8]  # the start's repeats; the others' cancelled
+    assert set(outcome.not_repeated) == set(result.grid.settings[1:])
+    assert result.best is None

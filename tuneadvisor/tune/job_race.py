@@ -64,17 +64,23 @@ def race(
     unmeasured = [s for s in settings if s not in rates and s not in out]
     # the fastest of those still in (one given no more runs stays out: its tasks are gone)
     leader = max((s for s in rates if s not in out), key=lambda s: rates[s].median, default=None)
-    if leader is not None:
-        for s in settings[1:]:
-            beaten = s in rates and s != leader and judge(rates[s], rates[leader], min_gain).kept
-            if beaten and s not in out:
-                out[s] = f"outside both spreads of {leader.describe()} (the fastest)"
+    # beaten now by the fastest, by the ledger's rule; one given no more runs stays out even
+    # where later runs widened the spreads, but a decision holds only on what holds now
+    beaten = {
+        s for s in settings[1:]
+        if leader is not None and s in rates and s != leader
+        and judge(rates[s], rates[leader], min_gain).kept
+    }  # fmt: skip
+    for s in (s for s in settings if s in beaten):
+        out.setdefault(s, f"outside both spreads of {leader.describe() if leader else '-'} "
+                          "(the fastest then)")  # fmt: skip
     least = least_runs(repeats)
     live = [s for s in settings if s not in out]
     if unmeasured or leader is None:  # every setting runs once before any decision
         return Race(out, None, frozenset(live))
     if leader == start:
-        if len(live) == 1 and len(runs[start]) >= least:
+        done = all(s in beaten or (s in failed and s not in rates) for s in settings[1:])
+        if done and len(runs[start]) >= least:
             why = "every other setting is outside both spreads of the start, or failed"
             return Race(out, why, frozenset())
         return Race(out, None, frozenset(live))
