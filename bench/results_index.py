@@ -92,17 +92,17 @@ PARTS = (
         ".venv/bin/python bench/prediction_bench.py --steps 30 --warmup 8 --repeats 2",
     ),
     Part(
-        "tune-job-bench",
-        "`tune --job`: trials to a decision against a plain sweep (issue 32)",
-        ".venv/bin/python bench/tune_job_bench.py --pairs 3 --steps 60 --repeats 3 --record",
-        "the local cluster (`scripts/slurm-local.sh`)",
-    ),
-    Part(
         "trace-bench",
         "torch.profiler traces: HTA agreement, speed and memory, 1 GB, `report` (issue 22)",
         "bench/.hta-venv/bin/python bench/trace_bench.py",
         "HolisticTraceAnalysis 0.5.0 in a venv of its own: `bash bench/hta_venv.sh`; "
         "~2 GB free in the temp folder",
+    ),
+    Part(
+        "tune-job-bench",
+        "`tune --job`: trials to a decision against a plain sweep (issue 32)",
+        ".venv/bin/python bench/tune_job_bench.py --pairs 3 --steps 60 --repeats 3 --record",
+        "the local cluster (`scripts/slurm-local.sh`)",
     ),
 )
 
