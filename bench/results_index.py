@@ -103,6 +103,12 @@ PARTS = (
         "HolisticTraceAnalysis 0.5.0 in a venv of its own: `bash bench/hta_venv.sh`; "
         "~2 GB free in the temp folder",
     ),
+    Part(
+        "tune-job-bench",
+        "`tune --job`: trials to a decision against a plain sweep (issue 32)",
+        ".venv/bin/python bench/tune_job_bench.py --pairs 3 --steps 60 --repeats 3 --record",
+        "the local cluster (`scripts/slurm-local.sh`)",
+    ),
 )
 
 RECORDED_RE = re.compile(r"Recorded (\d{4}-\d\d-\d\d \d\d:\d\d) UTC by `([^`]+)`")

@@ -5,9 +5,10 @@ job array on the one-node cluster; the user's files are never edited."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,25 +20,50 @@ from tuneadvisor.tune.job_grid import JobSetting
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 TRAIN_PY = """\
+import atexit
+import json
+import os
+import time
+
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 
 class Costly(Dataset):
-    \"\"\"Generated items that each cost CPU to make.\"\"\"
+    \"\"\"Generated items that each cost about as much CPU as a step's share of them.\"\"\"
 
     def __len__(self):
         return 100000
 
     def __getitem__(self, i):
         x = torch.randn(128, 128, generator=torch.Generator().manual_seed(i))
-        for _ in range(5):
+        for _ in range(30):
             x = torch.tanh(x @ x.T / 128)
         return x.flatten()[:256], i % 10
 
 
+def _cpu():
+    \"\"\"The machine's busy CPU ticks, this process's and its reaped children's, and now.\"\"\"
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:]]
+    with open("/proc/self/stat") as f:
+        mine = f.read().rsplit(")", 1)[1].split()
+    return sum(ticks) - sum(ticks[3:5]), sum(int(v) for v in mine[11:15]), time.monotonic()
+
+
+def _others(first):
+    \"\"\"The share of the machine's CPUs that other work used while this trial trained.\"\"\"
+    busy, mine, now = _cpu()
+    others = max(0, busy - first[0] - (mine - first[1])) / os.sysconf("SC_CLK_TCK")
+    share = others / ((os.cpu_count() or 1) * max(1e-3, now - first[2]))
+    with open(f"machine-{os.environ.get('SLURM_ARRAY_TASK_ID', 'x')}.json", "w") as f:
+        json.dump({"others_share": share}, f)
+
+
 def main():
     torch.set_num_threads(1)
+    if os.path.exists("/proc/stat"):
+        atexit.register(_others, _cpu())
     model = torch.nn.Sequential(
         torch.nn.Linear(256, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048),
         torch.nn.ReLU(), torch.nn.Linear(2048, 10),
@@ -69,50 +95,109 @@ def cluster() -> Cluster:
     return Cluster(start_cluster())
 
 
-def _busy() -> float:
-    """Runnable threads per core on this machine (the 1-minute load average over the cores)."""
-    return os.getloadavg()[0] / (os.cpu_count() or 1)
+ATTEMPTS = 3  # tunes at most: one measured while other work took the CPUs is run again
+QUIET = 0.1  # the share of the machine's CPUs other work may use while a trial trains
+QUIET_WAIT_S = 30.0  # the longest wait for a quiet machine before a tune
+GRID = [(1, 0), (1, 1), (2, 1), (2, 2)]  # the start and its neighbours on a 2-CPU node
 
 
-def test_tune_job_finds_the_cores_and_workers_without_editing(
-    cluster: Cluster, tmp_path: Path
-) -> None:
-    (tmp_path / "train.py").write_text(TRAIN_PY)
-    (tmp_path / "train.sbatch").write_text(JOB)
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    busy = _busy()
+def _machine_busy(seconds: float = 2.0) -> float:
+    """The share of this machine's CPUs in use over ``seconds`` (/proc/stat)."""
+
+    def ticks() -> tuple[int, int]:
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        return sum(values) - sum(values[3:5]), sum(values)
+
+    busy0, total0 = ticks()
+    time.sleep(seconds)
+    busy1, total1 = ticks()
+    return (busy1 - busy0) / max(1, total1 - total0)
+
+
+def _wait_for_quiet() -> None:
+    """Until other work leaves the CPUs mostly free, for at most QUIET_WAIT_S (then the tune
+    runs anyway: each trial records how much other work took)."""
+    deadline = time.monotonic() + QUIET_WAIT_S
+    while time.monotonic() < deadline and _machine_busy() > QUIET:
+        pass
+
+
+def _others(folder: Path, trials: list[dict[str, Any]]) -> dict[int, float | None]:
+    """Per trial, the share of the CPUs other work used while it trained (the test script's
+    own record; None where it wrote none)."""
+    found: dict[int, float | None] = {}
+    for trial in trials:
+        record = folder / f"machine-{trial['array_task_id']}.json"
+        share = json.loads(record.read_text())["others_share"] if record.exists() else None
+        found[trial["array_task_id"]] = share
+    return found
+
+
+def _tune_once(cluster: Cluster, folder: Path) -> dict[str, Any]:
+    """One `tune --job` of the test's own job, its ledger checked for what holds under any
+    load: the user's files unchanged, the trials in task order, each setting tried, a job
+    script written only with a winner."""
+    (folder / "train.py").write_text(TRAIN_PY)
+    (folder / "train.sbatch").write_text(JOB)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
     done = cluster.tuneadvisor(
-        tmp_path, "tune", "--job", "train.sbatch", "--steps", "30", "--repeats", "3",
-        "--format", "json",
-    )  # fmt: skip
-    busy = max(busy, _busy())
+        folder, "tune", "--job", "train.sbatch", "--steps", "60", "--repeats", "3",
+        "--budget", "8", "--format", "json",
+    )  # fmt: skip  # --budget: minutes, the bound of the wait
     assert done.returncode == 0, done.stderr
-    ledger = json.loads(done.stdout)
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in before} == before
-    assert "12 done of 12" in done.stderr  # the progress line, to the end
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name in before} == before
+    ledger: dict[str, Any] = json.loads(done.stdout)
     trials = ledger["trials"]
-    assert [t["array_task_id"] for t in trials] == list(range(12))
-    failed = [t["failed"] for t in trials if t["failed"]]
-    assert not failed, failed
-    settings = [(t["setting"]["cpus_per_task"], t["setting"]["num_workers"]) for t in trials]
-    assert settings[:4] == settings[4:8] == settings[8:]  # the repeats interleaved
-    assert settings[0] == (1, 0) and (2, 1) in settings  # the start, and the node's 2 cores
+    assert not [t["failed"] for t in trials if t["failed"]]
     assert all(t["node"] == "vm" for t in trials)
+    tasks = [t["array_task_id"] for t in trials]
+    settings = [(t["setting"]["cpus_per_task"], t["setting"]["num_workers"]) for t in trials]
+    assert all(setting == GRID[task % 4] for task, setting in zip(tasks, settings, strict=True))
+    spent = "the budget (8 min) is spent" in done.stderr  # a queue of other jobs: rerun
+    assert spent or set(settings) == set(GRID)  # each setting runs once before a decision
+    ledger["budget_spent"] = spent
+    decision = ledger["decision"]
+    assert decision["trials_planned"] == 12
+    assert decision["trials_started"] == len(trials) + len(decision["stopped_while_running"])
+    assert f"{len(trials)} done" in done.stderr  # the progress line, to the end
     winner = ledger["winner"]
-    tuned_path = tmp_path / "train.tuned.sbatch"
+    tuned_path = folder / "train.tuned.sbatch"
     assert tuned_path.exists() == (winner is not None)  # nothing written without a winner
     if winner is not None:
         tuned = JobScript.parse(tuned_path.read_text())
         assert tuned.directives()["cpus-per-task"] == str(winner["cpus_per_task"])
         assert f"tuned from tune array {ledger['job_id']}" in tuned.text
-    if busy > 1.0:
-        # other work on the machine takes cores from the trials: more threads get more of
-        # the machine whatever their cores, and the spreads hide the difference
-        pytest.skip(f"the machine was busy ({busy:.1f} runnable per core): no finding asserted; "
-                    f"winner {winner}")  # fmt: skip
-    assert winner is not None, done.stdout
-    assert winner["cpus_per_task"] == 2 and winner["num_workers"] >= 1
-    assert (tmp_path / "train.py.tuneadvisor.patch").is_file()
+    return ledger
+
+
+def test_tune_job_finds_the_cores_and_workers_without_editing(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """On 2 CPUs, with items that cost about as much CPU as the step, a worker on the second
+    core makes the job up to twice as fast. The decision is the tool's own (beyond both
+    spreads). A tune whose trials shared the CPUs with other work and did not find it (no
+    winner, or one a lull favoured) is run again, at most ATTEMPTS times; a tune on a quiet
+    machine must find it."""
+    said = []
+    for attempt in range(ATTEMPTS):
+        _wait_for_quiet()
+        folder = tmp_path / f"attempt-{attempt}"
+        folder.mkdir()
+        ledger = _tune_once(cluster, folder)
+        winner = ledger["winner"]
+        if winner is not None and winner["cpus_per_task"] == 2 and winner["num_workers"] >= 1:
+            assert (folder / "train.py.tuneadvisor.patch").is_file()  # num_workers=0 changes
+            assert (folder / "train.py").read_text() == TRAIN_PY
+            return
+        others = _others(folder, ledger["trials"])
+        quiet = not ledger["budget_spent"] and all(
+            share is not None and share <= QUIET for share in others.values()
+        )
+        assert not quiet, (winner, others, ledger)  # nothing took the CPUs: it must be found
+        worst = max((v for v in others.values() if v is not None), default=None)
+        said.append(f"winner {winner}, other work took up to "
+                    f"{'?' if worst is None else f'{100 * worst:.0f} %'} of the CPUs")  # fmt: skip
+    pytest.skip(f"other work took the CPUs in every tune ({'; '.join(said)}): no finding")
 
 
 @pytest.mark.parametrize(
@@ -124,7 +209,8 @@ def test_the_array_script_is_accepted_by_test_only(
     folder = tmp_path / "tune folder 'quoted'"
     folder.mkdir()
     job = JobScript.parse(JOB + "#SBATCH --output=ignored-after-command\n")
-    plan = ArrayPlan(tuple(JobSetting(c, w) for c, w in settings), repeats=2, steps=5)
+    gate = len(settings) > 1  # the wait for the tune's go file, where it may cancel trials
+    plan = ArrayPlan(tuple(JobSetting(c, w) for c, w in settings), repeats=2, steps=5, gate=gate)
     array = folder / "array.sbatch"
     array.write_text(array_script(job, plan, folder, "tune-mytrain"))
     assert cluster.test_only(array) is None

@@ -86,6 +86,19 @@ def test_arguments_go_as_a_list_never_through_a_shell(fake: FakeSlurm) -> None:
     assert not (fake.folder / "pwned").exists()
 
 
+def test_array_tasks_and_cancelling_some(fake: FakeSlurm) -> None:
+    """squeue -r prints one line per task (22.05: "%K|%T"); scancel takes JOBID_[i,j]."""
+    log = fake.records_args("squeue", "8|RUNNING\n9|PENDING\nN/A|PENDING")
+    assert fake.client().array_tasks("77") == ((8, "RUNNING"), (9, "PENDING"), (None, "PENDING"))
+    assert log.read_text().splitlines() == ["-h", "-r", "-j", "77", "-o", "%K|%T"]
+    cancelled = fake.records_args("scancel", "")
+    fake.client().cancel_tasks("77", [11, 9, 9])
+    fake.client().cancel_tasks("77", [])  # nothing to cancel: scancel not run
+    assert cancelled.read_text().splitlines() == ["77_[9,11]"]
+    with pytest.raises(InputError, match="not a Slurm job id"):
+        fake.client().cancel_tasks("77; rm -rf /", [1])
+
+
 def test_sbatch_without_a_job_id(fake: FakeSlurm) -> None:
     fake.add("sbatch", 'echo "sbatch: warning: something"\n')
     with pytest.raises(SlurmError, match="printed no job id"):

@@ -226,3 +226,35 @@ def test_open_bad_values_are_one_line(
         open_request(parsed("open", *argv))
     assert str(caught.value) == message
     assert_exit_2_one_line(["open", *argv], message, capsys)
+
+
+def test_tune_job_budget_is_in_minutes() -> None:
+    from tuneadvisor.commands.tune_job import job_request
+
+    assert job_request(parsed("tune", "--job", JOB)).budget_s == 30 * 60.0
+    request = job_request(parsed("tune", "--job", JOB, "--budget", "2.5", "--sweep"))
+    assert request.budget_s == 150.0 and not request.early
+    assert job_request(parsed("tune", "--job", JOB)).early  # trials to a decision
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "43201", "1e9"])
+def test_tune_job_budget_out_of_range_is_one_line(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_exit_2_one_line(
+        ["tune", "--job", JOB, "--budget", value],
+        "--budget: minutes with --job (the wait for the array), above 0 and up to 43200 "
+        f"(30 days), not {float(value):g}",
+        capsys,
+    )
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1e9"])
+def test_tune_budget_in_seconds_out_of_range_is_one_line(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_exit_2_one_line(
+        ["tune", "mnist_single", "--budget", value],
+        f"--budget: seconds above 0 and up to 1e+08, not {float(value):g}",
+        capsys,
+    )

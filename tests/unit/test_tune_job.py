@@ -134,3 +134,59 @@ def test_spread_trials_run_one_per_node_each_node_exclusive() -> None:
     assert "exclusive" in array.directives()
     one = JobScript.parse(array_script(job, ArrayPlan(plan.settings, 2, 10), Path("/tmp/t"), "t"))
     assert "exclusive" not in one.directives()
+
+
+def test_a_gated_task_starts_its_trial_only_on_the_tunes_go(tmp_path: Path) -> None:
+    """Where the tune may cancel trials, a task waits for its go file: a trial no longer
+    needed is cancelled before it starts the user's job."""
+    import subprocess
+
+    plan = ArrayPlan((JobSetting(1, 0), JobSetting(2, 1)), repeats=1, steps=10, gate=True)
+    array = tmp_path / "array.sbatch"
+    array.write_text(array_script(_job([], ["python train.py"]), plan, tmp_path, "tune-x"))
+    (tmp_path / "trial-1.sbatch").write_text('echo "ran with $TUNEADVISOR_NUM_WORKERS"\n')
+    env = {"PATH": "/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": "1"}
+    try:
+        waited = subprocess.run(["bash", str(array)], env=env, capture_output=True, text=True,
+                                timeout=1.5, check=False)  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        assert not exc.stdout  # still at the gate: the trial has not started
+    else:
+        raise AssertionError(f"the task did not wait for its go: {waited.stdout!r}")
+    (tmp_path / "go-1").write_text("")
+    ran = subprocess.run(["bash", str(array)], env=env, capture_output=True, text=True,
+                         timeout=30, check=False)  # fmt: skip
+    assert ran.stdout == "ran with 1\n", ran.stderr
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 3), rates), min_size=1, max_size=10),
+    st.integers(1, 4),
+    st.floats(0.0, 0.2),
+)
+def test_the_race_decides_only_on_what_was_measured(
+    measured: list[tuple[int, list[float]]], repeats: int, min_gain: float
+) -> None:
+    from tuneadvisor.tune.gain import judge
+    from tuneadvisor.tune.job_ledger import pooled
+    from tuneadvisor.tune.job_race import least_runs, race
+
+    tried = [JobSetting(1, 0), JobSetting(1, 1), JobSetting(2, 1), JobSetting(2, 2)]
+    tasks = [TaskResult(i, tried[s], tuple(r)) for i, (s, r) in enumerate(measured)]
+    state = race(tasks, tried, repeats, min_gain)
+    ran = {t.setting for t in tasks}
+    if state.decided is not None:
+        assert ran == set(tried)  # every setting ran before any decision
+        assert not state.wanted
+    rate = {s: pooled([t for t in tasks if t.setting == s]) for s in ran}
+    fastest = max(rate.values(), key=lambda r: r.median if r else 0.0)
+    for setting in state.out:  # no more runs only where the fastest beats it by the rule
+        assert setting != tried[0] and setting in ran
+        mine = rate[setting]
+        assert mine is not None and fastest is not None
+        assert judge(mine, fastest, min_gain).kept
+    if state.decided and "beats the start" in state.decided:
+        start = rate[tried[0]]
+        assert start is not None and fastest is not None and judge(start, fastest, min_gain).kept
+        least = least_runs(repeats)
+        assert sum(t.setting == tried[0] for t in tasks) >= least

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuneadvisor.commands.inputs import finite, seconds
+from tuneadvisor.commands.inputs import MAX_SECONDS, finite
 from tuneadvisor.commands.relaunch_options import add_settings_arguments, relaunch_request
 from tuneadvisor.errors import EXIT_INTERRUPTED, InputError
 
@@ -29,9 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tune = parser.add_argument_group("trials")
     tune.add_argument(
         "--budget",
-        type=seconds,
-        metavar="S",
-        help="time budget (default: 300 s; with --job, the wait for the array: 1800 s)",
+        type=finite,
+        metavar="T",
+        help="time budget: seconds for the whole search (default: 300 s); with --job, "
+        "MINUTES to wait for the array (default: 30 min), the tasks left then cancelled",
     )
     tune.add_argument(
         "--steps",
@@ -84,6 +85,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     own.add_argument("--force", action="store_true", help="overwrite -o when it exists")
     own.add_argument(
+        "--sweep",
+        action="store_true",
+        help="run every trial of the array (a plain sweep): without it, a setting outside both "
+        "spreads of the fastest gets no more runs and the tasks left once decided are cancelled",
+    )
+    own.add_argument(
         "--spread",
         action="store_true",
         help="run trials side by side, one per node of the partition (each node --exclusive), "
@@ -103,6 +110,10 @@ def tune_request(args: argparse.Namespace) -> TuneRequest:
     if unknown:
         raise InputError(None, f"--stages: unknown stage {unknown[0]!r}")
     budget = 300.0 if args.budget is None else args.budget
+    if not 0 < budget <= MAX_SECONDS:
+        raise InputError(
+            None, f"--budget: seconds above 0 and up to {MAX_SECONDS:g}, not {budget:g}"
+        )
     steps = 10 if args.steps is None else args.steps
     repeats = 1 if args.repeats is None else args.repeats
     if steps < 1 or args.warmup < 0 or repeats < 1:

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any
 from tuneadvisor.errors import InputError
 
 if TYPE_CHECKING:
+    from tuneadvisor.tune.job_grid import JobSetting
     from tuneadvisor.tune.job_ledger import SettingResult
     from tuneadvisor.tune.job_tune import JobTuneRequest, JobTuneResult
 
 MAX_STEPS = 100_000
 MAX_REPEATS = 20
+MAX_BUDGET_MIN = 43_200  # 30 days: a queue that waits longer is not waiting for a tune
 
 
 def job_request(args: argparse.Namespace) -> JobTuneRequest:
@@ -31,13 +33,17 @@ def job_request(args: argparse.Namespace) -> JobTuneRequest:
         )
     if not 1 <= repeats <= MAX_REPEATS:
         raise InputError(None, f"--repeats: from 1 to {MAX_REPEATS}")
-    budget = 1800.0 if args.budget is None else args.budget
-    if budget <= 0:
-        raise InputError(None, "--budget: a positive number of seconds")
+    minutes = 30.0 if args.budget is None else args.budget
+    if not 0 < minutes <= MAX_BUDGET_MIN:
+        raise InputError(
+            None,
+            f"--budget: minutes with --job (the wait for the array), above 0 and up to "
+            f"{MAX_BUDGET_MIN} (30 days), not {minutes:g}",
+        )
     return JobTuneRequest(
-        job=args.job, steps=steps, repeats=repeats, budget_s=budget,
+        job=args.job, steps=steps, repeats=repeats, budget_s=60.0 * minutes,
         min_gain=args.min_gain / 100.0, output=args.output, force=args.force,
-        submit_winner=args.submit_winner, spread=args.spread,
+        submit_winner=args.submit_winner, spread=args.spread, early=not args.sweep,
     )  # fmt: skip
 
 
@@ -164,6 +170,7 @@ def ledger_lines(result: JobTuneResult) -> list[str]:
     for task in result.tasks:
         if task.failed:
             lines.append(f"trial {task.task} ({task.setting.describe()}) failed: {task.failed}")
+    lines += _decision_lines(result)
     if result.best is None:
         lines.append("no change beats the start beyond both spreads: nothing written")
     else:
@@ -173,6 +180,41 @@ def ledger_lines(result: JobTuneResult) -> list[str]:
         lines.append(f"submitted batch job {result.winner_job_id}")
     lines += [f"note: {n}" for n in result.notes]
     return lines
+
+
+def _decision_lines(result: JobTuneResult) -> list[str]:
+    """How many trials the decision took, and why each setting got no more runs."""
+    o, planned = result.outcome, result.plan.tasks
+    if o is None:
+        return []
+    left = len(o.cancelled) + len(o.stopped)
+    stopped = f", {len(o.stopped)} of them stopped while running" if o.stopped else ""
+    if o.decided:
+        lines = [f"decided after {o.started} of {planned} trials: {o.decided}; "
+                 f"the {left} left cancelled{stopped}"]  # fmt: skip
+    elif not o.early:
+        lines = [f"every trial ran: {o.started} of {planned} (a plain sweep)"]
+    elif left:
+        lines = [f"{o.started} of {planned} trials ran, {left} cancelled{stopped}"]
+    else:
+        lines = [f"no early decision: all {planned} trials ran (settings within the noise)"]
+    lines += [f"not repeated: {s.describe()}: {why}" for s, why in _not_repeated(result)]
+    return lines
+
+
+def _not_repeated(result: JobTuneResult) -> list[tuple[JobSetting, str]]:
+    """Each setting given fewer runs than planned, and why."""
+    o = result.outcome
+    if o is None:
+        return []
+    found = list(o.not_repeated.items())
+    if o.decided and result.best is not None:
+        for r in result.results[1:]:
+            runs = sum(1 for t in r.tasks if t.rates)
+            if r is not result.best and r.setting not in o.not_repeated and r.rate:
+                found.append((r.setting, f"within the noise of the winner after {runs} "
+                                         f"run{'s' if runs != 1 else ''}"))  # fmt: skip
+    return found
 
 
 def as_json(result: JobTuneResult) -> dict[str, Any]:
@@ -204,4 +246,21 @@ def as_json(result: JobTuneResult) -> dict[str, Any]:
         "winner": result.best.setting.as_json() if result.best else None,
         "written": list(result.written),
         "winner_job_id": result.winner_job_id,
+        "decision": _decision_json(result),
+    }
+
+
+def _decision_json(result: JobTuneResult) -> dict[str, Any] | None:
+    o = result.outcome
+    if o is None:
+        return None
+    return {
+        "early": o.early,
+        "trials_planned": result.plan.tasks,
+        "trials_started": o.started,
+        "cancelled": list(o.cancelled),
+        "stopped_while_running": list(o.stopped),
+        "why": o.decided,
+        "not_repeated": [{"setting": s.as_json(), "why": why} for s, why in _not_repeated(result)],
+        "wall_s": round(o.wall_s, 1),
     }

@@ -2,7 +2,9 @@
 that setting's ``#SBATCH`` values (nothing else changed), and the array script whose task i
 runs setting i mod S (the repeats interleaved, so that drift hits every setting alike), one
 task at a time (``%1``: trials never share cores), with the probe hook on ``PYTHONPATH`` and
-the trial's worker count, steps and cores in the environment.
+the trial's worker count, steps and cores in the environment. Where the tune may cancel trials
+(``job_trials``), each task first waits for the tune's word that it has read the trials before
+(a ``go-TASK`` file, at most ``GATE_S``), so that a trial no longer needed never starts.
 
 The array asks for the largest setting's cores; a task with fewer is kept on its own cores by
 the hook (``TUNEADVISOR_CORES``), and ``SLURM_CPUS_PER_TASK`` says its count to the script.
@@ -21,6 +23,7 @@ from tuneadvisor.tune.job_grid import JobSetting
 
 # options of the user's header the array replaces: its tasks' logs are the tune's
 _REPLACED = ("array", "output", "error", "job-name", "open-mode")
+GATE_S = 120  # a tune that is gone (killed, its login session ended) delays each trial this much
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,9 @@ class ArrayPlan:
     steps: int
     # tasks at once: 1 (%1) on one node; on several, one per node, each node --exclusive
     parallel: int = 1
+    # one at a time, each task waits for the tune's go-TASK file (it has read the trials
+    # before, and may cancel this one), at most GATE_S, then runs anyway
+    gate: bool = False
 
     @property
     def tasks(self) -> int:
@@ -106,6 +112,16 @@ def array_script(job: JobScript, plan: ArrayPlan, folder: Path, name: str) -> st
         *cases,
         '  *) echo "tuneadvisor: no trial ${SLURM_ARRAY_TASK_ID:-}" >&2; exit 2 ;;',
         "esac",
+        *(
+            [
+                f"# wait (at most {GATE_S} s) for the tune to read the trials before: it may "
+                "cancel this one",
+                f"for _ in $(seq {GATE_S}); do "
+                f'[ -e {where}/go-"$SLURM_ARRAY_TASK_ID" ] && break; sleep 1; done',
+            ]
+            if plan.gate
+            else []
+        ),
         f'export TUNEADVISOR_PROBE_OUT={where}/probe-"$SLURM_ARRAY_TASK_ID".json',
         f"export TUNEADVISOR_STEPS={plan.steps}",
         'export TUNEADVISOR_NUM_WORKERS="$workers" TUNEADVISOR_CORES="$cores"',

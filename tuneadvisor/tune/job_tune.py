@@ -21,7 +21,8 @@ from tuneadvisor.files import write_atomic
 from tuneadvisor.slurm.client import SlurmClient, SlurmError
 from tuneadvisor.tune.job_array import ArrayPlan, array_script, trial_script
 from tuneadvisor.tune.job_grid import Grid, JobSetting, job_grid
-from tuneadvisor.tune.job_ledger import SettingResult, TaskResult, ledger, read_task, winner
+from tuneadvisor.tune.job_ledger import SettingResult, TaskResult, ledger, winner
+from tuneadvisor.tune.job_trials import Outcome, Waiting, run_array
 
 if TYPE_CHECKING:
     from tuneadvisor.advisor.evidence import Gathered
@@ -43,7 +44,8 @@ class JobTuneRequest:
     force: bool = False
     submit_winner: bool = False
     spread: bool = False  # trials side by side, one per node (--exclusive), not one at a time
-    poll_s: float = 2.0
+    poll_s: float = 1.0  # a gated trial waits for the tune's next look at the queue
+    early: bool = True  # tasks no longer needed are cancelled (job_race); False: a plain sweep
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class JobTuneResult:
     written: tuple[str, ...] = ()
     winner_job_id: str | None = None
     notes: tuple[str, ...] = field(default=())
+    outcome: Outcome | None = None  # how the array ran: the decision, the tasks cancelled
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,8 @@ def tune_job(
     grid = job_grid(read.start, _predicted(read), cores)
     # one trial per node at a time (each node exclusive), never two on one node's cores
     parallel = max(1, min(nodes, len(grid.settings))) if request.spread else 1
-    plan = ArrayPlan(grid.settings, request.repeats, request.steps, parallel)
+    gate = request.early and parallel == 1  # side by side, a trial starts with the others
+    plan = ArrayPlan(grid.settings, request.repeats, request.steps, parallel, gate)
     job_path = Path(request.job).resolve()
     folder = job_path.parent / f"tune-{job_path.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     if not request.force and out.exists():
@@ -140,12 +144,13 @@ def tune_job(
     except InputError:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    _wait(client, job_id, plan.tasks, request, progress, estimate)
-    tasks = tuple(
-        read_task(folder, i, grid.settings[plan.setting_of(i)]) for i in range(plan.tasks)
-    )
+    waiting = Waiting(request.min_gain, request.budget_s, request.poll_s, request.early)
+    outcome = run_array(client, job_id, plan, folder, waiting, progress, estimate)
+    tasks = outcome.tasks
+    notes += outcome.notes
     results = ledger(tasks, grid.settings, request.min_gain)
-    best = winner(results)
+    # a setting given no more runs was beaten beyond the noise by one still in: not the winner
+    best = winner([r for r in results if r.setting not in outcome.not_repeated])
     written: tuple[str, ...] = ()
     winner_id = None
     if best is not None:
@@ -158,7 +163,7 @@ def tune_job(
             winner_id = client.submit(out.resolve(), chdir=chdir)
     return JobTuneResult(
         job_id, folder, grid, plan, tasks, results, best, read.prediction, estimate,
-        written, winner_id, tuple(notes),
+        written, winner_id, tuple(notes), outcome,
     )  # fmt: skip
 
 
@@ -170,36 +175,6 @@ def _predicted(read: _Read) -> JobSetting | None:
         int(setting.get("cpus_per_task", read.start.cores)),
         int(setting.get("num_workers", read.start.workers)),
     )
-
-
-def _wait(
-    client: SlurmClient,
-    job_id: str,
-    tasks: int,
-    request: JobTuneRequest,
-    progress: Callable[[str], None],
-    estimate: str,
-) -> None:
-    """Until no task of the array is in the queue; at the budget, the rest is cancelled."""
-    deadline = client.clock() + request.budget_s
-    said = ""
-    while True:
-        states = client.array_states(job_id)
-        pending = sum(1 for s in states if s == "PENDING")
-        running = len(states) - pending
-        done = tasks - len(states)
-        line = f"array {job_id}: {pending} pending, {running} running, {done} done of {tasks}"
-        if line != said:
-            progress(line + (f" ({estimate})" if pending == tasks and estimate else ""))
-            said = line
-        if not states:
-            return
-        if client.clock() > deadline:
-            client.cancel(job_id)
-            progress(f"array {job_id}: the budget ({request.budget_s / 60:g} min) is spent: "
-                     "the tasks left were cancelled")  # fmt: skip
-            return
-        client.sleep(request.poll_s)
 
 
 def _winning_files(

@@ -182,6 +182,35 @@ class SlurmClient:
             raise SlurmError(doing, _said(done, "squeue"))
         return tuple(line.strip() for line in done.stdout.splitlines() if line.strip())
 
+    def array_tasks(self, job_id: str) -> tuple[tuple[int | None, str], ...]:
+        """Each task of array ``job_id`` still in the queue: its task id (None where squeue
+        printed none) and its state (``squeue -r -o %K|%T``); the tasks that ended are not
+        listed."""
+        doing = f"reading the tasks of array {check_job_id(job_id)}"
+        done = self._run(doing, "squeue", ["-h", "-r", "-j", job_id, "-o", "%K|%T"])
+        if done.returncode != 0:
+            if "invalid job id" in done.stderr.lower():  # every task ended and was forgotten
+                return ()
+            raise SlurmError(doing, _said(done, "squeue"))
+        tasks: list[tuple[int | None, str]] = []
+        for line in done.stdout.splitlines():
+            task, _, state = line.strip().partition("|")
+            if line.strip():
+                ok = is_ascii_digits(task) and len(task) <= 9
+                tasks.append((int(task) if ok else None, state.strip()))
+        return tuple(tasks)
+
+    def cancel_tasks(self, job_id: str, tasks: Sequence[int]) -> None:
+        """``scancel JOBID_[i,j,...]``: those tasks of an array, pending or running."""
+        if not tasks:
+            return
+        listed = ",".join(str(int(t)) for t in sorted(set(tasks)))
+        self._output(
+            f"cancelling tasks {listed} of array {check_job_id(job_id)}",
+            "scancel",
+            [f"{job_id}_[{listed}]"],
+        )
+
     def show_job(self, job_id: str) -> JobInfo | None:
         """``scontrol show job -o ID``; None once slurmctld has forgotten the job (MinJobAge)."""
         text = self._job_record(job_id)
