@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.fuzz_bounds import bound_targets, seeds_of  # noqa: E402
+from bench.process_size import address_space, resident_mib  # noqa: E402
 from tuneadvisor.advisor.expressions import ExpressionError, compile_expression  # noqa: E402
 from tuneadvisor.advisor.facts import FACTS, sample_value  # noqa: E402
 from tuneadvisor.advisor.rules import RuleError, parse_rule  # noqa: E402
@@ -314,24 +315,15 @@ def _on_alarm(signum: int, frame: object) -> None:
     raise Hang
 
 
-def _address_space() -> int:
-    """This process's address space now, in bytes (0 where /proc does not say)."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return pages * resource.getpagesize()
-
-
 def _campaign(target: Target, count: int, seed: int, hang_s: float, memory_mib: int,
               out: Any) -> None:  # fmt: skip
     """In the child: run ``count`` inputs, send the tally back."""
     # The bound is on what the inputs cost, not on the process this was forked from (a pytest
     # worker that ran other tests first may hold hundreds of MiB, all counted in a forked
     # child's RSS): the address space allowed and the RSS judged both start from here.
-    limit = _address_space() + ((memory_mib + 1024) << 20)
+    limit = address_space() + ((memory_mib + 1024) << 20)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    base_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base_mib = resident_mib()
     signal.signal(signal.SIGALRM, _on_alarm)
     rng = random.Random(f"{seed}:{target.name}")
     tally = Tally()

@@ -31,6 +31,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from bench.process_size import address_space, resident_mib  # noqa: E402
+
 RESULTS = REPO / "bench" / "RESULTS.md"
 BEGIN = "<!-- fuzz-trace:begin -->"
 END = "<!-- fuzz-trace:end -->"
@@ -247,19 +250,21 @@ def run_shape(shape: Shape, time_s: float = TIME_S, memory_mb: int = MEMORY_MB) 
         before = set(os.listdir(folder))
         for argv in COMMANDS:
             started = time.monotonic()
+            # judged from the size the child starts with (this process's, at the fork)
+            base_mb, space = resident_mib(), address_space()
             pid = os.fork()
             if pid == 0:  # the child: its address space bound (the bound plus the interpreter)
                 code = 3
                 try:
                     os.chdir(out_dir)
-                    limit = (memory_mb + 1024) << 20
+                    limit = space + ((memory_mb + 1024) << 20)
                     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
                     code = _child(argv, str(path))
                 finally:
                     os._exit(code)
             _, ended, usage = _wait(pid, time_s * 3)
             worst_s = max(worst_s, time.monotonic() - started)
-            worst_mb = max(worst_mb, usage.ru_maxrss / 1024 if usage is not None else 0.0)
+            worst_mb = max(worst_mb, usage.ru_maxrss / 1024 - base_mb if usage is not None else 0.0)
             if usage is not None:
                 worst_cpu = max(worst_cpu, usage.ru_utime + usage.ru_stime)
             if ended is None:
