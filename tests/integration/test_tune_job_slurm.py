@@ -170,6 +170,7 @@ def _tune_once(cluster: Cluster, folder: Path) -> dict[str, Any]:
     return ledger
 
 
+@pytest.mark.alone  # a trial beside the other xdist worker's tests measures that worker
 def test_tune_job_finds_the_cores_and_workers_without_editing(
     cluster: Cluster, tmp_path: Path
 ) -> None:
