@@ -32,6 +32,13 @@ class Item:
     kinds: dict[str, float] = field(default_factory=dict)  # line kind -> percent of train()
     metrics: dict[str, float] = field(default_factory=dict)  # launch/usage.py: watch's samples
     predicted: PredictionCheck | None = None  # the run against the prediction it recorded
+    number: int = 0  # its row in the throughput table (the key of the other tables); 0: none
+
+    @property
+    def key(self) -> str:
+        """What the narrower tables call it: ``#2`` (the throughput table says which run that
+        is), never a run id cut to the same ``20261206…`` in every row."""
+        return f"#{self.number}" if self.number else self.label
 
     @property
     def samples_per_s(self) -> float | None:
@@ -106,12 +113,16 @@ def throughput_table(items: Sequence[Item], form: str | None = None) -> Table:
     table = Table(
         title=f"Throughput ({against})",
         title_justify="left",
-        caption=f"run: the time and suffix of its id, {form}" if form else None,
+        caption="#: the run's name in the tables below"
+        + (f"; run: the time and suffix of its id, {form}" if form else ""),
         caption_justify="left",
     )
+    numbered = any(i.number for i in items)
+    if numbered:
+        table.add_column("#", justify="right", no_wrap=True)
     for name in ("run", "settings", "samples/s", "speedup", "step time", "accuracy", "status"):
-        words = name not in ("run", "settings")  # a figure with its unit: never split
-        table.add_column(name, justify="right" if words else "left", no_wrap=words)
+        figure = name not in ("run", "settings", "status")  # a figure with its unit: never split
+        table.add_column(name, justify="right" if figure else "left", no_wrap=figure)
     for item in items:
         run = item.run
         rate = item.samples_per_s
@@ -119,6 +130,7 @@ def throughput_table(items: Sequence[Item], form: str | None = None) -> Table:
         step = run.step_s if run else None  # the same steady window as samples/s
         acc = run.summary.final_accuracy if run else None
         table.add_row(
+            *([str(item.number)] if numbered else []),
             item.label,
             run.describe() if run else "(profile/recording)",
             _fmt(rate, ",.1f"),
@@ -140,6 +152,23 @@ def _measured(m: Measure | None, scale: float, spec: str, unit: str = "") -> str
     return "-" if m is None else f"{format(scale * m.value, spec)}{unit} +-{100 * m.spread:.0f} %"
 
 
+# a prediction's setting names, as Settings.describe words them: "2 cpu, workers 2"
+_SETTING_WORDS = {
+    "cpus_per_task": "{} cpu",
+    "ntasks": "{} tasks",
+    "nodes": "{} nodes",
+    "gpus": "{} gpu",
+    "num_workers": "workers {}",
+    "batch_size": "batch {}",
+}
+
+
+def _setting(setting: dict[str, Any]) -> str:
+    words = [_SETTING_WORDS.get(k, k.replace("_", " ") + " {}").format(v)
+             for k, v in sorted(setting.items())]  # fmt: skip
+    return ", ".join(words) or "-"
+
+
 def prediction_table(items: Sequence[Item]) -> Table | None:
     """Each run that recorded a prediction: the predicted range against the steady-state
     figure (its steady window, after the warm-up) and its spread."""
@@ -153,17 +182,18 @@ def prediction_table(items: Sequence[Item]) -> Table | None:
         "range of its blocks",
         caption_justify="left",
     )
-    for name in ("run", "setting", "step time predicted", "measured", "samples/s predicted",
-                 "measured", "verdict"):  # fmt: skip
+    # the units in the headings: the figures stay narrow enough for 100 columns
+    for name in ("run", "setting", "step ms\npredicted", "step ms\nmeasured",
+                 "samples/s\npredicted", "samples/s\nmeasured", "verdict"):  # fmt: skip
         figure = name not in ("run", "setting")  # a figure with its unit: never split
         table.add_column(name, justify="right" if figure else "left", no_wrap=figure)
     for item, c in checked:
         p = c.prediction
         table.add_row(
-            item.label,
-            ", ".join(f"{k} {v}" for k, v in sorted(p.setting.items())) or "-",
-            _span(p.step_s, 1000, ".1f", " ms"),
-            _measured(c.step_s, 1000, ".1f", " ms"),
+            item.key,
+            _setting(p.setting),
+            _span(p.step_s, 1000, ".1f"),
+            _measured(c.step_s, 1000, ".1f"),
             _span(p.samples_per_s, 1, ",.1f"),
             _measured(c.samples_per_s, 1, ",.1f"),
             c.verdict(),
@@ -221,14 +251,12 @@ def resources_table(items: Sequence[Item]) -> Table:
         "recorded, else CPU time / wall time",
         caption_justify="left",
     )
-    for name in ("run", "tasks", "cores asked", "cores used", "mem asked", "peak RSS", "gpus",
-                 "gpu util", "sampled"):  # fmt: skip
-        # the figures never split from their units; a two-word heading takes two lines
-        table.add_column(
-            name.replace(" ", "\n") if name != "run" else name,
-            justify="left" if name == "run" else "right",
-            no_wrap=name != "run",
-        )
+    # a heading of two lines, the unit on the second: the cells hold figures alone, and the
+    # table fits 100 columns
+    for name in ("run", "tasks", "cores\nasked", "cores used\nmean / p95", "mem\nasked",
+                 "peak RSS\nMiB", "gpus", "gpu\nutil %", "sampled\nrounds"):  # fmt: skip
+        run = name == "run"
+        table.add_column(name, justify="left" if run else "right", no_wrap=not run)
     for item in items:
         run = item.run
         settings = run.settings if run else None
@@ -243,15 +271,15 @@ def resources_table(items: Sequence[Item]) -> Table:
         gpu = item.metrics.get("gpu_util_pct")
         samples = item.metrics.get("samples")
         table.add_row(
-            item.label,
+            item.key,
             _fmt(settings.ntasks if settings else None),
             _fmt(asked),
             cores + _share(mean, asked),
             _fmt(settings.mem if settings else None),
-            (f"{rss:,.0f} MiB" if isinstance(rss, int | float) else "-") + _share(rss, mem_mib),
+            (f"{rss:,.0f}" if isinstance(rss, int | float) else "-") + _share(rss, mem_mib),
             _fmt(run.used_settings.gpus if run else None),  # a run on the CPU had none
-            f"{gpu:.0f} %" if isinstance(gpu, int | float) else "-",
-            f"{samples:.0f} round{'' if samples == 1 else 's'}" if sampled and samples else "no",
+            f"{gpu:.0f}" if isinstance(gpu, int | float) else "-",
+            f"{samples:.0f}" if sampled and samples else "no",
         )
     return table
 
@@ -334,8 +362,10 @@ def short_labels(labels: Sequence[str]) -> tuple[list[str], str | None]:
 
 def tables(items: Sequence[Item]) -> list[Table]:
     shown, form = short_labels([i.label for i in items])
-    if form is not None:
-        items = [replace(i, label=label) for i, label in zip(items, shown, strict=True)]
+    if form is None:
+        shown = [i.label for i in items]
+    items = [replace(i, label=label, number=n)
+             for n, (i, label) in enumerate(zip(items, shown, strict=True), 1)]  # fmt: skip
     out = [throughput_table(items, form), resources_table(items)]
     more = (prediction_table(items), scaling_table(items), kinds_table(items), epochs_table(items))
     for extra in more:
