@@ -46,9 +46,15 @@ def gpus_here(dev: Path = Path("/dev"), environ: Mapping[str, str] | None = None
 def describe_here(settings: Settings, gpus: int | None) -> str:
     """The settings in one line as a run here will have them: a GPU asked for on a machine
     without one is not labelled as if the run had it (``gpus``: :func:`gpus_here`)."""
+    return ", ".join(describe_parts_here(settings, gpus))
+
+
+def describe_parts_here(settings: Settings, gpus: int | None) -> list[str]:
+    """The words of :func:`describe_here`, one setting each."""
     if settings.gpus and gpus == 0:
-        return f"{replace(settings, gpus=0).describe()}, no GPU here ({settings.gpus} asked)"
-    return settings.describe()
+        parts = replace(settings, gpus=0).describe_parts()
+        return [*parts, f"no GPU here ({settings.gpus} asked)"]
+    return settings.describe_parts()
 
 
 def emulate(
