@@ -404,8 +404,8 @@ def eval_batches(
 ) -> int | None:
     """Test batches in each test pass: as asked; else, for a run cut short by --max-steps,
     as many as a quarter of the images it trains (at least one batch): a short run's test
-    pass over the whole test set took longer than its training (10,000 images after 60
-    steps of 64); None: the whole test set."""
+    pass over the whole test set was a third of its time (10,000 images after 60 steps of
+    64); None: the whole test set."""
     if asked is not None or max_steps is None:
         return asked
     return max(1, math.ceil(max_steps * batch_size / 4 / test_batch_size))
