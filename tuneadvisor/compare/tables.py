@@ -3,7 +3,7 @@ kind, resources requested and used, loss and accuracy per epoch."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -163,7 +163,7 @@ _SETTING_WORDS = {
 }
 
 
-def _setting(setting: dict[str, Any]) -> str:
+def _setting(setting: Mapping[str, Any]) -> str:
     words = [_SETTING_WORDS.get(k, k.replace("_", " ") + " {}").format(v)
              for k, v in sorted(setting.items())]  # fmt: skip
     return ", ".join(words) or "-"
@@ -255,8 +255,8 @@ def resources_table(items: Sequence[Item]) -> Table:
     # table fits 100 columns
     for name in ("run", "tasks", "cores\nasked", "cores used\nmean / p95", "mem\nasked",
                  "peak RSS\nMiB", "gpus", "gpu\nutil %", "sampled\nrounds"):  # fmt: skip
-        run = name == "run"
-        table.add_column(name, justify="left" if run else "right", no_wrap=not run)
+        words = name == "run"
+        table.add_column(name, justify="left" if words else "right", no_wrap=not words)
     for item in items:
         run = item.run
         settings = run.settings if run else None
