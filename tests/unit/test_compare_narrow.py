@@ -91,3 +91,25 @@ def test_every_table_is_readable_at_100_columns_with_long_labels(tmp_path: Path)
     assert "GPU (1 asked)" in text and "1 gpu" not in text
     wide = _shown_at(220, [load_item(str(r)) for r in runs])
     assert "tune workers: 4 cpu, workers 3" in wide and "…" not in wide
+
+
+def test_runs_and_tune_trials_together_keep_the_ids_short_and_the_settings_once(
+    tmp_path: Path,
+) -> None:
+    """The README's `compare runs/*-mnist_single-*`: runs beside a tune's trials (labelled
+    "tune STAGE: SETTINGS"): the ids still lose their shared date, the trials their settings
+    (the settings column says them), and nothing is cut at 100 columns."""
+    assert short_labels([IDS[0], "tune base: 1 cpu", IDS[1]]) == (
+        ["064512-a1b2", "tune base: 1 cpu", "065010-c3d4"],
+        "20261206-TIME-mnist_single-SUFFIX",
+    )
+    words = Settings(cpus_per_task=4, knobs={"num_workers": 3, "batch_size": 64,
+                     "input_cost": "high"}).describe()  # fmt: skip
+    runs = [
+        _run(tmp_path, IDS[0], 1, 120.0),
+        _run(tmp_path, "trial-1", 4, 480.0, label=f"tune workers: {words}"),
+    ]
+    text = _shown_at(100, [load_item(str(r)) for r in runs])
+    assert "064512-a1b2" in text and "…" not in text
+    (row,) = [line for line in text.splitlines() if "tune workers" in line]
+    assert row.split("│")[2].strip() == "tune workers"  # the run cell: no settings after it

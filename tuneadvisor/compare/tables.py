@@ -343,27 +343,38 @@ def short_labels(labels: Sequence[str]) -> tuple[list[str], str | None]:
     narrow table shows what tells them apart and never cuts each to the same
     ``20261206…``; with the form of the id they stand for (None: shown whole)."""
     found = [_run_id(label) for label in labels]
-    if len(labels) < 2 or not all(found):
+    parts = [p for p in found if p]  # the run ids among them (a tune's trials have labels)
+    if len(labels) < 2 or not parts:
         return list(labels), None
-    parts = [p for p in found if p]
     same_date = len({p[0] for p in parts}) == 1
     same_name = len({p[2] for p in parts}) == 1
     if not (same_date or same_name):
         return list(labels), None
     dropped = {0} if same_date else set()
     dropped |= {2} if same_name else set()
-    shown = ["-".join(x for i, x in enumerate(p) if i not in dropped) for p in parts]
-    if len(set(shown)) < len(shown):
+    shown = [
+        "-".join(x for i, x in enumerate(p) if i not in dropped) if p else label
+        for label, p in zip(labels, found, strict=True)
+    ]
+    if len(set(shown)) < len(set(labels)):
         return list(labels), None
     date = parts[0][0] if same_date else "DATE"
     name = parts[0][2] if same_name else "NAME"
     return shown, f"{date}-TIME-{name}-SUFFIX"
 
 
+def _without_settings(item: Item) -> str:
+    """A label that ends in the run's own settings (a tune trial's ``tune batch: 2 cpu, ...``)
+    less them: the settings column says them once."""
+    if item.run is not None:
+        head, sep, tail = item.label.partition(": ")
+        if sep and tail in (item.run.settings.describe(), item.run.describe()):
+            return head
+    return item.label
+
+
 def tables(items: Sequence[Item]) -> list[Table]:
-    shown, form = short_labels([i.label for i in items])
-    if form is None:
-        shown = [i.label for i in items]
+    shown, form = short_labels([_without_settings(i) for i in items])
     items = [replace(i, label=label, number=n)
              for n, (i, label) in enumerate(zip(items, shown, strict=True), 1)]  # fmt: skip
     out = [throughput_table(items, form), resources_table(items)]
