@@ -41,6 +41,7 @@ def _run(
                              knobs={"num_workers": cpus - 1, "batch_size": 64,
                                     "input_cost": "high"}).to_json(),
         "summary": {"final_accuracy": 0.46},
+        "epochs": [{"epoch": 1, "train_loss": 2.342, "accuracy": 0.141}],
         "resources": {"cores_used": 0.9 * cpus, "max_rss_mib": 1400.0},
         "paths": {"profiles": [], "metrics": []},
     }  # fmt: skip
@@ -84,9 +85,9 @@ def test_every_table_is_readable_at_100_columns_with_long_labels(tmp_path: Path)
         assert len(line) <= 100
         assert not re.search(r"│\s+(%\)|%|ms|MiB|rounds)\s+│", line), line
     rows = [line for line in text.splitlines() if line.startswith("│ #")]
-    # the resources and the prediction rows: #1, #2 (resources), #1, #2 (predicted)
-    assert [r.split("│")[1].strip() for r in rows] == ["#1", "#2", "#1", "#2"]
-    assert "4 cpu, workers 3" in rows[-1]  # not "cpus_per_task 4, num_workers 3"
+    # the resources, the prediction and the per-epoch rows: #1, #2 in each
+    assert [r.split("│")[1].strip() for r in rows] == ["#1", "#2"] * 3
+    assert "4 cpu, workers 3" in rows[3]  # not "cpus_per_task 4, num_workers 3"
     assert "cpus_per_task" not in text
     assert "GPU (1 asked)" in text and "1 gpu" not in text
     wide = _shown_at(220, [load_item(str(r)) for r in runs])
@@ -113,3 +114,13 @@ def test_runs_and_tune_trials_together_keep_the_ids_short_and_the_settings_once(
     assert "064512-a1b2" in text and "…" not in text
     (row,) = [line for line in text.splitlines() if "tune workers" in line]
     assert row.split("│")[2].strip() == "tune workers"  # the run cell: no settings after it
+
+
+def test_a_tunes_twelve_trials_fit_100_columns(tmp_path: Path) -> None:
+    """Every table, the per-epoch one included (a column a run cut each to ``1056…``)."""
+    runs = [_run(tmp_path, f"20261206-0645{n:02d}-mnist_single-a{n:03d}", 1 + n % 4, 100.0 + n)
+            for n in range(12)]  # fmt: skip
+    text = _shown_at(100, [load_item(str(r)) for r in runs])
+    assert "Per epoch" in text and "…" not in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert "│ #12 " in text and "2.342 / 14.1 %" in text

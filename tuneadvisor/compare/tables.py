@@ -295,33 +295,31 @@ def kinds_table(items: Sequence[Item]) -> Table | None:
     table = Table(title=title, title_justify="left", min_width=len(title))
     table.add_column("kind")
     for item in with_kinds:
-        table.add_column(item.label, justify="right")
+        table.add_column(item.key, justify="right")
     for kind in kinds:
         table.add_row(kind, *(f"{i.kinds.get(kind, 0.0):.1f} %" for i in with_kinds))
     return table
 
 
 def epochs_table(items: Sequence[Item]) -> Table | None:
+    """A row a run, a column an epoch: a first hour's runs have one to three epochs, and a
+    tune's many trials then fit 100 columns (a column a run was cut to ``1056…``)."""
     runs = [i for i in items if i.run and i.run.epochs]
     if not runs:
         return None
     title = "Per epoch: train loss / test accuracy"
     table = Table(title=title, title_justify="left", min_width=len(title))
-    table.add_column("epoch", justify="right")
-    for item in runs:
-        table.add_column(item.label, justify="right")
+    table.add_column("run", no_wrap=True)
     n = max(len(i.run.epochs) for i in runs if i.run)
     for index in range(n):
-        cells = []
-        for item in runs:
-            assert item.run is not None
-            epochs = item.run.epochs
-            if index < len(epochs):
-                e = epochs[index]
-                cells.append(f"{_fmt(e.train_loss, '.3f')} / {100 * float(e.accuracy or 0):.1f} %")
-            else:
-                cells.append("")
-        table.add_row(str(index + 1), *cells)
+        table.add_column(f"epoch {index + 1}", justify="right", no_wrap=True)
+    for item in runs:
+        assert item.run is not None
+        cells = [
+            f"{_fmt(e.train_loss, '.3f')} / {100 * float(e.accuracy or 0):.1f} %"
+            for e in item.run.epochs
+        ]
+        table.add_row(item.key, *cells, *([""] * (n - len(cells))))
     return table
 
 
