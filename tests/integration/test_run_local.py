@@ -68,7 +68,11 @@ def test_run_records_a_profiled_run_inside_its_allocation(
     cmp = _cli(torch_python, tmp_path, "compare", str(folder), "--no-plots")
     assert cmp.returncode == 0, cmp.stderr
     assert "Share of profiled time by line kind" in cmp.stdout and "dataloader" in cmp.stdout
-    assert f"{sampled['samples']:.0f} rounds" in cmp.stdout  # resources from the recording
+    # resources from the recording: the rounds sampled, the last column of the run's row (#1)
+    rows = [line for line in cmp.stdout.splitlines() if line.startswith("│ #1 ")]
+    assert "rounds" in cmp.stdout and any(
+        line.rstrip(" │").split("│")[-1].strip() == f"{sampled['samples']:.0f}" for line in rows
+    ), cmp.stdout
 
 
 def test_run_from_a_report_applies_its_advice(

@@ -195,7 +195,7 @@ async def test_speed_keys_end_and_restart() -> None:
         assert "end of recording, 10.0 s" in shown(app)
         assert shown(app, "#marks") == "Marks: 4.5 s warm-up done"  # the recorded mark
         await pilot.press("m")  # not silently nothing (the README documents m)
-        await until(pilot, lambda: any("marks a moment while watching live" in str(n.message)
+        await until(pilot, lambda: any("m marks a live watch" in str(n.message)
                                        for n in app._notifications), "m's answer")  # fmt: skip
         assert shown(app, "#marks") == "Marks: 4.5 s warm-up done"  # no mark added
         for _ in SPEEDS:
@@ -207,6 +207,25 @@ async def test_speed_keys_end_and_restart() -> None:
         await pilot.press("e")
         await until(pilot, lambda: drawn_end(app), "the end, at once")
         assert session.state().rounds == total
+
+
+@async_test
+async def test_m_in_the_bundled_replay_leaves_the_finding_readable_at_100x30() -> None:
+    """The README's step 4 at 100x30: `m`'s notice once covered the findings panel."""
+    session = replay(REPO / "examples" / "mnist" / "watch-24752610.jsonl")
+    app = WatchApp(session)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await pilot.press("e")
+        await until(pilot, lambda: drawn_end(app), "the end")
+        finding = "loader-workers-busy-live"
+        await until(pilot, lambda: finding in shown(app, "#findings"), "the finding")
+        await pilot.press("m")
+        await until(pilot, lambda: bool(app.screen.query("Toast")), "m's notice on screen")
+        await pilot.pause()
+        findings = app.query_one("#findings").region
+        for toast in app.screen.query("Toast"):
+            assert toast.region.area and not toast.region.overlaps(findings), toast.region
+        assert finding in shown(app, "#findings")
 
 
 def test_pacing_follows_the_recorded_clock_times_the_speed() -> None:

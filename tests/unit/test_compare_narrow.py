@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from tests.unit.test_relaunch_prediction import PREDICTION
 from tuneadvisor.compare.tables import load_item, short_labels, tables
 from tuneadvisor.relaunch.settings import Settings
 
@@ -25,7 +26,9 @@ def test_short_labels_keep_what_tells_runs_apart() -> None:
     assert short_labels([IDS[0]]) == ([IDS[0]], None)
 
 
-def _run(folder: Path, rid: str, cpus: int, rate: float) -> Path:
+def _run(
+    folder: Path, rid: str, cpus: int, rate: float, *, label: str | None = None, gpus: int = 0
+) -> Path:
     run = folder / rid
     run.mkdir()
     steps = [{"event": "step", "step": i, "step_time_s": 64 / rate, "samples_per_s": rate}
@@ -33,9 +36,12 @@ def _run(folder: Path, rid: str, cpus: int, rate: float) -> Path:
     data = {
         "kind": "tuneadvisor-run", "schema": 1, "id": rid, "name": "mnist_single",
         "status": "completed", "start": {"device": "cpu"}, "steps": steps,
-        "settings": Settings(cpus_per_task=cpus, mem="6G", knobs={"num_workers": cpus - 1,
-                             "batch_size": 64, "input_cost": "high"}).to_json(),
+        **({"label": label, "prediction": PREDICTION.as_json()} if label else {}),
+        "settings": Settings(cpus_per_task=cpus, mem="6G", gpus=gpus,
+                             knobs={"num_workers": cpus - 1, "batch_size": 64,
+                                    "input_cost": "high"}).to_json(),
         "summary": {"final_accuracy": 0.46},
+        "epochs": [{"epoch": 1, "train_loss": 2.342, "accuracy": 0.141}],
         "resources": {"cores_used": 0.9 * cpus, "max_rss_mib": 1400.0},
         "paths": {"profiles": [], "metrics": []},
     }  # fmt: skip
@@ -56,3 +62,65 @@ def test_compare_at_100_columns(tmp_path: Path) -> None:
         assert len(line) <= 100
         # a unit alone at the start of a cell: its figure is on the line above
         assert not re.search(r"│\s+(%\)|%|ms|MiB)\s+│", line), line
+
+
+def _shown_at(width: int, items: list[object]) -> str:
+    console = Console(width=width, record=True)
+    for table in tables(items):  # type: ignore[arg-type]
+        console.print(table)
+    return console.export_text()
+
+
+def test_every_table_is_readable_at_100_columns_with_long_labels(tmp_path: Path) -> None:
+    """Tune trials' labels (long words, not run ids) and a run --from a report that asked for a
+    GPU on a CPU machine, with its prediction: each table names a run by its row's # in the
+    throughput table, the prediction's setting as `run` words it, every unit in a heading."""
+    runs = [
+        _run(tmp_path, IDS[0], 1, 120.0, label="tune base: 1 cpu, workers 0, batch 64"),
+        _run(tmp_path, IDS[1], 4, 480.0, label="tune workers: 4 cpu, workers 3", gpus=1),
+    ]
+    text = _shown_at(100, [load_item(str(r)) for r in runs])
+    assert "…" not in text
+    for line in text.splitlines():
+        assert len(line) <= 100
+        assert not re.search(r"│\s+(%\)|%|ms|MiB|rounds)\s+│", line), line
+    rows = [line for line in text.splitlines() if line.startswith("│ #")]
+    # the resources, the prediction and the per-epoch rows: #1, #2 in each
+    assert [r.split("│")[1].strip() for r in rows] == ["#1", "#2"] * 3
+    assert "4 cpu, workers 3" in rows[3]  # not "cpus_per_task 4, num_workers 3"
+    assert "cpus_per_task" not in text
+    assert "GPU (1 asked)" in text and "1 gpu" not in text
+    wide = _shown_at(220, [load_item(str(r)) for r in runs])
+    assert "tune workers: 4 cpu, workers 3" in wide and "…" not in wide
+
+
+def test_runs_and_tune_trials_together_keep_the_ids_short_and_the_settings_once(
+    tmp_path: Path,
+) -> None:
+    """The README's `compare runs/*-mnist_single-*`: runs beside a tune's trials (labelled
+    "tune STAGE: SETTINGS"): the ids still lose their shared date, the trials their settings
+    (the settings column says them), and nothing is cut at 100 columns."""
+    assert short_labels([IDS[0], "tune base: 1 cpu", IDS[1]]) == (
+        ["064512-a1b2", "tune base: 1 cpu", "065010-c3d4"],
+        "20261206-TIME-mnist_single-SUFFIX",
+    )
+    words = Settings(cpus_per_task=4, knobs={"num_workers": 3, "batch_size": 64,
+                     "input_cost": "high"}).describe()  # fmt: skip
+    runs = [
+        _run(tmp_path, IDS[0], 1, 120.0),
+        _run(tmp_path, "trial-1", 4, 480.0, label=f"tune workers: {words}"),
+    ]
+    text = _shown_at(100, [load_item(str(r)) for r in runs])
+    assert "064512-a1b2" in text and "…" not in text
+    (row,) = [line for line in text.splitlines() if "tune workers" in line]
+    assert row.split("│")[2].strip() == "tune workers"  # the run cell: no settings after it
+
+
+def test_a_tunes_twelve_trials_fit_100_columns(tmp_path: Path) -> None:
+    """Every table, the per-epoch one included (a column a run cut each to ``1056…``)."""
+    runs = [_run(tmp_path, f"20261206-0645{n:02d}-mnist_single-a{n:03d}", 1 + n % 4, 100.0 + n)
+            for n in range(12)]  # fmt: skip
+    text = _shown_at(100, [load_item(str(r)) for r in runs])
+    assert "Per epoch" in text and "…" not in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert "│ #12 " in text and "2.342 / 14.1 %" in text

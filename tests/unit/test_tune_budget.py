@@ -114,7 +114,7 @@ def test_each_setting_shows_its_lowest_and_highest_repeat(
         pytest.approx((90.0, 110.0)),
     ]
     text = table_text(result)
-    assert "over repeats" in text and "90.0-110.0" in text
+    assert "repeats" in text and "90.0-110.0" in text
     assert not any("no spread over repeats" in line for line in summary_lines(result))
     written = json.loads(write_tune_summary(tmp_path, result, {}).read_text())
     assert written["base"]["range"] == pytest.approx([90.0, 110.0]) and written["repeats"] == 3
@@ -143,10 +143,16 @@ def test_the_trials_table_at_100_columns_keeps_each_figure_with_its_unit(
     # the settings as long as a report's: 8 cpu, 1 gpu, workers 7, batch 128, amp, input high
     long = Settings(cpus_per_task=8, gpus=1, knobs={"num_workers": 7, "batch_size": 128,
                     "amp": True, "input_cost": "high"})  # fmt: skip
-    result.trials = [dataclasses.replace(t, settings=long) for t in result.trials]
+    base = dataclasses.replace(long, knobs={**long.knobs, "amp": False})
+    result.trials = [dataclasses.replace(t, settings=base if t.stage == "base" else long)
+                     for t in result.trials]  # fmt: skip
+    result.best = result.trials[-1]
     console = Console(file=io.StringIO(), width=100, color_system=None)
     _print_result(console, "mnist_single", result)
     out = console.file.getvalue()  # type: ignore[attr-defined]
     rows = [line for line in out.splitlines() if line.startswith("│")]
     assert rows and all(not re.search(r"│\s+%\s+│", line) for line in rows), out
     assert all(len(line) <= 100 for line in out.splitlines())
+    # one line a trial: no "amp *" wrapped onto a line of its own; what all share said once
+    assert len(rows) == len(result.trials), out
+    assert "amp *" in rows[-1] and "every trial: 8 cpu" in out and "workers 7" in out

@@ -262,7 +262,10 @@ def run(args: argparse.Namespace) -> int:
     if request.submit:
         return _submit(req, args.wait, console)
     live = not args.no_progress and console.is_terminal
-    label = request.label or f"{req.spec.name} ({req.settings.describe()})"
+    from tuneadvisor.relaunch.local_allocation import describe_here, gpus_here
+
+    # as the run will have them here: no "1 gpu" before a run on a machine without one
+    label = request.label or f"{req.spec.name} ({describe_here(req.settings, gpus_here())})"
     if live:  # the settings once above the bar: in it they cut the bar at 100 columns
         console.print(label, highlight=False, soft_wrap=True)
     with ProgressView(console, request.label or req.spec.name, req.settings, live) as view:

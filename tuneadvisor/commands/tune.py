@@ -176,9 +176,11 @@ def _trials(req: RunRequest, options: TuneOptions) -> TuneResult:
     """The trials, each one line on stderr as it ends."""
     from rich.console import Console
 
+    from tuneadvisor.relaunch.local_allocation import describe_here, gpus_here
     from tuneadvisor.tune.tuner import Tuner, advice_to_judge
 
     err = Console(stderr=True)
+    gpus = gpus_here()  # as each trial will have it here: no "1 gpu" on a machine without one
 
     def show(trial: Trial) -> None:
         rate = (
@@ -188,7 +190,8 @@ def _trials(req: RunRequest, options: TuneOptions) -> TuneResult:
         )
         # the figures first: on a narrow terminal only the settings' words wrap, never a
         # figure away from its unit
-        err.print(f"  {trial.stage:8} {rate:48} {trial.settings.describe()}", highlight=False)
+        err.print(f"  {trial.stage:8} {rate:48} {describe_here(trial.settings, gpus)}",
+                  highlight=False)  # fmt: skip
 
     err.print(f"tuning {req.spec.name} for at most {options.budget_s:g} s:", highlight=False)
     if req.prediction is not None:
@@ -204,18 +207,29 @@ def _print_result(console: Console, name: str, result: TuneResult) -> None:
     """The trials as a table (the best marked *), then what was decided and why."""
     from rich.table import Table
 
+    from tuneadvisor.relaunch.local_allocation import describe_parts_here, gpus_here
     from tuneadvisor.tune.tuner import summary_lines
 
-    table = Table(title=f"Trials of {name}", title_justify="left")
-    for col in ("stage", "settings", "samples/s", "spread", "over repeats", "against base"):
+    # what every trial shares goes under the table, each row shows what it changed: the
+    # table fits 100 columns without wrapping a setting, a "%" or the best's mark
+    gpus = gpus_here()
+    words = [describe_parts_here(t.settings, gpus) for t in result.trials]
+    shared = [w for w in words[0] if all(w in other for other in words)] if words else []
+    table = Table(
+        title=f"Trials of {name}",
+        title_justify="left",
+        caption=("every trial: " + ", ".join(shared) + "; " if shared else "") + "*: the best",
+        caption_justify="left",
+    )
+    for col in ("stage", "settings", "samples/s", "spread", "over\nrepeats", "against\nbase"):
         figure = col not in ("stage", "settings")  # "+-3.1 %": never split from its unit
         table.add_column(col, justify="right" if figure else "left", no_wrap=figure)
     base_rate = result.base.rate if result.base else None
-    for trial in result.trials:
+    for trial, own in zip(result.trials, words, strict=True):
         mark = " *" if trial is result.best else ""
         table.add_row(
-            trial.stage,
-            trial.settings.describe() + mark,
+            trial.stage + mark,
+            ", ".join(w for w in own if w not in shared) or "-",
             f"{trial.rate:,.1f}" if trial.rate else "failed",
             f"+-{100 * trial.spread:.1f} %" if trial.rate else "-",
             _over_repeats(trial),

@@ -3,7 +3,7 @@ kind, resources requested and used, loss and accuracy per epoch."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,13 @@ class Item:
     kinds: dict[str, float] = field(default_factory=dict)  # line kind -> percent of train()
     metrics: dict[str, float] = field(default_factory=dict)  # launch/usage.py: watch's samples
     predicted: PredictionCheck | None = None  # the run against the prediction it recorded
+    number: int = 0  # its row in the throughput table (the key of the other tables); 0: none
+
+    @property
+    def key(self) -> str:
+        """What the narrower tables call it: ``#2`` (the throughput table says which run that
+        is), never a run id cut to the same ``20261206…`` in every row."""
+        return f"#{self.number}" if self.number else self.label
 
     @property
     def samples_per_s(self) -> float | None:
@@ -106,12 +113,16 @@ def throughput_table(items: Sequence[Item], form: str | None = None) -> Table:
     table = Table(
         title=f"Throughput ({against})",
         title_justify="left",
-        caption=f"run: the time and suffix of its id, {form}" if form else None,
+        caption="#: the run's name in the tables below"
+        + (f"; run: the time and suffix of its id, {form}" if form else ""),
         caption_justify="left",
     )
+    numbered = any(i.number for i in items)
+    if numbered:
+        table.add_column("#", justify="right", no_wrap=True)
     for name in ("run", "settings", "samples/s", "speedup", "step time", "accuracy", "status"):
-        words = name not in ("run", "settings")  # a figure with its unit: never split
-        table.add_column(name, justify="right" if words else "left", no_wrap=words)
+        figure = name not in ("run", "settings", "status")  # a figure with its unit: never split
+        table.add_column(name, justify="right" if figure else "left", no_wrap=figure)
     for item in items:
         run = item.run
         rate = item.samples_per_s
@@ -119,6 +130,7 @@ def throughput_table(items: Sequence[Item], form: str | None = None) -> Table:
         step = run.step_s if run else None  # the same steady window as samples/s
         acc = run.summary.final_accuracy if run else None
         table.add_row(
+            *([str(item.number)] if numbered else []),
             item.label,
             run.describe() if run else "(profile/recording)",
             _fmt(rate, ",.1f"),
@@ -140,6 +152,23 @@ def _measured(m: Measure | None, scale: float, spec: str, unit: str = "") -> str
     return "-" if m is None else f"{format(scale * m.value, spec)}{unit} +-{100 * m.spread:.0f} %"
 
 
+# a prediction's setting names, as Settings.describe words them: "2 cpu, workers 2"
+_SETTING_WORDS = {
+    "cpus_per_task": "{} cpu",
+    "ntasks": "{} tasks",
+    "nodes": "{} nodes",
+    "gpus": "{} gpu",
+    "num_workers": "workers {}",
+    "batch_size": "batch {}",
+}
+
+
+def _setting(setting: Mapping[str, Any]) -> str:
+    words = [_SETTING_WORDS.get(k, k.replace("_", " ") + " {}").format(v)
+             for k, v in sorted(setting.items())]  # fmt: skip
+    return ", ".join(words) or "-"
+
+
 def prediction_table(items: Sequence[Item]) -> Table | None:
     """Each run that recorded a prediction: the predicted range against the steady-state
     figure (its steady window, after the warm-up) and its spread."""
@@ -153,17 +182,18 @@ def prediction_table(items: Sequence[Item]) -> Table | None:
         "range of its blocks",
         caption_justify="left",
     )
-    for name in ("run", "setting", "step time predicted", "measured", "samples/s predicted",
-                 "measured", "verdict"):  # fmt: skip
+    # the units in the headings: the figures stay narrow enough for 100 columns
+    for name in ("run", "setting", "step ms\npredicted", "step ms\nmeasured",
+                 "samples/s\npredicted", "samples/s\nmeasured", "verdict"):  # fmt: skip
         figure = name not in ("run", "setting")  # a figure with its unit: never split
         table.add_column(name, justify="right" if figure else "left", no_wrap=figure)
     for item, c in checked:
         p = c.prediction
         table.add_row(
-            item.label,
-            ", ".join(f"{k} {v}" for k, v in sorted(p.setting.items())) or "-",
-            _span(p.step_s, 1000, ".1f", " ms"),
-            _measured(c.step_s, 1000, ".1f", " ms"),
+            item.key,
+            _setting(p.setting),
+            _span(p.step_s, 1000, ".1f"),
+            _measured(c.step_s, 1000, ".1f"),
             _span(p.samples_per_s, 1, ",.1f"),
             _measured(c.samples_per_s, 1, ",.1f"),
             c.verdict(),
@@ -221,14 +251,12 @@ def resources_table(items: Sequence[Item]) -> Table:
         "recorded, else CPU time / wall time",
         caption_justify="left",
     )
-    for name in ("run", "tasks", "cores asked", "cores used", "mem asked", "peak RSS", "gpus",
-                 "gpu util", "sampled"):  # fmt: skip
-        # the figures never split from their units; a two-word heading takes two lines
-        table.add_column(
-            name.replace(" ", "\n") if name != "run" else name,
-            justify="left" if name == "run" else "right",
-            no_wrap=name != "run",
-        )
+    # a heading of two lines, the unit on the second: the cells hold figures alone, and the
+    # table fits 100 columns
+    for name in ("run", "tasks", "cores\nasked", "cores used\nmean / p95", "mem\nasked",
+                 "peak RSS\nMiB", "gpus", "gpu\nutil %", "sampled\nrounds"):  # fmt: skip
+        words = name == "run"
+        table.add_column(name, justify="left" if words else "right", no_wrap=not words)
     for item in items:
         run = item.run
         settings = run.settings if run else None
@@ -243,15 +271,15 @@ def resources_table(items: Sequence[Item]) -> Table:
         gpu = item.metrics.get("gpu_util_pct")
         samples = item.metrics.get("samples")
         table.add_row(
-            item.label,
+            item.key,
             _fmt(settings.ntasks if settings else None),
             _fmt(asked),
             cores + _share(mean, asked),
             _fmt(settings.mem if settings else None),
-            (f"{rss:,.0f} MiB" if isinstance(rss, int | float) else "-") + _share(rss, mem_mib),
+            (f"{rss:,.0f}" if isinstance(rss, int | float) else "-") + _share(rss, mem_mib),
             _fmt(run.used_settings.gpus if run else None),  # a run on the CPU had none
-            f"{gpu:.0f} %" if isinstance(gpu, int | float) else "-",
-            f"{samples:.0f} round{'' if samples == 1 else 's'}" if sampled and samples else "no",
+            f"{gpu:.0f}" if isinstance(gpu, int | float) else "-",
+            f"{samples:.0f}" if sampled and samples else "no",
         )
     return table
 
@@ -267,33 +295,31 @@ def kinds_table(items: Sequence[Item]) -> Table | None:
     table = Table(title=title, title_justify="left", min_width=len(title))
     table.add_column("kind")
     for item in with_kinds:
-        table.add_column(item.label, justify="right")
+        table.add_column(item.key, justify="right")
     for kind in kinds:
         table.add_row(kind, *(f"{i.kinds.get(kind, 0.0):.1f} %" for i in with_kinds))
     return table
 
 
 def epochs_table(items: Sequence[Item]) -> Table | None:
+    """A row a run, a column an epoch: a first hour's runs have one to three epochs, and a
+    tune's many trials then fit 100 columns (a column a run was cut to ``1056…``)."""
     runs = [i for i in items if i.run and i.run.epochs]
     if not runs:
         return None
     title = "Per epoch: train loss / test accuracy"
     table = Table(title=title, title_justify="left", min_width=len(title))
-    table.add_column("epoch", justify="right")
-    for item in runs:
-        table.add_column(item.label, justify="right")
+    table.add_column("run", no_wrap=True)
     n = max(len(i.run.epochs) for i in runs if i.run)
     for index in range(n):
-        cells = []
-        for item in runs:
-            assert item.run is not None
-            epochs = item.run.epochs
-            if index < len(epochs):
-                e = epochs[index]
-                cells.append(f"{_fmt(e.train_loss, '.3f')} / {100 * float(e.accuracy or 0):.1f} %")
-            else:
-                cells.append("")
-        table.add_row(str(index + 1), *cells)
+        table.add_column(f"epoch {index + 1}", justify="right", no_wrap=True)
+    for item in runs:
+        assert item.run is not None
+        cells = [
+            f"{_fmt(e.train_loss, '.3f')} / {100 * float(e.accuracy or 0):.1f} %"
+            for e in item.run.epochs
+        ]
+        table.add_row(item.key, *cells, *([""] * (n - len(cells))))
     return table
 
 
@@ -315,27 +341,40 @@ def short_labels(labels: Sequence[str]) -> tuple[list[str], str | None]:
     narrow table shows what tells them apart and never cuts each to the same
     ``20261206…``; with the form of the id they stand for (None: shown whole)."""
     found = [_run_id(label) for label in labels]
-    if len(labels) < 2 or not all(found):
+    parts = [p for p in found if p]  # the run ids among them (a tune's trials have labels)
+    if len(labels) < 2 or not parts:
         return list(labels), None
-    parts = [p for p in found if p]
     same_date = len({p[0] for p in parts}) == 1
     same_name = len({p[2] for p in parts}) == 1
     if not (same_date or same_name):
         return list(labels), None
     dropped = {0} if same_date else set()
     dropped |= {2} if same_name else set()
-    shown = ["-".join(x for i, x in enumerate(p) if i not in dropped) for p in parts]
-    if len(set(shown)) < len(shown):
+    shown = [
+        "-".join(x for i, x in enumerate(p) if i not in dropped) if p else label
+        for label, p in zip(labels, found, strict=True)
+    ]
+    if len(set(shown)) < len(set(labels)):
         return list(labels), None
     date = parts[0][0] if same_date else "DATE"
     name = parts[0][2] if same_name else "NAME"
     return shown, f"{date}-TIME-{name}-SUFFIX"
 
 
+def _without_settings(item: Item) -> str:
+    """A label that ends in the run's own settings (a tune trial's ``tune batch: 2 cpu, ...``)
+    less them: the settings column says them once."""
+    if item.run is not None:
+        head, sep, tail = item.label.partition(": ")
+        if sep and tail in (item.run.settings.describe(), item.run.describe()):
+            return head
+    return item.label
+
+
 def tables(items: Sequence[Item]) -> list[Table]:
-    shown, form = short_labels([i.label for i in items])
-    if form is not None:
-        items = [replace(i, label=label) for i, label in zip(items, shown, strict=True)]
+    shown, form = short_labels([_without_settings(i) for i in items])
+    items = [replace(i, label=label, number=n)
+             for n, (i, label) in enumerate(zip(items, shown, strict=True), 1)]  # fmt: skip
     out = [throughput_table(items, form), resources_table(items)]
     more = (prediction_table(items), scaling_table(items), kinds_table(items), epochs_table(items))
     for extra in more:

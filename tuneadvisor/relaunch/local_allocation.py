@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import socket
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 
 # runrecord holds the run record's model (below the session); named here too for
 # relaunch's importers.
@@ -23,8 +26,44 @@ def available_cores() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+_NVIDIA_DEVICE = re.compile(r"nvidia[0-9]+")
+
+
+def gpus_here(dev: Path = Path("/dev"), environ: Mapping[str, str] | None = None) -> int | None:
+    """NVIDIA GPUs this machine shows its processes (the ``/dev/nvidiaN`` files CUDA opens),
+    less any ``CUDA_VISIBLE_DEVICES`` hides; None where that cannot be read (no ``/dev``)."""
+    env = os.environ if environ is None else environ
+    try:
+        count = sum(1 for p in dev.iterdir() if _NVIDIA_DEVICE.fullmatch(p.name))
+    except OSError:
+        return None
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        count = min(count, len([d for d in visible.split(",") if d.strip() not in ("", "-1")]))
+    return count
+
+
+def describe_here(settings: Settings, gpus: int | None) -> str:
+    """The settings in one line as a run here will have them: a GPU asked for on a machine
+    without one is not labelled as if the run had it (``gpus``: :func:`gpus_here`)."""
+    return ", ".join(describe_parts_here(settings, gpus))
+
+
+def describe_parts_here(settings: Settings, gpus: int | None) -> list[str]:
+    """The words of :func:`describe_here`, one setting each."""
+    if settings.gpus and gpus == 0:
+        parts = replace(settings, gpus=0).describe_parts()
+        return [*parts, f"no GPU here ({settings.gpus} asked)"]
+    return settings.describe_parts()
+
+
 def emulate(
-    settings: Settings, *, name: str, submit_dir: str, cores: Sequence[int] | None = None
+    settings: Settings,
+    *,
+    name: str,
+    submit_dir: str,
+    cores: Sequence[int] | None = None,
+    gpus: int | None = None,
 ) -> Allocation:
     """Cores for each task (consecutive, as Slurm's block distribution gives them) and the
     job's variables. Asking for more cores than there are shares them, with a note."""
@@ -42,7 +81,11 @@ def emulate(
         per_task.append(
             tuple(sorted({pool[(start + i) % len(pool)] for i in range(settings.cpus_per_task)}))
         )
-    if settings.gpus:
+    if settings.gpus and gpus == 0:
+        notes.append(
+            f"asked for {settings.gpus} GPU(s): this machine has none, the run trains on the CPU"
+        )
+    elif settings.gpus:
         notes.append(f"asked for {settings.gpus} GPU(s): the scripts use CUDA only if it is here")
     hostname = socket.gethostname().split(".")[0] or "localhost"
     job_id = str(random.randint(1_000_000, 9_999_999))

@@ -24,7 +24,13 @@ from tuneadvisor import __version__
 from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.numbers import is_finite_number
 from tuneadvisor.relaunch.bundled import Bundled, script_path
-from tuneadvisor.relaunch.local_allocation import Allocation, clean_environ, emulate, pin
+from tuneadvisor.relaunch.local_allocation import (
+    Allocation,
+    clean_environ,
+    emulate,
+    gpus_here,
+    pin,
+)
 from tuneadvisor.relaunch.measurements import Measured, Measurements, parse_event
 from tuneadvisor.relaunch.records import (
     CpuUse,
@@ -307,7 +313,9 @@ def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
     event as it comes (the progress bar)."""
     spec, settings = req.spec, req.settings
     run_id, run_dir = new_run_dir(req.runs_root, spec.name)
-    alloc = emulate(settings, name=spec.name, submit_dir=str(Path.cwd()), cores=req.cores)
+    alloc = emulate(
+        settings, name=spec.name, submit_dir=str(Path.cwd()), cores=req.cores, gpus=gpus_here()
+    )
     tasks, profiles = plan_tasks(req, alloc, run_dir)
     notes = [*settings.notes, *alloc.notes]
     if req.profile and spec.launcher == "torchrun" and req.max_restarts:

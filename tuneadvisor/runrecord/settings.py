@@ -79,6 +79,10 @@ class Settings:
 
     def describe(self) -> str:
         """One short line: ``2 cpu, 1 task, workers 1, batch 64``."""
+        return ", ".join(self.describe_parts())
+
+    def describe_parts(self) -> list[str]:
+        """The words of :meth:`describe`, one setting each (a table shows those that differ)."""
         parts = [f"{self.cpus_per_task} cpu"]
         if self.nodes > 1:
             parts.append(f"{self.nodes} nodes x {self.tasks_per_node} tasks")
@@ -93,7 +97,7 @@ class Settings:
                 continue
             label = short.get(name, name.replace("_", " "))
             parts.append(label if value is True else f"{label} {value}")
-        return ", ".join(parts)
+        return parts
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -386,11 +386,8 @@ class WatchApp(App[int]):
         what marks are; a recording is as it was, with its own marks and none added."""
         if event.key == "m" and self.replay is not None:
             event.stop()
-            self.notify(
-                "m marks a moment while watching live; a replay shows the recording's own "
-                "marks (the Marks line)",
-                timeout=5,
-            )
+            # one line: the notice covers the least of the screen
+            self.notify("a replay adds no marks (m marks a live watch)", timeout=5)
 
     def action_mark(self) -> None:
         self.marks += 1
