@@ -23,7 +23,7 @@ from typing import Any
 
 from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.files import write_atomic
-from tuneadvisor.relaunch.local_allocation import available_cores
+from tuneadvisor.relaunch.local_allocation import available_cores, describe_here, gpus_here
 from tuneadvisor.relaunch.predicted import check
 from tuneadvisor.relaunch.records import RunRecord
 from tuneadvisor.relaunch.requests import RelaunchRequest
@@ -34,6 +34,12 @@ from tuneadvisor.relaunch.watcher import tuneadvisor_command
 from tuneadvisor.runrecord.window import Window
 from tuneadvisor.runrecord.window import steady_window as window_of
 from tuneadvisor.tune.gain import Rate, Verdict, judge
+
+
+def _here(settings: Settings) -> str:
+    """The settings as a trial here has them: no "1 gpu" on a machine without one."""
+    return describe_here(settings, gpus_here())
+
 
 # knobs that only shape a trial; the winning job script leaves them out
 TRIAL_ONLY = ("max_steps", "log_interval", "max_eval_batches", "epochs")
@@ -200,7 +206,7 @@ def _why_cores(start: Trial, best: Trial, tried: Sequence[Trial]) -> str:
     ]  # fmt: skip
     top = max(more, key=lambda t: t.rate or 0.0, default=None)
     said = (
-        f"; more workers on those cores did not pay ({top.settings.describe()}: "
+        f"; more workers on those cores did not pay ({_here(top.settings)}: "
         f"{_pct(top.rate, best.rate)})"
         if top
         else ""
@@ -293,7 +299,7 @@ class Tuner:
             # no sampler beside a trial: its start-up would land in the measured steps
             req = replace(
                 self.request, settings=self._trial_settings(settings), profile=False,
-                watch=False, label=f"tune {stage}: {settings.describe()}",
+                watch=False, label=f"tune {stage}: {_here(settings)}",
                 prediction=prediction,
             )  # fmt: skip
             record = run_local(req)
@@ -375,8 +381,8 @@ class Tuner:
         if best.accuracy < base.accuracy - ACCURACY_DROP:
             self.result.decisions.append(
                 f"check the winner's accuracy: {100 * best.accuracy:.1f} % after its trial "
-                f"against {100 * base.accuracy:.1f} % for the base ({best.settings.describe()} "
-                f"against {base.settings.describe()}): faster, but it trains worse in as many "
+                f"against {100 * base.accuracy:.1f} % for the base ({_here(best.settings)} "
+                f"against {_here(base.settings)}): faster, but it trains worse in as many "
                 "steps"
             )
 
@@ -448,19 +454,19 @@ class Tuner:
             top = max((t for t in tried if t.rate), key=lambda t: t.rate or 0.0, default=None)
             verdict = self._verdict(top, start)
             self.result.decisions.append(
-                f"workers and cores: kept {start.settings.describe()} "
+                f"workers and cores: kept {_here(start.settings)} "
                 f"({start.rate:,.1f} samples/s{_spread(start)}); the best other setting, "
                 + (
-                    f"{top.settings.describe()}, gave " + verdict.why()
+                    f"{_here(top.settings)}, gave " + verdict.why()
                     if top and verdict
                     else "none ran"
                 )
             )
         else:
             self.result.decisions.append(
-                f"workers and cores: {best.settings.describe()} gives "
+                f"workers and cores: {_here(best.settings)} gives "
                 f"{best.rate:,.1f} samples/s, {_pct(best.rate, start.rate)} against "
-                f"{start.settings.describe()}" + _why_cores(start, best, tried)
+                f"{_here(start.settings)}" + _why_cores(start, best, tried)
             )
         return best
 
@@ -524,7 +530,7 @@ class Tuner:
                 top = max(similar, key=lambda t: t.rate or 0.0)
                 self.result.decisions.append(
                     f"advice {key} = {value}: dropped, its best trial gave {top.rate:,.1f} "
-                    f"samples/s against {best.rate:,.1f} for {best.settings.describe()}"
+                    f"samples/s against {best.rate:,.1f} for {_here(best.settings)}"
                 )
             else:
                 self.result.decisions.append(
