@@ -8,7 +8,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tuneadvisor.errors import InputError
@@ -268,6 +268,7 @@ def test_a_long_log_is_read_for_its_head_and_tail_and_says_what_it_skipped(
     head=st.integers(1, 400),
     tail=st.integers(1, 400),
 )
+@example(filler=["epoch 1"], at=0, head=58, tail=1)  # the head ends at the cause's line break
 def test_a_cause_in_the_head_or_tail_is_found_and_none_in_the_middle(
     filler: list[str],
     at: int,
@@ -297,7 +298,8 @@ def test_a_cause_in_the_head_or_tail_is_found_and_none_in_the_middle(
     assert log.skipped == {str(log_path): len(data) - head - tail}
     tail_start = len(data) - tail  # the tail's first whole line starts past a line break
     found = log.facts().get("log.host_oom")
-    if end <= head:
+    if end - 1 <= head:  # its text in the head; its line break may be the byte after, which
+        # the reader looks at to know the line is whole (found in CI: head=58, the cause's length)
         assert str(found).startswith(f"{log_path}:{at + 1}: slurmstepd")
     elif start > tail_start:
         back = len(lines) - at
