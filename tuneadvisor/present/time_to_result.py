@@ -78,3 +78,22 @@ def steps_json(steps: Steps | None) -> dict[str, Any] | None:
     if steps is None:
         return None
     return {"count": steps.count, "how": steps.how, "at_most": steps.at_most}
+
+
+def time_to_result_json(
+    steps: Steps | None,
+    now: Finish | None,
+    tuned: Finish | None,
+    verdict: str | None,
+    not_known: list[str],
+    tuned_key: str = "tuned",
+) -> dict[str, Any]:
+    """The JSON of a time to result: ``tuned_key`` names the second script (``winner`` in
+    the tune ledger)."""
+    return {
+        "steps": steps_json(steps),
+        "now": finish_json(now),
+        tuned_key: finish_json(tuned),
+        "verdict": verdict,
+        "not_known": not_known,
+    }

@@ -277,12 +277,7 @@ def to_json(workspace: Workspace) -> dict[str, Any]:
 
 
 def _time_to_result(when: TimeToResult) -> dict[str, Any]:
-    from tuneadvisor.present.time_to_result import finish_json, steps_json
+    from tuneadvisor.present.time_to_result import time_to_result_json
 
-    return {
-        "steps": steps_json(when.steps),
-        "now": finish_json(when.now),
-        "tuned": finish_json(when.tuned),
-        "verdict": when.verdict,
-        "not_known": [item.why for item in when.not_read],
-    }
+    not_known = [item.why for item in when.not_read]
+    return time_to_result_json(when.steps, when.now, when.tuned, when.verdict, not_known)

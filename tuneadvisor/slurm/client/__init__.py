@@ -171,17 +171,6 @@ class SlurmClient:
         """``scancel JOBID`` (an array: its tasks left)."""
         self._output(f"cancelling job {check_job_id(job_id)}", "scancel", [job_id])
 
-    def array_states(self, job_id: str) -> tuple[str, ...]:
-        """The state of each task of array ``job_id`` still in the queue (PENDING, RUNNING,
-        ...), one per task (``squeue -r``); the tasks that ended are not listed."""
-        doing = f"reading the tasks of array {check_job_id(job_id)}"
-        done = self._run(doing, "squeue", ["-h", "-r", "-j", job_id, "-o", "%T"])
-        if done.returncode != 0:
-            if "invalid job id" in done.stderr.lower():  # every task ended and was forgotten
-                return ()
-            raise SlurmError(doing, _said(done, "squeue"))
-        return tuple(line.strip() for line in done.stdout.splitlines() if line.strip())
-
     def array_tasks(self, job_id: str) -> tuple[tuple[int | None, str], ...]:
         """Each task of array ``job_id`` still in the queue: its task id (None where squeue
         printed none) and its state (``squeue -r -o %K|%T``); the tasks that ended are not
