@@ -392,7 +392,7 @@ def test_validate_checks_presence_of_values() -> None:
     assert validate("mem", None) == "option '--mem' requires an argument"
     assert validate("exclusive", None) is None
     assert validate("job-name", "") is None  # sbatch accepts an empty name
-    assert validate("array", "abc") is None  # left to the controller
+    assert validate("comment", "abc") is None  # passed on as written
     assert validate("bogus", "1") == "unrecognized option '--bogus'"
 
 

@@ -21,6 +21,7 @@ from enum import Enum
 from functools import partial
 from typing import TypeVar
 
+from tuneadvisor.slurm.array_spec import check_array
 from tuneadvisor.slurm.units import (
     INT_MAX,
     GresItem,
@@ -381,8 +382,10 @@ def parse_no_kill(value: str | None) -> bool:
     raise ValueError("Invalid --no-kill specification")
 
 
-# What sbatch checks itself before submitting; every other value is passed on as written.
+# What sbatch checks itself before submitting (and --array, which the controller refuses at
+# submission, as sbatch prints it); every other value is passed on as written.
 _VALIDATORS: dict[str, Callable[[str], object]] = {
+    "array": check_array,
     "cpus-per-task": partial(parse_count, name="cpus-per-task"),
     "ntasks": partial(parse_count, name="ntasks"),
     "ntasks-per-node": partial(parse_count, name="ntasks-per-node"),
