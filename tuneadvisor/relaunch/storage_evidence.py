@@ -56,17 +56,17 @@ def judge(io: IoUse, idle_cores: float, samples_per_s: float | None) -> Judged:
         if idle_cores > 0 and io.iowait_cores >= IOWAIT_SHOWN * idle_cores:
             shown.append(f"{said} (assumed: {100 * IOWAIT_SHOWN:.0f} % of them shows storage)")
         else:
-            quiet.append(f"iowait {io.iowait_pct:.0f} %")
+            quiet.append(f"iowait {io.iowait_pct:.0f} % ({io.iowait_cores:.2f} cores)")
     reads_quiet = False
     rate = io.read_mib_s
     if rate is not None and samples_per_s:
         per_sample = rate * MIB / samples_per_s
         since = "from the first step on" if io.since_first_step else "start-up included"
-        said = f"{rate:.1f} MiB/s read from storage {since}, {per_sample / 1024:.1f} KiB a sample"
+        said = f"{rate:.1f} MiB/s read from storage {since}, {_size(per_sample)} a sample"
         if per_sample >= READ_PER_SAMPLE_SHOWN:
             shown.append(
-                f"{said} (assumed: {READ_PER_SAMPLE_SHOWN / 1024:.0f} KiB a sample or more "
-                "comes from storage, not memory)"
+                f"{said} (assumed: {_size(READ_PER_SAMPLE_SHOWN)} a sample or more comes from "
+                "storage, not memory)"
             )
         else:
             quiet.append(said)
@@ -89,20 +89,20 @@ def idle_reason(io: IoUse | None, used: float, allowed: int, samples_per_s: floa
             "were recorded, so storage is not named)"
         )
     judged = judge(io, max(0.0, allowed - used), samples_per_s)
-    unread = f"; not read: {', '.join(judged.unread)}" if judged.unread else ""
     if judged.shown:
-        return f"{head}, and {NAMED}: {'; '.join(judged.shown)}{unread}"
+        return f"{head}, and {NAMED}: {'; '.join(judged.shown)}{_unread(judged)}"
     if judged.quiet:
         where = _where(io, judged.reads_quiet)
+        measured = " where measured" if judged.unread else ""
         return (
-            f"{head}; storage was quiet ({where}: {', '.join(judged.quiet)}; assumed "
-            f"quiet under {READ_PER_SAMPLE_SHOWN / 1024:.0f} KiB a sample and I/O wait under "
-            f"{100 * IOWAIT_SHOWN:.0f} % of the idle cores){unread}: the loop waited on "
-            "something other than its CPUs and storage"
+            f"{head}; storage was quiet{measured} ({where}: {', '.join(judged.quiet)}; "
+            f"assumed quiet under {_size(READ_PER_SAMPLE_SHOWN)} a sample and I/O wait under "
+            f"{100 * IOWAIT_SHOWN:.0f} % of the idle cores): the loop waited on something "
+            f"other than its CPUs and storage{_unread(judged)}"
         )
     return (
         f"{head}; the loop waited on something other than its CPUs (the I/O figures could "
-        f"not be read, so storage is not named{unread})"
+        f"not be read, so storage is not named: {', '.join(judged.unread) or 'none recorded'})"
     )
 
 
@@ -113,5 +113,13 @@ def _where(io: IoUse, reads_quiet: bool) -> str:
     if fs is None:
         return "the data's file system not read"
     if reads_quiet:
-        return f"the data on {fs} came from memory (the page cache)"
+        return f"the data on {fs} came from the page cache"
     return f"the data on {fs}"
+
+
+def _unread(judged: Judged) -> str:
+    return f" (not read: {', '.join(judged.unread)})" if judged.unread else ""
+
+
+def _size(n: float) -> str:
+    return f"{n:.0f} B" if n < 1024 else f"{n / 1024:.1f} KiB"
