@@ -10,6 +10,7 @@ from collections import namedtuple
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -255,11 +256,11 @@ def test_the_data_folders_file_system_is_its_longest_mount_point(
         Part("lfs@o2ib:/fs", "/data/lustre", "lustre", ""),
         Part("tmpfs", "/data/lustre", "tmpfs", ""),  # mounted over it: the one on top
     ]
-    monkeypatch.setattr(io_meter.psutil, "disk_partitions", lambda all=False: parts)
+    monkeypatch.setattr(psutil, "disk_partitions", lambda all=False: parts)
     assert data_filesystem(Path("/data/imagenet")) == ("nfs4", "/data")
     assert data_filesystem(Path("/data/lustre/x")) == ("tmpfs", "/data/lustre")
     assert data_filesystem(Path("/datasets")) == ("ext4", "/")
-    monkeypatch.setattr(io_meter.psutil, "disk_partitions", lambda all=False: parts[1:])
+    monkeypatch.setattr(psutil, "disk_partitions", lambda all=False: parts[1:])
     assert data_filesystem(Path("/home/x")) == "no mount point found above /home/x"
 
 
@@ -268,7 +269,7 @@ def test_figures_not_read_are_absent_with_why_never_zero(
 ) -> None:
     monkeypatch.setattr(io_meter, "_ACCOUNTED", False)
     times = namedtuple("times", "user system idle")  # no iowait field (not Linux)
-    monkeypatch.setattr(io_meter.psutil, "cpu_times", lambda: times(1.0, 1.0, 1.0))
+    monkeypatch.setattr(psutil, "cpu_times", lambda: times(1.0, 1.0, 1.0))
     meter = IoMeter(tmp_path)
     meter.first_step([1])
     io = meter.finish()
