@@ -184,6 +184,8 @@ def test_an_older_record_without_io_figures_loads(tmp_path: Path) -> None:
         ({"read_bytes": "many"}, "resources.io.read_bytes is 'many'"),
         ({"not_read": {"read_bytes": 3}}, "resources.io.not_read"),
         ({"iowait_pct": None, "fs_type": 4}, "resources.io.fs_type is 4"),
+        ({"read_bytes": -5}, "resources.io.read_bytes is -5, out of range"),
+        ({"iowait_pct": 250.0}, "resources.io.iowait_pct is 250.0, out of range"),
     ],
 )
 def test_malformed_io_figures_are_one_error_naming_the_file(

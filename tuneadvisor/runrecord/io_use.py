@@ -16,6 +16,10 @@ from tuneadvisor.errors import InputError
 from tuneadvisor.runrecord.json_fields import JsonFields, is_str
 
 MIB = 1024 * 1024
+_COUNTS = (
+    "read_bytes", "read_bytes_before_first_step", "first_step_s", "wall_s", "iowait_pct",
+    "iowait_cores",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,10 @@ class IoUse:
         not_read = f.mapping("not_read")
         if not all(is_str(k) and is_str(v) for k, v in not_read.items()):
             raise InputError(f.file, "run record: resources.io.not_read holds a non-string")
+        for key in _COUNTS:  # a hand-edited record: a negative figure is no measurement
+            value = f.number(key)
+            if value is not None and (value < 0 or (key == "iowait_pct" and value > 100)):
+                raise InputError(f.file, f"run record: {f.where}{key} is {value}, out of range")
         return cls(
             read_bytes=f.opt_whole("read_bytes"),
             read_bytes_before_first_step=f.opt_whole("read_bytes_before_first_step"),
