@@ -110,6 +110,21 @@ def test_storage_reads_per_sample_name_storage() -> None:
     assert "assumed: 1.0 KiB a sample or more comes from storage" in reason
 
 
+def test_reads_not_told_apart_from_start_up_name_nothing() -> None:
+    """Without the first step's mark, start-up's reads (imports) are in the rate: such a
+    rate over the threshold is no evidence; under it, it is still quiet."""
+    io = _io(read_mib=80.0, not_read={"read_bytes_before_first_step": "no step was reported"})
+    del io["read_bytes_before_first_step"]
+    (reason,) = _reasons(io)
+    assert NAMED not in reason and "storage reads apart from start-up (" in reason
+    assert "MiB/s read from storage start-up included" in reason
+
+    quiet = _io(read_mib=0.0)
+    del quiet["read_bytes_before_first_step"]  # 5 MiB over 12 s: 273 B a sample
+    (reason,) = _reasons(quiet)
+    assert "storage was quiet" in reason and "start-up included, 273 B a sample" in reason
+
+
 def test_data_on_a_network_file_system_names_storage() -> None:
     (reason,) = _reasons(_io(fs="nfs4"))
     assert NAMED in reason and "the data lives on nfs4 (/data), a network file system" in reason

@@ -63,7 +63,10 @@ def judge(io: IoUse, idle_cores: float, samples_per_s: float | None) -> Judged:
         per_sample = rate * MIB / samples_per_s
         since = "from the first step on" if io.since_first_step else "start-up included"
         said = f"{rate:.1f} MiB/s read from storage {since}, {_size(per_sample)} a sample"
-        if per_sample >= READ_PER_SAMPLE_SHOWN:
+        if per_sample >= READ_PER_SAMPLE_SHOWN and not io.since_first_step:
+            # start-up's reads (imports, a dataset read whole) not told apart: no evidence
+            unread.append(f"storage reads apart from start-up ({said})")
+        elif per_sample >= READ_PER_SAMPLE_SHOWN:
             shown.append(
                 f"{said} (assumed: {_size(READ_PER_SAMPLE_SHOWN)} a sample or more comes from "
                 "storage, not memory)"
