@@ -117,6 +117,7 @@ def test_reads_not_told_apart_from_start_up_name_nothing() -> None:
     del io["read_bytes_before_first_step"]
     (reason,) = _reasons(io)
     assert NAMED not in reason and "storage reads apart from start-up (" in reason
+    assert "storage is not named: quiet where measured" in reason
     assert "MiB/s read from storage start-up included" in reason
 
     quiet = _io(read_mib=0.0)
@@ -156,8 +157,9 @@ def test_io_figures_that_could_not_be_read_say_why_and_name_nothing() -> None:
     assert "read_bytes (the kernel keeps no per-process I/O accounting), iowait (none)" in reason
     # one figure quiet, the other not read: quiet where measured, the rest named as unread
     (part,) = _reasons(_io(read_mib=None, not_read={"read_bytes": "not ours to read"}))
-    assert "storage was quiet where measured (the data on ext4: iowait 0 %" in part
-    assert part.endswith("and storage (not read: read_bytes (not ours to read))")
+    assert "storage is not named: quiet where measured (the data on ext4: iowait 0 %" in part
+    assert part.endswith("idle cores) (not read: read_bytes (not ours to read))")
+    assert "other than its CPUs and storage" not in part
 
 
 def test_a_faster_run_stays_better_than_predicted_whatever_storage_shows() -> None:

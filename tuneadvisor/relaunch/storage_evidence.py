@@ -95,13 +95,19 @@ def idle_reason(io: IoUse | None, used: float, allowed: int, samples_per_s: floa
     if judged.shown:
         return f"{head}, and {NAMED}: {'; '.join(judged.shown)}{_unread(judged)}"
     if judged.quiet:
-        where = _where(io, judged.reads_quiet)
-        measured = " where measured" if judged.unread else ""
+        quiet = (
+            f"({_where(io, judged.reads_quiet)}: {', '.join(judged.quiet)}; assumed quiet "
+            f"under {_size(READ_PER_SAMPLE_SHOWN)} a sample and I/O wait under "
+            f"{100 * IOWAIT_SHOWN:.0f} % of the idle cores)"
+        )
+        if judged.unread:  # quiet where measured says nothing of the rest: no conclusion
+            return (
+                f"{head}; the loop waited on something other than its CPUs; storage is not "
+                f"named: quiet where measured {quiet}{_unread(judged)}"
+            )
         return (
-            f"{head}; storage was quiet{measured} ({where}: {', '.join(judged.quiet)}; "
-            f"assumed quiet under {_size(READ_PER_SAMPLE_SHOWN)} a sample and I/O wait under "
-            f"{100 * IOWAIT_SHOWN:.0f} % of the idle cores): the loop waited on something "
-            f"other than its CPUs and storage{_unread(judged)}"
+            f"{head}; storage was quiet {quiet}: the loop waited on something other than "
+            "its CPUs and storage"
         )
     return (
         f"{head}; the loop waited on something other than its CPUs (the I/O figures could "
