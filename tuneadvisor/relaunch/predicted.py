@@ -1,8 +1,8 @@
 """A run against what was predicted for it: the report's ``advice.prediction`` read for a
 relaunch, the steady-state step time and samples/s measured with their spread, and, when the
 run lands outside the predicted range, the finding ``prediction-missed`` with what differed
-from the prediction's assumptions (cores, CPU binding, warm-up, CPU starvation), or that
-it was better than predicted.
+from the prediction's assumptions (cores, CPU binding, warm-up, CPU starvation, storage
+where its evidence shows it), or that it was better than predicted.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.relaunch.saved_report import prediction_of
+from tuneadvisor.relaunch.storage_evidence import idle_reason
 from tuneadvisor.runrecord.measured import Step
 from tuneadvisor.runrecord.record import RunRecord
 from tuneadvisor.runrecord.window import WARMUP_STEPS, steady_window
@@ -134,7 +135,7 @@ def miss_reasons(
 ) -> list[str]:
     """What differed between the run and the prediction's assumptions, each with its
     numbers; empty when none of these showed. A run faster than the range says so first;
-    storage is never named without storage evidence (no I/O figure is recorded today)."""
+    storage is named only with storage evidence (relaunch/storage_evidence.py)."""
     reasons = []
     better = _better(record, prediction)
     if better is not None:
@@ -201,11 +202,10 @@ def _cpu_reasons(record: RunRecord, asked: int | None, usage: Mapping[str, float
             f"(other processes held {others:.2f} cores)"
         ]
     if used < IDLE_CORES * allowed:
-        return [
-            f"the run left cores idle: {used:.2f} of {allowed} in use; the loop waited on "
-            "something other than its CPUs (no I/O figures were recorded, so storage is not "
-            "named)"
-        ]
+        io = record.resources.io if record.resources is not None else None
+        steady = steady_window(record.steps)
+        rate = steady.samples_per_s if steady is not None else None
+        return [idle_reason(io, used, allowed, rate)]
     return []
 
 

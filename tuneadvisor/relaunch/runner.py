@@ -24,6 +24,7 @@ from tuneadvisor import __version__
 from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.numbers import is_finite_number
 from tuneadvisor.relaunch.bundled import Bundled, script_path
+from tuneadvisor.relaunch.io_meter import IoMeter
 from tuneadvisor.relaunch.local_allocation import (
     Allocation,
     clean_environ,
@@ -43,6 +44,7 @@ from tuneadvisor.relaunch.records import (
 from tuneadvisor.relaunch.settings import Settings
 from tuneadvisor.relaunch.usage import recorded_usage
 from tuneadvisor.relaunch.watcher import Watcher
+from tuneadvisor.runrecord.io_use import IoUse
 from tuneadvisor.runrecord.record import INTERRUPTED
 
 EventSink = Callable[[Mapping[str, Any]], None]
@@ -306,6 +308,7 @@ class _Ran:
     task_pids: tuple[int, ...] = ()
     sampled: dict[str, float] = field(default_factory=dict)  # by watch
     metrics: tuple[str, ...] = ()  # the recording's file name, when watch recorded
+    io: IoUse | None = None  # storage evidence (relaunch/io_meter.py)
 
 
 def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
@@ -351,16 +354,24 @@ def _run_tasks(
     measurements = Measurements()
     started = datetime.now(UTC)
     cpu0, _ = _children_cpu()
+    io = IoMeter(req.data_dir)
     t0 = time.perf_counter()
     watcher: Watcher | None = None
     status = "failed"
+
+    def sink(event: Mapping[str, Any]) -> None:
+        if event.get("event") == "step":  # what start-up read, apart from training's reads
+            io.first_step([p.pid for p in launched.procs])
+        if on_event is not None:
+            on_event(event)
+
     try:
         launched.start(tasks)
         if req.watch:
             pids = [p.pid for p in launched.procs]
             watcher = Watcher(run_dir, pids, clean_environ(os.environ))
         reaper = _Reaper(launched.procs)
-        launched.follow(run_dir / LOG_NAME, run_dir / EVENTS_NAME, measurements, on_event)
+        launched.follow(run_dir / LOG_NAME, run_dir / EVENTS_NAME, measurements, sink)
         status = launched.wait(reaper, notes)
     except KeyboardInterrupt:
         # a complete record of an incomplete run: the caller exits 130 (tune stops there)
@@ -369,6 +380,7 @@ def _run_tasks(
     finally:
         wall = time.perf_counter() - t0
         cpu1, maxrss = _children_cpu()  # before the watcher is reaped: its CPU is not ours
+        io_use = io.finish()  # likewise its reads
         launched.close_files()
         if watcher is not None:
             watcher.stop()
@@ -377,7 +389,7 @@ def _run_tasks(
     ran = _Ran(
         status, wall, cpu1 - cpu0, maxrss, started, measurements,
         exit_codes=tuple(p.returncode for p in launched.procs),
-        task_pids=tuple(p.pid for p in launched.procs),
+        task_pids=tuple(p.pid for p in launched.procs), io=io_use,
     )  # fmt: skip
     if watcher is not None:
         ran.sampled = recorded_usage([watcher.record])
@@ -438,6 +450,7 @@ def _local_record(
                 max_rss_mib=round(ran.max_rss_mib, 1),
             ),
             sampled=ran.sampled,  # by watch: the training tree, see relaunch/usage.py
+            io=ran.io,
         ),
         paths=Paths(
             dir=str(run_dir),

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from tuneadvisor.runrecord.io_use import IoUse
 from tuneadvisor.runrecord.json_fields import JsonFields, is_int, list_of
 
 _CPU_KEYS = ("requested_cores", "cores_allowed", "cpu_s", "cores_used", "max_rss_mib")
@@ -39,15 +40,19 @@ class CpuUse:
 @dataclass(frozen=True)
 class Resources:
     """``cpu``: a local run's accounting; ``sampled``: what ``watch`` sampled beside the
-    run (relaunch/usage.py's keys), None when the record has no such key."""
+    run (relaunch/usage.py's keys), None when the record has no such key; ``io``: a local
+    run's storage evidence (runrecord/io_use.py), None in records before it."""
 
     cpu: CpuUse | None = None
     sampled: Mapping[str, float] | None = None
+    io: IoUse | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = self.cpu.to_json() if self.cpu is not None else {}
         if self.sampled is not None:
             out["sampled"] = dict(self.sampled)
+        if self.io is not None:
+            out["io"] = self.io.to_json()
         return out
 
     @classmethod
@@ -57,7 +62,8 @@ class Resources:
         if f.has("sampled"):
             numbers = f.obj("sampled")
             sampled = {k: v for k in numbers.data if (v := numbers.number(k)) is not None}
-        return cls(cpu, sampled)
+        io = IoUse.from_json(f.obj("io")) if f.has("io") else None
+        return cls(cpu, sampled, io)
 
 
 @dataclass(frozen=True)
