@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuneadvisor.advisor.prediction import Prediction, Span
+from tests.unit.test_relaunch_prediction import BATCH, PREDICTION
 from tuneadvisor.errors import InputError
 from tuneadvisor.relaunch import io_meter
 from tuneadvisor.relaunch.io_meter import IoMeter, data_filesystem
@@ -29,14 +29,6 @@ from tuneadvisor.relaunch.storage_evidence import (
     READ_PER_SAMPLE_SHOWN,
 )
 
-BATCH = 64
-PREDICTION = Prediction(
-    setting={"cpus_per_task": 4, "num_workers": 3},
-    step_s=Span(0.020, 0.022, 0.025),
-    speedup=Span(2.0, 2.3, 2.6),
-    samples_per_s=Span(BATCH / 0.025, BATCH / 0.022, BATCH / 0.020),
-    basis=("DataLoader wait per step 0.03 s: measured, the profile",),
-)
 SLOW = [0.04] * 12  # 40 ms a step (1,600 samples/s): twice the predicted range
 FAST = [0.01] * 12  # 10 ms: faster than the range
 MIB = 1024 * 1024
