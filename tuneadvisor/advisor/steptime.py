@@ -35,11 +35,12 @@ RECORDING_SPREAD = 0.25
 PROFILER_OVERHEAD = 0.15
 # line_profiler's tracer is inherited by every process forked while it is on: DataLoader
 # workers started inside the profiled function (``for batch in loader`` in it) run every
-# Python line of their pipeline traced, and their time is not in the profile. Up to this share
-# of a batch's time in the pipeline may be the tracer's: the profiled runs of the bundled
-# MNIST loop ran 15 % (medium input cost) and 28 % (high) below the same run without it
-# (bench/RESULTS.md, the prediction bench's baselines against the run records beside the
-# profiles); a pipeline with more Python per sample loses more.
+# Python line of their pipeline traced (a forked child's sys.gettrace() is line_profiler's;
+# a pure-Python loop ran 5x slower in it), and their time is not in the profile. Up to this
+# share of a batch's time in the pipeline may be the profiler's: the profiled runs of the
+# bundled MNIST loop ran 15 % (medium input cost) and 28 % (high) below the same run without
+# it (bench/RESULTS.md, the prediction bench's baselines against the run records beside the
+# profiles, on a quiet machine); a pipeline with more Python per sample loses more.
 PROFILED_WORKERS_OVERHEAD = 0.30
 # torch.profiler's own cost (record_shapes, the CPU and CUDA activity buffers) is in every
 # traced step too; assumed the same order as line_profiler's, fast side only.
@@ -55,9 +56,10 @@ PIN_THREAD = 0.1
 WORKER_BUSY_MIN = 0.5
 # The main process's cost of receiving one batch from a worker (the queue, unpickling, mapping
 # the tensors' shared memory), seconds: a floor under the step that more workers cannot
-# remove, and CPU of the main process. Assumed: 1.2 ms (fastest) to 2.1 ms (median) measured
-# for a 32-image MNIST batch with two workers ahead of the loop on the 2-CPU test machine
-# under load (1.5-5.9 ms for 32 images of 3x224x224); inside the measured wait, so never more.
+# remove, and CPU of the main process. Assumed: 0.8-1.2 ms of the main thread's CPU (1.2-3 ms
+# of wall time) measured for a 32-image MNIST batch with two workers ahead of the loop on the
+# 2-CPU test machine under load, 1.7-3.1 ms of CPU for 32 images of 3x224x224
+# (bench/receive_cost.py, bench/RESULTS.md); inside the measured wait, so never more than it.
 RECEIVE_S = 0.001
 
 
@@ -317,7 +319,8 @@ def _from_profile(v: FactView, workers: int) -> StepBudget | None:
             f"the input pipeline up to {PROFILED_WORKERS_OVERHEAD:.0%} faster a batch without "
             "line_profiler: assumed, the range's fast side only (workers forked inside the "
             "profiled function run traced too, and their time is not in the profile; the "
-            "bundled MNIST pipelines ran 15 % and 28 % slower profiled)"
+            "bundled MNIST loop ran 15 % and 28 % slower profiled than plain, medium and high "
+            "input cost)"
             if workers >= 1
             else f"the loop's own loading up to {PROFILED_WORKERS_OVERHEAD:.0%} faster a "
             "batch without line_profiler: assumed, the range's fast side only (its Python "
@@ -500,8 +503,9 @@ def _with_receive(budget: StepBudget) -> StepBudget:
     receive = min(RECEIVE_S / budget.step_s, budget.wait)
     note = (
         f"receiving a batch from a worker ~{_s(RECEIVE_S)} in the main process "
-        f"({receive:.1%} of the measured step): assumed (1.2-2.1 ms measured for a 32-image "
-        "MNIST batch on the 2-CPU test machine), a floor more workers cannot remove"
+        f"({receive:.1%} of the measured step): assumed (0.8-1.2 ms of CPU measured for a "
+        "32-image MNIST batch on the 2-CPU test machine, more for larger batches), a floor "
+        "more workers cannot remove"
     )
     return replace(budget, receive=receive, basis=(*budget.basis, note))
 
