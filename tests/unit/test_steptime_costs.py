@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tuneadvisor.advisor.fact_view import as_view
+from tuneadvisor.advisor.finish import measured_step
 from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.plan import Change, Plan
-from tuneadvisor.advisor.sizing import size
+from tuneadvisor.advisor.sizing import size, step_model
 from tuneadvisor.advisor.steptime import (
     MIN_SPREAD,
     PROFILE_SPREAD,
@@ -200,3 +202,17 @@ def test_a_trace_keeps_its_one_assumed_cost_for_the_loop_and_the_pipeline() -> N
     assert prediction is not None and prediction.samples_per_s is not None
     rate = prediction.samples_per_s
     assert rate.high == pytest.approx(rate.expected / (1 - PROFILE_SPREAD) / (1 - 0.10))
+
+
+def test_the_measured_step_spans_as_the_prediction_does() -> None:
+    """The time to result's measured step (finish.py): the same spread floor and, for a
+    profile whose workers set the step, the same fast side as the prediction's."""
+    profiled = _profile(0.9, 1, 1, **{"job.gpus": 1})
+    span = measured_step(step_model(profiled), as_view(profiled))
+    assert span is not None
+    assert span.low == pytest.approx(0.1 * (1 - PROFILE_SPREAD) * (1 - PROFILED_WORKERS_OVERHEAD))
+    probe = _probe(0.0)
+    alone = {k: v for k, v in probe.items() if k != "alloc.workers"}  # no budget: the probe's
+    for facts in (probe, alone):
+        span = measured_step(step_model(facts), as_view(facts))
+        assert span is not None and span.high == pytest.approx(0.024 * (1 + MIN_SPREAD))

@@ -179,9 +179,7 @@ def predict(
     spread = budget.spread
     speed = 1.0 / relative
     step = budget.step_s * relative
-    # the fast side: the run without the profiler, its loop's and its pipeline's costs off
-    without = budget.step_with(usable, 1.0 - budget.overhead, 1.0 - budget.pipeline_overhead)
-    faster = relative / max(without, 1e-9)
+    faster = budget.faster_unprofiled(usable)  # the fast side: the run without the profiler
     samples = None
     if budget.batch_size:
         rate = budget.batch_size / step

@@ -123,6 +123,12 @@ class StepBudget:
         floor = (self.busy + self.receive) * main
         return max(floor, self.held * main + self.worker_steps * pipeline / workers)
 
+    def faster_unprofiled(self, workers: float) -> float:
+        """How much faster the step with ``workers`` workers' worth may be without the
+        measuring instrument (the loop's cost and its workers'): the range's fast side."""
+        without = self.step_with(workers, 1.0 - self.overhead, 1.0 - self.pipeline_overhead)
+        return self.step_with(workers) / max(without, 1e-9)
+
     def main_cores(self) -> float:
         """The cores the main process keeps busy beside the workers' (outside the time the
         intra-op threads hold them all): the loop, receiving batches, the pin-memory thread."""
