@@ -14,6 +14,12 @@ line_profiler profile (line kinds' shares, steps from the hits), a torch.profile
 plugin's exclusive breakdown of the steps), a watch recording (GPU busy
 share, the main process's and the workers' CPU). Each figure says where it came from and
 whether it is measured or estimated (``basis``). Pure: facts in, a budget out.
+
+Besides the workers, the main process's costs are counted (issue 31 §3): receiving each batch
+from a worker (assumed, a floor of the step), the pin-memory thread (assumed), and where the
+compute runs on the CPU with OMP_NUM_THREADS following the task's cores, its intra-op threads
+holding every core while it runs. The measured workers' time per batch is read back with the
+same counts, so the measured setting predicts the measured step.
 """
 
 from __future__ import annotations
