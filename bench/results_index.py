@@ -92,6 +92,11 @@ PARTS = (
         ".venv/bin/python bench/prediction_bench.py --steps 30 --warmup 8 --repeats 2",
     ),
     Part(
+        "receive-cost",
+        "receiving a batch from a DataLoader worker, the model's RECEIVE_S (issue 31)",
+        ".venv/bin/python bench/receive_cost.py --batches 80",
+    ),
+    Part(
         "regex-worst",
         "backtracking patterns, worst search before and after (issue 34, class 5)",
         ".venv/bin/python bench/regex_worst.py --base 4318e5e --record",

@@ -91,6 +91,23 @@ def test_omp_threads(body: str, omp: bool) -> None:
     assert _facts(body)["job.omp_threads_set"] is omp
 
 
+@pytest.mark.parametrize(
+    ("body", "follows"),
+    [
+        ("export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}\nsrun python train.py\n", True),
+        ("export OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK\nsrun python train.py\n", True),
+        ("OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK srun python train.py\n", True),
+        ("export OMP_NUM_THREADS=1\ntorchrun --nproc-per-node=4 train.py\n", False),
+        ("export OMP_NUM_THREADS=8  # $SLURM_CPUS_PER_TASK later\nsrun python train.py\n", False),
+        ("srun python train.py\n", None),  # not set: nothing to follow
+    ],
+)
+def test_omp_threads_follow_the_cores(body: str, follows: bool | None) -> None:
+    """The step-time model counts the intra-op threads only where they follow the cores (the
+    bundled jobs' ``OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}``), never for a fixed count."""
+    assert _facts(body).get("job.omp_threads_follow_cores") is follows
+
+
 # --------------------------------------------------------------------------- the release
 
 

@@ -18,7 +18,7 @@ from tuneadvisor.advisor.measured_allocation import allocation_facts
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.advisor.sizing import MARGIN, model_facts, size
-from tuneadvisor.advisor.steptime import step_budget
+from tuneadvisor.advisor.steptime import MIN_SPREAD, RECEIVE_S, step_budget
 from tuneadvisor.cli import main
 from tuneadvisor.present.prediction_text import headline
 from tuneadvisor.workspace.read_measured import read_metrics
@@ -43,8 +43,12 @@ def test_profile_gives_steps_and_a_sized_plan(example: Any) -> None:
     assert budget is not None and budget.source == "profile" and budget.workers == 1
     busy = 1 - facts["profile.loader_share"]
     workers = facts["model.workers"]
-
-    assert (workers - 1) < (1 + MARGIN) / busy <= workers  # and is the smallest that does
+    # the loop's floor with workers: its own time and receiving a batch (assumed); the
+    # sizing covers its own time (the assumed receiving would only lower the count)
+    receive = min(RECEIVE_S / facts["profile.step_s"], 1 - busy)
+    assert budget.receive == pytest.approx(receive) and budget.busy == pytest.approx(busy)
+    needed = budget.worker_steps * (1 + MARGIN) / busy
+    assert (workers - 1) < needed <= workers  # and is the smallest that does
     assert facts["model.cores_per_task"] == workers + 1
     prediction = example["advice"]["prediction"]
     assert prediction["setting"] == {"num_workers": workers, "cpus_per_task": workers + 1}
@@ -98,12 +102,14 @@ def _facts(share: float, workers: int, cores: int, **more: object) -> dict[str, 
     ],
 )
 def test_each_cap_binds_and_says_its_ceiling(caps: dict[str, object], by: str) -> None:
-    facts = _facts(0.9, 1, 1, **caps)  # wants ceil(1.2 / 0.1) = 12 workers, 13 cores
+    # a 100 ms step, 10 ms of it the loop's own: wants ceil(1.2 / 0.1) = 12 workers, 13 cores
+    facts = _facts(0.9, 1, 1, **caps)
+    want = 12
     budget = step_budget(facts)
     assert budget is not None
     sizing = size(budget, facts)
-    assert sizing.wanted_workers == 12 and sizing.cap is not None and by in sizing.cap.by
-    assert sizing.cores_per_task == sizing.cap.cores < 13
+    assert sizing.wanted_workers == want and sizing.cap is not None and by in sizing.cap.by
+    assert sizing.cores_per_task == sizing.cap.cores < want + 1
     assert sizing.workers <= sizing.cores_per_task  # never more workers than cores
     plan = Plan(
         sbatch={"cpus-per-task": Change(sizing.cores_per_task, ("x",))},
@@ -153,7 +159,9 @@ def test_probe_count_replaces_the_estimate() -> None:
                   "probe.loop_step_spread": 0.04, "probe.workers_for_95pct": 3,
                   "probe.batch_size": 128, "probe.test_mode": True})  # fmt: skip
     budget = step_budget(facts)
-    assert budget is not None and budget.source == "probe" and budget.spread == 0.04
+    # its loop's 4 % is taken at the floor every measured spread gets
+    assert budget is not None and budget.source == "probe" and budget.spread == MIN_SPREAD
+    assert any(b.startswith("spread 5%: measured, the probe's loop") for b in budget.basis)
     assert model_facts(facts)["model.workers"] == 3
     assert any("stand-in" in b for b in budget.basis)
 
@@ -206,11 +214,12 @@ def test_prediction_of_the_sizing(
 
 def test_workers_sharing_few_cores_count_as_the_cores_they_had() -> None:
     """Four workers and the main process on two cores, the loop waiting half the step: the
-    workers were 1.5 cores' worth, so a worker on its own core takes 1.5 steps a batch, and
-    1.5 x 1.2 / 0.5 = 3.6: four workers (not the ten that four whole workers would ask)."""
+    workers were 1.5 cores' worth less the main process's receiving (1 ms of the 100 ms
+    step, assumed), so a worker on its own core takes 1.49 steps a batch, and
+    1.49 x 1.2 / 0.5 = 3.6: four workers (not the ten that four whole workers would ask)."""
     facts = _facts(0.5, 4, 2)
     budget = step_budget(facts)
-    assert budget is not None and budget.worker_steps == pytest.approx(1.5)
+    assert budget is not None and budget.worker_steps == pytest.approx(1.5 - RECEIVE_S / 0.1)
     sizing = size(budget, facts)
     assert (sizing.workers, sizing.cores_per_task) == (4, 5)
 
@@ -358,8 +367,8 @@ def test_a_trace_beside_a_profile_gives_the_device_floor() -> None:
     assert budget is not None and budget.source == "profile"
     assert budget.busy == pytest.approx(0.5)  # the device's 50 ms of a 100 ms step
     assert not any("lower bound" in b for b in budget.basis)
-    # the device floor caps the speedup of any setting at 1 / 0.5
-    assert 1 / budget.step_at(64, 65) == pytest.approx(2.0)
+    # the device floor and receiving a batch cap the speedup of any setting at 1 / 0.51
+    assert 1 / budget.step_at(64, 65) == pytest.approx(1 / (0.5 + RECEIVE_S / 0.1))
 
 
 def test_the_pin_memory_thread_takes_from_the_workers() -> None:

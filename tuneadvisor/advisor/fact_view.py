@@ -151,6 +151,7 @@ class Job(Section):
     tuned_from__mem_mib: float | None = None
     tuned_from__workers: int | None = None
     omp_threads_set: bool | None = None
+    omp_threads_follow_cores: bool | None = None
 
 
 class Node(Section):

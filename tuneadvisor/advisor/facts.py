@@ -117,6 +117,12 @@ FACTS: Mapping[str, FactSpec] = _specs(
         "--cpus-per-task given, srun without -c or SRUN_CPUS_PER_TASK",
     ),
     ("job.omp_threads_set", "bool", "", "OMP_NUM_THREADS is set for the launch"),
+    (
+        "job.omp_threads_follow_cores",
+        "bool",
+        "",
+        "OMP_NUM_THREADS is set from SLURM_CPUS_PER_TASK (intra-op threads follow the cores)",
+    ),
     ("slurm.version", "str", "", "the Slurm that runs the job (srun --version), when asked"),
     (
         "slurm.srun_drops_cpus",

@@ -16,10 +16,10 @@ from tuneadvisor.advisor.fact_view import FactView
 from tuneadvisor.advisor.prediction import Prediction, Span
 from tuneadvisor.advisor.sizing import StepModel
 from tuneadvisor.advisor.steptime import (
-    MIN_SPREAD,
     PROFILE_SPREAD,
     PROFILER_OVERHEAD,
     TRACE_OVERHEAD,
+    measured_spread,
 )
 
 NO_STEP_TIME = (
@@ -101,19 +101,27 @@ def measured_step(model: StepModel, v: FactView) -> Span | None:
     budget (the run's workers not known, say), the step a trace, probe or profile timed,
     with the spread and the instrument's cost the model assumes for it."""
     budget = model.budget
+    faster: float | None = None
     if budget is not None and budget.step_s is not None:
         step, spread, overhead = budget.step_s, budget.spread, budget.overhead
+        cores = v.alloc.cpus_per_task
+        if cores is not None:  # its workers' cost under the profiler too, as the model has it
+            ranks = max(v.job.ranks_per_task or 1, 1)
+            faster = budget.faster_unprofiled(budget.usable(budget.workers, cores, ranks))
     elif v.trace.step_s:
         step, overhead = v.trace.step_s, TRACE_OVERHEAD
-        spread = max(v.trace.step_spread, MIN_SPREAD) if v.trace.step_spread else PROFILE_SPREAD
+        measured = v.trace.step_spread
+        spread = measured_spread(measured) if measured is not None else PROFILE_SPREAD
     elif v.probe.loop_step_s:
         step, overhead = v.probe.loop_step_s, 0.0
-        spread = v.probe.loop_step_spread or PROFILE_SPREAD
+        measured = v.probe.loop_step_spread
+        spread = measured_spread(measured) if measured is not None else PROFILE_SPREAD
     elif v.profile.step_s:
         step, spread, overhead = v.profile.step_s, PROFILE_SPREAD, PROFILER_OVERHEAD
     else:
         return None
-    faster = 1.0 / (1.0 - overhead)
+    if faster is None:
+        faster = 1.0 / (1.0 - overhead)
     return Span(step * max(1.0 - spread, 0.0) / faster, step, step * (1 + spread))
 
 

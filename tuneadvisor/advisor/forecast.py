@@ -94,25 +94,12 @@ def _pipeline(usable: float, budget: StepBudget) -> str:
     trace whose DataLoader share is 0) has no per-worker cost to divide by."""
     if budget.worker_steps <= 0:
         return "the loop measured no wait for batches: more workers change nothing, the model"
+    # a batch takes the workers' time, after the time the intra-op threads hold the cores
+    makes = 1 / (budget.held + budget.worker_steps / usable)
+    needs = 1 / (budget.busy + budget.receive)
     return (
-        f"the pipeline then makes {usable / budget.worker_steps:.2f} batches a "
-        f"measured step, the loop needs {1 / budget.busy:.2f}: estimated, the model"
-    )
-
-
-def _threads_note(budget: StepBudget, v: FactView, cores: int) -> tuple[str, ...]:
-    """Intra-op threads where they compete with the workers: a CPU-side compute (no GPU)
-    with OMP_NUM_THREADS set (the bundled jobs follow the cores): the model counts one core
-    for the main process, so the prediction may be optimistic; said where it applies."""
-    on_cpu = not v.job.gpus and not v.gpu.count
-    if not on_cpu or budget.compute < 0.1 or cores < 2:
-        return ()
-    omp = "set (the bundled jobs: the task's cores)" if v.job.omp_threads_set else "not known"
-    return (
-        f"intra-op threads: OMP_NUM_THREADS {omp}; compute {budget.compute:.0%} of the step "
-        f"runs on the CPU, where up to {cores} threads compete with the workers for the same "
-        "cores: not counted (one core assumed for the main process), so the prediction may "
-        "be optimistic",
+        f"the pipeline then makes {makes:.2f} batches a measured step, the loop needs "
+        f"{needs:.2f}: estimated, the model"
     )
 
 
@@ -185,7 +172,6 @@ def predict(
         return None, RECORDING_STEP if budget.source == "recording" else NO_STEP_TIME
     workers, cores = planned
     ranks = ranks_per_task(v)
-    threads = _threads_note(budget, v, cores // max(ranks, 1))
     usable = usable_workers(budget, workers, cores, ranks)
     # a setting can be slower than the measured one (fewer cores, a worker where the loop
     # loaded its own batches): said as it is, never rounded up to 1.0x
@@ -193,7 +179,7 @@ def predict(
     spread = budget.spread
     speed = 1.0 / relative
     step = budget.step_s * relative
-    faster = 1.0 / (1.0 - budget.overhead)  # the fast side: the run without the profiler
+    faster = budget.faster_unprofiled(usable)  # the fast side: the run without the profiler
     samples = None
     if budget.batch_size:
         rate = budget.batch_size / step
@@ -208,12 +194,11 @@ def predict(
             basis=(
                 *budget.basis,
                 f"one core per worker: assumed; {workers} worker(s) on {cores} core(s) a task "
-                f"run {usable:.2f} workers' worth beside the main process's {budget.busy:.2f} "
-                "core (no more than a core each, none below one)",
+                f"run {usable:.2f} workers' worth beside the main process's "
+                f"{budget.main_cores():.2f} core (no more than a core each, none below one)",
                 _pipeline(usable, budget),
                 f"the setting: the fewest workers that cover the loop with a {MARGIN:.0%} "
                 "margin (assumed), the model's best within the cores where a cap binds",
-                *threads,
             ),
             ceiling=_ceiling(budget, model, usable, speed),
             assumed_node=assumed_node(v),

@@ -69,10 +69,16 @@ def caps(
 
 
 def wanted_workers(budget: StepBudget) -> int:
-    """The smallest count whose pipeline rate covers the loop's rate with MARGIN."""
+    """The smallest count whose pipeline rate covers the loop's rate with MARGIN: the
+    workers' time per batch, over the step's time left to them (the loop's floor, less the
+    time the intra-op threads hold every core). Where the threads leave them almost none,
+    the pipeline's part of the step within MARGIN of the compute's: more workers past that
+    buy little. The assumed cost of receiving a batch is left out: it would only lower the
+    count, on a figure nothing measured."""
     if budget.workers_measured:
         return budget.workers_measured
-    return max(1, math.ceil(budget.worker_steps * (1 + MARGIN) / budget.busy - 1e-9))
+    room = max(budget.busy - budget.held, MARGIN * budget.held, 1e-6)
+    return max(1, math.ceil(budget.worker_steps * (1 + MARGIN) / room - 1e-9))
 
 
 def best_within(budget: StepBudget, cores: int, ranks: int, want: int) -> int:

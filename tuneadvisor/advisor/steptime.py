@@ -14,6 +14,12 @@ line_profiler profile (line kinds' shares, steps from the hits), a torch.profile
 plugin's exclusive breakdown of the steps), a watch recording (GPU busy
 share, the main process's and the workers' CPU). Each figure says where it came from and
 whether it is measured or estimated (``basis``). Pure: facts in, a budget out.
+
+Besides the workers, the main process's costs are counted (issue 31 §3): receiving each batch
+from a worker (assumed, a floor of the step), the pin-memory thread (assumed), and where the
+compute runs on the CPU with OMP_NUM_THREADS following the task's cores, its intra-op threads
+holding every core while it runs. The measured workers' time per batch is read back with the
+same counts, so the measured setting predicts the measured step.
 """
 
 from __future__ import annotations
@@ -33,6 +39,15 @@ RECORDING_SPREAD = 0.25
 # tuned job) may be this much faster. bench/prediction_bench.py measured 8-14 % on the bundled
 # MNIST loop; the range's fast side is widened by it, the expected value is left as measured.
 PROFILER_OVERHEAD = 0.15
+# line_profiler's tracer is inherited by every process forked while it is on: DataLoader
+# workers started inside the profiled function (``for batch in loader`` in it) run every
+# Python line of their pipeline traced (a forked child's sys.gettrace() is line_profiler's;
+# a pure-Python loop ran 5x slower in it), and their time is not in the profile. Up to this
+# share of a batch's time in the pipeline may be the profiler's: the profiled runs of the
+# bundled MNIST loop ran 15 % (medium input cost) and 28 % (high) below the same run without
+# it (bench/RESULTS.md, the prediction bench's baselines against the run records beside the
+# profiles, on a quiet machine); a pipeline with more Python per sample loses more.
+PROFILED_WORKERS_OVERHEAD = 0.30
 # torch.profiler's own cost (record_shapes, the CPU and CUDA activity buffers) is in every
 # traced step too; assumed the same order as line_profiler's, fast side only.
 TRACE_OVERHEAD = 0.10
@@ -45,6 +60,13 @@ PIN_THREAD = 0.1
 # A worker using less than this share of a core while the loop waits is waiting itself: on
 # storage, not on CPU.
 WORKER_BUSY_MIN = 0.5
+# The main process's cost of receiving one batch from a worker (the queue, unpickling, mapping
+# the tensors' shared memory), seconds: a floor under the step that more workers cannot
+# remove, and CPU of the main process. Assumed: 0.8-1.2 ms of the main thread's CPU (1.2-3 ms
+# of wall time) measured for a 32-image MNIST batch with two workers ahead of the loop on the
+# 2-CPU test machine under load, 1.7-3.1 ms of CPU for 32 images of 3x224x224
+# (bench/receive_cost.py, bench/RESULTS.md); inside the measured wait, so never more than it.
+RECEIVE_S = 0.001
 
 
 @record
@@ -73,6 +95,14 @@ class StepBudget:
     # the device's time a step, in measured steps, where a trace or GPM measured it: the loop
     # cannot run faster than the device (0.0: not measured)
     device_floor: float = 0.0
+    # the pipeline's time per batch carries the instrument's cost too (workers forked under
+    # line_profiler): the run without it may take up to this share less a batch (relative)
+    pipeline_overhead: float = 0.0
+    # the main process's cost of receiving one batch from a worker, in measured steps
+    receive: float = 0.0
+    # intra-op threads hold every core of the task during the compute (CPU compute with
+    # OMP_NUM_THREADS following the cores): the workers run only in the rest of the step
+    threads_hold_compute: bool = False
 
     @property
     def busy(self) -> float:
@@ -81,11 +111,34 @@ class StepBudget:
         host-side wait of an asynchronous CUDA loop holds kernels queued before it)."""
         return max(1.0 - self.wait, self.device_floor, 1e-6)
 
-    def step_with(self, workers: float) -> float:
-        """Predicted step time (measured steps) with ``workers`` workers' worth of CPU."""
+    @property
+    def held(self) -> float:
+        """The share of the step the intra-op threads hold every core (0: not counted)."""
+        return self.compute if self.threads_hold_compute else 0.0
+
+    def step_with(self, workers: float, main: float = 1.0, pipeline: float = 1.0) -> float:
+        """Predicted step time (measured steps) with ``workers`` workers' worth of CPU; with
+        workers the loop is no faster than its own time plus receiving a batch, and the
+        workers work only outside the time the intra-op threads hold the cores. ``main`` and
+        ``pipeline`` scale the loop's and the pipeline's times (the run without a profiler:
+        the fast side)."""
         if workers <= 0:
-            return 1.0 if self.workers == 0 else self.busy + self.worker_steps
-        return max(self.busy, self.worker_steps / workers)
+            if self.workers == 0:
+                return (1.0 - self.wait) * main + self.wait * pipeline
+            return self.busy * main + self.worker_steps * pipeline
+        floor = (self.busy + self.receive) * main
+        return max(floor, self.held * main + self.worker_steps * pipeline / workers)
+
+    def faster_unprofiled(self, workers: float) -> float:
+        """How much faster the step with ``workers`` workers' worth may be without the
+        measuring instrument (the loop's cost and its workers'): the range's fast side."""
+        without = self.step_with(workers, 1.0 - self.overhead, 1.0 - self.pipeline_overhead)
+        return self.step_with(workers) / max(without, 1e-9)
+
+    def main_cores(self) -> float:
+        """The cores the main process keeps busy beside the workers' (outside the time the
+        intra-op threads hold them all): the loop, receiving batches, the pin-memory thread."""
+        return self.busy - self.held + self.receive + self.pin_thread
 
     def usable(self, workers: int, cores: int, ranks: int = 1) -> float:
         """Workers' worth of CPU: no more than the rank's cores less what the main process
@@ -93,13 +146,18 @@ class StepBudget:
         one-core figures count it so)."""
         if workers <= 0:
             return 0.0
-        main = self.busy + self.pin_thread
-        return min(float(workers), max(1.0, cores / max(ranks, 1) - main))
+        return min(float(workers), max(1.0, cores / max(ranks, 1) - self.main_cores()))
 
     def step_at(self, workers: int, cores: int, ranks: int = 1) -> float:
         """Predicted step time (measured steps) with ``workers`` per rank on ``cores`` per
         task: more than 1.0 is a slowdown, and is said as one."""
         return self.step_with(self.usable(workers, cores, ranks))
+
+
+def measured_spread(value: float) -> float:
+    """A spread some evidence measured, taken at least MIN_SPREAD wide (whichever source:
+    a probe's windows, a trace's steps, a run record's blocks)."""
+    return max(value, MIN_SPREAD)
 
 
 def _s(seconds: float) -> str:
@@ -154,11 +212,16 @@ def _from_probe(v: FactView, workers: int) -> StepBudget | None:
     stall = v.probe.stall_share
     wait = min(1.0, max(0.0, stall if stall is not None else 1.0 - ceiling / loop))
     compute = min(ceiling / loop, 1.0 - wait)
-    spread = v.probe.loop_step_spread or PROFILE_SPREAD
+    measured = v.probe.loop_step_spread
+    spread = measured_spread(measured) if measured is not None else PROFILE_SPREAD
     worker_steps = _worker_steps(workers, wait, v)
     enough = v.probe.workers_for_95pct
     basis = [
-        f"step time {_s(loop)} (spread {spread:.0%}): measured, the probe's loop",
+        f"step time {_s(loop)}: measured, the probe's loop",
+        f"spread {spread:.0%}: measured, the probe's loop windows (their range; at least "
+        f"{MIN_SPREAD:.0%})"
+        if measured is not None
+        else f"spread {spread:.0%}: assumed, the probe gave no spread of its loop",
         f"ceiling {_s(ceiling)} a step (one batch on the device, repeated): measured, the probe",
         f"waiting for data {wait:.0%} of the step: measured, the probe",
     ]
@@ -204,6 +267,9 @@ class _Shares:
     overhead: float
     overhead_why: str
     spread: float | None = None  # measured (the trace's steps); None: assumed
+    # the instrument's cost in the pipeline's time per batch (the fast side only)
+    pipeline_overhead: float = 0.0
+    pipeline_overhead_why: str | None = None
 
 
 def _measured(shares: _Shares, v: FactView, workers: int) -> StepBudget:
@@ -220,6 +286,8 @@ def _measured(shares: _Shares, v: FactView, workers: int) -> StepBudget:
         else f"spread {PROFILE_SPREAD:.0%}: assumed, {s.spread_why}",
         f"up to {s.overhead:.0%} faster without {s.overhead_why}, the range's fast side only",
     ]
+    if s.pipeline_overhead_why is not None:
+        basis.append(s.pipeline_overhead_why)
     if s.step_s is not None and s.steps:
         basis.insert(1, f"step time {_s(s.step_s)}: measured, {s.steps_from}")
     return StepBudget(
@@ -236,6 +304,7 @@ def _measured(shares: _Shares, v: FactView, workers: int) -> StepBudget:
         storage_bound=storage_bound(v),
         basis=tuple(basis),
         overhead=s.overhead,
+        pipeline_overhead=s.pipeline_overhead,
     )
 
 
@@ -257,6 +326,18 @@ def _from_profile(v: FactView, workers: int) -> StepBudget | None:
         spread_why="one profiled run measures no spread",
         overhead=PROFILER_OVERHEAD,
         overhead_why="line_profiler: assumed (8-14 % measured on the bundled MNIST loop)",
+        pipeline_overhead=PROFILED_WORKERS_OVERHEAD,
+        pipeline_overhead_why=(
+            f"the input pipeline up to {PROFILED_WORKERS_OVERHEAD:.0%} faster a batch without "
+            "line_profiler: assumed, the range's fast side only (workers forked inside the "
+            "profiled function run traced too, and their time is not in the profile; the "
+            "bundled MNIST loop ran 15 % and 28 % slower profiled than plain, medium and high "
+            "input cost)"
+            if workers >= 1
+            else f"the loop's own loading up to {PROFILED_WORKERS_OVERHEAD:.0%} faster a "
+            "batch without line_profiler: assumed, the range's fast side only (its Python "
+            "runs traced)"
+        ),
     )
     budget = _measured(shares, v, workers)
     return _gpu_floor(budget, v)
@@ -314,7 +395,8 @@ def _from_trace(v: FactView, workers: int) -> StepBudget | None:
         ),
         overhead=TRACE_OVERHEAD,
         overhead_why="torch.profiler: assumed",
-        spread=max(t.step_spread, MIN_SPREAD) if t.step_spread is not None else None,
+        pipeline_overhead=TRACE_OVERHEAD,  # the same, assumed: the basis line says both
+        spread=measured_spread(t.step_spread) if t.step_spread is not None else None,
     )
     return _measured(shares, v, workers)
 
@@ -366,25 +448,98 @@ def step_budget(facts: Mapping[str, object] | FactView) -> StepBudget | None:
             if budget is not None:
                 note = "the probed loop's DataLoader workers: not known, the probe's sweep sizes"
                 budget = replace(budget, basis=(*budget.basis, note))
-                return _with_threads(_with_run(budget, v), v)
+                return _finish(budget, v)
         return None
     for make in (_from_probe, _from_profile, _from_trace, _from_recording):
         budget = make(v, workers)
         if budget is not None:
-            return _with_threads(_with_run(budget, v), v)
+            return _finish(budget, v)
     return None
+
+
+def _finish(budget: StepBudget, v: FactView) -> StepBudget:
+    """What every source's budget shares: the run record beside it, the main process's
+    threads and its cost of receiving batches, then the measured workers' time per batch
+    on the cores they had besides those."""
+    return _settle(_with_receive(_with_threads(_with_run(budget, v), v)), v)
+
+
+def on_cpu(v: FactView) -> bool:
+    """The step's compute runs on the CPU: no GPU asked for and none sampled."""
+    return not v.job.gpus and not v.gpu.count
 
 
 def _with_threads(budget: StepBudget, v: FactView) -> StepBudget:
     """The main process's other threads that take cores from the workers: the pin-memory
-    thread where the script pins (assumed cost)."""
+    thread where the script pins (assumed cost); the intra-op threads where the compute runs
+    on the CPU with OMP_NUM_THREADS following the task's cores (they hold every core while
+    it runs: counted), else where they may compete (said, not counted)."""
     if v.script.pin_memory is True:
         note = (
             f"the pin-memory thread ~{PIN_THREAD:g} of a core beside the main process: "
             "assumed, pin_memory=True in the script"
         )
-        return replace(budget, pin_thread=PIN_THREAD, basis=(*budget.basis, note))
+        budget = replace(budget, pin_thread=PIN_THREAD, basis=(*budget.basis, note))
+    if not on_cpu(v) or budget.compute <= 0.0:
+        return budget
+    if v.job.omp_threads_follow_cores is True:
+        note = (
+            f"intra-op threads: OMP_NUM_THREADS follows the task's cores (the job script), "
+            f"and the compute ({budget.compute:.0%} of the step) runs on the CPU: its threads "
+            "hold every core of the task while it runs, the workers work only in the rest of "
+            "the step: assumed (its time as measured, more threads not counted as faster); "
+            "oversubscribed threads can cost more (OpenMP's waits on a core a worker holds)"
+        )
+        return replace(budget, threads_hold_compute=True, basis=(*budget.basis, note))
+    if budget.compute >= 0.1:
+        if v.job.omp_threads_follow_cores is False:
+            omp = "set to a fixed count"
+        elif v.job.omp_threads_set:
+            omp = "set"
+        else:
+            omp = "not known (torch's default: the CPUs it may use)"
+        note = (
+            f"intra-op threads: OMP_NUM_THREADS {omp}; the compute ({budget.compute:.0%} of "
+            "the step) runs on the CPU, where its threads compete with the workers: not "
+            "counted, so the prediction may be optimistic"
+        )
+        return replace(budget, basis=(*budget.basis, note))
     return budget
+
+
+def _with_receive(budget: StepBudget) -> StepBudget:
+    """The main process's cost of receiving a batch from a worker, where the step time is
+    known: assumed (RECEIVE_S), never more than the measured wait it was inside."""
+    if budget.step_s is None or budget.step_s <= 0:
+        return budget
+    receive = min(RECEIVE_S / budget.step_s, budget.wait)
+    note = (
+        f"receiving a batch from a worker ~{_s(RECEIVE_S)} in the main process "
+        f"({receive:.1%} of the measured step): assumed (0.8-1.2 ms of CPU measured for a "
+        "32-image MNIST batch on the 2-CPU test machine, more for larger batches), a floor "
+        "more workers cannot remove"
+    )
+    return replace(budget, receive=receive, basis=(*budget.basis, note))
+
+
+def _settle(budget: StepBudget, v: FactView) -> StepBudget:
+    """The measured workers' time per batch on a core of their own, from the cores they had
+    beside the main process (its loop, receiving, its threads) in the time the intra-op
+    threads left them: the model's own ``usable`` at the measured setting, so that the
+    measured setting predicts the measured step."""
+    cores = v.alloc.cpus_per_task
+    if budget.workers < 1 or budget.workers_measured or cores is None:
+        return budget
+    ranks = max(v.job.ranks_per_task or 1, 1)
+    steps = budget.usable(budget.workers, cores, ranks) * (1.0 - budget.held)
+    how = f"the {budget.source}"
+    basis = tuple(
+        _worker_note(budget.workers, steps, how)
+        if b.startswith("one worker's time per batch")
+        else b
+        for b in budget.basis
+    )
+    return replace(budget, worker_steps=steps, basis=basis)
 
 
 def _with_run(budget: StepBudget, v: FactView) -> StepBudget:
@@ -406,7 +561,7 @@ def _with_run(budget: StepBudget, v: FactView) -> StepBudget:
         budget = replace(budget, step_s=step)
     spread = v.run.spread
     if spread is not None and budget.source != "probe":
-        spread = max(spread, MIN_SPREAD)
+        spread = measured_spread(spread)
         basis = [b for b in basis if not b.startswith("spread ")]
         basis.append(
             f"spread {spread:.0%}: measured, the run record's steady window (its blocks' "

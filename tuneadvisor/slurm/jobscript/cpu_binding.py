@@ -61,6 +61,8 @@ def binding_facts(job: JobScript, launch: LaunchLine | None) -> dict[str, object
     if launch is None:
         return {}
     facts: dict[str, object] = {"job.omp_threads_set": sets_variable(job, launch, OMP_THREADS)}
+    if facts["job.omp_threads_set"]:
+        facts["job.omp_threads_follow_cores"] = follows_cores(job, launch, OMP_THREADS)
     srun = launch.launcher("srun")
     if srun is not None:
         given = any(_has_option(srun.words, name) for name in _SRUN_CORES)
@@ -76,6 +78,19 @@ def sets_variable(job: JobScript, launch: LaunchLine, name: str) -> bool:
         return True
     assigned = re.compile(rf"(?<![\w$]){re.escape(name)}=|\bexport\b[^\n#]*\b{re.escape(name)}\b")
     return any(assigned.search(line.text) for line in job.lines if not _comment(line.text))
+
+
+def follows_cores(job: JobScript, launch: LaunchLine, name: str) -> bool:
+    """``name`` set from the task's cores (``OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK``, as the
+    bundled jobs do): its value on the launch line, exported before it, or any assignment in
+    the script names SLURM_CPUS_PER_TASK (a fixed number, e.g. torchrun's 1, does not)."""
+    cores = re.compile(r"\$\{?SLURM_CPUS_PER_TASK\b")
+    given = [v for v in (launch.env.get(name), launch.exported.get(name)) if v is not None]
+    assigned = re.compile(rf"(?<![\w$]){re.escape(name)}=(\S*)")
+    for line in job.lines:
+        if not _comment(line.text):
+            given += [m.group(1) for m in assigned.finditer(line.text)]
+    return any(cores.search(value) for value in given)
 
 
 def _comment(text: str) -> bool:
