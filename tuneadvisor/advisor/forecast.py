@@ -180,16 +180,17 @@ def predict(
     speed = 1.0 / relative
     step = budget.step_s * relative
     faster = budget.faster_unprofiled(usable)  # the fast side: the run without the profiler
+    slower = budget.slower_receiving(usable)  # the slow side: receiving costs all it may
     samples = None
     if budget.batch_size:
         rate = budget.batch_size / step
-        samples = Span(rate / (1 + spread), rate, rate / max(1 - spread, 0.05) * faster)
+        samples = Span(rate / (1 + spread) / slower, rate, rate / max(1 - spread, 0.05) * faster)
     fastest = speed * (1 + spread) * faster
     return (
         Prediction(
             setting={"num_workers": workers, "cpus_per_task": cores},
-            step_s=Span(step * max(1 - spread, 0.0) / faster, step, step * (1 + spread)),
-            speedup=Span(speed / (1 + spread), speed, fastest),
+            step_s=Span(step * max(1 - spread, 0.0) / faster, step, step * (1 + spread) * slower),
+            speedup=Span(speed / (1 + spread) / slower, speed, fastest),
             samples_per_s=samples,
             basis=(
                 *budget.basis,

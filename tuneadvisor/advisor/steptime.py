@@ -98,8 +98,11 @@ class StepBudget:
     # the pipeline's time per batch carries the instrument's cost too (workers forked under
     # line_profiler): the run without it may take up to this share less a batch (relative)
     pipeline_overhead: float = 0.0
-    # the main process's cost of receiving one batch from a worker, in measured steps
+    # the main process's cost of receiving one batch from a worker, in measured steps: the
+    # expected value's (at most half the measured wait) and the range's slow side's (all of
+    # the assumed figure, up to the whole wait)
     receive: float = 0.0
+    receive_max: float = 0.0
     # intra-op threads hold every core of the task during the compute (CPU compute with
     # OMP_NUM_THREADS following the cores): the workers run only in the rest of the step
     threads_hold_compute: bool = False
@@ -128,6 +131,13 @@ class StepBudget:
             return self.busy * main + self.worker_steps * pipeline
         floor = (self.busy + self.receive) * main
         return max(floor, self.held * main + self.worker_steps * pipeline / workers)
+
+    def slower_receiving(self, workers: float) -> float:
+        """How much slower the step with ``workers`` workers' worth may be where receiving a
+        batch costs all of the assumed figure (up to the whole measured wait): the range's
+        slow side."""
+        slow = replace(self, receive=self.receive_max).step_with(workers)
+        return max(1.0, slow / max(self.step_with(workers), 1e-9))
 
     def faster_unprofiled(self, workers: float) -> float:
         """How much faster the step with ``workers`` workers' worth may be without the
@@ -509,17 +519,26 @@ def _with_threads(budget: StepBudget, v: FactView) -> StepBudget:
 
 def _with_receive(budget: StepBudget) -> StepBudget:
     """The main process's cost of receiving a batch from a worker, where the step time is
-    known: assumed (RECEIVE_S), never more than the measured wait it was inside."""
+    known: assumed (RECEIVE_S), never more than the measured wait it was inside. An assumed
+    figure never takes more than half of a measured wait in the expected value (the evidence
+    cannot tell how much of the wait was receiving; the other half is the measured sign that
+    the workers kept the loop waiting): the rest of it goes to the range's slow side."""
     if budget.step_s is None or budget.step_s <= 0:
         return budget
-    receive = min(RECEIVE_S / budget.step_s, budget.wait)
+    most = min(RECEIVE_S / budget.step_s, budget.wait)
+    receive = min(most, budget.wait / 2)
     note = (
         f"receiving a batch from a worker ~{_s(RECEIVE_S)} in the main process "
-        f"({receive:.1%} of the measured step): assumed (0.8-1.2 ms of CPU measured for a "
+        f"({most:.1%} of the measured step): assumed (0.8-1.2 ms of CPU measured for a "
         "32-image MNIST batch on the 2-CPU test machine, more for larger batches), a floor "
         "more workers cannot remove"
     )
-    return replace(budget, receive=receive, basis=(*budget.basis, note))
+    if receive < most:
+        note += (
+            f"; over half the measured wait, so the expected value counts {receive:.1%} "
+            "(half the wait) and the range's slow side all of it"
+        )
+    return replace(budget, receive=receive, receive_max=most, basis=(*budget.basis, note))
 
 
 def _settle(budget: StepBudget, v: FactView) -> StepBudget:

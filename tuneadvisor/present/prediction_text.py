@@ -16,7 +16,9 @@ def _range(span: Span, fmt: str, unit: str = "") -> str:
 
 def _step(span: Span) -> str:
     if span.high < 1:
-        return _range(Span(span.low * 1000, span.expected * 1000, span.high * 1000), ",.0f", " ms")
+        ms = Span(span.low * 1000, span.expected * 1000, span.high * 1000)
+        # whole ms from 10 ms on; below, a tenth (a 1 ms step read "0-1 ms")
+        return _range(ms, ",.0f" if ms.low >= 10 else ",.1f", " ms")
     return _range(span, ",.2f", " s")
 
 
