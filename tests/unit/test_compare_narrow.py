@@ -124,3 +124,41 @@ def test_a_tunes_twelve_trials_fit_100_columns(tmp_path: Path) -> None:
     assert "Per epoch" in text and "…" not in text
     assert all(len(line) <= 100 for line in text.splitlines())
     assert "│ #12 " in text and "2.342 / 14.1 %" in text
+
+
+def test_the_plots_name_runs_as_the_tables_do(tmp_path: Path) -> None:
+    """The terminal plots' legends and bars and compare.png's legends once used whole run ids
+    (two of them run past 100 columns): the tables' short labels, the ids' form in the
+    figure's title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    from tuneadvisor.compare.plots import terminal_plots, write_plot_file
+
+    items = [load_item(str(_run(tmp_path, rid, c, r)))
+             for rid, c, r in zip(IDS, (1, 8), (120.0, 480.0), strict=True)]  # fmt: skip
+    text = terminal_plots(items, width=100, color=False)
+    assert "064512-a1b2" in text and "065010-c3d4" in text
+    assert not any(rid in text for rid in IDS)
+    for line in text.splitlines():
+        assert len(line) <= 100, line
+    figures: list[object] = []
+    real_close = pyplot.close
+
+    def keep(fig: object = None) -> None:  # read the figure before it is closed
+        figures.append(fig)
+
+    pyplot.close = keep  # type: ignore[assignment]
+    try:
+        write_plot_file(items, tmp_path / "compare.png")
+    finally:
+        pyplot.close = real_close  # type: ignore[assignment]
+    fig = figures[0]
+    legends = [t.get_text() for ax in fig.axes if ax.get_legend()  # type: ignore[attr-defined]
+               for t in ax.get_legend().get_texts()]  # fmt: skip
+    assert {"064512-a1b2", "065010-c3d4"} <= set(legends)
+    assert not any(rid in legend for legend in legends for rid in IDS)
+    assert fig._suptitle.get_text() == "runs 20261206-TIME-mnist_single-SUFFIX"  # type: ignore[attr-defined]
+    real_close(fig)

@@ -371,10 +371,17 @@ def _without_settings(item: Item) -> str:
     return item.label
 
 
-def tables(items: Sequence[Item]) -> list[Table]:
+def labelled(items: Sequence[Item]) -> tuple[list[Item], str | None]:
+    """The items as the tables and the plots name them: numbered in order, each run id less
+    what all share (``short_labels``), with the form of the id they stand for."""
     shown, form = short_labels([_without_settings(i) for i in items])
-    items = [replace(i, label=label, number=n)
-             for n, (i, label) in enumerate(zip(items, shown, strict=True), 1)]  # fmt: skip
+    numbered = [replace(i, label=label, number=n)
+                for n, (i, label) in enumerate(zip(items, shown, strict=True), 1)]  # fmt: skip
+    return numbered, form
+
+
+def tables(items: Sequence[Item]) -> list[Table]:
+    items, form = labelled(items)
     out = [throughput_table(items, form), resources_table(items)]
     more = (prediction_table(items), scaling_table(items), kinds_table(items), epochs_table(items))
     for extra in more:
