@@ -162,3 +162,27 @@ def test_the_plots_name_runs_as_the_tables_do(tmp_path: Path) -> None:
     assert not any(rid in legend for legend in legends for rid in IDS)
     assert fig._suptitle.get_text() == "runs 20261206-TIME-mnist_single-SUFFIX"  # type: ignore[attr-defined]
     real_close(fig)
+
+
+def test_a_run_of_many_epochs_is_shown_whole_within_100_columns(tmp_path: Path) -> None:
+    """`run --epochs 12` then compare: twelve epoch columns cut every cell to ``2.30…`` at
+    100 columns; in blocks of epochs each cell is whole and every line fits."""
+    items = []
+    for n, rid in enumerate(IDS):
+        run = _run(tmp_path, rid, 1 + n, 120.0 * (1 + n))
+        data = json.loads((run / "run.json").read_text())
+        data["epochs"] = [
+            {"epoch": e, "train_loss": 2.5 - 0.1 * e - 0.01 * n, "accuracy": 0.05 * e + 0.01 * n}
+            for e in range(1, 13)
+        ]
+        (run / "run.json").write_text(json.dumps(data))
+        items.append(load_item(str(run)))
+    text = _shown_at(100, items)
+    assert "…" not in text
+    for line in text.splitlines():
+        assert len(line) <= 100, line
+    for n in range(2):
+        for e in range(1, 13):
+            cell = f"{2.5 - 0.1 * e - 0.01 * n:.3f} / {100 * (0.05 * e + 0.01 * n):.1f} %"
+            assert cell in text, cell
+    assert all(f"epoch {e}" in text for e in range(1, 13))
