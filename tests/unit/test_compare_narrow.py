@@ -186,3 +186,22 @@ def test_a_run_of_many_epochs_is_shown_whole_within_100_columns(tmp_path: Path) 
             cell = f"{2.5 - 0.1 * e - 0.01 * n:.3f} / {100 * (0.05 * e + 0.01 * n):.1f} %"
             assert cell in text, cell
     assert all(f"epoch {e}" in text for e in range(1, 13))
+
+
+def test_trials_of_one_stage_are_told_apart_in_the_legends(tmp_path: Path) -> None:
+    """A tune's trials of one stage share a label (``tune workers``): each legend entry and
+    bar says its row's number in the throughput table."""
+    from tuneadvisor.compare.plots import panels
+
+    runs = [_run(tmp_path, IDS[0], 1, 120.0), _run(tmp_path, IDS[1], 2, 150.0)]
+    for run in runs:  # labelled as tune labels a trial: its stage, then its settings
+        data = json.loads((run / "run.json").read_text())
+        described = load_item(str(run)).run.settings.describe()  # type: ignore[union-attr]
+        data["label"] = f"tune workers: {described}"
+        (run / "run.json").write_text(json.dumps(data))
+    items = [load_item(str(r)) for r in runs]
+    drawn = panels(items)
+    names = {s.label for p in drawn if p.kind == "line" for s in p.series}
+    names |= {c for p in drawn if p.kind != "line" for c in p.categories}
+    assert {"#1 tune workers", "#2 tune workers"} <= names
+    assert "tune workers" not in names

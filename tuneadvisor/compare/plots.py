@@ -152,7 +152,16 @@ def panels(items: Sequence[Item]) -> list[Panel]:
     """What to draw, from whatever the items have (a panel without data is left out); each
     run named as the tables name it (a legend of whole run ids runs off a 100-column
     screen)."""
-    return [_drawable(p) for p in _panels(labelled(items)[0])]
+    return [_drawable(p) for p in _panels(_told_apart(labelled(items)[0]))]
+
+
+def _told_apart(items: list[Item]) -> list[Item]:
+    """Labels that repeat (a tune's three ``tune workers`` trials) with their row's number in
+    the throughput table in front (``#3 tune workers``), so each line of a legend is one run."""
+    labels = [i.label for i in items]
+    if len(set(labels)) == len(labels):
+        return items
+    return [replace(i, label=f"#{i.number} {i.label}") for i in items]
 
 
 def _drawable(panel: Panel) -> Panel:
