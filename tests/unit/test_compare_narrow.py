@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from tests.unit.test_relaunch_prediction import PREDICTION
@@ -126,7 +127,9 @@ def test_a_tunes_twelve_trials_fit_100_columns(tmp_path: Path) -> None:
     assert "│ #12 " in text and "2.342 / 14.1 %" in text
 
 
-def test_the_plots_name_runs_as_the_tables_do(tmp_path: Path) -> None:
+def test_the_plots_name_runs_as_the_tables_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The terminal plots' legends and bars and compare.png's legends once used whole run ids
     (two of them run past 100 columns): the tables' short labels, the ids' form in the
     figure's title."""
@@ -134,6 +137,7 @@ def test_the_plots_name_runs_as_the_tables_do(tmp_path: Path) -> None:
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
+    from matplotlib.figure import Figure
 
     from tuneadvisor.compare.plots import terminal_plots, write_plot_file
 
@@ -144,23 +148,18 @@ def test_the_plots_name_runs_as_the_tables_do(tmp_path: Path) -> None:
     assert not any(rid in text for rid in IDS)
     for line in text.splitlines():
         assert len(line) <= 100, line
-    figures: list[object] = []
+    figures: list[Figure] = []
     real_close = pyplot.close
-
-    def keep(fig: object = None) -> None:  # read the figure before it is closed
-        figures.append(fig)
-
-    pyplot.close = keep  # type: ignore[assignment]
-    try:
-        write_plot_file(items, tmp_path / "compare.png")
-    finally:
-        pyplot.close = real_close  # type: ignore[assignment]
-    fig = figures[0]
-    legends = [t.get_text() for ax in fig.axes if ax.get_legend()  # type: ignore[attr-defined]
-               for t in ax.get_legend().get_texts()]  # fmt: skip
+    # read the figure before it is closed
+    monkeypatch.setattr(pyplot, "close", figures.append)
+    write_plot_file(items, tmp_path / "compare.png")
+    (fig,) = figures
+    legends = [text.get_text() for ax in fig.axes if (legend := ax.get_legend()) is not None
+               for text in legend.get_texts()]  # fmt: skip
     assert {"064512-a1b2", "065010-c3d4"} <= set(legends)
     assert not any(rid in legend for legend in legends for rid in IDS)
-    assert fig._suptitle.get_text() == "runs 20261206-TIME-mnist_single-SUFFIX"  # type: ignore[attr-defined]
+    title = fig.get_suptitle()
+    assert title == "runs 20261206-TIME-mnist_single-SUFFIX"
     real_close(fig)
 
 
@@ -177,7 +176,10 @@ def test_a_run_of_many_epochs_is_shown_whole_within_100_columns(tmp_path: Path) 
         ]
         (run / "run.json").write_text(json.dumps(data))
         items.append(load_item(str(run)))
-    text = _shown_at(100, items)
+    console = Console(width=100, record=True)
+    for table in tables(items):
+        console.print(table)
+    text = console.export_text()
     assert "…" not in text
     for line in text.splitlines():
         assert len(line) <= 100, line
