@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tuneadvisor.cli import main
 from tuneadvisor.metrics.loader_waits import loader_facts
@@ -158,3 +160,27 @@ def test_busy_workers_are_called_starved_only_where_others_held_their_cpus() -> 
     ]
     assert _finding_ids(alone) == {RULE}
     assert _finding_ids(crowded) == {STARVED}
+
+
+@settings(max_examples=200)
+@given(
+    per_core=st.lists(st.floats(0.0, 100.0), min_size=1, max_size=8),
+    cpus=st.sets(st.integers(0, 9), min_size=1, max_size=6),
+    worker_cpu=st.floats(0.0, 400.0),
+)
+def test_what_others_held_is_within_the_cpus_the_tree_may_use(
+    per_core: list[float], cpus: set[int], worker_cpu: float
+) -> None:
+    """Never negative, never more than the tree's CPUs; absent where the reading does not
+    cover them."""
+    text = ",".join(map(str, sorted(cpus)))
+    worker = ProcSample(pid=2, role=ROLE_WORKER, state="running", cpu_pct=worker_cpu, affinity=text)
+    host = HostSample(t=0.0, cpu_pct_per_core=tuple(per_core), proc_cpu_pct=worker_cpu)
+    facts = loader_facts([Snapshot(t=0.0, procs=(worker,), host=host)])
+    held = facts.get("host.proc.cpus_allowed.others_cores.mean")
+    if max(cpus) >= len(per_core):
+        assert held is None
+    else:
+        assert isinstance(held, float)
+        assert 0.0 <= held <= len(cpus) + 1e-9
+        assert held <= sum(per_core[c] for c in cpus) / 100.0 + 1e-9
