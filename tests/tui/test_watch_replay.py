@@ -217,7 +217,7 @@ async def test_m_in_the_bundled_replay_leaves_the_finding_readable_at_100x30() -
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await pilot.press("e")
         await until(pilot, lambda: drawn_end(app), "the end")
-        finding = "loader-workers-busy-live"
+        finding = "loader-workers-starved-live"
         await until(pilot, lambda: finding in shown(app, "#findings"), "the finding")
         await pilot.press("m")
         await until(pilot, lambda: bool(app.screen.query("Toast")), "m's notice on screen")

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from tests.unit.test_relaunch_prediction import PREDICTION
@@ -124,3 +125,85 @@ def test_a_tunes_twelve_trials_fit_100_columns(tmp_path: Path) -> None:
     assert "Per epoch" in text and "…" not in text
     assert all(len(line) <= 100 for line in text.splitlines())
     assert "│ #12 " in text and "2.342 / 14.1 %" in text
+
+
+def test_the_plots_name_runs_as_the_tables_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The terminal plots' legends and bars and compare.png's legends once used whole run ids
+    (two of them run past 100 columns): the tables' short labels, the ids' form in the
+    figure's title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+    from matplotlib.figure import Figure
+
+    from tuneadvisor.compare.plots import terminal_plots, write_plot_file
+
+    items = [load_item(str(_run(tmp_path, rid, c, r)))
+             for rid, c, r in zip(IDS, (1, 8), (120.0, 480.0), strict=True)]  # fmt: skip
+    text = terminal_plots(items, width=100, color=False)
+    assert "064512-a1b2" in text and "065010-c3d4" in text
+    assert not any(rid in text for rid in IDS)
+    for line in text.splitlines():
+        assert len(line) <= 100, line
+    figures: list[Figure] = []
+    real_close = pyplot.close
+    # read the figure before it is closed
+    monkeypatch.setattr(pyplot, "close", figures.append)
+    write_plot_file(items, tmp_path / "compare.png")
+    (fig,) = figures
+    legends = [text.get_text() for ax in fig.axes if (legend := ax.get_legend()) is not None
+               for text in legend.get_texts()]  # fmt: skip
+    assert {"064512-a1b2", "065010-c3d4"} <= set(legends)
+    assert not any(rid in legend for legend in legends for rid in IDS)
+    title = fig.get_suptitle()
+    assert title == "runs 20261206-TIME-mnist_single-SUFFIX"
+    real_close(fig)
+
+
+def test_a_run_of_many_epochs_is_shown_whole_within_100_columns(tmp_path: Path) -> None:
+    """`run --epochs 12` then compare: twelve epoch columns cut every cell to ``2.30…`` at
+    100 columns; in blocks of epochs each cell is whole and every line fits."""
+    items = []
+    for n, rid in enumerate(IDS):
+        run = _run(tmp_path, rid, 1 + n, 120.0 * (1 + n))
+        data = json.loads((run / "run.json").read_text())
+        data["epochs"] = [
+            {"epoch": e, "train_loss": 2.5 - 0.1 * e - 0.01 * n, "accuracy": 0.05 * e + 0.01 * n}
+            for e in range(1, 13)
+        ]
+        (run / "run.json").write_text(json.dumps(data))
+        items.append(load_item(str(run)))
+    console = Console(width=100, record=True)
+    for table in tables(items):
+        console.print(table)
+    text = console.export_text()
+    assert "…" not in text
+    for line in text.splitlines():
+        assert len(line) <= 100, line
+    for n in range(2):
+        for e in range(1, 13):
+            cell = f"{2.5 - 0.1 * e - 0.01 * n:.3f} / {100 * (0.05 * e + 0.01 * n):.1f} %"
+            assert cell in text, cell
+    assert all(f"epoch {e}" in text for e in range(1, 13))
+
+
+def test_trials_of_one_stage_are_told_apart_in_the_legends(tmp_path: Path) -> None:
+    """A tune's trials of one stage share a label (``tune workers``): each legend entry and
+    bar says its row's number in the throughput table."""
+    from tuneadvisor.compare.plots import panels
+
+    runs = [_run(tmp_path, IDS[0], 1, 120.0), _run(tmp_path, IDS[1], 2, 150.0)]
+    for run in runs:  # labelled as tune labels a trial: its stage, then its settings
+        data = json.loads((run / "run.json").read_text())
+        described = load_item(str(run)).run.settings.describe()  # type: ignore[union-attr]
+        data["label"] = f"tune workers: {described}"
+        (run / "run.json").write_text(json.dumps(data))
+    items = [load_item(str(r)) for r in runs]
+    drawn = panels(items)
+    names = {s.label for p in drawn if p.kind == "line" for s in p.series}
+    names |= {c for p in drawn if p.kind != "line" for c in p.categories}
+    assert {"#1 tune workers", "#2 tune workers"} <= names
+    assert "tune workers" not in names

@@ -254,7 +254,9 @@ def metrics_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
         ProcSample(pid=2, role=ROLE_MAIN, state="sleeping", cpu_pct=3.0, affinity="0-1"),
         ProcSample(pid=4, role=ROLE_WORKER, state="running", cpu_pct=30.0, affinity="0-1"),
     )
-    yield "DataLoader workers' states", loader_facts([Snapshot(t=0.0, procs=tree)])
+    # with the host's per-core reading: what other processes used of the tree's CPUs
+    host_round = HostSample(t=0.0, cpu_pct_per_core=(100.0, 100.0), proc_cpu_pct=33.0)
+    yield "DataLoader workers' states", loader_facts([Snapshot(t=0.0, procs=tree, host=host_round)])
 
 
 def release_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:

@@ -252,12 +252,19 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("host.proc.count.max", "int", "", "most processes in the job's tree"),
     ("host.proc.main_cpu_pct.mean", "float", "%", "mean CPU of the main process (100 = 1 core)"),
     ("host.proc.workers.max", "int", "", "most DataLoader workers seen in the job's tree"),
-    # the workers' states and CPU, the CPUs the tree may use (metrics/loader_waits.py; live)
+    # the workers' states, their CPU and the CPUs the tree may use (metrics/loader_waits.py)
     ("host.proc.workers.rounds", "int", "", "rounds that saw a DataLoader worker's state"),
     ("host.proc.workers.running_share", "float", "fraction", "workers' rounds seen running"),
     ("host.proc.workers.cores.mean", "float", "cores", "mean cores the DataLoader workers used"),
+    ("host.proc.workers.cores_each.mean", "float", "cores", "mean cores one worker got"),
+    (
+        "host.proc.cpus_allowed.others_cores.mean",
+        "float",
+        "cores",
+        "mean cores of the CPUs the job's processes may run on that other processes used",
+    ),
     ("host.proc.cpus_allowed", "int", "cores", "CPUs the job's processes may run on"),
-    # CPU affinity of the ranks, newest round (metrics/affinity.py; live watch only)
+    # CPU affinity of the ranks, newest round (metrics/affinity.py; watch, recordings)
     ("host.proc.affinity.ranks", "int", "", "ranks whose CPU affinity was read"),
     ("host.proc.affinity.short_ranks", "int", "", "ranks bound to fewer CPUs than their share"),
     ("host.proc.affinity.min_cpus", "int", "", "fewest CPUs a rank may run on"),

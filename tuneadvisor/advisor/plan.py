@@ -269,7 +269,8 @@ def _bound_memory(
         if now_mib is not None and floor_mib < now_mib:  # the diff lowers it, less than asked
             notes.append(
                 f"--mem lowered from {mem_text(now_mib)} to {mem_text(floor_mib)}, not to "
-                f"{change.value} (the peak alone): never below 1.2 x the peak with the workers'"
+                f"{change.value} (the peak alone): never below 1.2 x the peak with the added "
+                "workers' memory"
             )
         else:
             notes.append(f"--mem raised to {mem_text(floor_mib)}: never below 1.2 x the peak")

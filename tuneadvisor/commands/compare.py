@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     # tables are wide: a pipe or a file gets 120 columns, not rich's 80
     # no markup in the tables' cells: a label "[bold]x" is printed as it is written
     console = Console(markup=False) if sys.stdout.isatty() else Console(width=120, markup=False)
-    for table in tables(items):
+    for table in tables(items, console.width):
         console.print(table)
     for line in findings(items):
         console.print(f"[bold]{FINDING_ID}[/]: ", markup=True, highlight=False, end="")

@@ -138,7 +138,20 @@ def run(args: argparse.Namespace) -> int:
         python = torch_script_python(request.command)
         if python is not None:  # a training script that cannot start: say so before the screen
             require_torch(python)
-    return run_watch(request, render_summary, show=None if request.headless else show_screen)
+    return run_watch(
+        request,
+        render_summary,
+        show=None if request.headless else show_screen,
+        hidden=_progress_record,
+    )
+
+
+def _progress_record(line: str) -> bool:
+    """A bundled script's ``TUNEADVISOR {json}`` record: the screen's output pane leaves
+    them out, and the last lines printed after it do too."""
+    from tuneadvisor.relaunch.measurements import parse_event
+
+    return parse_event(line) is not None
 
 
 def show_screen(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tuneadvisor.compare.scaling import ScalePoint, steps_per_epoch, world_size
-from tuneadvisor.compare.tables import Item, scale_points
+from tuneadvisor.compare.tables import Item, labelled, scale_points
 from tuneadvisor.errors import InputError
 from tuneadvisor.numbers import is_ascii_digits, is_finite_number
 from tuneadvisor.relaunch.records import RunRecord
@@ -149,8 +149,19 @@ def _against(items: Sequence[tuple[str, RunRecord]], attr: str, name: str) -> Pa
 
 
 def panels(items: Sequence[Item]) -> list[Panel]:
-    """What to draw, from whatever the items have (a panel without data is left out)."""
-    return [_drawable(p) for p in _panels(items)]
+    """What to draw, from whatever the items have (a panel without data is left out); each
+    run named as the tables name it (a legend of whole run ids runs off a 100-column
+    screen)."""
+    return [_drawable(p) for p in _panels(_told_apart(labelled(items)[0]))]
+
+
+def _told_apart(items: list[Item]) -> list[Item]:
+    """Labels that repeat (a tune's three ``tune workers`` trials) with their row's number in
+    the throughput table in front (``#3 tune workers``), so each line of a legend is one run."""
+    labels = [i.label for i in items]
+    if len(set(labels)) == len(labels):
+        return items
+    return [replace(i, label=f"#{i.number} {i.label}") for i in items]
 
 
 def _drawable(panel: Panel) -> Panel:
@@ -332,6 +343,9 @@ def write_plot_file(items: Sequence[Item], path: Path) -> Path:
         _draw(ax, panel, version)
     for ax in flat[len(drawn) :]:
         ax.set_visible(False)
+    form = labelled(items)[1]
+    if form is not None:  # the short labels' long form, as the throughput table says it
+        fig.suptitle(f"runs {form}", fontsize="small")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_name(path.name + ".part" + path.suffix)

@@ -301,26 +301,41 @@ def kinds_table(items: Sequence[Item]) -> Table | None:
     return table
 
 
-def epochs_table(items: Sequence[Item]) -> Table | None:
-    """A row a run, a column an epoch: a first hour's runs have one to three epochs, and a
-    tune's many trials then fit 100 columns (a column a run was cut to ``1056…``)."""
+def epochs_tables(items: Sequence[Item], width: int = 100) -> list[Table]:
+    """A row a run, a column an epoch (a first hour's runs have one to three epochs; a tune's
+    many trials then fit, where a column a run was cut to ``1056…``); a run of more epochs
+    than ``width`` columns hold is shown in blocks of epochs, each table within the width
+    (twelve epochs once cut every cell to ``2.30…``)."""
     runs = [i for i in items if i.run and i.run.epochs]
     if not runs:
-        return None
-    title = "Per epoch: train loss / test accuracy"
-    table = Table(title=title, title_justify="left", min_width=len(title))
-    table.add_column("run", no_wrap=True)
-    n = max(len(i.run.epochs) for i in runs if i.run)
-    for index in range(n):
-        table.add_column(f"epoch {index + 1}", justify="right", no_wrap=True)
-    for item in runs:
-        assert item.run is not None
-        cells = [
+        return []
+    rows = {
+        item.key: [
             f"{_fmt(e.train_loss, '.3f')} / {100 * float(e.accuracy or 0):.1f} %"
             for e in item.run.epochs
         ]
-        table.add_row(item.key, *cells, *([""] * (n - len(cells))))
-    return table
+        for item in runs
+        if item.run is not None
+    }
+    n = max(len(cells) for cells in rows.values())
+    # a cell's text, its padding and its border: rich's heavy-headed table draws each
+    cell_w = max(len(f"epoch {n}"), *(len(c) for cells in rows.values() for c in cells)) + 3
+    run_w = max(len("run"), *map(len, rows)) + 3
+    per_table = max(1, (width - 1 - run_w) // cell_w)
+    title = "Per epoch: train loss / test accuracy"
+    out = []
+    for first in range(0, n, per_table):
+        last = min(n, first + per_table)
+        part = title if last - first == n else f"{title}, epochs {first + 1}-{last} of {n}"
+        table = Table(title=part, title_justify="left", min_width=min(width, len(part)))
+        table.add_column("run", no_wrap=True)
+        for index in range(first, last):
+            table.add_column(f"epoch {index + 1}", justify="right", no_wrap=True)
+        for key, cells in rows.items():
+            shown = cells[first:last]
+            table.add_row(key, *shown, *([""] * (last - first - len(shown))))
+        out.append(table)
+    return out
 
 
 def _run_id(label: str) -> tuple[str, str, str, str] | None:
@@ -371,16 +386,24 @@ def _without_settings(item: Item) -> str:
     return item.label
 
 
-def tables(items: Sequence[Item]) -> list[Table]:
+def labelled(items: Sequence[Item]) -> tuple[list[Item], str | None]:
+    """The items as the tables and the plots name them: numbered in order, each run id less
+    what all share (``short_labels``), with the form of the id they stand for."""
     shown, form = short_labels([_without_settings(i) for i in items])
-    items = [replace(i, label=label, number=n)
-             for n, (i, label) in enumerate(zip(items, shown, strict=True), 1)]  # fmt: skip
+    numbered = [replace(i, label=label, number=n)
+                for n, (i, label) in enumerate(zip(items, shown, strict=True), 1)]  # fmt: skip
+    return numbered, form
+
+
+def tables(items: Sequence[Item], width: int = 100) -> list[Table]:
+    """Every table of the comparison, each within ``width`` columns where it can be."""
+    items, form = labelled(items)
     out = [throughput_table(items, form), resources_table(items)]
-    more = (prediction_table(items), scaling_table(items), kinds_table(items), epochs_table(items))
+    more = (prediction_table(items), scaling_table(items), kinds_table(items))
     for extra in more:
         if extra is not None:
             out.append(extra)
-    return out
+    return out + epochs_tables(items, width)
 
 
 def to_json(items: Sequence[Item]) -> list[dict[str, Any]]:

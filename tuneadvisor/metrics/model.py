@@ -28,10 +28,13 @@ Facts (absent when no sample carries the value):
   ``host.proc.rss.max_mib``, ``host.proc.count.max`` (processes in the tree: main + workers),
   ``host.proc.main_cpu_pct.mean`` (%, the main process alone: 100 = one core busy),
   ``host.proc.workers.max`` (DataLoader workers seen in the tree).
+- A watch recording's series adds what its rounds' process trees say (``proc_facts``:
+  ``host.proc.workers.*`` states, ``host.proc.cpus_allowed*``, ``host.proc.affinity.*``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import statistics
@@ -242,6 +245,10 @@ class MetricsSeries:
     host: tuple[HostSample, ...] = ()
     source: str = ""  # "nvidia-smi", "nvml", "recording", ...
     notes: tuple[str, ...] = ()  # what the reader skipped or guessed, for the evidence
+    # What only the process tree of each round says (the DataLoader workers' states, the CPUs
+    # the processes may run on: loader_waits.py, affinity.py), computed by the reader of a
+    # watch recording, so that `report --metrics` reads what the replay's rules read.
+    proc_facts: tuple[tuple[str, FactValue], ...] = ()
 
     @classmethod
     def from_samples(
@@ -291,18 +298,36 @@ class MetricsSeries:
             facts.update(_gpu_facts(self))
         if self.host:
             facts.update(_host_facts(self.host))
+        facts.update(self.proc_facts)
         return facts
 
 
+# Several recordings' process facts are not pooled: each round's workers and CPUs belong to
+# one node's tree, and a share or a CPU count of two nodes' trees is neither node's.
+NOT_POOLED = (
+    "the process-tree facts (DataLoader workers' states, CPU binding) of several recordings "
+    "are not pooled: give one recording for them"
+)
+
+
 def merge_series(series: Iterable[MetricsSeries]) -> MetricsSeries:
-    """One series from several inputs (several ``--metrics`` files of one job)."""
+    """One series from several inputs (several ``--metrics`` files of one job); the process
+    facts of the one input that has them (a recording beside an nvidia-smi log), none where
+    several have them."""
     parts = list(series)
-    return MetricsSeries.from_samples(
+    with_proc = [p.proc_facts for p in parts if p.proc_facts]
+    merged = MetricsSeries.from_samples(
         (s for part in parts for s in part.gpu_samples),
         (h for part in parts for h in part.host),
         source="+".join(dict.fromkeys(p.source for p in parts if p.source)),
-        notes=(n for p in parts for n in p.notes),
+        notes=(
+            *(n for p in parts for n in p.notes),
+            *([NOT_POOLED] if len(with_proc) > 1 else []),
+        ),
     )
+    if len(with_proc) == 1:
+        return dataclasses.replace(merged, proc_facts=with_proc[0])
+    return merged
 
 
 def _put(facts: Facts, name: str, value: float | None) -> None:

@@ -33,11 +33,13 @@ import types
 import typing
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import IO, Any
 
 from tuneadvisor.files import open_append
+from tuneadvisor.metrics.affinity import affinity_facts
+from tuneadvisor.metrics.loader_waits import loader_facts
 from tuneadvisor.metrics.model import GpuSample, HostSample, MetricsSeries
 from tuneadvisor.metrics.snapshot import GpuProcess, ProcSample, Snapshot
 from tuneadvisor.numbers import finite_float, finite_int, is_finite_number
@@ -254,12 +256,18 @@ class Recording:
         return self.headers[0] if self.headers else None
 
     def series(self) -> MetricsSeries:
-        return MetricsSeries.from_samples(
+        """The samples, and what the rounds' process trees say over the whole recording (the
+        facts a replay's rules read over its window), so a report from the recording reads
+        what the replay does."""
+        series = MetricsSeries.from_samples(
             (g for s in self.snapshots for g in s.gpus),
             (s.host for s in self.snapshots if s.host is not None),
             source="recording",
             notes=self.notes,
         )
+        proc = {**affinity_facts(self.snapshots), **loader_facts(self.snapshots)}
+        kept = tuple((k, v) for k, v in proc.items() if isinstance(v, bool | int | float | str))
+        return replace(series, proc_facts=kept)
 
 
 def _build(cls: type[Any], data: Mapping[str, Any], **extra: Any) -> Any:

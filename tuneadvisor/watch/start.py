@@ -40,6 +40,9 @@ PCIE_MIN_INTERVAL_S = 0.5  # NVML measures PCIe throughput over ~20 ms per call 
 SLURM_TIMEOUT_S = 20.0  # a Slurm command asked mid-watch must not stall the rounds for long
 DRAIN_S = 2.0  # after the program's end, its output may still be in the pipe
 TAIL_LINES = 10  # of the program's output, printed when the screen closes
+# read this many times as many lines where some are hidden: the bundled scripts write a
+# progress record after each line of their own
+HIDDEN_SHARE = 4
 
 
 @dataclass
@@ -228,10 +231,16 @@ Show = Callable[[WatchSession, str, LiveRun], int]
 Summary = Callable[[WatchSession, str, str | None], str]
 
 
-def run_watch(request: WatchRequest, summary: Summary, show: Show | None = None) -> int:
+def run_watch(
+    request: WatchRequest,
+    summary: Summary,
+    show: Show | None = None,
+    hidden: Callable[[str], bool] | None = None,
+) -> int:
     """Headless: sample and print ``summary``. Otherwise ``show(session, title, run)`` runs
     the live screen (the command passes both; this layer imports neither the TUI nor how the
-    summary reads)."""
+    summary reads); ``hidden``: the output lines the screen's pane leaves out (the training's
+    progress records), left out of the last lines printed after it too."""
     screen = show is not None and request.wants_screen
     if screen and not sys.stdout.isatty():
         raise InputError(None, "watch: stdout is not a terminal; use --headless")
@@ -258,7 +267,7 @@ def run_watch(request: WatchRequest, summary: Summary, show: Show | None = None)
             raise
         built.append(session)
         try:
-            return _watch(request, target, session, summary, show)
+            return _watch(request, target, session, summary, show, hidden)
         except BaseException:
             if program is not None and screen:  # the screen's terminal hung up: as a
                 program.signal(signal.SIGHUP)  # terminal would, tell the program
@@ -281,6 +290,7 @@ def _watch(
     session: WatchSession,
     summary: Summary,
     show: Show | None,
+    hidden: Callable[[str], bool] | None = None,
 ) -> int:
     if request.stream:
         return _stream(session)
@@ -314,20 +324,27 @@ def _watch(
         print(f"tuneadvisor: pid {program.pid} left running; its output {where}")
         return code
     code = _exit_status(program, code)
-    _print_end(session, target, run, summary, request.record)
+    _print_end(session, target, run, summary, request.record, hidden)
     return code
 
 
 def _print_end(
-    session: WatchSession, target: _Target, run: LiveRun, summary: Summary, record: str | None
+    session: WatchSession,
+    target: _Target,
+    run: LiveRun,
+    summary: Summary,
+    record: str | None,
+    hidden: Callable[[str], bool] | None = None,
 ) -> None:
-    """After the screen: the program's last lines and how it ended, then the summary."""
+    """After the screen: the program's last lines (less the ``hidden`` ones, as the pane
+    showed them) and how it ended, then the summary."""
     out = []
     program = run.program
     if program is not None:
         program.drained(DRAIN_S)
     if run.output is not None:
-        lines = run.output.tail(TAIL_LINES)
+        lines = run.output.tail(TAIL_LINES * (1 if hidden is None else HIDDEN_SHARE))
+        lines = [line for line in lines if hidden is None or not hidden(line)][-TAIL_LINES:]
         if lines:
             whose = f"pid {program.pid}'s output" if program is not None else "the job's output"
             where = f" (all of it in {program.log_path})" if program and program.log_path else ""
