@@ -5,8 +5,9 @@ whatever callable the file names (a ``__reduce__`` returning ``os.system`` runs 
 and a nine-byte file, ``PROTO 4; NONE; LONG_BINPUT 0xFFFFFFFF; STOP``, makes the C unpickler
 grow and zero its memo array to 2**33 slots (64 GiB) before it notices anything is wrong.
 
-So the bytes are first read with ``pickletools.genops``, which decodes opcodes but executes
-nothing, while a shadow stack tracks only nesting depth and string values. Anything a
+So the bytes are first decoded as ``pickletools.genops`` decodes them (``opcodes``: the same
+opcodes and arguments, faster), executing nothing, while a shadow stack tracks only nesting
+depth and string values. Anything a
 line_profiler file never contains is refused there: code-running opcodes, imports other than
 ``LineStats``, memo slots that were never (or could not have been) written, oversized
 integers and strings, deep nesting. Only then does a restricted unpickler run, whose
