@@ -312,14 +312,17 @@ class Roles:
 
     def name(self, name: str, scope: int) -> int:
         s = scope
+        names, parent = self.names, self.statements.parent
         while s >= 0:
-            table = self.names[s]
-            if name in table:
+            roles = names[s].get(name)
+            if roles is not None:
                 if self._read is not None:
                     self._read.add((s, name))
-                roles = table[name]
-                return roles if roles & CALLABLE else roles | self.pattern(name)
-            s = self.statements.parent[s]
+                if roles & CALLABLE:
+                    return roles
+                pattern = self._patterns.get(name)
+                return roles | (pattern if pattern is not None else self.pattern(name))
+            s = parent[s]
         if self._misses and self._read is not None:
             self._read.add((0, name))  # a later group may bind it at module level
         return self.pattern(name)
