@@ -31,7 +31,7 @@ IDS = [p.name for p in sorted((FIX / "lprof").glob("*.lprof"))] + [
 ]
 
 
-def genops_oracle(data: bytes) -> list[tuple[str, str, int]]:
+def genops_oracle(data: bytes) -> list[tuple[str, str, int | None]]:
     """What the scan read before: genops, its errors turned into the scan's as it did."""
     stream = io.BytesIO(data)
     out = []
@@ -45,7 +45,7 @@ def genops_oracle(data: bytes) -> list[tuple[str, str, int]]:
     return out
 
 
-def decoded(data: bytes) -> list[tuple[str, str, int]]:
+def decoded(data: bytes) -> list[tuple[str, str, int | None]]:
     return [(name, repr(arg), pos) for name, arg, pos in opcodes(data)]  # repr: NaN == NaN
 
 
