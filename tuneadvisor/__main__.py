@@ -8,10 +8,11 @@ try:
 except KeyboardInterrupt:
     status = 130  # cli.EXIT_INTERRUPTED, which may not have loaded yet
 try:
-    import signal
+    # signal's C half, as cli uses (signal.py would build its enums, ~0.5 ms, for this one call)
+    import _signal  # type: ignore[import-not-found]
 
     # The work is done: a Ctrl-C now would only turn the exit into a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
 except KeyboardInterrupt:
     pass
 raise SystemExit(status)

@@ -210,9 +210,9 @@ LEAN_REPORT = {
 }
 # ... and what it never needs: the TOML parser (the pack is cached), OpenSSL's hashes, a
 # process (nothing asks Slurm), the statistics of metrics, shutil (with bz2 and lzma: only
-# where srun is looked for on the PATH).
+# where srun is looked for on the PATH), signal.py (its enums: cli and __main__ use _signal).
 LEAN_REPORT_ABSENT = {
-    "tomllib", "hashlib", "subprocess", "statistics", "decimal", "fractions", "shutil",
+    "tomllib", "hashlib", "subprocess", "statistics", "decimal", "fractions", "shutil", "signal",
 }  # fmt: skip
 
 

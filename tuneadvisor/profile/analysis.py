@@ -224,16 +224,17 @@ def _analyze_function(
             return embedded.get(lineno, LineKind.OTHER)
 
     total = func.total_s
+    # by position, in the fields' order (keywords cost a tenth of the 50,000-line analysis)
     lines = tuple(
         AnnotatedLine(
-            lineno=line.lineno,
-            hits=line.hits,
-            time_s=line.time_s,
-            per_hit_s=line.time_s / line.hits if line.hits else 0.0,
-            percent=_percent(line.time_s, total),
-            percent_total=_percent(line.time_s, grand_total),
-            kind=kind_of(line.lineno),
-            source=text_of(line.lineno),
+            line.lineno,
+            line.hits,
+            line.time_s,
+            line.time_s / line.hits if line.hits else 0.0,  # per hit
+            _percent(line.time_s, total),  # of the function
+            _percent(line.time_s, grand_total),  # of the whole profile
+            kind_of(line.lineno),
+            text_of(line.lineno),
         )
         for line in sorted(func.lines, key=lambda ln: ln.lineno)
     )

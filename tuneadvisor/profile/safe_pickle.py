@@ -5,8 +5,9 @@ whatever callable the file names (a ``__reduce__`` returning ``os.system`` runs 
 and a nine-byte file, ``PROTO 4; NONE; LONG_BINPUT 0xFFFFFFFF; STOP``, makes the C unpickler
 grow and zero its memo array to 2**33 slots (64 GiB) before it notices anything is wrong.
 
-So the bytes are first read with ``pickletools.genops``, which decodes opcodes but executes
-nothing, while a shadow stack tracks only nesting depth and string values. Anything a
+So the bytes are first decoded as ``pickletools.genops`` decodes them (``opcodes``: the same
+opcodes and arguments, faster), executing nothing, while a shadow stack tracks only nesting
+depth and string values. Anything a
 line_profiler file never contains is refused there: code-running opcodes, imports other than
 ``LineStats``, memo slots that were never (or could not have been) written, oversized
 integers and strings, deep nesting. Only then does a restricted unpickler run, whose
@@ -18,8 +19,9 @@ from __future__ import annotations
 import io
 import pickle
 import pickletools
-from collections.abc import Iterator
-from typing import Any
+import struct
+from collections.abc import Callable, Iterator
+from typing import IO, Any, NoReturn
 
 from tuneadvisor.records import record
 
@@ -97,9 +99,7 @@ _BYTES = frozenset(
 )
 _EMPTY_CONTAINERS = frozenset({"EMPTY_TUPLE", "EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET"})
 _FROM_MARK = frozenset({"TUPLE", "LIST", "DICT", "FROZENSET"})
-_FIXED_TUPLES = {"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
 _ADD_FROM_MARK = frozenset({"APPENDS", "SETITEMS", "ADDITEMS"})
-_ADD_FIXED = {"APPEND": 1, "SETITEM": 2, "BUILD": 1}
 _PUTS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
 _GETS = frozenset({"GET", "BINGET", "LONG_BINGET"})
 _WHY_FORBIDDEN = {
@@ -142,85 +142,94 @@ class _Scan:
         self.memo: dict[int, _Item] = {}
         self.ops = 0  # opcodes read so far
 
-    def step(self, name: str, arg: Any, pos: int) -> None:
-        self.ops += 1
-        if name in _WHY_FORBIDDEN:
-            raise PickleRejected(
-                f"refused: pickle opcode {name} at byte {pos} {_WHY_FORBIDDEN[name]}"
-            )
-        if name in _SCALARS:
-            self.push(_SCALAR)
-        elif name in _BIG_INTS:
-            self.check_int(arg, pos)
-            self.push(_SCALAR)
-        elif name in _TEXTS or name in _BYTES:
-            self.check_len(arg, pos)
-            self.push(_Item(text=arg if isinstance(arg, str) else None))
-        else:
-            self.structural(name, arg, pos)
+    # One handler per opcode name (``_HANDLERS``, looked up once an opcode; a chain of set
+    # tests was a tenth of reading a 50,000-line profile), each given the opcode's argument
+    # and byte offset.
 
-    def structural(self, name: str, arg: Any, pos: int) -> None:
-        if name in _EMPTY_CONTAINERS:
-            self.push(_EMPTY)
-        elif name in _FROM_MARK:
-            self.push(self.container(self.pop_mark(pos), pos))
-        elif name in _FIXED_TUPLES:
-            self.push(self.container(self.pop(_FIXED_TUPLES[name], pos), pos))
-        elif name in _ADD_FROM_MARK:
-            self.add_to_top(self.pop_mark(pos), pos)
-        elif name in _ADD_FIXED:
-            self.add_to_top(self.pop(_ADD_FIXED[name], pos), pos)
-        elif name in _PUTS or name == "MEMOIZE":
-            self.put(len(self.memo) if name == "MEMOIZE" else arg, pos)
-        elif name in _GETS:
-            self.get(arg, pos)
-        else:
-            self.control(name, arg, pos)
+    def scalar(self, arg: Any, pos: int) -> None:
+        self.stack.append(_SCALAR)
 
-    def control(self, name: str, arg: Any, pos: int) -> None:
-        if name == "MARK":
-            if len(self.marks) >= self.limits.max_marks:
-                raise PickleRejected(
-                    f"refused: MARKs nested more than {self.limits.max_marks} deep"
-                )
-            self.marks.append(len(self.stack))
-        elif name == "POP":
-            # Like the unpickler: POP with nothing above the last MARK drops the MARK.
-            if self.marks and len(self.stack) == self.marks[-1]:
-                self.marks.pop()
-            else:
-                self.pop(1, pos)
-        elif name == "POP_MARK":
-            self.pop_mark(pos)
-        elif name == "DUP":
-            top = self.pop(1, pos)[0]
-            self.push(top)
-            self.push(top)
-        elif name in ("GLOBAL", "STACK_GLOBAL"):
-            self.import_(name, arg, pos)
-        elif name == "NEWOBJ":
-            self.pop(2, pos)
-            self.push(_EMPTY)
-        elif name == "PROTO":
-            if arg > pickle.HIGHEST_PROTOCOL:
-                raise PickleRejected(f"pickle protocol {arg} is newer than this Python reads")
-        elif name == "FRAME":
-            if arg > self.size - pos:
-                raise PickleRejected(f"truncated pickle: a frame at byte {pos} runs past the end")
-        elif name == "STOP":
-            if len(self.stack) != 1 or self.marks:
-                raise PickleRejected(f"corrupt pickle: stack not balanced at STOP (byte {pos})")
-        else:  # an opcode newer than this table: refuse rather than guess
-            raise PickleRejected(f"refused: unexpected pickle opcode {name} at byte {pos}")
+    def big_int(self, arg: Any, pos: int) -> None:
+        self.check_int(arg, pos)
+        self.stack.append(_SCALAR)
 
-    def import_(self, name: str, arg: Any, pos: int) -> None:
-        if name == "GLOBAL":
-            target = str(arg)
+    def text(self, arg: Any, pos: int) -> None:
+        self.check_len(arg, pos)
+        self.stack.append(_Item(text=arg if isinstance(arg, str) else None))
+
+    def empty(self, arg: Any, pos: int) -> None:
+        self.stack.append(_EMPTY)
+
+    def from_mark(self, arg: Any, pos: int) -> None:
+        self.push(self.container(self.pop_mark(pos), pos))
+
+    def tuple1(self, arg: Any, pos: int) -> None:
+        self.push(self.container(self.pop(1, pos), pos))
+
+    def tuple2(self, arg: Any, pos: int) -> None:
+        self.push(self.container(self.pop(2, pos), pos))
+
+    def tuple3(self, arg: Any, pos: int) -> None:
+        self.push(self.container(self.pop(3, pos), pos))
+
+    def add_from_mark(self, arg: Any, pos: int) -> None:
+        self.add_to_top(self.pop_mark(pos), pos)
+
+    def add_one(self, arg: Any, pos: int) -> None:  # APPEND, BUILD
+        self.add_to_top(self.pop(1, pos), pos)
+
+    def add_two(self, arg: Any, pos: int) -> None:  # SETITEM
+        self.add_to_top(self.pop(2, pos), pos)
+
+    def memoize(self, arg: Any, pos: int) -> None:
+        self.put(len(self.memo), pos)
+
+    def mark(self, arg: Any, pos: int) -> None:
+        if len(self.marks) >= self.limits.max_marks:
+            raise PickleRejected(f"refused: MARKs nested more than {self.limits.max_marks} deep")
+        self.marks.append(len(self.stack))
+
+    def pop_one(self, arg: Any, pos: int) -> None:
+        # Like the unpickler: POP with nothing above the last MARK drops the MARK.
+        if self.marks and len(self.stack) == self.marks[-1]:
+            self.marks.pop()
         else:
-            module, qualname = self.pop(2, pos)
-            if module.text is None or qualname.text is None:
-                raise PickleRejected(f"refused: STACK_GLOBAL at byte {pos} without names")
-            target = f"{module.text} {qualname.text}"
+            self.pop(1, pos)
+
+    def pop_to_mark(self, arg: Any, pos: int) -> None:
+        self.pop_mark(pos)
+
+    def dup(self, arg: Any, pos: int) -> None:
+        top = self.pop(1, pos)[0]
+        self.push(top)
+        self.push(top)
+
+    def newobj(self, arg: Any, pos: int) -> None:
+        self.pop(2, pos)
+        self.push(_EMPTY)
+
+    def proto(self, arg: Any, pos: int) -> None:
+        if arg > pickle.HIGHEST_PROTOCOL:
+            raise PickleRejected(f"pickle protocol {arg} is newer than this Python reads")
+
+    def frame(self, arg: Any, pos: int) -> None:
+        if arg > self.size - pos:
+            raise PickleRejected(f"truncated pickle: a frame at byte {pos} runs past the end")
+
+    def stop(self, arg: Any, pos: int) -> None:
+        if len(self.stack) != 1 or self.marks:
+            raise PickleRejected(f"corrupt pickle: stack not balanced at STOP (byte {pos})")
+
+    def global_(self, arg: Any, pos: int) -> None:
+        self.import_(str(arg), pos)
+
+    def stack_global(self, arg: Any, pos: int) -> None:
+        module, qualname = self.pop(2, pos)
+        if module.text is None or qualname.text is None:
+            raise PickleRejected(f"refused: STACK_GLOBAL at byte {pos} without names")
+        self.import_(f"{module.text} {qualname.text}", pos)
+
+    def import_(self, target: str, pos: int) -> None:
         if target not in _ALLOWED_MODULE_NAMES:
             shown = ".".join(target.split(" ", 1))[:80]
             if target.endswith(" LineStats") and "line_profiler" in target:
@@ -242,11 +251,12 @@ class _Scan:
         self.stack.append(item)
 
     def pop(self, count: int, pos: int) -> list[_Item]:
-        fence = self.marks[-1] if self.marks else 0
-        if len(self.stack) - fence < count:
+        stack = self.stack
+        cut = len(stack) - count
+        if cut < (self.marks[-1] if self.marks else 0):
             raise PickleRejected(f"corrupt pickle: stack underflow at byte {pos}")
-        items = self.stack[len(self.stack) - count :]
-        del self.stack[len(self.stack) - count :]
+        items = stack[cut:]
+        del stack[cut:]
         return items
 
     def pop_mark(self, pos: int) -> list[_Item]:
@@ -258,7 +268,10 @@ class _Scan:
         return items
 
     def container(self, items: list[_Item], pos: int) -> _Item:
-        depth = 1 + max((item.depth for item in items), default=0)
+        depth = 1  # 1 + the deepest item's (a loop: a generator cost more than the scan)
+        for item in items:
+            if item.depth >= depth:
+                depth = item.depth + 1
         if depth == 1:
             return _EMPTY
         if depth > self.limits.max_depth:
@@ -271,6 +284,9 @@ class _Scan:
         top = self.pop(1, pos)[0]
         grown = self.container(items, pos)
         self.push(top if top.depth >= grown.depth else grown)
+
+    def put_arg(self, arg: Any, pos: int) -> None:  # PUT, BINPUT, LONG_BINPUT
+        self.put(arg, pos)
 
     def put(self, index: Any, pos: int) -> None:
         # pickle numbers memo slots 0, 1, 2, ... and every write is an opcode of its own, so
@@ -307,36 +323,128 @@ class _Scan:
             )
 
 
+_Handler = Callable[[_Scan, Any, int], None]
+# Each opcode name a line_profiler file may hold, and what it does to the shadow stack; the
+# names of _WHY_FORBIDDEN, and any other, are refused.
+_HANDLERS: dict[str, _Handler] = {
+    **dict.fromkeys(_SCALARS, _Scan.scalar),
+    **dict.fromkeys(_BIG_INTS, _Scan.big_int),
+    **dict.fromkeys(_TEXTS | _BYTES, _Scan.text),
+    **dict.fromkeys(_EMPTY_CONTAINERS, _Scan.empty),
+    **dict.fromkeys(_FROM_MARK, _Scan.from_mark),
+    "TUPLE1": _Scan.tuple1,
+    "TUPLE2": _Scan.tuple2,
+    "TUPLE3": _Scan.tuple3,
+    **dict.fromkeys(_ADD_FROM_MARK, _Scan.add_from_mark),
+    "APPEND": _Scan.add_one,
+    "BUILD": _Scan.add_one,
+    "SETITEM": _Scan.add_two,
+    **dict.fromkeys(_PUTS, _Scan.put_arg),
+    "MEMOIZE": _Scan.memoize,
+    **dict.fromkeys(_GETS, _Scan.get),
+    "MARK": _Scan.mark,
+    "POP": _Scan.pop_one,
+    "POP_MARK": _Scan.pop_to_mark,
+    "DUP": _Scan.dup,
+    "GLOBAL": _Scan.global_,
+    "STACK_GLOBAL": _Scan.stack_global,
+    "NEWOBJ": _Scan.newobj,
+    "PROTO": _Scan.proto,
+    "FRAME": _Scan.frame,
+    "STOP": _Scan.stop,
+}
+
+
 def scan(data: bytes, limits: PickleLimits = DEFAULT_LIMITS) -> None:
     """Refuse (PickleRejected) a pickle that a line_profiler file could not be."""
     if len(data) > limits.max_bytes:
         raise PickleRejected(f"refused: larger than the {limits.max_bytes} byte limit")
     shadow = _Scan(limits, len(data))
     end = 0
-    for opcode, arg, pos in _opcodes(data):
-        shadow.step(opcode.name, arg, pos if pos is not None else -1)
-        if opcode.name == "STOP":
-            end = (pos if pos is not None else 0) + 1
+    handlers = _HANDLERS
+    for name, arg, pos in opcodes(data):
+        shadow.ops += 1
+        handler = handlers.get(name)
+        if handler is None:
+            _refuse(name, pos)
+        handler(shadow, arg, pos)
+        end = pos + 1  # the last is STOP's
     if end != len(data):
         raise PickleRejected(f"corrupt pickle: {len(data) - end} stray bytes after its end")
 
 
-def _opcodes(data: bytes) -> Iterator[tuple[pickletools.OpcodeInfo, Any, int | None]]:
-    """genops, with its decoding errors (any type: it parses untrusted bytes) made ours."""
-    stream = io.BytesIO(data)
-    ops = pickletools.genops(stream)
+def _refuse(name: str, pos: int) -> NoReturn:
+    if name in _WHY_FORBIDDEN:
+        raise PickleRejected(f"refused: pickle opcode {name} at byte {pos} {_WHY_FORBIDDEN[name]}")
+    # an opcode newer than the table of handlers: refuse rather than guess
+    raise PickleRejected(f"refused: unexpected pickle opcode {name} at byte {pos}")
+
+
+# Opcode byte -> (name, the struct of a fixed-size argument, else pickletools' reader of a
+# variable one); None for a byte that is no opcode. Fixed-size arguments are what
+# pickletools reads with one struct format each (read_uint1 .. read_float8).
+_FIXED_FORMATS = {"uint1": "<B", "uint2": "<H", "int4": "<i", "uint4": "<I", "uint8": "<Q",
+                  "float8": ">d"}  # fmt: skip
+_Decoder = tuple[str, struct.Struct | None, Callable[[IO[bytes]], Any] | None]
+_DECODERS: list[_Decoder | None] = [None] * 256
+for _op in pickletools.opcodes:
+    _arg = _op.arg
+    _fixed = _arg.name in _FIXED_FORMATS if _arg is not None else False
+    _DECODERS[ord(_op.code)] = (
+        _op.name,
+        struct.Struct(_FIXED_FORMATS[_arg.name]) if _arg is not None and _fixed else None,
+        _arg.reader if _arg is not None and not _fixed else None,
+    )
+del _op, _arg, _fixed
+_TRUNCATED = "truncated pickle: the file ends inside it"
+
+
+def opcodes(data: bytes) -> Iterator[tuple[str, Any, int]]:
+    """(name, argument, byte offset) of each opcode up to STOP, as ``pickletools.genops``
+    decodes them (tests/unit/test_safe_pickle_decode.py holds it to that), executing
+    nothing; any decoding error is a PickleRejected. genops costs a reader call and a stream
+    read an opcode: here a fixed-size argument is one ``struct.unpack_from`` at an offset,
+    and only the rare variable-size ones (strings, long integers, protocol 0's text) go
+    through pickletools' own readers."""
+    size = len(data)
+    stream: io.BytesIO | None = None
+    pos = 0
     while True:
-        try:
-            item = next(ops)
-        except StopIteration:
+        if pos >= size:  # genops: "pickle exhausted before seeing STOP"
+            raise PickleRejected(_TRUNCATED)
+        decoder = _DECODERS[data[pos]]
+        if decoder is None:
+            if pos + 1 >= size:
+                raise PickleRejected(_TRUNCATED)
+            raise PickleRejected(
+                f"corrupt pickle: at position {pos}, opcode {data[pos : pos + 1]!r} unknown"
+            )
+        name, fixed, reader = decoder
+        start = pos + 1
+        if fixed is not None:
+            end = start + fixed.size
+            if end > size:
+                raise PickleRejected(_TRUNCATED)
+            arg = fixed.unpack_from(data, start)[0]
+        elif reader is not None:
+            if stream is None:
+                stream = io.BytesIO(data)
+            stream.seek(start)
+            try:
+                arg = reader(stream)
+            except MemoryError:
+                raise  # not the file's fault, and not to be mistaken for a rejection
+            except Exception as exc:  # any type: the readers parse untrusted bytes
+                if stream.tell() >= size:
+                    raise PickleRejected(_TRUNCATED) from None
+                raise PickleRejected(f"corrupt pickle: {exc}") from None
+            end = stream.tell()
+        else:
+            arg, end = None, start
+        yield name, arg, pos
+        if name == "STOP":
             return
-        except MemoryError:
-            raise  # not the file's fault, and not to be mistaken for a rejection
-        except Exception as exc:
-            if stream.tell() >= len(data):
-                raise PickleRejected("truncated pickle: the file ends inside it") from None
-            raise PickleRejected(f"corrupt pickle: {exc}") from None
-        yield item
+        pos = end
 
 
 # -- the restricted unpickler -------------------------------------------------------------

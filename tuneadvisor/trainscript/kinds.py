@@ -123,7 +123,7 @@ from tuneadvisor.trainscript.roles import (
     Roles,
     StreamedRoles,
 )
-from tuneadvisor.trainscript.scopes import Statements, header_exprs
+from tuneadvisor.trainscript.scopes import SIMPLE_STATEMENTS, Statements, header_exprs
 
 
 class LineKind(StrEnum):
@@ -283,6 +283,8 @@ _DTYPES = frozenset(
 def _classify(statements: Statements, roles: Roles, source: ParsedScript) -> dict[int, LineKind]:
     best: dict[int, int] = {}
     for (stmt, scope), nodes in zip(statements.items, statements.nodes, strict=True):
+        if not nodes and type(stmt) in SIMPLE_STATEMENTS and type(stmt) is not ast.Assert:
+            continue  # nothing to classify (``x = y * 2``); an assert's test may be a tensor
         rank = _statement_rank(stmt, scope, nodes, roles)
         if rank == _NO_RANK:
             continue

@@ -9,6 +9,8 @@ a name means by itself comes from ``names``; ``kinds``' docstring lists the rule
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from typing import Any
 
 from tuneadvisor.trainscript.names import (
     LOADER_WRAPPERS,
@@ -310,14 +312,17 @@ class Roles:
 
     def name(self, name: str, scope: int) -> int:
         s = scope
+        names, parent = self.names, self.statements.parent
         while s >= 0:
-            table = self.names[s]
-            if name in table:
+            roles = names[s].get(name)
+            if roles is not None:
                 if self._read is not None:
                     self._read.add((s, name))
-                roles = table[name]
-                return roles if roles & CALLABLE else roles | self.pattern(name)
-            s = self.statements.parent[s]
+                if roles & CALLABLE:
+                    return roles
+                pattern = self._patterns.get(name)
+                return roles | (pattern if pattern is not None else self.pattern(name))
+            s = parent[s]
         if self._misses and self._read is not None:
             self._read.add((0, name))  # a later group may bind it at module level
         return self.pattern(name)
@@ -340,26 +345,42 @@ class Roles:
         return found
 
     def _of(self, expr: ast.expr, scope: int, depth: int) -> int:
+        # Nested parts go straight to _of (``of`` with a depth does nothing else), and the
+        # node's class picks its reader: an isinstance chain walked for every node was most
+        # of flowing a large file's roles.
         if depth > MAX_DEPTH:
             return 0
-        depth += 1
+        cls = type(expr)
+        if cls is ast.Name:
+            return self.name(expr.id, scope)  # type: ignore[attr-defined]  # it is a Name
+        read = _READERS.get(cls)
+        if read is None:
+            return self._of_subclass(expr, scope, depth + 1)
+        return read(self, expr, scope, depth + 1)
+
+    def _of_subclass(self, expr: ast.expr, scope: int, depth: int) -> int:
+        """A node of a class not in ``_READERS`` (a subclass of an AST class, say)."""
         if isinstance(expr, ast.Name):
             return self.name(expr.id, scope)
-        if isinstance(expr, ast.Attribute):
-            return self._attribute(expr, scope, depth)
-        if isinstance(expr, ast.Call):
-            return self._call(expr, scope, depth)
-        if isinstance(expr, ast.Subscript):
-            return self.of(expr.value, scope, depth) & (TENSOR | LOADER | MODEL)
-        if isinstance(expr, (ast.Starred, ast.Await, ast.NamedExpr)):
-            return self.of(expr.value, scope, depth)
-        if isinstance(expr, ast.BinOp):
-            return (self.of(expr.left, scope, depth) | self.of(expr.right, scope, depth)) & TENSOR
-        if isinstance(expr, ast.UnaryOp):
-            return self.of(expr.operand, scope, depth) & TENSOR
-        if isinstance(expr, ast.Compare):
-            return self._compare(expr, scope, depth)
-        return self._other(expr, scope, depth)
+        for cls, read in _READERS.items():
+            if isinstance(expr, cls):
+                return read(self, expr, scope, depth)
+        return 0
+
+    def _subscript(self, expr: ast.Subscript, scope: int, depth: int) -> int:
+        return self._of(expr.value, scope, depth) & (TENSOR | LOADER | MODEL)
+
+    def _inner(self, expr: ast.Starred | ast.Await | ast.NamedExpr, scope: int, depth: int) -> int:
+        return self._of(expr.value, scope, depth)
+
+    def _binop(self, expr: ast.BinOp, scope: int, depth: int) -> int:
+        return (self._of(expr.left, scope, depth) | self._of(expr.right, scope, depth)) & TENSOR
+
+    def _unaryop(self, expr: ast.UnaryOp, scope: int, depth: int) -> int:
+        return self._of(expr.operand, scope, depth) & TENSOR
+
+    def _nothing(self, expr: ast.expr, scope: int, depth: int) -> int:
+        return 0
 
     def _other(self, expr: ast.expr, scope: int, depth: int) -> int:
         parts: list[ast.expr]
@@ -373,16 +394,16 @@ class Roles:
             return 0
         roles = 0
         for part in parts:
-            roles |= self.of(part, scope, depth)
+            roles |= self._of(part, scope, depth)
         return roles & TENSOR
 
     def _compare(self, expr: ast.Compare, scope: int, depth: int) -> int:
         # ``x is None`` and ``k in batch`` do not read tensor values.
         if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in expr.ops):
             return 0
-        roles = self.of(expr.left, scope, depth)
+        roles = self._of(expr.left, scope, depth)
         for part in expr.comparators:
-            roles |= self.of(part, scope, depth)
+            roles |= self._of(part, scope, depth)
         return roles & TENSOR
 
     def _attribute(self, expr: ast.Attribute, scope: int, depth: int) -> int:
@@ -392,7 +413,7 @@ class Roles:
             if self._read is not None:
                 self._read.add(dotted)
             roles |= self.attrs.get(dotted, 0)
-        base = self.of(expr.value, scope, depth)
+        base = self._of(expr.value, scope, depth)
         if base & MODEL and expr.attr in ("module", "_orig_mod"):
             roles |= MODEL
         if base & TENSOR and expr.attr not in _NON_TENSOR_ATTRS:
@@ -405,7 +426,7 @@ class Roles:
             roles = self._method_result(call, func, scope, depth)
             if roles:
                 return roles
-        callee = self.of(func, scope, depth)
+        callee = self._of(func, scope, depth)
         if callee & MODEL or callee & LOSS_FN:
             return TENSOR  # a forward pass or a loss
         name = final_name(func)
@@ -424,7 +445,7 @@ class Roles:
         return TENSOR if tensor else 0
 
     def _method_result(self, call: ast.Call, func: ast.Attribute, scope: int, depth: int) -> int:
-        base = self.of(func.value, scope, depth)
+        base = self._of(func.value, scope, depth)
         attr = func.attr
         if attr in _SAME_ROLE_METHODS:
             moved = TENSOR if attr in ("to", "cuda") and not base & (MODEL | LOSS_FN) else 0
@@ -493,6 +514,29 @@ class Roles:
             final = final_name(first)
             return final is not None and is_iterator_name(final)
         return any(self.of(arg, scope, depth) & LOADER for arg in args)
+
+
+_Reader = Callable[[Roles, Any, int, int], int]
+# The reader of each class of expression (a Name is looked up before this); a class not here
+# at all (a subclass of one) is read as isinstance reads it.
+_READERS: dict[type, _Reader] = {
+    ast.Attribute: Roles._attribute,
+    ast.Call: Roles._call,
+    ast.Subscript: Roles._subscript,
+    ast.Starred: Roles._inner,
+    ast.Await: Roles._inner,
+    ast.NamedExpr: Roles._inner,
+    ast.BinOp: Roles._binop,
+    ast.UnaryOp: Roles._unaryop,
+    ast.Compare: Roles._compare,
+    ast.BoolOp: Roles._other,
+    ast.IfExp: Roles._other,
+    ast.Tuple: Roles._other,
+    ast.List: Roles._other,
+}
+for _cls in ast.expr.__subclasses__():  # every other expression (Constant, Lambda, ...): none
+    _READERS.setdefault(_cls, Roles._nothing)
+del _cls
 
 
 class StreamedRoles(Roles):

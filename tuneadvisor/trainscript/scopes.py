@@ -127,6 +127,8 @@ class Statements:
                 continue
             self.items.append((stmt, scope))
             self.nodes.append(statement_nodes(stmt))
+            if type(stmt) in SIMPLE_STATEMENTS:
+                continue  # nothing nested (most statements)
             children = [(iter(nested), inner) for nested, inner in self._children(stmt, scope)]
             stack.extend(reversed(children))
 
@@ -163,8 +165,19 @@ class Statements:
             yield case.body, scope
 
 
+# Statements with no statement nested in them (no body, orelse, finalbody, handlers, cases):
+# looked up by their exact class (a subclass, if any, takes the general way).
+SIMPLE_STATEMENTS = frozenset(
+    cls
+    for cls in ast.stmt.__subclasses__()
+    if not {"body", "orelse", "finalbody", "handlers", "cases"} & set(cls._fields)
+)
+
+
 def header_exprs(stmt: ast.stmt) -> list[ast.expr] | None:
     """The expressions of a compound statement's header; None for a simple statement."""
+    if type(stmt) in SIMPLE_STATEMENTS:
+        return None
     if isinstance(stmt, (ast.For, ast.AsyncFor)):
         return [stmt.target, stmt.iter]
     if isinstance(stmt, (ast.While, ast.If)):
@@ -185,11 +198,15 @@ def header_exprs(stmt: ast.stmt) -> list[ast.expr] | None:
 # The only nodes the passes look at; collected once per statement.
 _INTERESTING = (ast.Call, ast.FormattedValue, ast.comprehension, ast.NamedExpr, ast.BinOp)
 _LEAVES = (ast.Name, ast.Constant)
+# Fields never walked: scalars, contexts and operators (no node below them, none interesting)
 _SCALAR_FIELDS = frozenset(
-    {"ctx", "type_comment", "kind", "id", "attr", "arg", "name", "module", "level", "conversion"}
-)
+    {"ctx", "type_comment", "kind", "id", "attr", "arg", "name", "module", "level", "conversion",
+     "op", "ops"}
+)  # fmt: skip
 # type -> (interesting?, child fields); None for things that are not nodes (str, int).
 _NODE_TYPES: dict[type, tuple[bool, tuple[str, ...]] | None] = {}
+# Leaves seen as a single child are not pushed at all (half the nodes of an expression).
+_LEAF_TYPES = frozenset({ast.Name, ast.Constant})
 
 
 def _node_type(cls: type) -> tuple[bool, tuple[str, ...]] | None:
@@ -205,6 +222,11 @@ def _node_type(cls: type) -> tuple[bool, tuple[str, ...]] | None:
     return info
 
 
+def _percent_format(node: ast.BinOp) -> bool:
+    """``"%.3f" % x``: the only BinOp a pass looks at (arithmetic is most of them)."""
+    return isinstance(node.op, ast.Mod) and isinstance(node.left, (ast.Constant, ast.JoinedStr))
+
+
 def statement_nodes(stmt: ast.stmt) -> list[ast.AST]:
     """The interesting nodes a statement evaluates itself (not those of nested bodies).
 
@@ -214,19 +236,22 @@ def statement_nodes(stmt: ast.stmt) -> list[ast.AST]:
     stack: list[object] = [stmt] if header is None else list(header)
     found: list[ast.AST] = []
     types = _NODE_TYPES
+    leaves = _LEAF_TYPES
     while stack:
         node = stack.pop()
         cls = type(node)
-        info = types[cls] if cls in types else _node_type(cls)
+        info = types.get(cls)
         if info is None:
-            continue
+            info = _node_type(cls)
+            if info is None:  # not a node (a name in a `global` statement)
+                continue
         interesting, fields = info
-        if interesting:
+        if interesting and (cls is not ast.BinOp or _percent_format(node)):  # type: ignore[arg-type]
             found.append(node)  # type: ignore[arg-type]  # info says it is a node
         for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
                 stack.extend(value)
-            elif value is not None:
+            elif value is not None and type(value) not in leaves:
                 stack.append(value)
     return found
