@@ -9,8 +9,7 @@ given (pure: the start times are asked of Slurm by the workspace)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from tuneadvisor.advisor.fact_view import FactView
 from tuneadvisor.advisor.prediction import Prediction, Span
@@ -21,6 +20,10 @@ from tuneadvisor.advisor.steptime import (
     TRACE_OVERHEAD,
     measured_spread,
 )
+from tuneadvisor.records import record
+
+if TYPE_CHECKING:  # a start time is only ever given to finish(): datetime costs every report
+    from datetime import datetime
 
 NO_STEP_TIME = (
     "the step time: nothing timed the run's steps (a line_profiler profile, a torch.profiler "
@@ -36,7 +39,7 @@ NO_LENGTH = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Steps:
     """The steps the run takes, and how that was read."""
 
@@ -45,7 +48,7 @@ class Steps:
     at_most: bool = False  # an epoch count may end it sooner (an epoch's steps not known)
 
 
-@dataclass(frozen=True)
+@record
 class RunLength:
     """The run's length in seconds, as written and with the plan; what is missing for
     either (each one line: the piece, then what would give it)."""
@@ -56,7 +59,7 @@ class RunLength:
     missing: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Finish:
     """One script's time to result: when the scheduler would start it, and its end as a
     range (the run's length added to the start)."""
@@ -146,6 +149,8 @@ def finish(start: datetime, run_s: Span) -> Finish | None:
     """The end of a run of ``run_s`` started at ``start``; None past the calendar's end
     (a run of centuries is said as too long, not as an overflow)."""
     try:
+        from datetime import timedelta  # here: a report without start times never loads it
+
         ends = [start + timedelta(seconds=s) for s in (run_s.low, run_s.expected, run_s.high)]
     except OverflowError:
         return None
