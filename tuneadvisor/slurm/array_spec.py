@@ -7,7 +7,7 @@ empty pieces, cuts each piece at its first ``%`` (a throttle: never refused, ``1
 ``5%32,٣`` show it is read per piece), and reads what is left as ``FIRST[-LAST[:STEP]]``
 with C ``strtol`` (ASCII digits, leading blanks and a sign allowed; one ``[`` before and
 one ``]`` after each number ignored). A piece is refused when a number has anything else
-after it, FIRST is negative, LAST is below FIRST, STEP is not positive, or LAST reaches
+after it, FIRST is negative, LAST is below FIRST, STEP is not positive, or LAST or STEP reaches
 MaxArraySize. Each case here was checked against slurmctld 22.05.8 with ``sbatch --test-only``
 (tests/integration/test_array_spec_slurm.py).
 
@@ -45,7 +45,7 @@ def _piece_ok(piece: str) -> bool:
         return False
     if rest.startswith(":"):
         step, rest = _number(rest[1:])
-        return step > 0 and rest == ""
+        return 0 < step <= MOST_TASK_ID and rest == ""
     return rest == ""
 
 
