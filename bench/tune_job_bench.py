@@ -5,10 +5,10 @@ between the tune-job-bench markers).
     .venv/bin/python bench/tune_job_bench.py [--pairs 3] [--steps 60] [--repeats 3] [--record]
 
 Each pair runs, in alternating order, `tune --job train.sbatch --sweep` (every trial: settings
-x repeats) and `tune --job train.sbatch` (trials to a decision) on a job of the bench's own:
-`num_workers=0` written in its training script, items that cost CPU about as much as the
-step. Per pair: the trials each ran and the wall time from the command's start to its ledger,
-and how far the early decision's choice (its winner, else the start) is from the sweep's best
+x repeats) and `tune --job train.sbatch` (trials to a decision) on the tests' own job
+(tests/fixtures/costly_train/train.py): `num_workers=0` written in its training script, items
+that cost CPU about as much as the step. Per pair: the trials each ran and the wall time from
+the command's start to its ledger, and how far the early decision's choice (its winner, else the start) is from the sweep's best
 setting, both read from the sweep's own measurements (the goal: within the best's spread).
 
 Goals (issue 32): at most half the sweep's runs; the choice within the sweep best's spread.
@@ -39,39 +39,9 @@ BEGIN = "<!-- tune-job-bench:begin -->"
 END = "<!-- tune-job-bench:end -->"
 ROOT = Path(os.environ.get("SLURM_ROOT", "/tmp/tuneadvisor-slurm"))
 
-TRAIN_PY = """\
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-
-class Costly(Dataset):
-    def __len__(self):
-        return 100000
-
-    def __getitem__(self, i):
-        x = torch.randn(128, 128, generator=torch.Generator().manual_seed(i))
-        for _ in range(30):
-            x = torch.tanh(x @ x.T / 128)
-        return x.flatten()[:256], i % 10
-
-
-def main():
-    torch.set_num_threads(1)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(256, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048),
-        torch.nn.ReLU(), torch.nn.Linear(2048, 10),
-    )
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = DataLoader(Costly(), batch_size=8, shuffle=True, num_workers=0)
-    for x, y in loader:
-        opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-
-
-if __name__ == "__main__":
-    main()
-"""
+# the tests' own job (tests/integration/test_tune_job_slurm.py): num_workers=0 written in it,
+# items that cost CPU about as much as the step
+TRAIN_PY = (REPO / "tests" / "fixtures" / "costly_train" / "train.py").read_text()
 
 JOB = """\
 #!/bin/bash

@@ -165,3 +165,12 @@ def example_report(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Monke
     monkeypatch.chdir(REPO)
     assert main(["report", *EXAMPLE_INPUTS, "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def torch_python() -> str:
+    """The Python that has torch and torchvision (the train extra), or the test skips
+    (the integration and process tests that run the bundled training)."""
+    from tests.integration.test_training_mnist import _need
+
+    return _need("torch", "torchvision")

@@ -6,13 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_training_mnist import _make_data, _need
-
-
-@pytest.fixture(scope="module")
-def torch_python() -> str:
-    """The Python that has torch and torchvision (the train extra), or the test skips."""
-    return _need("torch", "torchvision")
+from tests.integration.test_training_mnist import _make_data
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import REPO
 from tests.integration.slurm_cluster import Cluster, start_cluster
 from tuneadvisor.slurm.jobscript.model import JobScript
 from tuneadvisor.tune.job_array import ArrayPlan, array_script
@@ -19,66 +20,9 @@ from tuneadvisor.tune.job_grid import JobSetting
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
-TRAIN_PY = """\
-import atexit
-import json
-import os
-import time
-
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-
-class Costly(Dataset):
-    \"\"\"Generated items that each cost about as much CPU as a step's share of them.\"\"\"
-
-    def __len__(self):
-        return 100000
-
-    def __getitem__(self, i):
-        x = torch.randn(128, 128, generator=torch.Generator().manual_seed(i))
-        for _ in range(30):
-            x = torch.tanh(x @ x.T / 128)
-        return x.flatten()[:256], i % 10
-
-
-def _cpu():
-    \"\"\"The machine's busy CPU ticks, this process's and its reaped children's, and now.\"\"\"
-    with open("/proc/stat") as f:
-        ticks = [int(v) for v in f.readline().split()[1:]]
-    with open("/proc/self/stat") as f:
-        mine = f.read().rsplit(")", 1)[1].split()
-    return sum(ticks) - sum(ticks[3:5]), sum(int(v) for v in mine[11:15]), time.monotonic()
-
-
-def _others(first):
-    \"\"\"The share of the machine's CPUs that other work used while this trial trained.\"\"\"
-    busy, mine, now = _cpu()
-    others = max(0, busy - first[0] - (mine - first[1])) / os.sysconf("SC_CLK_TCK")
-    share = others / ((os.cpu_count() or 1) * max(1e-3, now - first[2]))
-    with open(f"machine-{os.environ.get('SLURM_ARRAY_TASK_ID', 'x')}.json", "w") as f:
-        json.dump({"others_share": share}, f)
-
-
-def main():
-    torch.set_num_threads(1)
-    if os.path.exists("/proc/stat"):
-        atexit.register(_others, _cpu())
-    model = torch.nn.Sequential(
-        torch.nn.Linear(256, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048),
-        torch.nn.ReLU(), torch.nn.Linear(2048, 10),
-    )
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = DataLoader(Costly(), batch_size=8, shuffle=True, num_workers=0)
-    for x, y in loader:
-        opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-
-
-if __name__ == "__main__":
-    main()
-"""
+# num_workers=0 written as a literal, generated items that cost CPU; shared with
+# bench/tune_job_bench.py
+TRAIN_PY = (REPO / "tests" / "fixtures" / "costly_train" / "train.py").read_text()
 
 JOB = """\
 #!/bin/bash

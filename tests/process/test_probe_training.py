@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.integration.test_training_mnist import PREFIX, TRAIN_SCRIPT, _make_data, _need
+from tests.integration.test_training_mnist import PREFIX, TRAIN_SCRIPT, _make_data
 from tuneadvisor.runrecord.probe import read_probe
 
 CIFAR_SCRIPT = REPO / "training" / "cifar100_wrn.py"
@@ -26,11 +26,6 @@ MAKE_CIFAR = REPO / "scripts" / "make_cifar100_data.py"
 # processes' CPU time (each ~3 s of starting torch, which varied by 0.5 s in CI at 50 ms)
 STAND_IN_MS = 200
 EXTRA = 20  # steps of the longer run over the one-step run (4 epochs of 8 batches hold them)
-
-
-@pytest.fixture(scope="module")
-def torch_python() -> str:
-    return _need("torch", "torchvision")
 
 
 @pytest.fixture(scope="module")
