@@ -8,8 +8,9 @@ Each pair runs, in alternating order, `tune --job train.sbatch --sweep` (every t
 x repeats) and `tune --job train.sbatch` (trials to a decision) on the tests' own job
 (tests/fixtures/costly_train/train.py): `num_workers=0` written in its training script, items
 that cost CPU about as much as the step. Per pair: the trials each ran and the wall time from
-the command's start to its ledger, and how far the early decision's choice (its winner, else the start) is from the sweep's best
-setting, both read from the sweep's own measurements (the goal: within the best's spread).
+the command's start to its ledger, and how far the early decision's choice (its winner, else
+the start) is from the sweep's best setting, both read from the sweep's own measurements
+(the goal: within the best's spread).
 
 Goals (issue 32): at most half the sweep's runs; the choice within the sweep best's spread.
 The machine is shared (2 CPUs, other sessions' work): the trials measure it too, and the
