@@ -4,8 +4,15 @@ tests/integration/test_array_spec_slurm.py checks generated values against it.""
 
 from __future__ import annotations
 
-import pytest
+import contextlib
+import io
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.unit.test_apply_generated import PROFILE
+from tuneadvisor.cli import main
 from tuneadvisor.slurm.array_spec import MESSAGE, check_array
 from tuneadvisor.slurm.options import validate
 
@@ -31,4 +38,31 @@ def test_values_the_controller_refuses(value: str) -> None:
 
 
 def test_ids_only_a_raised_max_array_size_takes_are_not_refused() -> None:
-    check_array("0-4000000")  # a site with MaxArraySize 4000001 takes it: the site file's call
+    check_array("0-4000000")  # a site with MaxArraySize 4000001 takes it: not flagged
+
+
+@given(st.text(max_size=30))
+def test_any_value_is_accepted_or_refused_with_the_controllers_message(value: str) -> None:
+    assert validate("array", value) in (None, MESSAGE)
+
+
+@settings(max_examples=25, deadline=None)
+@given(value=st.text(alphabet="0123456789-:,%[]+x٣. ", min_size=1, max_size=12))
+def test_a_job_script_with_any_array_value_reports_and_writes_nothing_wrong(
+    value: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """End to end: the job script's --array through the report's facts, findings, plan and
+    text: the report never fails on it, and an --array the controller refuses is an invalid
+    directive."""
+    folder = tmp_path_factory.mktemp("array")
+    job = folder / "job.sbatch"
+    job.write_text(f"#!/bin/bash\n#SBATCH --array={value}\n#SBATCH --cpus-per-task=1\ntrue\n")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["report", str(PROFILE), "--job", str(job)])
+    assert status == 0, err.getvalue()
+    assert "Traceback" not in out.getvalue() + err.getvalue()
+    try:
+        check_array(value)
+    except ValueError:  # the controller's refusal reaches the report
+        assert " " in value or "invalid-directive" in out.getvalue()
