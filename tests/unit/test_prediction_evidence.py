@@ -4,6 +4,8 @@ missing."""
 
 from __future__ import annotations
 
+import math
+
 import json
 import shutil
 from pathlib import Path
@@ -68,7 +70,7 @@ def test_the_run_record_beside_a_trace_gives_the_workers_and_a_prediction(
     assert any("half the wait" in b for b in prediction["basis"])
     assert prediction["speedup"]["low"] < 1.0 < prediction["speedup"]["expected"]
     # a longer step with the same wait share leaves the workers room, the assumed figure
-    # well inside the wait: the slow side is the spread's alone
+    # well inside the wait: the slow side is the spread's alone (two runs', each within it)
     facts = {**advice["facts"], "trace.step_s": 0.05}
     budget = step_budget(facts)
     assert budget is not None and budget.source == "trace"
@@ -81,7 +83,9 @@ def test_the_run_record_beside_a_trace_gives_the_workers_and_a_prediction(
     )
     assert longer is not None, why
     assert longer.speedup.expected > 1
-    assert longer.speedup.low == pytest.approx(longer.speedup.expected / (1 + budget.spread))
+    assert budget.slower_at(2, 3) == 1.0
+    pair = math.hypot(budget.spread, budget.spread)
+    assert longer.speedup.low == pytest.approx(longer.speedup.expected / (1 + pair))
 
 
 def test_a_probe_that_measured_a_91_percent_stall_gives_a_finding_a_plan_and_a_prediction(

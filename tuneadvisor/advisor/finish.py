@@ -107,10 +107,8 @@ def measured_step(model: StepModel, v: FactView) -> Span | None:
     faster: float | None = None
     if budget is not None and budget.step_s is not None:
         step, spread, overhead = budget.step_s, budget.spread, budget.overhead
-        cores = v.alloc.cpus_per_task
-        if cores is not None:  # its workers' cost under the profiler too, as the model has it
-            ranks = max(v.job.ranks_per_task or 1, 1)
-            faster = budget.faster_unprofiled(budget.usable(budget.workers, cores, ranks))
+        if v.alloc.cpus_per_task is not None:  # its workers' cost under the profiler too
+            faster = budget.faster_measured()
     elif v.trace.step_s:
         step, overhead = v.trace.step_s, TRACE_OVERHEAD
         measured = v.trace.step_spread

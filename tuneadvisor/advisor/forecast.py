@@ -3,6 +3,7 @@ for the plan's workers and cores, or a line saying which evidence would support 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from tuneadvisor.advisor.fact_view import FactView, as_view
@@ -94,6 +95,8 @@ def _pipeline(usable: float, budget: StepBudget) -> str:
     trace whose DataLoader share is 0) has no per-worker cost to divide by."""
     if budget.worker_steps <= 0:
         return "the loop measured no wait for batches: more workers change nothing, the model"
+    if usable <= 0:  # a setting of no workers: the loop loads each batch itself
+        return "with no workers the loop loads each batch itself, in its own time: the model"
     # a batch takes the workers' time, after the time the intra-op threads hold the cores
     makes = 1 / (budget.held + budget.worker_steps / usable)
     needs = 1 / (budget.busy + budget.receive)
@@ -180,27 +183,50 @@ def predict(
     speed = 1.0 / relative
     step = budget.step_s * relative
     faster = budget.faster_unprofiled(usable)  # the fast side: the run without the profiler
-    slower = budget.slower_receiving(usable)  # the slow side: receiving costs all it may
+    slower = budget.slower_at(workers, cores, ranks)  # the slow side: the main's CPU, receiving
     samples = None
     if budget.batch_size:
         rate = budget.batch_size / step
         samples = Span(rate / (1 + spread) / slower, rate, rate / max(1 - spread, 0.05) * faster)
-    fastest = speed * (1 + spread) * faster
+    # the speedup is over the measured run as the job runs, without the instrument: the
+    # measured run may gain from losing it too (its own setting's gain), more or less than
+    # the new setting; and it is a ratio of two runs, each within the measured spread
+    gain = faster / budget.faster_measured()
+    pair = math.hypot(spread, spread)
+    speedup = Span(
+        speed / (1 + pair) / slower * min(1.0, gain), speed, speed * (1 + pair) * max(1.0, gain)
+    )
+    basis = [
+        *budget.basis,
+        f"one core per worker: assumed; {workers} worker(s) on {cores} core(s) a task "
+        f"run {usable:.2f} workers' worth beside the main process's "
+        f"{budget.main_cores():.2f} core (no more than a core each, none below one)",
+        _pipeline(usable, budget),
+        f"the setting: the fewest workers that cover the loop with a {MARGIN:.0%} "
+        "margin (assumed), the model's best within the cores where a cap binds",
+        f"the speedup's spread {pair:.0%}: two runs' (the measured run's and the new one's, "
+        f"each within {spread:.0%}, taken as independent)",
+    ]
+    if slower > 1.0 + 1e-3:
+        basis.append(
+            f"up to {slower - 1:.0%} slower on the range's slow side: the main process's "
+            f"own time all CPU (at the new rate {budget.main_share_at(workers, cores, ranks):.2f} "
+            "of a core beside the workers: assumed) and receiving a batch at the assumed figure"
+        )
+    if abs(gain - 1.0) > 1e-3:
+        basis.append(
+            f"the speedup over the job as it runs without the profiler: the measured run may "
+            f"gain {budget.faster_measured() - 1:.0%} from losing it, the new setting "
+            f"{faster - 1:.0%} (assumed, both at most the profiler's cost above); the range "
+            "counts both"
+        )
     return (
         Prediction(
             setting={"num_workers": workers, "cpus_per_task": cores},
             step_s=Span(step * max(1 - spread, 0.0) / faster, step, step * (1 + spread) * slower),
-            speedup=Span(speed / (1 + spread) / slower, speed, fastest),
+            speedup=speedup,
             samples_per_s=samples,
-            basis=(
-                *budget.basis,
-                f"one core per worker: assumed; {workers} worker(s) on {cores} core(s) a task "
-                f"run {usable:.2f} workers' worth beside the main process's "
-                f"{budget.main_cores():.2f} core (no more than a core each, none below one)",
-                _pipeline(usable, budget),
-                f"the setting: the fewest workers that cover the loop with a {MARGIN:.0%} "
-                "margin (assumed), the model's best within the cores where a cap binds",
-            ),
+            basis=tuple(basis),
             ceiling=_ceiling(budget, model, usable, speed),
             assumed_node=assumed_node(v),
         ),

@@ -54,6 +54,9 @@ TRACE_OVERHEAD = 0.10
 # A measured spread is taken at least this wide: a few blocks of one run understate the
 # run-to-run variation of a shared machine.
 MIN_SPREAD = 0.05
+# The slow side's main-process share is settled against the step it makes by bisection:
+# this many halvings (2^-20 of the interval: far below any figure printed).
+_SETTLE_ROUNDS = 20
 # The pin-memory thread of the main process (pin_memory=True with workers) copies every batch
 # into page-locked memory: a share of a core taken from the workers (assumed, not measured).
 PIN_THREAD = 0.1
@@ -106,6 +109,9 @@ class StepBudget:
     # intra-op threads hold every core of the task during the compute (CPU compute with
     # OMP_NUM_THREADS following the cores): the workers run only in the rest of the step
     threads_hold_compute: bool = False
+    # workers' worth of CPU the measured run's workers had (its setting, as the model counts
+    # it); None where its cores are not known (then its workers are taken as one core each)
+    measured_usable: float | None = None
 
     @property
     def busy(self) -> float:
@@ -132,12 +138,48 @@ class StepBudget:
         floor = (self.busy + self.receive) * main
         return max(floor, self.held * main + self.worker_steps * pipeline / workers)
 
-    def slower_receiving(self, workers: float) -> float:
-        """How much slower the step with ``workers`` workers' worth may be where receiving a
-        batch costs all of the assumed figure (up to the whole measured wait): the range's
-        slow side."""
-        slow = replace(self, receive=self.receive_max).step_with(workers)
-        return max(1.0, slow / max(self.step_with(workers), 1e-9))
+    def slower_at(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """How much slower the step with ``workers`` per rank on ``cores`` per task may be
+        than expected: the range's slow side. Receiving a batch costs all of the assumed
+        figure (up to the whole measured wait), and the main process's own time (its loop,
+        receiving) is CPU all through, so at a faster step it takes a larger share of a core
+        from the workers (up to a whole one): the expected value keeps the share measured."""
+        slow = replace(self, receive=self.receive_max)
+        expected = max(self.step_at(workers, cores, ranks), 1e-9)
+        if workers <= 0:
+            return max(1.0, slow.step_at(workers, cores, ranks) / expected)
+
+        def settled(step: float) -> float:  # the step the workers make beside the main
+            return slow.step_with(slow._usable_beside(workers, cores, ranks, step))
+
+        # the step is where settled(step) == step: settled falls as the step grows (a
+        # slower step leaves the main less busy); bisect between the measured share's step
+        # and the step with the main on a whole core
+        low, high = slow.step_at(workers, cores, ranks), settled(1e-9)
+        for _ in range(_SETTLE_ROUNDS):
+            middle = (low + high) / 2
+            low, high = (middle, high) if settled(middle) > middle else (low, middle)
+        return max(1.0, high / expected)
+
+    def _usable_beside(self, workers: int, cores: int, ranks: int, step: float) -> float:
+        """Workers' worth of CPU beside a main process whose own time is CPU all through, at
+        a step of ``step`` measured steps."""
+        main = min(1.0, (self.busy - self.held + self.receive) / max(step - self.held, 1e-9))
+        return min(float(workers), max(1.0, cores / max(ranks, 1) - main - self.pin_thread))
+
+    def main_share_at(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """The share of a core the main process's own time takes at the range's slow side
+        (all of it CPU, receiving at the assumed figure), the pin-memory thread besides."""
+        step = self.step_at(workers, cores, ranks) * self.slower_at(workers, cores, ranks)
+        slow = replace(self, receive=self.receive_max)
+        share = slow.busy - slow.held + slow.receive
+        return min(1.0, share / max(step - slow.held, 1e-9)) + slow.pin_thread
+
+    def faster_measured(self) -> float:
+        """How much faster the measured run itself may have been without its instrument:
+        its own setting, without the profiler's cost in its loop and its workers."""
+        usable = self.measured_usable if self.measured_usable is not None else self.workers
+        return self.faster_unprofiled(float(usable))
 
     def faster_unprofiled(self, workers: float) -> float:
         """How much faster the step with ``workers`` workers' worth may be without the
@@ -550,7 +592,8 @@ def _settle(budget: StepBudget, v: FactView) -> StepBudget:
     if budget.workers < 1 or budget.workers_measured or cores is None:
         return budget
     ranks = max(v.job.ranks_per_task or 1, 1)
-    steps = budget.usable(budget.workers, cores, ranks) * (1.0 - budget.held)
+    usable = budget.usable(budget.workers, cores, ranks)
+    steps = usable * (1.0 - budget.held)
     how = f"the {budget.source}"
     basis = tuple(
         _worker_note(budget.workers, steps, how)
@@ -558,7 +601,7 @@ def _settle(budget: StepBudget, v: FactView) -> StepBudget:
         else b
         for b in budget.basis
     )
-    return replace(budget, worker_steps=steps, basis=basis)
+    return replace(budget, worker_steps=steps, basis=basis, measured_usable=usable)
 
 
 def _with_run(budget: StepBudget, v: FactView) -> StepBudget:
