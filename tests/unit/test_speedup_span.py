@@ -67,6 +67,8 @@ def test_the_speedup_spans_two_runs_spread_the_samples_one() -> None:
     pair = math.hypot(budget.spread, budget.spread)
     assert math.isclose(speedup.expected / speedup.low, 1 + pair)
     assert any(b.startswith("the speedup's spread 7%: two runs'") for b in prediction.basis)
+    # what the speedup is over: the measured run's setting, for a check beside it (compare)
+    assert prediction.baseline == {"num_workers": 1, "cpus_per_task": 1}
 
 
 def test_the_main_process_busier_at_a_faster_step_slows_the_slow_side_where_cores_are_few() -> None:

@@ -229,6 +229,15 @@ def predict(
             basis=tuple(basis),
             ceiling=_ceiling(budget, model, usable, speed),
             assumed_node=assumed_node(v),
+            baseline=_baseline(budget, v),
         ),
         None,
     )
+
+
+def _baseline(budget: StepBudget, v: FactView) -> dict[str, int] | None:
+    """The measured run's setting, where both are known: what the speedup is over."""
+    cores = v.alloc.cpus_per_task
+    if cores is None or budget.workers < 0:
+        return None
+    return {"num_workers": budget.workers, "cpus_per_task": cores}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import field
-from typing import Any
+from typing import Any, TypeGuard
 
 from tuneadvisor.records import record
 
@@ -76,6 +76,9 @@ class Prediction:
     # the node sized for where it is not known ("an assumed 64-core node ..."); None: a site
     # file, Slurm or the machine itself gave it
     assumed_node: str | None = None
+    # the measured run's setting (``{"num_workers": 1, "cpus_per_task": 1}``): a run of it
+    # beside a run of ``setting`` measures the speedup (compare); None where not known
+    baseline: Mapping[str, int] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +90,7 @@ class Prediction:
             "ceiling": self.ceiling,
             "notes": list(self.notes),
             "assumed_node": self.assumed_node,
+            "baseline": dict(self.baseline) if self.baseline is not None else None,
         }
 
     @classmethod
@@ -95,11 +99,11 @@ class Prediction:
         if not isinstance(obj, Mapping):
             raise ValueError("prediction: an object")
         setting = obj.get("setting")
-        if not isinstance(setting, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
-            for k, v in setting.items()
-        ):
+        if not _a_setting(setting):
             raise ValueError("prediction.setting: names and non-negative whole numbers")
+        baseline = obj.get("baseline")  # a report from before it: none
+        if baseline is not None and not _a_setting(baseline):
+            raise ValueError("prediction.baseline: names and non-negative whole numbers, or null")
         samples = obj.get("samples_per_s")
         texts = {k: obj.get(k, []) for k in ("basis", "notes")}
         for key, value in texts.items():
@@ -122,4 +126,13 @@ class Prediction:
             ceiling=ceiling,
             notes=tuple(texts["notes"]),
             assumed_node=assumed,
+            baseline=dict(baseline) if isinstance(baseline, Mapping) else None,
         )
+
+
+def _a_setting(value: object) -> TypeGuard[Mapping[str, int]]:
+    """Names and non-negative whole numbers (a setting as a report writes it)."""
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        for k, v in value.items()
+    )

@@ -38,7 +38,15 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from tuneadvisor.compare.tables import findings, load_item, scale_points, tables, to_json
+    from tuneadvisor.compare.speedup_check import held_notes, speedup_checks, speedup_findings
+    from tuneadvisor.compare.tables import (
+        findings,
+        labelled,
+        load_item,
+        scale_points,
+        tables,
+        to_json,
+    )
     from tuneadvisor.errors import InputError
     from tuneadvisor.relaunch.predicted import FINDING_ID
     from tuneadvisor.relaunch.records import list_runs, runs_dir
@@ -67,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         out = {
             "items": to_json(items),
             "scaling": [p.to_json() for p in scale_points(items)],
+            "speedup_checks": [c.as_json() for c in speedup_checks(items)],
             "plot": str(plot_path) if plot_path else None,
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
@@ -76,8 +85,11 @@ def run(args: argparse.Namespace) -> int:
     console = Console(markup=False) if sys.stdout.isatty() else Console(width=120, markup=False)
     for table in tables(items, console.width):
         console.print(table)
-    for line in findings(items):
+    checks = speedup_checks(labelled(items)[0])
+    for line in findings(items) + speedup_findings(checks):
         console.print(f"[bold]{FINDING_ID}[/]: ", markup=True, highlight=False, end="")
+        console.print(line, highlight=False, soft_wrap=True)
+    for line in held_notes(checks):
         console.print(line, highlight=False, soft_wrap=True)
     if not args.no_plots:
         from tuneadvisor.compare.plots import terminal_plots

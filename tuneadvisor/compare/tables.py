@@ -12,6 +12,7 @@ from rich.table import Table
 
 from tuneadvisor.advisor.prediction import Span
 from tuneadvisor.compare.scaling import ScalePoint, scaling
+from tuneadvisor.compare.speedup_check import speedup_checks, speedup_table
 from tuneadvisor.errors import InputError
 from tuneadvisor.files import is_directory, is_regular_file
 from tuneadvisor.relaunch.predicted import Measure, PredictionCheck, check
@@ -399,7 +400,12 @@ def tables(items: Sequence[Item], width: int = 100) -> list[Table]:
     """Every table of the comparison, each within ``width`` columns where it can be."""
     items, form = labelled(items)
     out = [throughput_table(items, form), resources_table(items)]
-    more = (prediction_table(items), scaling_table(items), kinds_table(items))
+    more = (
+        prediction_table(items),
+        speedup_table(speedup_checks(items)),
+        scaling_table(items),
+        kinds_table(items),
+    )
     for extra in more:
         if extra is not None:
             out.append(extra)
