@@ -9,17 +9,31 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rich.table import Table
 
 from tuneadvisor.advisor.prediction import Span
 from tuneadvisor.records import record
-from tuneadvisor.relaunch.predicted import FINDING_ID
+from tuneadvisor.relaunch.predicted import FINDING_ID, PredictionCheck
 from tuneadvisor.runrecord.record import RunRecord
 
-if TYPE_CHECKING:  # tables shows these checks: it imports this module
-    from tuneadvisor.compare.tables import Item
+
+class Item(Protocol):
+    """What a check reads of a compared item (compare/tables.py's ``Item``, which shows
+    these checks: a protocol, not an import, so that neither imports the other)."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def run(self) -> RunRecord | None: ...
+    @property
+    def predicted(self) -> PredictionCheck | None: ...
+    @property
+    def samples_per_s(self) -> float | None: ...
+
 
 # knobs that change how long a run is, not how fast it goes: runs differing in them are the
 # same job for a speedup
