@@ -371,6 +371,26 @@ def test_a_trace_beside_a_profile_gives_the_device_floor() -> None:
     assert 1 / budget.step_at(64, 65) == pytest.approx(1 / (0.5 + RECEIVE_S / 0.1))
 
 
+def test_a_recording_beside_a_profile_gives_the_device_floor_from_its_utilization() -> None:
+    """Issue 31 §3: without a trace, the watch recording's GPU utilization (the time a kernel
+    ran) is the device's time a step; a trace, where there is one, is read first."""
+    facts = _facts(0.8, 1, 2, **{"job.gpus": 1})
+    recorded = {**facts, "gpu.count": 1, "gpu.util.mean": 45.0}
+    budget = step_budget(recorded)
+    assert budget is not None and budget.source == "profile"
+    assert budget.busy == pytest.approx(0.45)
+    assert any("GPU utilization" in b for b in budget.basis)
+    assert not any("lower bound" in b for b in budget.basis)
+    traced = {**recorded, "trace.kernel_share": 0.3, "trace.step_s": 0.1,
+              "trace.dataloader_share": 0.4}  # fmt: skip
+    first = step_budget(traced)
+    assert first is not None and first.busy == pytest.approx(0.3)
+    # an idle GPU (0 %) measured nothing of the step: the host's floor, said a lower bound
+    idle = step_budget({**facts, "gpu.count": 1, "gpu.util.mean": 0.0})
+    assert idle is not None and idle.busy == pytest.approx(0.2)
+    assert any("lower bound" in b for b in idle.basis)
+
+
 def test_the_pin_memory_thread_takes_from_the_workers() -> None:
     plain = step_budget(_facts(0.5, 2, 3))
     pinned = step_budget(_facts(0.5, 2, 3, **{"script.pin_memory": True}))

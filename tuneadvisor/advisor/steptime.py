@@ -397,8 +397,9 @@ def _from_profile(v: FactView, workers: int) -> StepBudget | None:
 
 def _gpu_floor(budget: StepBudget, v: FactView) -> StepBudget:
     """A line profile's host-side times on a GPU: kernels queued before ``next(batch)`` count
-    as data wait. A trace's device time beside it gives the true floor; without one the
-    floor is a lower bound, and the basis says so."""
+    as data wait. A trace's device time beside it gives the true floor, else a recording's
+    GPU utilization (the time a kernel ran); without either the floor is a lower bound, and
+    the basis says so."""
     t = v.trace
     device = sum(x or 0.0 for x in (t.kernel_share, t.memcpy_share, t.memset_share))
     if device > 0 and t.step_s and budget.step_s:
@@ -406,6 +407,17 @@ def _gpu_floor(budget: StepBudget, v: FactView) -> StepBudget:
         note = (
             f"device time {_s(device * t.step_s)} a step: measured, the torch.profiler trace; "
             f"the floor is max(the loop's host time, the device's)"
+        )
+        return replace(budget, device_floor=floor, basis=(*budget.basis, note))
+    util = v.gpu.util__mean
+    if util is not None and v.gpu.count and util > 0:
+        # the share of the time a kernel ran (nvidia-smi's utilization.gpu): the device's
+        # time a step as a share of the profiled step, in the run the recording sampled
+        floor = min(1.0, util / 100.0)
+        note = (
+            f"the device busy {util:.0f}% of the time: measured, the watch recording's GPU "
+            "utilization (time a kernel ran; the recording taken as the profiled run's); "
+            "the floor is max(the loop's host time, the device's)"
         )
         return replace(budget, device_floor=floor, basis=(*budget.basis, note))
     if v.job.gpus or v.gpu.count:
