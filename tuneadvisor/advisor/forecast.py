@@ -179,7 +179,9 @@ def predict(
     spread = budget.spread
     speed = 1.0 / relative
     step = budget.step_s * relative
-    faster = budget.faster_unprofiled(usable)  # the fast side: the run without the profiler
+    # the fast side: the run without the profiler, and without the other processes that
+    # shared the measured run's CPUs
+    faster = budget.faster_unprofiled(usable) * budget.faster_alone(workers, cores, ranks)
     slower = budget.slower_receiving(usable)  # the slow side: receiving costs all it may
     samples = None
     if budget.batch_size:

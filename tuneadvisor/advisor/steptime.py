@@ -67,6 +67,9 @@ WORKER_BUSY_MIN = 0.5
 # 2-CPU test machine under load, 1.7-3.1 ms of CPU for 32 images of 3x224x224
 # (bench/receive_cost.py, bench/RESULTS.md); inside the measured wait, so never more than it.
 RECEIVE_S = 0.001
+# Other processes' load on the measured run's CPUs (its run record) under this many cores'
+# worth is the counters' noise (the kernel counts in 10 ms ticks): not counted.
+OTHERS_MIN = 0.1
 
 
 @record
@@ -106,6 +109,10 @@ class StepBudget:
     # intra-op threads hold every core of the task during the compute (CPU compute with
     # OMP_NUM_THREADS following the cores): the workers run only in the rest of the step
     threads_hold_compute: bool = False
+    # other processes held this many cores' worth of the ``pool`` CPUs the measured run could
+    # use (its run record): the setting's cores are what they left (0.0: none measured)
+    others: float = 0.0
+    pool: int = 0
 
     @property
     def busy(self) -> float:
@@ -150,13 +157,30 @@ class StepBudget:
         intra-op threads hold them all): the loop, receiving batches, the pin-memory thread."""
         return self.busy - self.held + self.receive + self.pin_thread
 
-    def usable(self, workers: int, cores: int, ranks: int = 1) -> float:
-        """Workers' worth of CPU: no more than the rank's cores less what the main process
-        keeps busy (a worker on a shared core still gets about one: the measured run's
-        one-core figures count it so)."""
+    def cores_left(self, cores: int, alone: bool = False) -> float:
+        """The cores a task of ``cores`` gets where other processes keep what they held of
+        the measured run's CPUs (``alone``: they left): all of them while the others fit in
+        the CPUs the task does not take, else the pool less the others (a task larger than
+        the measured pool: its cores less the others)."""
+        if alone or self.others <= 0.0:
+            return float(cores)
+        return max(0.0, min(float(cores), max(float(cores), float(self.pool)) - self.others))
+
+    def usable(self, workers: int, cores: int, ranks: int = 1, alone: bool = False) -> float:
+        """Workers' worth of CPU: no more than the rank's share of the cores other processes
+        left (``alone``: all of them) less what the main process keeps busy (a worker on a
+        shared core still gets about one: the measured run's one-core figures count it so)."""
         if workers <= 0:
             return 0.0
-        return min(float(workers), max(1.0, cores / max(ranks, 1) - self.main_cores()))
+        left = self.cores_left(cores, alone)
+        return min(float(workers), max(1.0, left / max(ranks, 1) - self.main_cores()))
+
+    def faster_alone(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """How much faster the step may be where the other processes the measured run shared
+        its CPUs with have left: the range's fast side (1.0 where none were measured)."""
+        crowded = self.step_with(self.usable(workers, cores, ranks))
+        alone = self.step_with(self.usable(workers, cores, ranks, alone=True))
+        return max(1.0, crowded / max(alone, 1e-9))
 
     def step_at(self, workers: int, cores: int, ranks: int = 1) -> float:
         """Predicted step time (measured steps) with ``workers`` per rank on ``cores`` per
@@ -569,7 +593,7 @@ def _with_run(budget: StepBudget, v: FactView) -> StepBudget:
         budget = replace(budget, batch_size=v.script.batch_size or v.run.batch_size)
     rate = v.run.samples_per_s
     if rate is None:
-        return budget
+        return _with_others(budget, v)
     basis = [
         *budget.basis,
         f"{rate:,.1f} samples/s: measured, the run record beside the evidence (its steady window)",
@@ -587,4 +611,21 @@ def _with_run(budget: StepBudget, v: FactView) -> StepBudget:
             f"rates; at least {MIN_SPREAD:.0%})"
         )
         budget = replace(budget, spread=spread)
-    return replace(budget, basis=tuple(basis))
+    return _with_others(replace(budget, basis=tuple(basis)), v)
+
+
+def _with_others(budget: StepBudget, v: FactView) -> StepBudget:
+    """Other processes' load on the CPUs the measured run could use (its run record): the
+    setting's cores are what they left during the measured run (the expected value: they
+    keep what they held; the range's fast side: they leave). On a node whose CPUs are the
+    job's own (a Slurm cgroup) it is about nothing, and nothing changes."""
+    others, pool = v.run.others_cores, v.run.allowed_cpus
+    if others is None or not pool or others < OTHERS_MIN:
+        return budget
+    held = min(others, float(pool))
+    note = (
+        f"other processes held {held:.1f} of the {pool} CPUs the run could use: measured, "
+        "the run record; the setting gets what they left (the expected value: they keep "
+        "what they held, assumed; the range's fast side: they leave)"
+    )
+    return replace(budget, others=held, pool=pool, basis=(*budget.basis, note))
