@@ -79,7 +79,7 @@ def test_an_unread_figure_is_absent_and_said_never_a_zero() -> None:
 
 def test_a_negative_figure_in_a_record_is_refused() -> None:
     data = OthersUse((0,), 1.0, 0.5, -0.5, 2.0).to_json()
-    with pytest.raises(InputError, match="others_cores is -0.5, out of range"):
+    with pytest.raises(InputError, match=r"others_cores is -0\.5, out of range"):
         OthersUse.from_json(JsonFields(data, Path("run.json")))
 
 
