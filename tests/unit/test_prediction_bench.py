@@ -191,7 +191,7 @@ def test_the_burners_burn_and_are_stopped_however_the_block_ends() -> None:
 
     from bench.prediction_bench import burners
 
-    with pytest.raises(RuntimeError), burners(2) as procs:
+    def failing(procs: list[Any]) -> None:
         assert len(procs) == 2
         deadline = time.monotonic() + 30  # each burns CPU (waited for, bounded)
         for proc in procs:
@@ -199,7 +199,12 @@ def test_the_burners_burn_and_are_stopped_however_the_block_ends() -> None:
                 assert proc.poll() is None and time.monotonic() < deadline
                 time.sleep(0.02)
         raise RuntimeError("the bench failed")
-    assert all(p.returncode is not None for p in procs)  # killed and reaped
+
+    seen: list[Any] = []
+    with pytest.raises(RuntimeError), burners(2) as procs:  # noqa: PT012
+        seen = procs
+        failing(procs)
+    assert len(seen) == 2 and all(p.returncode is not None for p in seen)  # killed, reaped
     with burners(0) as none:
         assert none == []
 
