@@ -191,3 +191,20 @@ def test_others_never_make_a_setting_faster_and_their_leaving_is_inside_the_rang
     assert idle.speedup.expected <= loaded.speedup.high * (1 + 1e-9)
     budget = step_budget(_facts(others, pool))
     assert budget is not None and budget.step_at(1, 1) == pytest.approx(1.0)
+
+
+def test_a_change_the_others_load_vetoes_says_so_with_the_fast_side() -> None:
+    """Others held more than the CPUs the setting would add: no change is made, and the line
+    names the measured load and what the node without it would give."""
+    from tuneadvisor.advisor.advice import advise
+    from tuneadvisor.advisor.evidence import Gathered
+    from tuneadvisor.workspace.rule_files import default_rules_dir, load_rules
+
+    facts = {**_facts(1.5), "node.cores": 2, "job.cpus_per_task": 1, "job.tasks_per_node": 1}
+    advice = advise(Gathered(facts=facts), load_rules([default_rules_dir()]))
+    assert advice.prediction is None and advice.no_prediction is not None
+    assert advice.no_prediction.startswith("no change to the workers or cores")
+    assert "other processes held 1.5 of the 2 CPUs the run could use during the measured run" in (
+        advice.no_prediction
+    )
+    assert "if they leave" in advice.no_prediction
