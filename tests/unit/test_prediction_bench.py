@@ -4,6 +4,7 @@ to reach a target and whether it kept a change inside the noise. No timing here.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -163,7 +164,7 @@ def test_each_case_is_judged_by_its_own_rounds_runs() -> None:
     from bench.prediction_bench import BASE, judge
 
     a = _case("profile", (80.0, 100.0, 120.0), None, (1.6, 2.0, 2.4))
-    b = a.__class__(**{**a.__dict__, "round_no": 1})
+    b = replace(a, round_no=1)
     rates = {(0, "medium", (2, 2)): 200.0, (0, "medium", BASE): 100.0,
              (1, "medium", (2, 2)): 150.0, (1, "medium", BASE): 50.0}  # fmt: skip
     ja, jb = judge([a, b, _case("trace", None, None)], rates)[:2]
