@@ -88,8 +88,13 @@ PARTS = (
     ),
     Part(
         "prediction-bench",
-        "step-time model's prediction, one apply and `tune` vs a sweep, P1-P3 (issue 21)",
-        ".venv/bin/python bench/prediction_bench.py --steps 30 --warmup 8 --repeats 2",
+        "step-time model's prediction from each kind of evidence, idle machine (issues 21, 31)",
+        ".venv/bin/python bench/prediction_bench.py --steps 40 --warmup 8 --repeats 3",
+    ),
+    Part(
+        "prediction-bench-load",
+        "the same on a loaded machine: CPU burners beside every run (issue 31)",
+        ".venv/bin/python bench/prediction_bench.py --steps 40 --warmup 8 --repeats 3 --load 1",
     ),
     Part(
         "receive-cost",

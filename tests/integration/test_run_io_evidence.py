@@ -1,6 +1,6 @@
 """A real `tuneadvisor run` records its storage evidence in run.json (issue 31 §4): what the
 training tree read from storage, the machine's I/O wait, and the file system under the data
-folder, each read or said not read."""
+folder, each read or said not read; and other processes' load on the CPUs it could use."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tuneadvisor.relaunch.local_allocation import available_cores
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
@@ -66,3 +68,12 @@ def test_a_short_run_records_read_bytes_io_wait_and_the_data_file_system(
     oracle = _fs_type(data_dir)
     if oracle is not None:
         assert io["fs_type"] == oracle and data_dir.is_relative_to(io["fs_mount"])
+    # other load on the CPUs the run could use: this process's affinity, read or said why
+    others = run["resources"]["cpu_others"]
+    assert others["allowed_cpus"] == available_cores()
+    if "others_cores" in others["not_read"]:
+        assert "others_cores" not in others, others
+    else:
+        assert 0 <= others["others_cores"] <= len(others["allowed_cpus"])
+        # the run's own CPU (the tasks, their workers, watch) is in its own, not the others'
+        assert others["own_cores"] * others["wall_s"] >= run["resources"]["cpu_s"] * 0.99

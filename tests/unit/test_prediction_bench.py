@@ -4,6 +4,7 @@ to reach a target and whether it kept a change inside the noise. No timing here.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -146,3 +147,82 @@ def test_agreement_says_one_setting_and_whether_the_ranges_overlap() -> None:
     )
     assert agreement([a, c]).endswith("speedup ranges do not overlap")
     assert agreement([_case("recording", None, None)]) == "no prediction"
+
+
+def test_each_round_runs_the_baseline_and_each_setting_once_in_turned_order() -> None:
+    from bench.prediction_bench import BASE, run_order
+
+    first = run_order([(2, 2), (2, 1), (2, 2), BASE], 0)
+    assert first == [BASE, (2, 1), (2, 2)]  # the baseline's own setting predicted: run once
+    assert run_order([(2, 2), (2, 1)], 1) == first[::-1]
+    assert run_order([], 3) == [BASE]
+
+
+def test_each_case_is_judged_by_its_own_rounds_runs() -> None:
+    """A prediction of round 2 against round 2's setting over round 2's baseline, never
+    another round's (the node's speed drifts between rounds)."""
+    from bench.prediction_bench import BASE, judge
+
+    a = _case("profile", (80.0, 100.0, 120.0), None, (1.6, 2.0, 2.4))
+    b = replace(a, round_no=1)
+    rates = {(0, "medium", (2, 2)): 200.0, (0, "medium", BASE): 100.0,
+             (1, "medium", (2, 2)): 150.0, (1, "medium", BASE): 50.0}  # fmt: skip
+    ja, jb = judge([a, b, _case("trace", None, None)], rates)[:2]
+    assert (ja.measured, ja.measured_speedup) == (200.0, 2.0)
+    assert (jb.measured, jb.measured_speedup) == (150.0, 3.0)
+    # a round whose baseline did not give a rate: a rate, no speedup
+    (jc,) = judge([b], {(1, "medium", (2, 2)): 150.0})
+    assert jc.measured == 150.0 and jc.measured_speedup is None and jc.inside_speedup is None
+
+
+def test_drift_is_the_baselines_swing_and_each_against_its_rounds_measured_runs() -> None:
+    from bench.prediction_bench import drift
+
+    d = drift("medium", {0: 231.0, 1: 146.0, 2: 200.0}, {0: [200.0, 240.0], 2: [100.0]})
+    assert d.baselines == (231.0, 146.0, 200.0)
+    assert d.swing == pytest.approx((231 - 146) / 200)
+    assert d.against_evidence == pytest.approx((231 / 220, 2.0))  # round 1 measured nothing
+    assert drift("low", {}, {}).swing is None
+
+
+def test_the_burners_burn_and_are_stopped_however_the_block_ends() -> None:
+    import time
+
+    import psutil
+
+    from bench.prediction_bench import burners
+
+    def failing(procs: list[Any]) -> None:
+        assert len(procs) == 2
+        deadline = time.monotonic() + 30  # each burns CPU (waited for, bounded)
+        for proc in procs:
+            while psutil.Process(proc.pid).cpu_times().user < 0.05:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.02)
+        raise RuntimeError("the bench failed")
+
+    seen: list[Any] = []
+    with pytest.raises(RuntimeError), burners(2) as procs:  # noqa: PT012
+        seen = procs
+        failing(procs)
+    assert len(seen) == 2 and all(p.returncode is not None for p in seen)  # killed, reaped
+    with burners(0) as none:
+        assert none == []
+
+
+def test_the_loaded_sub_section_goes_after_the_idle_one_and_is_replaced_in_place() -> None:
+    from bench.prediction_bench import BEGIN, END, LOAD_BEGIN, LOAD_END, place_section
+
+    text = f"# B\n\n{BEGIN}\nidle\n{END}\n\n<!-- other:begin -->\nx\n<!-- other:end -->\n"
+    once = place_section(text, f"{LOAD_BEGIN}\nloaded 1\n{LOAD_END}", LOAD_BEGIN, LOAD_END, END)
+    assert once.index(END) < once.index("loaded 1") < once.index("<!-- other:begin -->")
+    twice = place_section(once, f"{LOAD_BEGIN}\nloaded 2\n{LOAD_END}", LOAD_BEGIN, LOAD_END, END)
+    assert "loaded 1" not in twice and twice.count(LOAD_BEGIN) == 1 and "idle" in twice
+
+
+def test_others_of_reads_the_records_figure_and_nothing_else() -> None:
+    from bench.prediction_bench import others_of
+
+    assert others_of({"resources": {"cpu_others": {"others_cores": 0.93}}}) == 0.93
+    assert others_of({"resources": {"cpu_others": {"not_read": {"others_cores": "x"}}}}) is None
+    assert others_of({}) is None

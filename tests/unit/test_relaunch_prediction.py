@@ -47,6 +47,7 @@ def _record(
     cores: int = 4,
     sampled: dict[str, float] | None = None,
     prediction: dict[str, Any] | None = None,
+    resources: dict[str, Any] | None = None,
 ) -> Path:
     """A local run of the plan's setting with these step times, as run.json keeps it."""
     run = folder / f"run-{len(list(folder.iterdir())) if folder.exists() else 0}"
@@ -58,7 +59,7 @@ def _record(
         "allocation": {"job_id": "1", "hostname": "h", "cores": [list(range(cores))],
                        "env": {}, "notes": []},
         "steps": _steps(times), "summary": {"step_time_s_median": sorted(times)[len(times) // 2]},
-        "resources": {"sampled": sampled or {}},
+        "resources": {"sampled": sampled or {}, **(resources or {})},
         "prediction": PREDICTION.as_json() if prediction is None else prediction,
         "paths": {"profiles": [], "metrics": []},
     }  # fmt: skip
@@ -213,6 +214,31 @@ def test_a_miss_on_a_busy_machine_is_cpu_starvation(tmp_path: Path) -> None:
     assert reason.startswith("CPU starvation: the run used 1.20 of the 4 cores it was allowed")
     assert "98 % busy" in reason and "other processes held 2.70 cores" in reason
     assert "storage" not in reason
+
+
+def _others(others: float, busy: float, used: float = 1.2) -> dict[str, Any]:
+    """A local run's own measures: its cores used, and other load on its 4 CPUs."""
+    return {
+        "cpu_s": used * 10, "cores_used": used, "cores_allowed": 4,
+        "cpu_others": {"allowed_cpus": [0, 1, 2, 3], "busy_cores": busy, "own_cores": used,
+                       "others_cores": others, "wall_s": 10.0, "not_read": {}},
+    }  # fmt: skip
+
+
+def test_a_miss_of_a_run_without_watch_is_cpu_starvation_from_its_record(
+    tmp_path: Path,
+) -> None:
+    """A --no-watch run has no samples: its record's own measure of other load names it."""
+    (reason,) = _missed(tmp_path, [0.04, 0.04, 0.04, *SLOW], resources=_others(2.7, 3.9))
+    assert reason.startswith("CPU starvation: the run used 1.20 of the 4 cores it was allowed")
+    assert "other processes held 2.70 of the 4 CPUs it could use (98 % busy" in reason
+    assert "storage" not in reason
+
+
+def test_a_miss_on_cpus_of_its_own_is_no_starvation(tmp_path: Path) -> None:
+    """Others held next to nothing (a Slurm job's own cores): idle cores, not starvation."""
+    (reason,) = _missed(tmp_path, [0.04, 0.04, 0.04, *SLOW], resources=_others(0.02, 1.22))
+    assert "starvation" not in reason and "the run left cores idle: 1.20 of 4" in reason
 
 
 def test_a_miss_with_none_of_the_causes_says_none_showed(tmp_path: Path) -> None:

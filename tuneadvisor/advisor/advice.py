@@ -104,6 +104,12 @@ def _worth_making(
         f"{prediction.speedup.expected:.2f}x for {setting} over the measured run "
         f"(a change is made from {BUYS_NOTHING:.2f}x)"
     )
+    others = next((b for b in prediction.basis if b.startswith("other processes held")), None)
+    if others is not None:  # the node's other load decided it: said, with its fast side
+        why += (
+            f"; {others.split(': measured')[0]} during the measured run (its run record), "
+            f"up to {prediction.speedup.high:.2f}x if they leave"
+        )
     script = {k: c for k, c in plan.script.items() if k not in SIZED}
     sbatch = {k: c for k, c in plan.sbatch.items() if k not in SIZED}
     return replace(plan, script=script, sbatch=sbatch, notes=(*plan.notes, why)), None, why

@@ -314,6 +314,8 @@ class Run(Section):
     batch_size: int | None = None
     samples_per_s: float | None = None
     spread: float | None = None
+    others_cores: float | None = None
+    allowed_cpus: int | None = None
 
 
 class Script(Section):

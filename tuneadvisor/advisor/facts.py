@@ -359,6 +359,8 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("run.batch_size", "int", "", "the profiled run's batch size (its run record)"),
     ("run.samples_per_s", "float", "samples/s", "the profiled run's steady samples/s"),
     ("run.spread", "float", "fraction", "half the range of its steady window's block rates"),
+    ("run.others_cores", "float", "cores", "other processes' mean load on the CPUs it could use"),
+    ("run.allowed_cpus", "int", "CPUs", "the CPUs it could use (its pool: affinity, cgroup)"),
     ("probe.cores", "int", "cores", "cores the probe could use (its affinity)"),
     ("probe.test_mode", "bool", "", "the step was the device-time stand-in (--device-time-ms)"),
     # training script, from its AST: the scanner declares what it emits

@@ -182,7 +182,9 @@ def predict(
     spread = budget.spread
     speed = 1.0 / relative
     step = budget.step_s * relative
-    faster = budget.faster_unprofiled(usable)  # the fast side: the run without the profiler
+    unprofiled = budget.faster_unprofiled(usable)  # the run without the profiler
+    alone = budget.faster_alone(workers, cores, ranks)  # the others that shared its CPUs gone
+    faster = unprofiled * alone  # the fast side
     slower = budget.slower_at(workers, cores, ranks)  # the slow side: the main's CPU, receiving
     samples = None
     if budget.batch_size:
@@ -191,10 +193,12 @@ def predict(
     # the speedup is over the measured run as the job runs, without the instrument: the
     # measured run may gain from losing it too (its own setting's gain), more or less than
     # the new setting; and it is a ratio of two runs, each within the measured spread
-    gain = faster / budget.faster_measured()
+    gain = unprofiled / budget.faster_measured()
     pair = math.hypot(spread, spread)
     speedup = Span(
-        speed / (1 + pair) / slower * min(1.0, gain), speed, speed * (1 + pair) * max(1.0, gain)
+        speed / (1 + pair) / slower * min(1.0, gain),
+        speed,
+        speed * (1 + pair) * max(1.0, gain) * alone,
     )
     basis = [
         *budget.basis,
@@ -217,7 +221,7 @@ def predict(
         basis.append(
             f"the speedup over the job as it runs without the profiler: the measured run may "
             f"gain {budget.faster_measured() - 1:.0%} from losing it, the new setting "
-            f"{faster - 1:.0%} (assumed, both at most the profiler's cost above); the range "
+            f"{unprofiled - 1:.0%} (assumed, both at most the profiler's cost above); the range "
             "counts both"
         )
     return (

@@ -70,6 +70,9 @@ WORKER_BUSY_MIN = 0.5
 # 2-CPU test machine under load, 1.7-3.1 ms of CPU for 32 images of 3x224x224
 # (bench/receive_cost.py, bench/RESULTS.md); inside the measured wait, so never more than it.
 RECEIVE_S = 0.001
+# Other processes' load on the measured run's CPUs (its run record) under this many cores'
+# worth is the counters' noise (the kernel counts in 10 ms ticks): not counted.
+OTHERS_MIN = 0.1
 
 
 @record
@@ -112,6 +115,10 @@ class StepBudget:
     # workers' worth of CPU the measured run's workers had (its setting, as the model counts
     # it); None where its cores are not known (then its workers are taken as one core each)
     measured_usable: float | None = None
+    # other processes held this many cores' worth of the ``pool`` CPUs the measured run could
+    # use (its run record): the setting shares the pool with them (0.0: none measured)
+    others: float = 0.0
+    pool: int = 0
 
     @property
     def busy(self) -> float:
@@ -165,7 +172,8 @@ class StepBudget:
         """Workers' worth of CPU beside a main process whose own time is CPU all through, at
         a step of ``step`` measured steps."""
         main = min(1.0, (self.busy - self.held + self.receive) / max(step - self.held, 1e-9))
-        return min(float(workers), max(1.0, cores / max(ranks, 1) - main - self.pin_thread))
+        left = self.cores_left(cores)
+        return min(float(workers), max(1.0, left / max(ranks, 1) - main - self.pin_thread))
 
     def main_share_at(self, workers: int, cores: int, ranks: int = 1) -> float:
         """The share of a core the main process's own time takes at the range's slow side
@@ -192,13 +200,36 @@ class StepBudget:
         intra-op threads hold them all): the loop, receiving batches, the pin-memory thread."""
         return self.busy - self.held + self.receive + self.pin_thread
 
-    def usable(self, workers: int, cores: int, ranks: int = 1) -> float:
-        """Workers' worth of CPU: no more than the rank's cores less what the main process
-        keeps busy (a worker on a shared core still gets about one: the measured run's
-        one-core figures count it so)."""
+    def cores_left(self, cores: int, alone: bool = False) -> float:
+        """The cores a task of ``cores`` gets beside the other processes that held
+        ``others`` cores' worth of the measured run's ``pool`` CPUs (``alone``: they left):
+        all of them where both fit in the pool, else the kernel's fair share of it, each
+        runnable thread alike (``cores`` of the task's against ``others`` of theirs; a task
+        larger than the measured pool shares its own cores). The fair share, not "the pool
+        less the others": busy processes beside more workers lose part of what they held
+        (measured here: 2 cores beside ~1 core of other load ran 1.1-2.7x the 1-core run)."""
+        if alone or self.others <= 0.0:
+            return float(cores)
+        pool = max(float(cores), float(self.pool))
+        if cores + self.others <= pool:
+            return float(cores)
+        return min(float(cores), pool * cores / (cores + self.others))
+
+    def usable(self, workers: int, cores: int, ranks: int = 1, alone: bool = False) -> float:
+        """Workers' worth of CPU: no more than the rank's share of the cores other processes
+        left (``alone``: all of them) less what the main process keeps busy (a worker on a
+        shared core still gets about one: the measured run's one-core figures count it so)."""
         if workers <= 0:
             return 0.0
-        return min(float(workers), max(1.0, cores / max(ranks, 1) - self.main_cores()))
+        left = self.cores_left(cores, alone)
+        return min(float(workers), max(1.0, left / max(ranks, 1) - self.main_cores()))
+
+    def faster_alone(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """How much faster the step may be where the other processes the measured run shared
+        its CPUs with have left: the range's fast side (1.0 where none were measured)."""
+        crowded = self.step_with(self.usable(workers, cores, ranks))
+        alone = self.step_with(self.usable(workers, cores, ranks, alone=True))
+        return max(1.0, crowded / max(alone, 1e-9))
 
     def step_at(self, workers: int, cores: int, ranks: int = 1) -> float:
         """Predicted step time (measured steps) with ``workers`` per rank on ``cores`` per
@@ -624,7 +655,7 @@ def _with_run(budget: StepBudget, v: FactView) -> StepBudget:
         budget = replace(budget, batch_size=v.script.batch_size or v.run.batch_size)
     rate = v.run.samples_per_s
     if rate is None:
-        return budget
+        return _with_others(budget, v)
     basis = [
         *budget.basis,
         f"{rate:,.1f} samples/s: measured, the run record beside the evidence (its steady window)",
@@ -642,4 +673,22 @@ def _with_run(budget: StepBudget, v: FactView) -> StepBudget:
             f"rates; at least {MIN_SPREAD:.0%})"
         )
         budget = replace(budget, spread=spread)
-    return replace(budget, basis=tuple(basis))
+    return _with_others(replace(budget, basis=tuple(basis)), v)
+
+
+def _with_others(budget: StepBudget, v: FactView) -> StepBudget:
+    """Other processes' load on the CPUs the measured run could use (its run record): the
+    setting shares those CPUs with them, the kernel's fair share (the expected value: they
+    keep their load; the range's fast side: they leave). On a node whose CPUs are the
+    job's own (a Slurm cgroup) it is about nothing, and nothing changes."""
+    others, pool = v.run.others_cores, v.run.allowed_cpus
+    if others is None or not pool or others < OTHERS_MIN:
+        return budget
+    held = min(others, float(pool))
+    note = (
+        f"other processes held {held:.1f} of the {pool} CPUs the run could use: measured, "
+        "the run record; the setting shares them, the kernel's fair share (each runnable "
+        "thread alike: the expected value, they keep their load, assumed; the range's fast "
+        "side: they leave)"
+    )
+    return replace(budget, others=held, pool=pool, basis=(*budget.basis, note))

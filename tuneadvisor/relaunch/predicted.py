@@ -24,6 +24,7 @@ SLOW_WARMUP = 1.5  # the first steps this much slower than the rest: a warm-up t
 IDLE_CORES = 0.5  # under this share of the cores asked in use: the loop waited on something
 STARVED = 0.9  # under this share of the cores allowed in use: the run did not get its cores
 BUSY_NODE = 0.9  # the machine's cores this busy: other processes held what the run lacked
+STARVED_OTHERS = 0.1  # others' load under this many cores' worth: the counters' noise
 
 
 def record_prediction(record: RunRecord) -> Prediction | None:
@@ -201,12 +202,32 @@ def _cpu_reasons(record: RunRecord, asked: int | None, usage: Mapping[str, float
             f"while the machine's {node:.0f} cores were {100 * busy / node:.0f} % busy "
             f"(other processes held {others:.2f} cores)"
         ]
+    starved = _starved_by_record(record, used, allowed)
+    if starved is not None:
+        return [starved]
     if used < IDLE_CORES * allowed:
         io = record.resources.io if record.resources is not None else None
         steady = steady_window(record.steps)
         rate = steady.samples_per_s if steady is not None else None
         return [idle_reason(io, used, allowed, rate)]
     return []
+
+
+def _starved_by_record(record: RunRecord, used: float, allowed: int) -> str | None:
+    """CPU starvation from the run record's own measure of other load (a run without watch
+    samples has it too): the CPUs the run could use were busy, and others held the rest."""
+    others = record.resources.cpu_others if record.resources is not None else None
+    if others is None or others.others_cores is None or not others.allowed_cpus:
+        return None
+    pool = len(others.allowed_cpus)
+    busy = others.busy_cores if others.busy_cores is not None else used + others.others_cores
+    if busy < BUSY_NODE * pool or others.others_cores < STARVED_OTHERS:
+        return None
+    return (
+        f"CPU starvation: the run used {used:.2f} of the {allowed} cores it was allowed "
+        f"while other processes held {others.others_cores:.2f} of the {pool} CPUs it could "
+        f"use ({100 * busy / pool:.0f} % busy; measured, the run record)"
+    )
 
 
 def _cores_per_task(record: RunRecord) -> int | None:

@@ -24,9 +24,11 @@ from tuneadvisor import __version__
 from tuneadvisor.advisor.prediction import Prediction
 from tuneadvisor.numbers import is_finite_number
 from tuneadvisor.relaunch.bundled import Bundled, script_path
+from tuneadvisor.relaunch.cpu_meter import CpuMeter
 from tuneadvisor.relaunch.io_meter import IoMeter
 from tuneadvisor.relaunch.local_allocation import (
     Allocation,
+    available_cores,
     clean_environ,
     emulate,
     gpus_here,
@@ -45,6 +47,7 @@ from tuneadvisor.relaunch.settings import Settings
 from tuneadvisor.relaunch.usage import recorded_usage
 from tuneadvisor.relaunch.watcher import Watcher
 from tuneadvisor.runrecord.io_use import IoUse
+from tuneadvisor.runrecord.others_use import OthersUse
 from tuneadvisor.runrecord.record import INTERRUPTED
 
 EventSink = Callable[[Mapping[str, Any]], None]
@@ -309,6 +312,7 @@ class _Ran:
     sampled: dict[str, float] = field(default_factory=dict)  # by watch
     metrics: tuple[str, ...] = ()  # the recording's file name, when watch recorded
     io: IoUse | None = None  # storage evidence (relaunch/io_meter.py)
+    others: OthersUse | None = None  # other load on its CPUs (relaunch/cpu_meter.py)
 
 
 def run_local(req: RunRequest, on_event: EventSink | None = None) -> RunRecord:
@@ -355,6 +359,8 @@ def _run_tasks(
     started = datetime.now(UTC)
     cpu0, _ = _children_cpu()
     io = IoMeter(req.data_dir)
+    # the CPUs the tasks could be given (the allocation's pool): others' load on them
+    others = CpuMeter(req.cores if req.cores is not None else available_cores())
     t0 = time.perf_counter()
     watcher: Watcher | None = None
     status = "failed"
@@ -384,12 +390,13 @@ def _run_tasks(
         launched.close_files()
         if watcher is not None:
             watcher.stop()
+        others_use = others.finish()  # the watcher reaped: its CPU is the run's, not others'
     if not launched.pinned:
         notes.append("could not set CPU affinity here: the run used every core")
     ran = _Ran(
         status, wall, cpu1 - cpu0, maxrss, started, measurements,
         exit_codes=tuple(p.returncode for p in launched.procs),
-        task_pids=tuple(p.pid for p in launched.procs), io=io_use,
+        task_pids=tuple(p.pid for p in launched.procs), io=io_use, others=others_use,
     )  # fmt: skip
     if watcher is not None:
         ran.sampled = recorded_usage([watcher.record])
@@ -451,6 +458,7 @@ def _local_record(
             ),
             sampled=ran.sampled,  # by watch: the training tree, see relaunch/usage.py
             io=ran.io,
+            cpu_others=ran.others,
         ),
         paths=Paths(
             dir=str(run_dir),

@@ -9,6 +9,7 @@ from typing import Any
 
 from tuneadvisor.runrecord.io_use import IoUse
 from tuneadvisor.runrecord.json_fields import JsonFields, is_int, list_of
+from tuneadvisor.runrecord.others_use import OthersUse
 
 _CPU_KEYS = ("requested_cores", "cores_allowed", "cpu_s", "cores_used", "max_rss_mib")
 
@@ -41,11 +42,14 @@ class CpuUse:
 class Resources:
     """``cpu``: a local run's accounting; ``sampled``: what ``watch`` sampled beside the
     run (relaunch/usage.py's keys), None when the record has no such key; ``io``: a local
-    run's storage evidence (runrecord/io_use.py), None in records before it."""
+    run's storage evidence (runrecord/io_use.py), None in records before it;
+    ``cpu_others``: a local run's other load on its CPUs (runrecord/others_use.py), None in
+    records before it."""
 
     cpu: CpuUse | None = None
     sampled: Mapping[str, float] | None = None
     io: IoUse | None = None
+    cpu_others: OthersUse | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = self.cpu.to_json() if self.cpu is not None else {}
@@ -53,6 +57,8 @@ class Resources:
             out["sampled"] = dict(self.sampled)
         if self.io is not None:
             out["io"] = self.io.to_json()
+        if self.cpu_others is not None:
+            out["cpu_others"] = self.cpu_others.to_json()
         return out
 
     @classmethod
@@ -63,7 +69,8 @@ class Resources:
             numbers = f.obj("sampled")
             sampled = {k: v for k in numbers.data if (v := numbers.number(k)) is not None}
         io = IoUse.from_json(f.obj("io")) if f.has("io") else None
-        return cls(cpu, sampled, io)
+        others = OthersUse.from_json(f.obj("cpu_others")) if f.has("cpu_others") else None
+        return cls(cpu, sampled, io, others)
 
 
 @dataclass(frozen=True)

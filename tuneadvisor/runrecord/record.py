@@ -249,6 +249,10 @@ class RunRecord:
         steady = self.steady
         if steady is not None and steady.steps >= 8:  # a handful of steps says no spread
             out["run.spread"] = round(steady.spread, 4)
+        others = self.resources.cpu_others if self.resources is not None else None
+        if others is not None and others.others_cores is not None and others.allowed_cpus:
+            out["run.others_cores"] = others.others_cores
+            out["run.allowed_cpus"] = len(others.allowed_cpus)
         return out
 
     @property
