@@ -145,5 +145,5 @@ def test_a_prediction_without_its_baseline_is_not_checked(tmp_path: Path) -> Non
 @pytest.mark.parametrize("bad", [{"num_workers": -1}, {"num_workers": True}, [1, 2], "x"])
 def test_a_malformed_baseline_in_a_report_is_refused(bad: object) -> None:
     data = {**PREDICTION.as_json(), "baseline": bad}
-    with pytest.raises(ValueError, match="prediction.baseline"):
+    with pytest.raises(ValueError, match=r"prediction\.baseline"):
         Prediction.from_json(data)

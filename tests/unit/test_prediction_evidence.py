@@ -4,9 +4,8 @@ missing."""
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
