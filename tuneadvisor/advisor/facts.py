@@ -252,6 +252,9 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("host.proc.count.max", "int", "", "most processes in the job's tree"),
     ("host.proc.main_cpu_pct.mean", "float", "%", "mean CPU of the main process (100 = 1 core)"),
     ("host.proc.workers.max", "int", "", "most DataLoader workers seen in the job's tree"),
+    # /proc/PID/io read_bytes summed over the tree; absent where a process's was unreadable
+    ("host.proc.storage_read.mean_mib_s", "float", "MiB/s", "mean storage reads of the tree"),
+    ("host.proc.storage_read.max_mib_s", "float", "MiB/s", "peak storage reads of the tree"),
     # the workers' states, their CPU and the CPUs the tree may use (metrics/loader_waits.py)
     ("host.proc.workers.rounds", "int", "", "rounds that saw a DataLoader worker's state"),
     ("host.proc.workers.running_share", "float", "fraction", "workers' rounds seen running"),
