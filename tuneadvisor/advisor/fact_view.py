@@ -316,6 +316,7 @@ class Run(Section):
     batch_size: int | None = None
     samples_per_s: float | None = None
     spread: float | None = None
+    profile_workers_traced: bool | None = None
 
 
 class Script(Section):

@@ -362,6 +362,13 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("run.batch_size", "int", "", "the profiled run's batch size (its run record)"),
     ("run.samples_per_s", "float", "samples/s", "the profiled run's steady samples/s"),
     ("run.spread", "float", "fraction", "half the range of its steady window's block rates"),
+    (
+        "run.profile_workers_traced",
+        "bool",
+        "",
+        "the line profile's DataLoader workers ran under line_profiler's tracer (false: "
+        "the bundled scripts turn it off in forked children)",
+    ),
     ("probe.cores", "int", "cores", "cores the probe could use (its affinity)"),
     ("probe.test_mode", "bool", "", "the step was the device-time stand-in (--device-time-ms)"),
     # training script, from its AST: the scanner declares what it emits
