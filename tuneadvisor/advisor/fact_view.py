@@ -313,10 +313,10 @@ class Run(Section):
     """The run record beside a profile."""
 
     PREFIX = "run"
+    profile_workers_traced: bool | None = None  # false: trainkit untraced the workers
     batch_size: int | None = None
     samples_per_s: float | None = None
     spread: float | None = None
-    profile_workers_traced: bool | None = None
 
 
 class Script(Section):

@@ -359,9 +359,6 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("probe.batch_size", "int", "samples", "the probed batch size (per rank)"),
     ("probe.workers", "int", "workers", "the probed loop's DataLoader workers"),
     # the run record beside a profile (`tuneadvisor run` wrote both): the profiled run
-    ("run.batch_size", "int", "", "the profiled run's batch size (its run record)"),
-    ("run.samples_per_s", "float", "samples/s", "the profiled run's steady samples/s"),
-    ("run.spread", "float", "fraction", "half the range of its steady window's block rates"),
     (
         "run.profile_workers_traced",
         "bool",
@@ -369,6 +366,9 @@ FACTS: Mapping[str, FactSpec] = _specs(
         "the line profile's DataLoader workers ran under line_profiler's tracer (false: "
         "the bundled scripts turn it off in forked children)",
     ),
+    ("run.batch_size", "int", "", "the profiled run's batch size (its run record)"),
+    ("run.samples_per_s", "float", "samples/s", "the profiled run's steady samples/s"),
+    ("run.spread", "float", "fraction", "half the range of its steady window's block rates"),
     ("probe.cores", "int", "cores", "cores the probe could use (its affinity)"),
     ("probe.test_mode", "bool", "", "the step was the device-time stand-in (--device-time-ms)"),
     # training script, from its AST: the scanner declares what it emits

@@ -257,6 +257,9 @@ class RunRecord:
         """``run.*``: what the run record beside a profile says of the profiled run, for the
         step-time model (its batch size: the script may set it where a scan cannot see)."""
         out: dict[str, object] = {}
+        traced = self.stated_workers_traced  # the profile's workers under its tracer
+        if traced is not None:
+            out["run.profile_workers_traced"] = traced
         start = self.measured.start if self.measured is not None else {}
         for batch in (self.settings.knobs.get("batch_size"), start.get("batch_size")):
             if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
@@ -268,9 +271,6 @@ class RunRecord:
         steady = self.steady
         if steady is not None and steady.steps >= 8:  # a handful of steps says no spread
             out["run.spread"] = round(steady.spread, 4)
-        traced = self.stated_workers_traced
-        if traced is not None:
-            out["run.profile_workers_traced"] = traced
         return out
 
     @property
