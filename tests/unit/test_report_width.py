@@ -100,3 +100,23 @@ def test_any_width_cuts_nothing_but_the_source_and_fits_where_the_numbers_leave_
     assert any(LONG in row for row in wide)
     for row in rows:  # within the width, or the source's least where the numbers take it
         assert len(row) <= width or len(row[start:]) <= 12
+
+
+def test_without_a_terminal_or_columns_the_table_keeps_to_100(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A file, a pipe, a help ticket: 100 columns; $COLUMNS wins where it is set."""
+    import os
+
+    from tuneadvisor.report.text import report_width
+
+    def no_terminal(fd: int) -> os.terminal_size:
+        raise OSError(25, "Inappropriate ioctl for device")
+
+    monkeypatch.setattr(os, "get_terminal_size", no_terminal)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert report_width() == 100
+    monkeypatch.setenv("COLUMNS", "not a number")
+    assert report_width() == 100
+    monkeypatch.setenv("COLUMNS", "72")
+    assert report_width() == 72

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
+import sys
 
 from tuneadvisor.present.advice_text import render_advice
 from tuneadvisor.present.metrics_read import metrics_lines
@@ -33,8 +33,19 @@ _ELLIPSIS = "…"
 
 
 def report_width() -> int:
-    """The columns the text report fits: $COLUMNS, else stdout's terminal, else 100."""
-    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    """The columns the text report fits: $COLUMNS, else stdout's terminal, else 100 (what
+    shutil.get_terminal_size gives, without importing shutil: it loads bz2 and lzma, a cost
+    to every report's start)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else DEFAULT_WIDTH
 
 
 def _fit(source: str, room: int) -> str:
