@@ -59,6 +59,9 @@ def test_run_records_a_profiled_run_inside_its_allocation(
     assert run["summary"]["samples_per_s"] > 0 and run["resources"]["cpu_s"] > 0
     folder = tmp_path / "runs" / run["id"]
     assert run["paths"]["profiles"] == ["profile.lprof"] and (folder / "profile.lprof").is_file()
+    # its DataLoader workers (none here) would run without line_profiler's tracer: trainkit
+    assert run["start"]["profile_workers_traced"] is False
+    assert run["profile"] == {"workers_traced": False}
     # watch sampled the training tree beside it, into the run's metrics.jsonl
     assert run["paths"]["metrics"] == ["metrics.jsonl"], run["notes"]
     sampled = run["resources"]["sampled"]

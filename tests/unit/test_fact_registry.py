@@ -236,6 +236,7 @@ def metrics_outputs() -> Iterator[tuple[str, Mapping[str, object]]]:
             proc_count=4,
             main_cpu_pct=95.0,
             workers=3,
+            proc_read_mib_s=12.5 * t,
         )
         for t in range(5)
     ]

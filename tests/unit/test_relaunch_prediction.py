@@ -272,11 +272,12 @@ def test_compare_shows_predicted_against_measured_and_the_finding(
     assert table is not None
     assert "Predicted against measured" in [str(t.title) for t in tables(items)]
     (line,) = findings(items)
-    assert line.startswith(f"{bad.name}: step time 40.") and "fewer cores" in line
+    # the run as the tables name it: its row (#2) and its label
+    assert line.startswith(f"#2 {bad.name}: step time 40.") and "fewer cores" in line
     assert main(["compare", str(good), str(bad), "--no-plots"]) == 0
     out = capsys.readouterr().out
     assert "Predicted against measured" in out and "within the range" in out
-    assert f"{FINDING_ID}: {bad.name}" in " ".join(out.split())
+    assert f"{FINDING_ID}: #2 {bad.name}" in " ".join(out.split())
     assert main(["compare", str(good), str(bad), "--format", "json"]) == 0
     good_json, bad_json = json.loads(capsys.readouterr().out)["items"]
     assert good_json["prediction"]["finding"] is None
@@ -286,6 +287,30 @@ def test_compare_shows_predicted_against_measured_and_the_finding(
     )
     assert bad_json["prediction"]["finding"]["id"] == FINDING_ID
     assert bad_json["prediction"]["predicted"] == PREDICTION.as_json()
+
+
+def test_the_missed_line_names_the_run_by_the_short_label_the_tables_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run ids that share their date and script: the tables and plots show ``143506-6fdf``,
+    and so does ``prediction-missed`` (never the whole id, a line wrapped on a terminal)."""
+    runs = []
+    for run_id, times in (
+        ("20261206-143506-mnist_single-6fdf", [0.05, 0.05, 0.05, *STEADY]),
+        ("20261206-150211-mnist_single-a03c", [0.04, 0.04, 0.04, *SLOW]),
+    ):
+        made = _record(tmp_path, times, cores=2)
+        data = json.loads((made / "run.json").read_text())
+        data["id"] = data["label"] = run_id
+        runs.append(made.rename(tmp_path / run_id))
+        (tmp_path / run_id / "run.json").write_text(json.dumps(data))
+    (line,) = findings([load_item(str(r)) for r in runs])
+    assert line.startswith("#2 150211-a03c: step time 40.")
+    assert main(["compare", *map(str, runs), "--no-plots"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{FINDING_ID}: #2 150211-a03c: step time" in out
+    assert "│ 150211-a03c" in out or " 150211-a03c " in out  # the table's own label
+    assert "20261206-150211-mnist_single-a03c" not in out
 
 
 def test_compare_without_predictions_has_no_such_table(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ def _report(fmt: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mo
     monkeypatch.setenv("XDG_CONFIG_HOME", str(REPO / "tests" / "no-such-config"))
     monkeypatch.delenv("TUNEADVISOR_RULES", raising=False)
     monkeypatch.delenv("TUNEADVISOR_SITE", raising=False)
+    monkeypatch.setenv("COLUMNS", "100")  # the text's tables fit the terminal: one width here
     assert main(["report", *EXAMPLE, "--format", fmt]) == 0
     # Absolute paths differ between checkouts.
     return capsys.readouterr().out.replace(str(REPO), "<repo>")

@@ -292,6 +292,8 @@ class Host(Section):
     proc__count__max: int | None = None
     proc__main_cpu_pct__mean: float | None = None
     proc__workers__max: int | None = None
+    proc__storage_read__mean_mib_s: float | None = None
+    proc__storage_read__max_mib_s: float | None = None
     proc__affinity__min_cpus: int | None = None
     proc__affinity__short_ranks: int | None = None
     cpu__count: int | None = None
@@ -311,6 +313,7 @@ class Run(Section):
     """The run record beside a profile."""
 
     PREFIX = "run"
+    profile_workers_traced: bool | None = None  # false: trainkit untraced the workers
     batch_size: int | None = None
     samples_per_s: float | None = None
     spread: float | None = None

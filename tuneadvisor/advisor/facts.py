@@ -252,6 +252,9 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("host.proc.count.max", "int", "", "most processes in the job's tree"),
     ("host.proc.main_cpu_pct.mean", "float", "%", "mean CPU of the main process (100 = 1 core)"),
     ("host.proc.workers.max", "int", "", "most DataLoader workers seen in the job's tree"),
+    # /proc/PID/io read_bytes summed over the tree; absent where a process's was unreadable
+    ("host.proc.storage_read.mean_mib_s", "float", "MiB/s", "mean storage reads of the tree"),
+    ("host.proc.storage_read.max_mib_s", "float", "MiB/s", "peak storage reads of the tree"),
     # the workers' states, their CPU and the CPUs the tree may use (metrics/loader_waits.py)
     ("host.proc.workers.rounds", "int", "", "rounds that saw a DataLoader worker's state"),
     ("host.proc.workers.running_share", "float", "fraction", "workers' rounds seen running"),
@@ -356,6 +359,13 @@ FACTS: Mapping[str, FactSpec] = _specs(
     ("probe.batch_size", "int", "samples", "the probed batch size (per rank)"),
     ("probe.workers", "int", "workers", "the probed loop's DataLoader workers"),
     # the run record beside a profile (`tuneadvisor run` wrote both): the profiled run
+    (
+        "run.profile_workers_traced",
+        "bool",
+        "",
+        "the line profile's DataLoader workers ran under line_profiler's tracer (false: "
+        "the bundled scripts turn it off in forked children)",
+    ),
     ("run.batch_size", "int", "", "the profiled run's batch size (its run record)"),
     ("run.samples_per_s", "float", "samples/s", "the profiled run's steady samples/s"),
     ("run.spread", "float", "fraction", "half the range of its steady window's block rates"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tuneadvisor.commands.inputs import add_inputs, has_inputs, inputs_of, seconds
@@ -162,7 +162,9 @@ def _step_ms(step_s: float | None) -> str:
     return f" (step {1000 * step_s:,.1f} ms, after the warm-up)"
 
 
-def print_record(console: Console, record: RunRecord) -> None:
+def print_record(console: Console, record: RunRecord, said: Sequence[str] = ()) -> None:
+    """The run's last lines: its figures, where its files are, and its notes but those in
+    ``said`` (the settings' notes, said before the run: once is enough)."""
     s = record.summary
     rate = record.samples_per_s
     console.print(
@@ -206,7 +208,8 @@ def print_record(console: Console, record: RunRecord) -> None:
         )
     _print_prediction(console, record)
     for note in record.notes:
-        console.print(f"  note: {note}", highlight=False, soft_wrap=True)
+        if note not in said:
+            console.print(f"  note: {note}", highlight=False, soft_wrap=True)
 
 
 def _print_prediction(console: Console, record: RunRecord) -> None:
@@ -270,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(label, highlight=False, soft_wrap=True)
     with ProgressView(console, request.label or req.spec.name, req.settings, live) as view:
         record = run_local(req, on_event=view)
-    print_record(Console(), record)
+    print_record(Console(), record, said=req.settings.notes)
     if record.interrupted:
         # Ctrl-C: the tasks' own KeyboardInterrupt tracebacks stay in their logs
         print(f"tuneadvisor: run {record.id} interrupted", file=sys.stderr)
@@ -312,6 +315,6 @@ def _submit(req: RunRequest, wait_s: float | None, console: Console) -> int:
         acct = client.poll_accounting(job_id) if client.which("sacct") else None
         state = getattr(acct, "state", None) or state
         record = complete_from_output(record, str(state) if state else None)
-        print_record(Console(), record)
+        print_record(Console(), record, said=req.settings.notes)
         return 0 if record.ok else EXIT_RUN_FAILED
     return 0

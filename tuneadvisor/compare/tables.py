@@ -204,12 +204,13 @@ def prediction_table(items: Sequence[Item]) -> Table | None:
 
 def findings(items: Sequence[Item]) -> list[str]:
     """The compare-level findings, one line each: ``prediction-missed`` for each run outside
-    its predicted range, with what differed."""
+    its predicted range, with what differed; each run named as the tables name it (its row's
+    number and its short label: ``#2 143506-6fdf``), not by its whole id."""
     out = []
-    for item in items:
+    for item in labelled(items)[0]:
         text = item.predicted.finding() if item.predicted is not None else None
         if text is not None:
-            out.append(f"{item.label}: {text}")
+            out.append(f"#{item.number} {item.label}: {text}")
     return out
 
 

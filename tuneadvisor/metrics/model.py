@@ -27,7 +27,9 @@ Facts (absent when no sample carries the value):
   ``host.proc.cpu_cores.mean|p95`` (training process tree, 1.0 = one core busy),
   ``host.proc.rss.max_mib``, ``host.proc.count.max`` (processes in the tree: main + workers),
   ``host.proc.main_cpu_pct.mean`` (%, the main process alone: 100 = one core busy),
-  ``host.proc.workers.max`` (DataLoader workers seen in the tree).
+  ``host.proc.workers.max`` (DataLoader workers seen in the tree),
+  ``host.proc.storage_read.mean_mib_s|max_mib_s`` (MiB/s the tree read from storage; absent,
+  never 0, where ``/proc/PID/io`` could not be read).
 - A watch recording's series adds what its rounds' process trees say (``proc_facts``:
   ``host.proc.workers.*`` states, ``host.proc.cpus_allowed*``, ``host.proc.affinity.*``).
 """
@@ -128,6 +130,9 @@ class HostSample:
     proc_count: int | None = None  # main process + DataLoader workers
     main_cpu_pct: float | None = None  # the main (training) process alone; 100 = one core
     workers: int | None = None  # DataLoader worker processes seen in the tree
+    # the tree's storage reads (/proc/PID/io read_bytes: what came from storage, not from the
+    # page cache), MiB/s over the round; None where a process's could not be read
+    proc_read_mib_s: float | None = None
 
     @property
     def busy_cores(self) -> float | None:
@@ -490,4 +495,7 @@ def _host_facts(host: Sequence[HostSample]) -> Facts:
     workers = [h.workers for h in host if h.workers is not None]
     if workers:
         facts["host.proc.workers.max"] = max(workers)
+    read = Stats.of(h.proc_read_mib_s for h in host)
+    _put_stat(facts, "host.proc.storage_read.mean_mib_s", read, "mean")
+    _put_stat(facts, "host.proc.storage_read.max_mib_s", read, "max")
     return facts

@@ -126,4 +126,18 @@ def tree_totals(host: HostSample, procs: Iterable[ProcSample]) -> HostSample:
         proc_count=len(procs),
         main_cpu_pct=max(mains) if mains else None,
         workers=sum(1 for p in procs if p.role == ROLE_WORKER),
+        proc_read_mib_s=storage_read(procs),
     )
+
+
+def storage_read(procs: Iterable[ProcSample]) -> float | None:
+    """The tree's storage reads in MiB/s: the sum over its processes, None (never 0) where
+    one's ``/proc/PID/io`` could not be read (another user's: a part would be taken for the
+    whole) or none has a rate yet (a process's first round has none)."""
+    rates = []
+    for p in procs:
+        if "io" in p.denied or "all" in p.denied:
+            return None
+        if p.read_mib_s is not None:
+            rates.append(p.read_mib_s)
+    return sum(rates) if rates else None

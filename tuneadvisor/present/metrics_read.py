@@ -91,4 +91,7 @@ def _host_line(series: MetricsSeries) -> str:
         parts.append(f"the job's processes used {cores.mean:.2f} cores (mean)")
     if rss is not None:
         parts.append(f"RSS peak {rss.max:.0f} MiB")
+    read = Stats.of(s.proc_read_mib_s for s in series.host)
+    if read is not None:  # none where /proc/PID/io could not be read: nothing said
+        parts.append(f"read from storage {read.mean:,.1f} MiB/s (mean), {read.max:,.1f} peak")
     return ", ".join(parts)

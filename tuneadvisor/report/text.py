@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from tuneadvisor.present.advice_text import render_advice
 from tuneadvisor.present.metrics_read import metrics_lines
@@ -23,13 +24,45 @@ from tuneadvisor.profile.skew import rank_skews, skew_text
 from tuneadvisor.workspace.load import Workspace
 
 _HEADER = ("Line", "Hits", "Time", "Per hit", "%", "Heat", "Kind", "Source")
+# Where there is no terminal (a file, a pipe, a help ticket): the width the reports keep to.
+DEFAULT_WIDTH = 100
+# The source column keeps at least this much of a line, however narrow the terminal: the
+# numbers are never cut, and a row past the width wraps rather than lose its line's start.
+_MIN_SOURCE = 12
+_ELLIPSIS = "…"
+
+
+def report_width() -> int:
+    """The columns the text report fits: $COLUMNS, else stdout's terminal, else 100 (what
+    shutil.get_terminal_size gives, without importing shutil: it loads bz2 and lzma, a cost
+    to every report's start)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else DEFAULT_WIDTH
+
+
+def _fit(source: str, room: int) -> str:
+    """``source`` in ``room`` characters: its end cut with "…" (its start, the indentation
+    and what the line does, is what tells the lines apart)."""
+    if len(source) <= room:
+        return source
+    return source[: room - len(_ELLIPSIS)] + _ELLIPSIS
 
 
 def _where(func: AnnotatedFunction) -> str:
     return f"{os.path.basename(func.filename)}:{func.first_lineno}"
 
 
-def _function_table(func: AnnotatedFunction) -> list[str]:
+def _function_table(func: AnnotatedFunction, width: int = DEFAULT_WIDTH) -> list[str]:
+    """The function's lines, numbers first, each row within ``width`` columns: a long source
+    line is cut at its end with "…", never a number (a terminal wrapped such a row)."""
     unit, size, decimals = column_unit(line.time_s for line in func.lines)
     header = (*_HEADER[:2], f"Time {unit}", *_HEADER[3:])
     rows = [
@@ -50,6 +83,10 @@ def _function_table(func: AnnotatedFunction) -> list[str]:
         max(len(h), max(map(len, column), default=0))
         for h, column in zip(header, columns, strict=True)
     ]
+    # the room the numbers leave: the indent, then each column before the source and its gap
+    room = max(_MIN_SOURCE, width - 2 - sum(w + 2 for w in widths[:-1]))
+    if widths[-1] > room:
+        rows = [(*row[:-1], _fit(row[-1], room)) for row in rows]
     right = {0, 1, 2, 3, 4}  # numbers align right
     # One format string for every row (a str.format call a row, not a Python loop over cells:
     # a 50,000-line profile has as many rows); the last column is not padded.
@@ -65,7 +102,7 @@ def _function_table(func: AnnotatedFunction) -> list[str]:
     return lines
 
 
-def _function_section(func: AnnotatedFunction) -> list[str]:
+def _function_section(func: AnnotatedFunction, width: int = DEFAULT_WIDTH) -> list[str]:
     out = [
         f"{func.qualified}  {_where(func)}  {seconds(func.total_s)} s "
         f"({percent(func.percent_total)} % of profile)",
@@ -74,11 +111,11 @@ def _function_section(func: AnnotatedFunction) -> list[str]:
     if func.source_path is None and not func.block:
         out.append(f"  source not found for {func.filename}: no source text or line kinds")
     out.append("")
-    out += _function_table(func)
+    out += _function_table(func, width)
     return out
 
 
-def render_analysis(analysis: ProfileAnalysis) -> list[str]:
+def render_analysis(analysis: ProfileAnalysis, width: int = DEFAULT_WIDTH) -> list[str]:
     out = [
         "Profile: " + ", ".join(analysis.origins),
         f"Timer unit: {analysis.unit_s:g} s   Total time: {seconds(analysis.total_s)} s   "
@@ -90,7 +127,7 @@ def render_analysis(analysis: ProfileAnalysis) -> list[str]:
             out.append(f"  {part.origin}: {seconds(part.total_s)} s  {top_kinds_text(part.kinds)}")
         out += [f"  {skew_text(skew)}" for skew in rank_skews(analysis.parts)]
     for func in analysis.functions:
-        out += ["", *_function_section(func)]
+        out += ["", *_function_section(func, width)]
     if analysis.notes:
         out += ["", "Notes:"] + [f"  - {note}" for note in analysis.notes]
     return out
@@ -107,10 +144,12 @@ def _time_to_result(workspace: Workspace) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def render_text(workspace: Workspace) -> str:
+def render_text(workspace: Workspace, width: int | None = None) -> str:
+    """The report in plain text; its line tables fit ``width`` columns (None: the
+    terminal's, 100 where there is none)."""
     out: list[str] = []
     if workspace.analysis is not None:
-        out += render_analysis(workspace.analysis)
+        out += render_analysis(workspace.analysis, report_width() if width is None else width)
     if workspace.traces is not None:
         # only with traces: a report of a profile keeps its lean import set
         from tuneadvisor.present.trace_text import section_lines

@@ -92,6 +92,10 @@ def is_str(value: object) -> bool:
     return isinstance(value, str)
 
 
+def is_bool(value: object) -> bool:
+    return isinstance(value, bool)
+
+
 def is_int(value: object) -> bool:
     return isinstance(value, int) and is_finite_number(value)
 

@@ -22,6 +22,7 @@ from tuneadvisor.runrecord import RECORD_NAME as RECORD_NAME
 from tuneadvisor.runrecord.allocation_record import Allocation
 from tuneadvisor.runrecord.json_fields import (
     JsonFields,
+    is_bool,
     is_int,
     is_mapping,
     is_str,
@@ -102,6 +103,10 @@ class RunRecord:
     # "device-time-stand-in": the training's device work was a sleep (--device-time-ms); by
     # default what the script's start event says, so that every record of such a run says it
     test_mode: str | None = None
+    # ``profile.workers_traced``: whether the line profile's DataLoader workers ran under
+    # line_profiler's tracer (false: the bundled scripts turn it off in forked children); by
+    # default what the script's start event says; None: not said (unprofiled, older scripts)
+    profile_workers_traced: bool | None = None
     path: Path | None = field(default=None, compare=False)  # the run.json it was read from
 
     def to_json(self) -> dict[str, Any]:
@@ -143,6 +148,8 @@ class RunRecord:
             out["resources"] = self.resources.to_json()
         if self.prediction is not None:
             out["prediction"] = dict(self.prediction)
+        if self.stated_workers_traced is not None:
+            out["profile"] = {"workers_traced": self.stated_workers_traced}
         out["paths"] = self.paths.to_json()
         out["notes"] = list(self.notes)
         return out
@@ -201,6 +208,9 @@ class RunRecord:
             resources=Resources.from_json(f.obj("resources")) if f.has("resources") else None,
             prediction=f.mapping("prediction") if f.data.get("prediction") is not None else None,
             test_mode=f.opt_text("test_mode"),
+            profile_workers_traced=f.obj("profile").get(
+                "workers_traced", or_none(is_bool), "true, false or null", None
+            ),
             path=file,
         )
 
@@ -216,6 +226,15 @@ class RunRecord:
             return self.test_mode
         said = self.measured.start.get("test_mode") if self.measured is not None else None
         return said if isinstance(said, str) else None
+
+    @property
+    def stated_workers_traced(self) -> bool | None:
+        """Whether the line profile's workers ran traced: its own field, else its training's
+        start event's (``profile_workers_traced``, which trainkit writes under kernprof)."""
+        if self.profile_workers_traced is not None:
+            return self.profile_workers_traced
+        said = self.measured.start.get("profile_workers_traced") if self.measured else None
+        return said if isinstance(said, bool) else None
 
     @property
     def summary(self) -> Summary:
@@ -238,6 +257,9 @@ class RunRecord:
         """``run.*``: what the run record beside a profile says of the profiled run, for the
         step-time model (its batch size: the script may set it where a scan cannot see)."""
         out: dict[str, object] = {}
+        traced = self.stated_workers_traced  # the profile's workers under its tracer
+        if traced is not None:
+            out["run.profile_workers_traced"] = traced
         start = self.measured.start if self.measured is not None else {}
         for batch in (self.settings.knobs.get("batch_size"), start.get("batch_size")):
             if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:

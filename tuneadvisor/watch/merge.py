@@ -43,6 +43,14 @@ def _sum(values: Iterable[float | int | None]) -> float | None:
     return float(sum(present)) if present else None
 
 
+def _sum_all(values: Iterable[float | None]) -> float | None:
+    """The sum where every value is known; None where any is not (or there is none)."""
+    known = list(values)
+    if not known or any(v is None for v in known):
+        return None
+    return float(sum(v for v in known if v is not None))
+
+
 def machines(nodes: Sequence[str], boot_ids: Mapping[str, str | None]) -> dict[str, str]:
     """node -> the first node of its machine (nodes with the same boot id; a node without
     one is a machine of its own)."""
@@ -91,6 +99,8 @@ def _merge_hosts(
         proc_count=None if count is None else int(count),
         main_cpu_pct=max(mains) if mains else None,
         workers=None if workers is None else int(workers),
+        # every node's tree or none: a node whose reads are unknown leaves the sum unknown
+        proc_read_mib_s=_sum_all(h.proc_read_mib_s for _, h in hosts if h.proc_count),
     )
 
 
