@@ -82,7 +82,8 @@ def test_the_speedup_over_the_measured_setting_beside_it_is_judged(tmp_path: Pat
     # measured run's (the prediction's expected samples/s over its expected speedup)
     assert c.measured_run_rate == pytest.approx(340.0 / 1.9)
     note = c.held_note()
-    assert note is not None and note.startswith("#4: the speedup held (1.89x within 1.60-2.40x)")
+    assert note is not None
+    assert note.startswith("#4 run-3: the speedup held (1.89x within 1.60-2.40x)")
     assert "ran here at 146.7 samples/s, the measured run at 178.9 (-18%)" in note
 
 
@@ -94,10 +95,10 @@ def test_a_speedup_below_its_range_is_prediction_missed_naming_the_runs(
     (c,) = _checks(base, tuned)
     assert c.verdict == MISSED and c.held_note() is None
     text = c.finding()
-    assert text is not None and text.startswith("#2: speedup 1.52x against #1")
+    assert text is not None and text.startswith("#2 run-1: speedup 1.52x against #1")
     assert main(["compare", str(base), str(tuned), "--no-plots"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert f"{FINDING_ID}: #2: speedup 1.52x against #1" in out
+    assert f"{FINDING_ID}: #2 run-1: speedup 1.52x against #1" in out
     assert main(["compare", str(base), str(tuned), "--format", "json"]) == 0
     (checked,) = json.loads(capsys.readouterr().out)["speedup_checks"]
     assert checked["verdict"] == MISSED and checked["baselines"] == [base.name]

@@ -193,6 +193,29 @@ def test_a_profiles_fast_side_takes_the_traced_workers_cost() -> None:
     assert any("input pipeline up to 30% faster" in b for b in worker_bound.basis)
 
 
+def test_a_profile_whose_workers_ran_untraced_keeps_only_the_loops_cost() -> None:
+    """`run --profile` turns line_profiler's tracer off in the workers it forks and records
+    it (run.profile_workers_traced false): their batches cost what they cost plain, so the
+    fast side is the loop's 15 % alone. An unknown record keeps the assumed 30 %."""
+    traced_facts = _profile(0.9, 1, 1, **{"job.gpus": 1})
+    untraced_facts = {**traced_facts, "run.profile_workers_traced": False}
+    traced = step_budget(traced_facts)
+    untraced = step_budget(untraced_facts)
+    assert traced is not None and untraced is not None
+    assert traced.pipeline_overhead == PROFILED_WORKERS_OVERHEAD
+    assert untraced.pipeline_overhead == 0.0 and untraced.overhead == PROFILER_OVERHEAD
+    assert any("ran without line_profiler's tracer" in b for b in untraced.basis)
+    assert not any("input pipeline up to 30% faster" in b for b in untraced.basis)
+    prediction, _ = predict(untraced_facts, _plan(2, 3))
+    assert prediction is not None and prediction.samples_per_s is not None
+    rate = prediction.samples_per_s
+    # the pipeline sets the step: nothing of the profiler's in it, the spread's fast side only
+    assert rate.high == pytest.approx(rate.expected / (1 - PROFILE_SPREAD))
+    # a profile of a run with no workers: the loop loads its batches traced, as before
+    alone = step_budget({**_profile(0.9, 0, 1), "run.profile_workers_traced": False})
+    assert alone is not None and alone.pipeline_overhead == PROFILED_WORKERS_OVERHEAD
+
+
 def test_a_trace_keeps_its_one_assumed_cost_for_the_loop_and_the_pipeline() -> None:
     facts = {
         "trace.dataloader_share": 0.9,

@@ -396,6 +396,9 @@ def _from_profile(v: FactView, workers: int) -> StepBudget | None:
     if wait is None:
         return None
     steps = v.profile.steps
+    # `run --profile` turns the tracer off in the workers it forks, and says so in its record:
+    # their batches then cost what they cost plain (absent: unknown, the tracer assumed)
+    untraced = workers >= 1 and v.run.profile_workers_traced is False
     shares = _Shares(
         source="profile",
         wait=wait,
@@ -409,9 +412,12 @@ def _from_profile(v: FactView, workers: int) -> StepBudget | None:
         spread_why="one profiled run measures no spread",
         overhead=PROFILER_OVERHEAD,
         overhead_why="line_profiler: assumed (8-14 % measured on the bundled MNIST loop)",
-        pipeline_overhead=PROFILED_WORKERS_OVERHEAD,
+        pipeline_overhead=0.0 if untraced else PROFILED_WORKERS_OVERHEAD,
         pipeline_overhead_why=(
-            f"the input pipeline up to {PROFILED_WORKERS_OVERHEAD:.0%} faster a batch without "
+            "the input pipeline's time a batch as measured: the profiled run's DataLoader "
+            "workers ran without line_profiler's tracer (the run record beside the profile)"
+            if untraced
+            else f"the input pipeline up to {PROFILED_WORKERS_OVERHEAD:.0%} faster a batch without "
             "line_profiler: assumed, the range's fast side only (workers forked inside the "
             "profiled function run traced too, and their time is not in the profile; the "
             "bundled MNIST loop ran 15 % and 28 % slower profiled than plain, medium and high "

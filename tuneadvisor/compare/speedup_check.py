@@ -64,7 +64,7 @@ class SpeedupCheck:
         against = ", ".join(b.key for b in self.baselines)
         said = "below" if self.verdict == MISSED else "above (better than predicted)"
         line = (
-            f"{self.item.key}: speedup {self.measured:.2f}x against {against} (the measured "
+            f"{_named(self.item)}: speedup {self.measured:.2f}x against {against} (the measured "
             f"setting, run beside it) {said} the {self.predicted.low:.2f}-"
             f"{self.predicted.high:.2f}x predicted"
         )
@@ -94,7 +94,7 @@ class SpeedupCheck:
             return None
         now = self.baseline_rate
         return (
-            f"{self.item.key}: the speedup held ({self.measured:.2f}x within "
+            f"{_named(self.item)}: the speedup held ({self.measured:.2f}x within "
             f"{self.predicted.low:.2f}-{self.predicted.high:.2f}x); the measured setting ran "
             f"here at {now:,.1f} samples/s, the measured run at {then:,.1f} "
             f"({now / then - 1:+.0%}): the samples/s range holds only at the measured run's pace"
@@ -110,6 +110,11 @@ class SpeedupCheck:
             "baseline_samples_per_s": self.baseline_rate,
             "measured_run_samples_per_s": self.measured_run_rate,
         }
+
+
+def _named(item: Item) -> str:
+    """A run as the findings name it: its row and short label (``#2 143506-6fdf``)."""
+    return item.label if item.key == item.label else f"{item.key} {item.label}"
 
 
 def _plain(run: RunRecord) -> bool:
