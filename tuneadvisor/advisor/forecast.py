@@ -94,6 +94,8 @@ def _pipeline(usable: float, budget: StepBudget) -> str:
     trace whose DataLoader share is 0) has no per-worker cost to divide by."""
     if budget.worker_steps <= 0:
         return "the loop measured no wait for batches: more workers change nothing, the model"
+    if usable <= 0:  # no workers: the loop loads its own batches
+        return "no workers: the loop loads each batch itself, in its own time, the model"
     # a batch takes the workers' time, after the time the intra-op threads hold the cores
     makes = 1 / (budget.held + budget.worker_steps / usable)
     needs = 1 / (budget.busy + budget.receive)
