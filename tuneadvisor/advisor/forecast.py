@@ -177,12 +177,13 @@ def predict(
     usable = usable_workers(budget, workers, cores, ranks)
     # a setting can be slower than the measured one (fewer cores, a worker where the loop
     # loaded its own batches): said as it is, never rounded up to 1.0x
-    relative = budget.step_with(usable)
+    relative = budget.step_at(workers, cores, ranks)
     spread = budget.spread
     speed = 1.0 / relative
     step = budget.step_s * relative
     faster = budget.faster_unprofiled(usable)  # the fast side: the run without the profiler
-    slower = budget.slower_receiving(usable)  # the slow side: receiving costs all it may
+    # the slow side: receiving costs all it may, threads sharing cores the most seen
+    slower = budget.slower_at(workers, cores, ranks)
     samples = None
     if budget.batch_size:
         rate = budget.batch_size / step
@@ -200,6 +201,7 @@ def predict(
                 f"run {usable:.2f} workers' worth beside the main process's "
                 f"{budget.main_cores():.2f} core (no more than a core each, none below one)",
                 _pipeline(usable, budget),
+                *filter(None, [budget.oversubscription_note(workers, cores, ranks)]),
                 f"the setting: the fewest workers that cover the loop with a {MARGIN:.0%} "
                 "margin (assumed), the model's best within the cores where a cap binds",
             ),

@@ -67,6 +67,17 @@ WORKER_BUSY_MIN = 0.5
 # 2-CPU test machine under load, 1.7-3.1 ms of CPU for 32 images of 3x224x224
 # (bench/receive_cost.py, bench/RESULTS.md); inside the measured wait, so never more than it.
 RECEIVE_S = 0.001
+# Intra-op threads that follow the task's cores (two or more) sharing those cores with
+# DataLoader workers: a parallel region waits for its slowest thread, and a thread whose core
+# a worker holds waits for the scheduler; the compute took this many times as long as with
+# the workers off its cores. Measured (bench/omp_oversubscription.py, bench/RESULTS.md) on the
+# 2-CPU test machine under other work's load, the bundled MNIST loop with its compute on the
+# CPU: 2 cores and 1-3 workers with OMP_NUM_THREADS=2 ran OVERSUBSCRIBED_SEEN times slower
+# than the same setting with OMP_NUM_THREADS=1. The expected value takes the least seen, the
+# range's slow side the most; a profile of a run with one thread cannot measure it.
+OVERSUBSCRIBED_LEAST = 2.0
+OVERSUBSCRIBED_MOST = 8.0
+OVERSUBSCRIBED_SEEN = "2-8"
 
 
 @record
@@ -106,6 +117,11 @@ class StepBudget:
     # intra-op threads hold every core of the task during the compute (CPU compute with
     # OMP_NUM_THREADS following the cores): the workers run only in the rest of the step
     threads_hold_compute: bool = False
+    # where those threads (two or more) share their cores with workers, the compute's time
+    # times this: the expected value's and the range's slow side's (1.0: not counted, as
+    # where the measured run's threads shared their cores already)
+    oversubscribed: float = 1.0
+    oversubscribed_max: float = 1.0
 
     @property
     def busy(self) -> float:
@@ -119,18 +135,27 @@ class StepBudget:
         """The share of the step the intra-op threads hold every core (0: not counted)."""
         return self.compute if self.threads_hold_compute else 0.0
 
-    def step_with(self, workers: float, main: float = 1.0, pipeline: float = 1.0) -> float:
+    def step_with(
+        self, workers: float, main: float = 1.0, pipeline: float = 1.0, compute: float = 1.0
+    ) -> float:
         """Predicted step time (measured steps) with ``workers`` workers' worth of CPU; with
         workers the loop is no faster than its own time plus receiving a batch, and the
         workers work only outside the time the intra-op threads hold the cores. ``main`` and
         ``pipeline`` scale the loop's and the pipeline's times (the run without a profiler:
-        the fast side)."""
+        the fast side); ``compute`` the compute's (threads sharing their cores with
+        workers: the slow side)."""
         if workers <= 0:
             if self.workers == 0:
                 return (1.0 - self.wait) * main + self.wait * pipeline
             return self.busy * main + self.worker_steps * pipeline
-        floor = (self.busy + self.receive) * main
-        return max(floor, self.held * main + self.worker_steps * pipeline / workers)
+        longer = self.compute * (compute - 1.0)  # the compute's time past the measured
+        floor = (self.busy + longer + self.receive) * main
+        return max(floor, self.held * compute * main + self.worker_steps * pipeline / workers)
+
+    def shares_cores(self, workers: int, cores: int, ranks: int = 1) -> bool:
+        """At this setting the intra-op threads (one a core of the rank's, two or more)
+        share their cores with workers, where that is counted."""
+        return self.oversubscribed_max > 1.0 and workers >= 1 and cores / max(ranks, 1) >= 2
 
     def slower_receiving(self, workers: float) -> float:
         """How much slower the step with ``workers`` workers' worth may be where receiving a
@@ -160,8 +185,37 @@ class StepBudget:
 
     def step_at(self, workers: int, cores: int, ranks: int = 1) -> float:
         """Predicted step time (measured steps) with ``workers`` per rank on ``cores`` per
-        task: more than 1.0 is a slowdown, and is said as one."""
-        return self.step_with(self.usable(workers, cores, ranks))
+        task: more than 1.0 is a slowdown, and is said as one. Intra-op threads sharing
+        their cores with the workers make the compute longer (``oversubscribed``)."""
+        shared = self.shares_cores(workers, cores, ranks)
+        compute = self.oversubscribed if shared else 1.0
+        return self.step_with(self.usable(workers, cores, ranks), compute=compute)
+
+    def slower_at(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """How much slower than ``step_at`` the step may be: receiving a batch costs all of
+        the assumed figure, and intra-op threads sharing their cores with the workers make
+        the compute the most seen as long: the range's slow side."""
+        usable = self.usable(workers, cores, ranks)
+        slow = self.slower_receiving(usable)
+        if not self.shares_cores(workers, cores, ranks):
+            return slow
+        worst = replace(self, receive=self.receive_max)
+        most = worst.step_with(usable, compute=self.oversubscribed_max)
+        return max(slow, most / max(self.step_at(workers, cores, ranks), 1e-9))
+
+    def oversubscription_note(self, workers: int, cores: int, ranks: int = 1) -> str | None:
+        """The prediction's basis line where threads sharing cores with workers decide it."""
+        if not self.shares_cores(workers, cores, ranks):
+            return None
+        threads = cores // max(ranks, 1)
+        return (
+            f"{threads} intra-op threads (OMP_NUM_THREADS follows the cores) share their cores "
+            f"with {workers} worker(s): the compute ~{self.oversubscribed:g}x as long (the "
+            f"expected value), up to {self.oversubscribed_max:g}x (the range's slow side): "
+            f"assumed, {OVERSUBSCRIBED_SEEN}x measured on the bundled MNIST loop on 2 CPUs "
+            "(bench/omp_oversubscription.py); OMP_NUM_THREADS=1, or the cores less the "
+            "workers, avoids it"
+        )
 
 
 def measured_spread(value: float) -> float:
@@ -497,10 +551,10 @@ def _with_threads(budget: StepBudget, v: FactView) -> StepBudget:
             f"intra-op threads: OMP_NUM_THREADS follows the task's cores (the job script), "
             f"and the compute ({budget.compute:.0%} of the step) runs on the CPU: its threads "
             "hold every core of the task while it runs, the workers work only in the rest of "
-            "the step: assumed (its time as measured, more threads not counted as faster); "
-            "oversubscribed threads can cost more (OpenMP's waits on a core a worker holds)"
+            "the step: assumed (its time as measured, more threads not counted as faster)"
         )
-        return replace(budget, threads_hold_compute=True, basis=(*budget.basis, note))
+        budget = replace(budget, threads_hold_compute=True, basis=(*budget.basis, note))
+        return _oversubscribed(budget, v)
     if budget.compute >= 0.1:
         if v.job.omp_threads_follow_cores is False:
             omp = "set to a fixed count"
@@ -515,6 +569,27 @@ def _with_threads(budget: StepBudget, v: FactView) -> StepBudget:
         )
         return replace(budget, basis=(*budget.basis, note))
     return budget
+
+
+def _oversubscribed(budget: StepBudget, v: FactView) -> StepBudget:
+    """Threads that follow the cores, at a setting where two or more share them with
+    workers, make the compute longer (OVERSUBSCRIBED_*): counted where the measured run's
+    threads had their cores to themselves. Where they shared them already, its compute
+    carries that cost as measured, and how much of it is that cannot be told: not counted."""
+    cores = v.alloc.cpus_per_task
+    ranks = max(v.job.ranks_per_task or 1, 1)
+    if cores is None:
+        return budget
+    if budget.workers >= 1 and cores / ranks >= 2:
+        note = (
+            "the measured run's intra-op threads shared their cores with its workers: its "
+            "compute carries that cost as measured (a setting with fewer threads a core may "
+            "be much faster: not counted)"
+        )
+        return replace(budget, basis=(*budget.basis, note))
+    return replace(
+        budget, oversubscribed=OVERSUBSCRIBED_LEAST, oversubscribed_max=OVERSUBSCRIBED_MOST
+    )
 
 
 def _with_receive(budget: StepBudget) -> StepBudget:
