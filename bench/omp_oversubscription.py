@@ -151,7 +151,11 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     costs = [c for c in args.costs.split(",") if c]
     settings = grid(args.cores, args.workers)
-    data: dict[str, Any] = {"costs": {}, "load_start": _load(), "args": {k: v for k, v in vars(args).items() if k not in ("replay", "out")}}
+    data: dict[str, Any] = {
+        "costs": {},
+        "load_start": _load(),
+        "args": {k: v for k, v in vars(args).items() if k not in ("replay", "out")},
+    }
     for cost in costs:
         print(f"{cost}: the 1-core, 1-worker run profiled", flush=True)
         folder = run(cost, *BASE, "--profile")
@@ -215,7 +219,7 @@ def section(data: Mapping[str, Any], preds: Mapping[str, Mapping[str, Any]], how
         f"`mnist_single`, synthetic MNIST ({args['train']} images), batch {args['batch_size']}, "
         f"{args['steps']} steps a run, the compute on the CPU (real torch, no stand-in); a "
         f"run's rate is its steady window after step {args['warmup']}; {args['repeats']} "
-        "interleaved rounds. Threads \"cores\": OMP_NUM_THREADS = the task's cores (what "
+        'interleaved rounds. Threads "cores": OMP_NUM_THREADS = the task\'s cores (what '
         '`tuneadvisor run` and the bundled job scripts set); "1": fixed at 1. Measured '
         "speedup: the median over the rounds of the setting's rate / the 1-core, 1-worker "
         "run's in the same round. Model: the prediction from the profiled 1-core, 1-worker "

@@ -177,7 +177,7 @@ def predict(
     usable = usable_workers(budget, workers, cores, ranks)
     # a setting can be slower than the measured one (fewer cores, a worker where the loop
     # loaded its own batches): said as it is, never rounded up to 1.0x
-    relative = budget.step_at(workers, cores, ranks)
+    relative = budget.step_with(usable)
     spread = budget.spread
     speed = 1.0 / relative
     step = budget.step_s * relative
