@@ -120,9 +120,25 @@ def predictions(
             sp = pred.speedup
             out[key] = {
                 "speedup": [sp.low, sp.expected, sp.high],
+                "before": _without_threads_cost(facts, plan),
                 "basis": list(pred.basis),
             }
     return out
+
+
+def _without_threads_cost(facts: Mapping[str, object], plan: Any) -> list[float] | None:
+    """The speedup range without the threads' cost of sharing cores (OVERSUBSCRIBED_MOST
+    1.0: the model before it), for the table's comparison."""
+    from tuneadvisor.advisor import steptime
+    from tuneadvisor.advisor.forecast import predict
+
+    kept = steptime.OVERSUBSCRIBED_MOST
+    steptime.OVERSUBSCRIBED_MOST = 1.0
+    try:
+        pred, _ = predict(facts, plan)
+    finally:
+        steptime.OVERSUBSCRIBED_MOST = kept
+    return None if pred is None else [pred.speedup.low, pred.speedup.expected, pred.speedup.high]
 
 
 def _load() -> str:
@@ -205,6 +221,22 @@ def _fmt_span(span: Sequence[float]) -> str:
     return f"{span[0]:.2f}-{span[2]:.2f}x ({span[1]:.2f}x)"
 
 
+def _paired(rates: Mapping[str, Sequence[float | None]]) -> str:
+    """Threads following the cores over fixed at 1, the same setting in the same round."""
+    said = []
+    for key, values in rates.items():
+        cores, workers, threads = key.split("/")
+        fixed = rates.get(f"{cores}/{workers}/{FIXED}")
+        if threads != FOLLOW or fixed is None:
+            continue
+        pairs = [f"{a / b:.2f}" for a, b in zip(values, fixed, strict=False) if a and b]
+        said.append(f"{cores} cores, {workers} workers: {', '.join(pairs)}")
+    return (
+        "Threads following the cores over fixed at 1 (samples/s, the same setting, each "
+        "round): " + "; ".join(said) + "."
+    )
+
+
 def section(data: Mapping[str, Any], preds: Mapping[str, Mapping[str, Any]], how: str) -> str:
     args = data["args"]
     lines = [
@@ -241,8 +273,9 @@ def section(data: Mapping[str, Any], preds: Mapping[str, Mapping[str, Any]], how
             f"{pred['sized-1']['cores']} core(s), {pred['sized-1']['workers']} worker(s).",
             "",
             "| cores | workers | threads (run's) | samples/s, each round | measured speedup "
-            "(rounds) | model speedup range (expected) | inside |",
-            "|---|---|---|---|---|---|---|",
+            "(rounds) | model speedup range (expected) | inside | without the threads' cost "
+            "| inside |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for key, values in rates.items():
             cores, workers, threads = key.split("/")
@@ -250,18 +283,22 @@ def section(data: Mapping[str, Any], preds: Mapping[str, Mapping[str, Any]], how
             med = statistics.median(got) if got else None
             p = pred.get(key, {})
             span = p.get("speedup")
-            inside = "-" if span is None or med is None else (
-                "yes" if span[0] <= med <= span[2] else "NO"
-            )  # fmt: skip
+            before = p.get("before")
+
+            def inside_of(s: Sequence[float] | None, m: float | None = med) -> str:
+                return "-" if s is None or m is None else ("yes" if s[0] <= m <= s[2] else "NO")
+
             shown = ", ".join("-" if v is None else f"{v:,.0f}" for v in values)
             lines.append(
                 f"| {cores} | {workers} | {threads} ({c['threads'].get(key)}) | {shown} | "
                 + ("-" if med is None else f"{med:.2f}x")
                 + f" ({', '.join(f'{x:.2f}' for x in got)}) | "
                 + (_fmt_span(span) if span else f"none: {p.get('why')}")
-                + f" | {inside} |"
+                + f" | {inside_of(span)} | "
+                + (_fmt_span(before) if before else "-")
+                + f" | {inside_of(before)} |"
             )
-        lines.append("")
+        lines += ["", _paired(rates), ""]
     lines.append(END)
     return "\n".join(lines)
 
