@@ -182,6 +182,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "threads": {},
         }
     for round_no in range(args.repeats):
+        data.setdefault("round_loads", []).append(_load())
         print(f"round {round_no + 1} of {args.repeats} (load {_load()})", flush=True)
         for cost in costs:
             order = settings if round_no % 2 == 0 else list(reversed(settings))
@@ -259,6 +260,8 @@ def section(data: Mapping[str, Any], preds: Mapping[str, Mapping[str, Any]], how
         "script as a CPU job with OMP_NUM_THREADS as the setting had it).",
         "",
     ]
+    if data.get("round_loads"):
+        lines += [f"Load average at each round's start: {', '.join(data['round_loads'])}.", ""]
     if data.get("replayed"):
         lines += [f"Model columns: {data['replayed']}", ""]
     for cost, c in data["costs"].items():

@@ -108,6 +108,16 @@ def test_nothing_changes_where_threads_do_not_share_cores_with_workers(
     assert budget.slower_at(workers, cores) == plain.slower_at(workers, cores)
 
 
+def test_a_setting_of_no_workers_is_predicted_where_threads_hold_the_compute() -> None:
+    """The loop loading its own batches beside threads that follow the cores: a prediction
+    (the pipeline's line divided by the workers' worth: no longer by zero)."""
+    prediction, why = predict(_profile(0.1, 1, 1, **FOLLOW), _plan(0, 2))
+    assert prediction is not None, why
+    assert any(
+        b.startswith("no workers: the loop loads each batch itself") for b in prediction.basis
+    )
+
+
 def test_a_measured_run_whose_threads_shared_their_cores_is_taken_as_measured() -> None:
     """2 cores, 1 worker, threads following: the measured compute already carries the cost;
     predicting 3 cores and 2 workers counts no more of it, and the basis says why."""
