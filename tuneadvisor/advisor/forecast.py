@@ -182,8 +182,9 @@ def predict(
     speed = 1.0 / relative
     step = budget.step_s * relative
     faster = budget.faster_unprofiled(usable)  # the fast side: the run without the profiler
-    # the slow side: receiving costs all it may, threads sharing cores the most seen
-    slower = budget.slower_at(workers, cores, ranks)
+    # the slow side: receiving costs all it may; threads sharing cores with workers the most
+    # measured (the larger of the two)
+    slower = max(budget.slower_receiving(usable), budget.slower_sharing(workers, cores, ranks))
     samples = None
     if budget.batch_size:
         rate = budget.batch_size / step

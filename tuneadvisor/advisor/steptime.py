@@ -189,17 +189,16 @@ class StepBudget:
         task: more than 1.0 is a slowdown, and is said as one."""
         return self.step_with(self.usable(workers, cores, ranks))
 
-    def slower_at(self, workers: int, cores: int, ranks: int = 1) -> float:
-        """How much slower than ``step_at`` the step may be: receiving a batch costs all of
-        the assumed figure, and intra-op threads sharing their cores with the workers make
-        the compute as long as the most measured: the range's slow side."""
-        usable = self.usable(workers, cores, ranks)
-        slow = self.slower_receiving(usable)
+    def slower_sharing(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """How much slower than expected the step with ``workers`` per rank on ``cores`` per
+        task may be where intra-op threads share their cores with the workers: receiving a
+        batch costs all of the assumed figure and the compute takes as long as the most
+        measured (the range's slow side; 1.0 where the threads do not share cores)."""
         if not self.shares_cores(workers, cores, ranks):
-            return slow
+            return 1.0
         worst = replace(self, receive=self.receive_max)
-        most = worst.step_with(usable, compute=self.oversubscribed)
-        return max(slow, most / max(self.step_with(usable), 1e-9))
+        most = worst.step_with(self.usable(workers, cores, ranks), compute=self.oversubscribed)
+        return max(1.0, most / max(self.step_at(workers, cores, ranks), 1e-9))
 
     def oversubscription_note(self, workers: int, cores: int, ranks: int = 1) -> str | None:
         """The prediction's basis line where threads sharing cores with workers decide it."""
