@@ -18,7 +18,6 @@ from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.plan import Change, Plan
 from tuneadvisor.advisor.steptime import (
     OVERSUBSCRIBED_MOST,
-    PROFILE_SPREAD,
     step_budget,
 )
 
@@ -71,9 +70,10 @@ def test_threads_following_the_cores_beside_workers_widen_the_slow_side(
         m.setattr(steptime, "OVERSUBSCRIBED_MOST", 1.0)  # the model before it
         before = _span(_profile(wait, 1, 1, **FOLLOW), 1, 2)
     assert follow[1:] == before[1:] and follow[0] < before[0]
-    # the worker's batch (0.1 steps) fits beside the compute: the compute sets the slow step
+    # the worker's batch (0.1 steps) fits beside the compute: the compute (0.9 of the step)
+    # sets the slow step, 0.1 + 0.9 x OVERSUBSCRIBED_MOST measured steps
     slowest = wait + (1 - wait) * OVERSUBSCRIBED_MOST
-    assert follow[0] == pytest.approx(follow[1] / (1 + PROFILE_SPREAD) / slowest, rel=0.02)
+    assert slowest * 0.95 <= before[0] / follow[0] <= slowest * 1.01
     assert follow[0] < fixed[0] / 2
     prediction, _ = predict(_profile(wait, 1, 1, **FOLLOW), _plan(1, 2))
     assert prediction is not None
@@ -114,9 +114,7 @@ def test_a_setting_of_no_workers_is_predicted_where_threads_hold_the_compute() -
     (the pipeline's line divided by the workers' worth: no longer by zero)."""
     prediction, why = predict(_profile(0.1, 1, 1, **FOLLOW), _plan(0, 2))
     assert prediction is not None, why
-    assert any(
-        b.startswith("no workers: the loop loads each batch itself") for b in prediction.basis
-    )
+    assert any("no workers" in b and "loads each batch itself" in b for b in prediction.basis)
 
 
 def test_a_measured_run_whose_threads_shared_their_cores_is_taken_as_measured() -> None:
