@@ -102,6 +102,12 @@ PARTS = (
         ".venv/bin/python bench/receive_cost.py --batches 80",
     ),
     Part(
+        "omp-oversubscription",
+        "intra-op threads following the cores beside workers, the model's OVERSUBSCRIBED_MOST "
+        "(issue 31)",
+        ".venv/bin/python bench/omp_oversubscription.py --repeats 3",
+    ),
+    Part(
         "regex-worst",
         "backtracking patterns, worst search before and after (issue 34, class 5)",
         ".venv/bin/python bench/regex_worst.py --base 4318e5e --record",

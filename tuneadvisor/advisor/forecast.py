@@ -185,7 +185,9 @@ def predict(
     unprofiled = budget.faster_unprofiled(usable)  # the run without the profiler
     alone = budget.faster_alone(workers, cores, ranks)  # the others that shared its CPUs gone
     faster = unprofiled * alone  # the fast side
-    slower = budget.slower_at(workers, cores, ranks)  # the slow side: the main's CPU, receiving
+    slow_main = budget.slower_at(workers, cores, ranks)  # the main's CPU, receiving
+    # threads sharing their cores with workers: the compute as long as the most measured
+    slower = max(slow_main, budget.slower_sharing(workers, cores, ranks))  # the slow side
     samples = None
     if budget.batch_size:
         rate = budget.batch_size / step
@@ -206,14 +208,15 @@ def predict(
         f"run {usable:.2f} workers' worth beside the main process's "
         f"{budget.main_cores():.2f} core (no more than a core each, none below one)",
         _pipeline(usable, budget),
+        *filter(None, [budget.oversubscription_note(workers, cores, ranks)]),
         f"the setting: the fewest workers that cover the loop with a {MARGIN:.0%} "
         "margin (assumed), the model's best within the cores where a cap binds",
         f"the speedup's spread {pair:.0%}: two runs' (the measured run's and the new one's, "
         f"each within {spread:.0%}, taken as independent)",
     ]
-    if slower > 1.0 + 1e-3:
+    if slow_main > 1.0 + 1e-3:
         basis.append(
-            f"up to {slower - 1:.0%} slower on the range's slow side: the main process's "
+            f"up to {slow_main - 1:.0%} slower on the range's slow side: the main process's "
             f"own time all CPU (at the new rate {budget.main_share_at(workers, cores, ranks):.2f} "
             "of a core beside the workers: assumed) and receiving a batch at the assumed figure"
         )

@@ -18,8 +18,10 @@ whether it is measured or estimated (``basis``). Pure: facts in, a budget out.
 Besides the workers, the main process's costs are counted (issue 31 §3): receiving each batch
 from a worker (assumed, a floor of the step), the pin-memory thread (assumed), and where the
 compute runs on the CPU with OMP_NUM_THREADS following the task's cores, its intra-op threads
-holding every core while it runs. The measured workers' time per batch is read back with the
-same counts, so the measured setting predicts the measured step.
+holding every core while it runs; where two or more of those threads share their cores with
+workers, the range's slow side takes the compute as long as the most measured
+(OVERSUBSCRIBED_MOST). The measured workers' time per batch is read back with the same
+counts, so the measured setting predicts the measured step.
 """
 
 from __future__ import annotations
@@ -73,6 +75,17 @@ RECEIVE_S = 0.001
 # Other processes' load on the measured run's CPUs (its run record) under this many cores'
 # worth is the counters' noise (the kernel counts in 10 ms ticks): not counted.
 OTHERS_MIN = 0.1
+# Intra-op threads that follow the task's cores (two or more) sharing those cores with
+# DataLoader workers: a parallel region waits for its slowest thread, and a thread whose core
+# another process holds waits for the scheduler. Measured (bench/omp_oversubscription.py,
+# bench/RESULTS.md) on the 2-CPU test machine under other work's load (load average 2-5), the
+# bundled MNIST loop with its compute on the CPU: 2 cores and 1-3 workers with
+# OMP_NUM_THREADS=2 ran at OVERSUBSCRIBED_SEEN the rate of OMP_NUM_THREADS=1 in the same
+# round (the slowest 9.3x slower, its compute 91 % of the step: ~10x as long), as fast or
+# faster in others: not a cost every run pays, so the range's slow side only; a profile of a
+# run with one thread cannot measure it. Assumed: the compute up to this many times as long.
+OVERSUBSCRIBED_MOST = 10.0
+OVERSUBSCRIBED_SEEN = "0.11-1.5x"
 
 
 @record
@@ -119,6 +132,10 @@ class StepBudget:
     # use (its run record): the setting shares the pool with them (0.0: none measured)
     others: float = 0.0
     pool: int = 0
+    # where those threads (two or more) share their cores with workers, the compute may take
+    # up to this many times as long: the range's slow side (1.0: not counted, as where the
+    # measured run's threads shared their cores already)
+    oversubscribed: float = 1.0
 
     @property
     def busy(self) -> float:
@@ -132,18 +149,27 @@ class StepBudget:
         """The share of the step the intra-op threads hold every core (0: not counted)."""
         return self.compute if self.threads_hold_compute else 0.0
 
-    def step_with(self, workers: float, main: float = 1.0, pipeline: float = 1.0) -> float:
+    def step_with(
+        self, workers: float, main: float = 1.0, pipeline: float = 1.0, compute: float = 1.0
+    ) -> float:
         """Predicted step time (measured steps) with ``workers`` workers' worth of CPU; with
         workers the loop is no faster than its own time plus receiving a batch, and the
         workers work only outside the time the intra-op threads hold the cores. ``main`` and
         ``pipeline`` scale the loop's and the pipeline's times (the run without a profiler:
-        the fast side)."""
+        the fast side); ``compute`` the compute's (threads sharing their cores with
+        workers: the slow side)."""
         if workers <= 0:
             if self.workers == 0:
                 return (1.0 - self.wait) * main + self.wait * pipeline
             return self.busy * main + self.worker_steps * pipeline
-        floor = (self.busy + self.receive) * main
-        return max(floor, self.held * main + self.worker_steps * pipeline / workers)
+        longer = self.compute * (compute - 1.0)  # the compute's time past the measured
+        floor = (self.busy + longer + self.receive) * main
+        return max(floor, self.held * compute * main + self.worker_steps * pipeline / workers)
+
+    def shares_cores(self, workers: int, cores: int, ranks: int = 1) -> bool:
+        """At this setting the intra-op threads (one a core of the rank's, two or more)
+        share their cores with workers, where that is counted."""
+        return self.oversubscribed > 1.0 and workers >= 1 and cores / max(ranks, 1) >= 2
 
     def slower_at(self, workers: int, cores: int, ranks: int = 1) -> float:
         """How much slower the step with ``workers`` per rank on ``cores`` per task may be
@@ -235,6 +261,30 @@ class StepBudget:
         """Predicted step time (measured steps) with ``workers`` per rank on ``cores`` per
         task: more than 1.0 is a slowdown, and is said as one."""
         return self.step_with(self.usable(workers, cores, ranks))
+
+    def slower_sharing(self, workers: int, cores: int, ranks: int = 1) -> float:
+        """How much slower than expected the step with ``workers`` per rank on ``cores`` per
+        task may be where intra-op threads share their cores with the workers: receiving a
+        batch costs all of the assumed figure and the compute takes as long as the most
+        measured (the range's slow side; 1.0 where the threads do not share cores)."""
+        if not self.shares_cores(workers, cores, ranks):
+            return 1.0
+        worst = replace(self, receive=self.receive_max)
+        most = worst.step_with(self.usable(workers, cores, ranks), compute=self.oversubscribed)
+        return max(1.0, most / max(self.step_at(workers, cores, ranks), 1e-9))
+
+    def oversubscription_note(self, workers: int, cores: int, ranks: int = 1) -> str | None:
+        """The prediction's basis line where threads sharing cores with workers decide it."""
+        if not self.shares_cores(workers, cores, ranks):
+            return None
+        threads = cores // max(ranks, 1)
+        return (
+            f"{threads} intra-op threads (OMP_NUM_THREADS follows the cores) share their cores "
+            f"with {workers} worker(s): the compute up to {self.oversubscribed:g}x as long, the "
+            "range's slow side only: assumed (the bundled MNIST loop on 2 shared CPUs ran at "
+            f"{OVERSUBSCRIBED_SEEN} the rate of the same setting with OMP_NUM_THREADS=1 in "
+            "the same round, bench/omp_oversubscription.py)"
+        )
 
 
 def measured_spread(value: float) -> float:
@@ -588,10 +638,10 @@ def _with_threads(budget: StepBudget, v: FactView) -> StepBudget:
             f"intra-op threads: OMP_NUM_THREADS follows the task's cores (the job script), "
             f"and the compute ({budget.compute:.0%} of the step) runs on the CPU: its threads "
             "hold every core of the task while it runs, the workers work only in the rest of "
-            "the step: assumed (its time as measured, more threads not counted as faster); "
-            "oversubscribed threads can cost more (OpenMP's waits on a core a worker holds)"
+            "the step: assumed (its time as measured, more threads not counted as faster)"
         )
-        return replace(budget, threads_hold_compute=True, basis=(*budget.basis, note))
+        budget = replace(budget, threads_hold_compute=True, basis=(*budget.basis, note))
+        return _oversubscribed(budget, v)
     if budget.compute >= 0.1:
         if v.job.omp_threads_follow_cores is False:
             omp = "set to a fixed count"
@@ -606,6 +656,26 @@ def _with_threads(budget: StepBudget, v: FactView) -> StepBudget:
         )
         return replace(budget, basis=(*budget.basis, note))
     return budget
+
+
+def _oversubscribed(budget: StepBudget, v: FactView) -> StepBudget:
+    """Threads that follow the cores, at a setting where two or more share them with
+    workers, may make the compute longer (OVERSUBSCRIBED_MOST, the slow side): counted
+    where the measured run's threads had their cores to themselves. Where they shared them
+    already, its compute carries that cost as measured, and how much of it is that cannot be
+    told: not counted."""
+    cores = v.alloc.cpus_per_task
+    ranks = max(v.job.ranks_per_task or 1, 1)
+    if cores is None:
+        return budget
+    if budget.workers >= 1 and cores / ranks >= 2:
+        note = (
+            "the measured run's intra-op threads shared their cores with its workers: its "
+            "compute carries whatever that cost it, as measured (not counted again; a "
+            "setting with fewer threads a core may be faster: not counted either)"
+        )
+        return replace(budget, basis=(*budget.basis, note))
+    return replace(budget, oversubscribed=OVERSUBSCRIBED_MOST)
 
 
 def _with_receive(budget: StepBudget) -> StepBudget:
