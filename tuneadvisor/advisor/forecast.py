@@ -16,7 +16,7 @@ from tuneadvisor.advisor.sizing import (
     step_model,
     wanted_workers,
 )
-from tuneadvisor.advisor.steptime import WORKER_BUSY_MIN, StepBudget
+from tuneadvisor.advisor.steptime import CORES_TOGETHER, WORKER_BUSY_MIN, StepBudget
 
 NO_EVIDENCE = (
     "no prediction: nothing timed the training step; a line_profiler profile (kernprof), a "
@@ -187,7 +187,9 @@ def predict(
     faster = unprofiled * alone  # the fast side
     slow_main = budget.slower_at(workers, cores, ranks)  # the main's CPU, receiving
     # threads sharing their cores with workers: the compute as long as the most measured
-    slower = max(slow_main, budget.slower_sharing(workers, cores, ranks))  # the slow side
+    slower = max(slow_main, budget.slower_sharing(workers, cores, ranks))
+    together = budget.slower_together(workers, cores, ranks)  # more cores busy than measured
+    slower *= together  # the slow side
     samples = None
     if budget.batch_size:
         rate = budget.batch_size / step
@@ -219,6 +221,14 @@ def predict(
             f"up to {slow_main - 1:.0%} slower on the range's slow side: the main process's "
             f"own time all CPU (at the new rate {budget.main_share_at(workers, cores, ranks):.2f} "
             "of a core beside the workers: assumed) and receiving a batch at the assumed figure"
+        )
+    if together > 1.0 + 1e-3:
+        basis.append(
+            f"up to {together - 1:.0%} slower on the range's slow side: the setting keeps more "
+            "cores busy than the measured run, and cores busy together each run slower than "
+            f"one alone (assumed: up to {CORES_TOGETHER:.0%} a worker's batch; 2 busy vCPUs "
+            "of the 2-CPU test VM delivered 1.30-2.08x one; all-core turbo is below "
+            "single-core turbo on bare metal too)"
         )
     if abs(gain - 1.0) > 1e-3:
         basis.append(
