@@ -117,16 +117,9 @@ def _formatter() -> type[argparse.HelpFormatter]:
 
 def terminal_columns() -> int:
     """shutil.get_terminal_size().columns: $COLUMNS, else stdout's terminal, else 80."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns or 80
+    from tuneadvisor.present.terminal_width import terminal_columns as columns
+
+    return columns(80)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -206,6 +206,8 @@ LEAN_REPORT = {
     # what an input holds is printed without its control characters (issue 23, point 11),
     # and the training script's line is the text and markdown reports' one
     "tuneadvisor.present.terminal_safe",
+    # the text report's table fits the terminal's width (os and sys only)
+    "tuneadvisor.present.terminal_width",
     "tuneadvisor.present.training_script",
 }
 # ... and what it never needs: the TOML parser (the pack is cached), OpenSSL's hashes, a

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.unit.test_steptime_costs import _profile
 from tuneadvisor.advisor import steptime
 from tuneadvisor.advisor.forecast import predict
 from tuneadvisor.advisor.plan import Change, Plan
@@ -23,21 +24,6 @@ from tuneadvisor.advisor.steptime import (
 
 FOLLOW: dict[str, object] = {"job.omp_threads_set": True, "job.omp_threads_follow_cores": True}
 FIXED: dict[str, object] = {"job.omp_threads_set": True, "job.omp_threads_follow_cores": False}
-
-
-def _profile(wait: float, workers: int, cores: int, **more: object) -> dict[str, object]:
-    """A profile whose step is waiting and compute (a CPU job unless ``job.gpus``)."""
-    return {
-        "profile.loader_share": wait,
-        "profile.compute_share": 1 - wait,
-        "profile.step_s": 0.1,
-        "profile.steps": 100,
-        "script.batch_size": 32,
-        "alloc.workers": workers,
-        "alloc.cpus_per_task": cores,
-        "job.ranks_per_task": 1,
-        **more,
-    }
 
 
 def _plan(workers: int, cores: int) -> Plan:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from tuneadvisor.present.advice_text import render_advice
 from tuneadvisor.present.metrics_read import metrics_lines
@@ -18,6 +17,7 @@ from tuneadvisor.present.number_text import (
 )
 from tuneadvisor.present.requests_use import job_request_lines
 from tuneadvisor.present.terminal_safe import terminal_safe
+from tuneadvisor.present.terminal_width import terminal_columns
 from tuneadvisor.present.training_script import training_script_line
 from tuneadvisor.profile.analysis import AnnotatedFunction, ProfileAnalysis, kind_summary_text
 from tuneadvisor.profile.skew import rank_skews, skew_text
@@ -33,19 +33,8 @@ _ELLIPSIS = "…"
 
 
 def report_width() -> int:
-    """The columns the text report fits: $COLUMNS, else stdout's terminal, else 100 (what
-    shutil.get_terminal_size gives, without importing shutil: it loads bz2 and lzma, a cost
-    to every report's start)."""
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else DEFAULT_WIDTH
+    """The columns the text report fits: $COLUMNS, else stdout's terminal, else 100."""
+    return terminal_columns(DEFAULT_WIDTH)
 
 
 def _fit(source: str, room: int) -> str:
